@@ -1,0 +1,70 @@
+"""Errors raised by cntkio.
+
+Every error says where (file, line, column, or config key path), what was expected and what
+was found, so that a user can open the file at the right place and fix it.
+"""
+from __future__ import annotations
+
+__all__ = ["CntkioError", "FormatError", "ConfigError", "MaxErrorsExceeded", "NotImplementedInCntkio"]
+
+
+class CntkioError(Exception):
+    """Base class of all cntkio errors."""
+
+
+class FormatError(CntkioError, ValueError):
+    """Malformed input data.
+
+    Attributes name the place (``file``, ``line``, ``column``, 1-based; ``offset``, 0-based byte
+    offset) and the problem (``expected``, ``found``). Any of them may be None when unknown.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 column: int | None = None, offset: int | None = None,
+                 expected: str | None = None, found: str | None = None) -> None:
+        self.file, self.line, self.column, self.offset = file, line, column, offset
+        self.expected, self.found, self.reason = expected, found, message
+        where = ""
+        if file is not None:
+            where = str(file)
+            if line is not None:
+                where += f":{line}"
+                if column is not None:
+                    where += f":{column}"
+            where += ": "
+        detail = message
+        if expected is not None:
+            detail += f" (expected {expected}"
+            detail += f", found {found})" if found is not None else ")"
+        super().__init__(where + detail)
+
+
+class MaxErrorsExceeded(FormatError, RuntimeError):
+    """More malformed inputs than ``maxErrors`` allows.
+
+    The message starts with CNTK's own text ("Reached the maximum number of allowed errors while
+    reading the input file (<name>).") and then names the last error.
+    """
+
+
+class ConfigError(CntkioError, ValueError):
+    """A configuration value is missing, misspelt or of the wrong type.
+
+    ``path`` is the dotted key path (``mnistTrain.reader.file``); ``file``/``line`` where the value
+    was written, when known.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, file: str | None = None,
+                 line: int | None = None, hint: str | None = None) -> None:
+        self.path, self.file, self.line, self.hint, self.reason = path, file, line, hint, message
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        text = where + (f"{path}: " if path else "") + message
+        if hint:
+            text += f" ({hint})"
+        super().__init__(text)
+
+
+class NotImplementedInCntkio(CntkioError, NotImplementedError):
+    """A CNTK feature that cntkio does not implement (yet); the message names it."""
