@@ -1,0 +1,11 @@
+"""Build of the C core (the hot loops); everything else is in pyproject.toml."""
+import numpy as np
+from setuptools import Extension, setup
+
+COMMON = dict(include_dirs=[np.get_include()], extra_compile_args=["-std=c11", "-O3"],
+              define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
+
+setup(ext_modules=[
+    Extension("cntkio._native._ctf", ["src/cntkio/_native/ctf.c"], **COMMON),
+    Extension("cntkio._native._rand", ["src/cntkio/_native/rand.c"], **COMMON),
+])
