@@ -1,0 +1,128 @@
+"""CNTK config commands: the action registry behind ``cntkio configFile=...``.
+
+A CNTK config names the sections to run in ``command=a:b``; each section says what it does with
+``action=...``. An action is a function ``fn(section, name)`` taking the section's
+``ConfigParameters`` (lookups reach the parent sections, as in CNTK) and the section name.
+
+Actions register themselves with :func:`register_action`. The built-in ones are found by name
+in :data:`BUILTIN_ACTIONS` and imported only when first used, so that a missing optional
+dependency (torch, for train/eval) never breaks the reader-only ``dumpReader`` action or
+``cntkio --help``.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any, Callable
+
+from ..errors import ConfigError
+
+__all__ = ["register_action", "get_action", "known_actions", "BUILTIN_ACTIONS", "ACTION_SUMMARIES"]
+
+Action = Callable[[Any, str], Any]
+
+_ACTIONS: dict[str, Action] = {}
+
+#: action name -> "module:function" implementing it (imported on first use)
+BUILTIN_ACTIONS: dict[str, str] = {
+    "dumpReader": "cntkio.commands.dump:dump_reader",
+    "train": "cntkio.commands.train:train",
+    "test": "cntkio.commands.eval:test",
+    "eval": "cntkio.commands.eval:eval",
+    "cv": "cntkio.commands.cv:cv",
+    "write": "cntkio.commands.write:write",
+    "createLabelMap": "cntkio.commands.labelmap:create_label_map",
+    "dumpnode": "cntkio.commands.dumpnode:dumpnode",
+    "adapt": "cntkio.commands.train:adapt",
+}
+
+#: one line per action for ``cntkio --help``
+ACTION_SUMMARIES: dict[str, str] = {
+    "dumpReader": "read a section's reader and write its minibatches as text (CNTK reader-test format)",
+    "train": "train a model with SGD on the section's reader (epochs of epochSize samples)",
+    "test": "evaluate a model on the section's reader (same as eval)",
+    "eval": "evaluate a model on the section's reader",
+    "cv": "cross-validate a series of epoch models",
+    "write": "write the outputs of a model's nodes for the section's reader",
+    "createLabelMap": "write a label mapping file from a reader's labels",
+    "dumpnode": "dump the nodes (parameters) of a model to a text file",
+    "adapt": "adapt a trained model (KL-divergence regularised training)",
+}
+
+# lower-cased name -> canonical name: CNTK's config names are case-insensitive
+def _canonical(name: str) -> str | None:
+    low = name.lower()
+    for known in list(_ACTIONS) + list(BUILTIN_ACTIONS):
+        if known.lower() == low:
+            return known
+    return None
+
+
+def register_action(name: str, fn: Action) -> None:
+    """Make ``action=<name>`` run ``fn(section, section_name)``. A later registration replaces an
+    earlier one (a user can override a built-in action)."""
+    if not callable(fn):
+        raise TypeError(f"action {name!r}: expected a callable, found {type(fn).__name__}")
+    _ACTIONS[name] = fn
+
+
+def known_actions() -> list[str]:
+    """The names ``action=`` accepts: built-in ones and those registered at run time."""
+    return sorted(set(_ACTIONS) | set(BUILTIN_ACTIONS), key=str.lower)
+
+
+def get_action(name: str, *, path: str | None = None) -> Action:
+    """The function of an action name (case-insensitive).
+
+    An unknown name raises ConfigError listing the known actions and the closest one; a built-in
+    action whose module is not there (not written yet, or an optional dependency missing) raises
+    ConfigError saying so.
+    """
+    canon = _canonical(str(name))
+    if canon is None:
+        names = known_actions()
+        close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else None
+        raise ConfigError(f"unknown action {name!r}; cntkio knows: {', '.join(names)}",
+                          path=path, hint=hint)
+    if canon in _ACTIONS:
+        return _ACTIONS[canon]
+    module_name, _, attr = BUILTIN_ACTIONS[canon].partition(":")
+    failure: BaseException | None = None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        failure = e
+        module = None
+    if canon in _ACTIONS:          # the module registered itself on import
+        return _ACTIONS[canon]
+    fn = getattr(module, attr, None) if module is not None else None
+    if fn is not None:
+        _ACTIONS[canon] = fn
+        return fn
+    # not where the table says: the actions' modules may register it under another layout
+    errors = _discover()
+    if canon in _ACTIONS:
+        return _ACTIONS[canon]
+    missing = [e.name for e in [failure, *errors] if isinstance(e, ModuleNotFoundError) and e.name
+               and not e.name.startswith("cntkio")]
+    if missing:
+        dep = missing[0]
+        raise ConfigError(f"action {canon!r} needs the Python package {dep!r}, which is not installed"
+                          + (" (pip install 'cntkio[torch]')" if dep == "torch" else ""), path=path)
+    raise ConfigError(f"action {canon!r} is not available in this installation of cntkio "
+                      f"(no module of cntkio.commands implements it)", path=path)
+
+
+def _discover() -> list[BaseException]:
+    """Import every module of this package (each registers its actions); return import errors."""
+    import pkgutil
+    errors: list[BaseException] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name in ("runner", "dump"):
+            continue
+        try:
+            importlib.import_module(f"{__name__}.{info.name}")
+        except ImportError as e:
+            errors.append(e)
+    return errors
