@@ -1,0 +1,280 @@
+/* cntkio._native._rand: the randomizer's hot loops in C (cntk-io-semantics 2.5, 2.7).
+ *
+ * std::mt19937_64 (the standard 64-bit Mersenne Twister), CNTK's two shuffles built on it
+ * (the full-range swap of RandomShuffleMT and the window shuffle of the local-timeline
+ * randomizer) and the BlockRandomizer's in-window sequence swap loop with its acceptance rule.
+ * Every function releases the GIL while it loops. The pure-Python twins live in
+ * cntkio/engine/randomizer.py and must give the same numbers (tests/test_engine_randomizer.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MT_N 312
+#define MT_M 156
+
+typedef struct {
+    uint64_t mt[MT_N];
+    int idx;
+} mt64_t;
+
+static void mt64_seed(mt64_t *r, uint64_t seed)
+{
+    r->mt[0] = seed;
+    for (int i = 1; i < MT_N; i++) {
+        uint64_t prev = r->mt[i - 1];
+        r->mt[i] = 6364136223846793005ULL * (prev ^ (prev >> 62)) + (uint64_t)i;
+    }
+    r->idx = MT_N;
+}
+
+static void mt64_twist(mt64_t *r)
+{
+    for (int i = 0; i < MT_N; i++) {
+        uint64_t x = (r->mt[i] & 0xFFFFFFFF80000000ULL) | (r->mt[(i + 1) % MT_N] & 0x7FFFFFFFULL);
+        uint64_t xa = (x >> 1) ^ ((x & 1ULL) ? 0xB5026F5AA96619E9ULL : 0ULL);
+        r->mt[i] = r->mt[(i + MT_M) % MT_N] ^ xa;
+    }
+    r->idx = 0;
+}
+
+static inline uint64_t mt64_next(mt64_t *r)
+{
+    if (r->idx >= MT_N)
+        mt64_twist(r);
+    uint64_t y = r->mt[r->idx++];
+    y ^= (y >> 29) & 0x5555555555555555ULL;
+    y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
+    y ^= (y << 37) & 0xFFF7EEE000000000ULL;
+    y ^= y >> 43;
+    return y;
+}
+
+static int parse_seed(PyObject *obj, uint64_t *seed)
+{
+    /* Any Python int, reduced modulo 2**64 (std::mt19937_64 takes a 64-bit seed). */
+    PyObject *idx = PyNumber_Index(obj);
+    if (!idx)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(idx);
+    Py_DECREF(idx);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *seed = (uint64_t)v;
+    return 0;
+}
+
+/* draws(seed, n) -> uint64[n]: the first n outputs of mt19937_64(seed). */
+static PyObject *py_draws(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *seed_obj;
+    Py_ssize_t n;
+    uint64_t seed;
+    if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
+        return NULL;
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "draws: n must be >= 0, got %zd", n);
+    npy_intp dims[1] = {n};
+    PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_UINT64);
+    if (!out)
+        return NULL;
+    uint64_t *o = (uint64_t *)PyArray_DATA(out);
+    Py_BEGIN_ALLOW_THREADS
+    mt64_t r;
+    mt64_seed(&r, seed);
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[i] = mt64_next(&r);
+    Py_END_ALLOW_THREADS
+    return (PyObject *)out;
+}
+
+/* full_range_shuffle(seed, n) -> int64[n]: 0..n-1 shuffled by swapping i with next64() % n
+ * for i = 0..n-1 (CNTK's RandomShuffleMT over a whole vector; not Fisher-Yates). */
+static PyObject *py_full_range_shuffle(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *seed_obj;
+    Py_ssize_t n;
+    uint64_t seed;
+    if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
+        return NULL;
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "full_range_shuffle: n must be >= 0, got %zd", n);
+    npy_intp dims[1] = {n};
+    PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (!out)
+        return NULL;
+    int64_t *o = (int64_t *)PyArray_DATA(out);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[i] = i;
+    mt64_t r;
+    mt64_seed(&r, seed);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t j = mt64_next(&r) % (uint64_t)n;
+        int64_t t = o[i];
+        o[i] = o[j];
+        o[j] = t;
+    }
+    Py_END_ALLOW_THREADS
+    return (PyObject *)out;
+}
+
+/* window_shuffle(seed, n) -> int64[n]: 0..n-1 shuffled by swapping i with i + next64() % (n - i)
+ * for i = 0..n-1 (the local-timeline randomizer's window shuffle). */
+static PyObject *py_window_shuffle(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *seed_obj;
+    Py_ssize_t n;
+    uint64_t seed;
+    if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
+        return NULL;
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "window_shuffle: n must be >= 0, got %zd", n);
+    npy_intp dims[1] = {n};
+    PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (!out)
+        return NULL;
+    int64_t *o = (int64_t *)PyArray_DATA(out);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[i] = i;
+    mt64_t r;
+    mt64_seed(&r, seed);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t j = (uint64_t)i + mt64_next(&r) % (uint64_t)(n - i);
+        int64_t t = o[i];
+        o[i] = o[j];
+        o[j] = t;
+    }
+    Py_END_ALLOW_THREADS
+    return (PyObject *)out;
+}
+
+static PyArrayObject *as_array(PyObject *obj, int type, const char *name)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_IN_ARRAY);
+    if (!a)
+        PyErr_Format(PyExc_TypeError, "swap_sequences: %s must be a 1-d integer array", name);
+    return a;
+}
+
+/* swap_sequences(seed, owner int32[N], win_begin int32[C], win_end int32[C], seq_start int64[C+1])
+ *   -> (perm int64[N], source int32[N])
+ *
+ * The in-window sequence shuffle of CNTK's BlockRandomizer. Positions t = 0..N-1 hold sequences
+ * in randomized-chunk order; owner[t] is the randomized chunk of position t, window [b, e) of a
+ * randomized chunk is win_begin/win_end, and seq_start[c] the first position of chunk c. For each
+ * t a draw j = P0 + next64() % (P1 - P0) over t's window is accepted when the sequence at j comes
+ * from a chunk inside t's window and the one at t from a chunk inside j's window; then the two
+ * swap. perm[t] is the index (in randomized-chunk order) of the sequence ending at t, source[t]
+ * its source randomized chunk id. */
+static PyObject *py_swap_sequences(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *seed_obj, *owner_o, *wb_o, *we_o, *ss_o;
+    uint64_t seed;
+    if (!PyArg_ParseTuple(args, "OOOOO", &seed_obj, &owner_o, &wb_o, &we_o, &ss_o) ||
+        parse_seed(seed_obj, &seed) < 0)
+        return NULL;
+    PyArrayObject *owner = NULL, *wb = NULL, *we = NULL, *ss = NULL, *perm = NULL, *src = NULL;
+    PyObject *result = NULL;
+    owner = as_array(owner_o, NPY_INT32, "owner");
+    wb = owner ? as_array(wb_o, NPY_INT32, "win_begin") : NULL;
+    we = wb ? as_array(we_o, NPY_INT32, "win_end") : NULL;
+    ss = we ? as_array(ss_o, NPY_INT64, "seq_start") : NULL;
+    if (!ss)
+        goto done;
+    npy_intp n = PyArray_DIM(owner, 0), c = PyArray_DIM(wb, 0);
+    if (PyArray_DIM(we, 0) != c || PyArray_DIM(ss, 0) != c + 1) {
+        PyErr_SetString(PyExc_ValueError, "swap_sequences: win_begin/win_end need C entries, seq_start C+1");
+        goto done;
+    }
+    const int32_t *ow = (const int32_t *)PyArray_DATA(owner);
+    const int32_t *b = (const int32_t *)PyArray_DATA(wb);
+    const int32_t *e = (const int32_t *)PyArray_DATA(we);
+    const int64_t *st = (const int64_t *)PyArray_DATA(ss);
+    /* validate once so the loop cannot read out of bounds */
+    for (npy_intp k = 0; k < c; k++) {
+        if (b[k] < 0 || e[k] > c || b[k] >= e[k] || k < b[k] || k >= e[k]) {
+            PyErr_Format(PyExc_ValueError, "swap_sequences: window of chunk %zd is [%d, %d), "
+                         "expected b <= chunk < e <= %zd", (Py_ssize_t)k, b[k], e[k], (Py_ssize_t)c);
+            goto done;
+        }
+    }
+    if (c > 0 && (st[0] != 0 || st[c] != n)) {
+        PyErr_SetString(PyExc_ValueError, "swap_sequences: seq_start must run from 0 to N");
+        goto done;
+    }
+    for (npy_intp t = 0; t < n; t++) {
+        if (ow[t] < 0 || ow[t] >= c) {
+            PyErr_Format(PyExc_ValueError, "swap_sequences: owner[%zd] = %d is not a chunk id",
+                         (Py_ssize_t)t, ow[t]);
+            goto done;
+        }
+    }
+    npy_intp dims[1] = {n};
+    perm = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    src = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT32);
+    if (!perm || !src)
+        goto done;
+    int64_t *p = (int64_t *)PyArray_DATA(perm);
+    int32_t *s = (int32_t *)PyArray_DATA(src);
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp t = 0; t < n; t++) {
+        p[t] = t;
+        s[t] = ow[t];
+    }
+    mt64_t r;
+    mt64_seed(&r, seed);
+    for (npy_intp t = 0; t < n; t++) {
+        int32_t ct = ow[t];
+        int32_t tb = b[ct], te = e[ct];
+        int64_t p0 = st[tb], p1 = st[te];
+        uint64_t span = (uint64_t)(p1 - p0);
+        for (;;) {
+            int64_t j = p0 + (int64_t)(mt64_next(&r) % span);
+            int32_t cj = ow[j];
+            if (s[j] < tb || s[j] >= te)
+                continue;
+            if (s[t] < b[cj] || s[t] >= e[cj])
+                continue;
+            int64_t tp = p[t]; p[t] = p[j]; p[j] = tp;
+            int32_t ts = s[t]; s[t] = s[j]; s[j] = ts;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, (PyObject *)perm, (PyObject *)src);
+done:
+    Py_XDECREF(owner);
+    Py_XDECREF(wb);
+    Py_XDECREF(we);
+    Py_XDECREF(ss);
+    Py_XDECREF(perm);
+    Py_XDECREF(src);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"draws", py_draws, METH_VARARGS, "draws(seed, n) -> uint64[n]: first n outputs of mt19937_64(seed)."},
+    {"full_range_shuffle", py_full_range_shuffle, METH_VARARGS,
+     "full_range_shuffle(seed, n) -> int64[n]: CNTK's RandomShuffleMT of 0..n-1 (swap i, next64() % n)."},
+    {"window_shuffle", py_window_shuffle, METH_VARARGS,
+     "window_shuffle(seed, n) -> int64[n]: swap i with i + next64() % (n - i), i = 0..n-1."},
+    {"swap_sequences", py_swap_sequences, METH_VARARGS,
+     "swap_sequences(seed, owner, win_begin, win_end, seq_start) -> (perm, source): "
+     "the BlockRandomizer's in-window sequence swaps."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_rand",
+    "mt19937_64 and CNTK's randomizer loops in C (GIL released).", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__rand(void)
+{
+    import_array();
+    return PyModule_Create(&moduledef);
+}

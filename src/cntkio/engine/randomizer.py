@@ -1,0 +1,303 @@
+"""Sweep order over sequence descriptions: CNTK's BlockRandomizer and NoRandomizer.
+
+A *timeline* is one sweep's delivery order: for every position, which sequence (chunk and index
+in chunk), its length in samples, its source randomized chunk id (what distribution uses) and its
+start inside the sweep. Timelines carry no data; the source loads chunks for them.
+
+The BlockRandomizer reproduces CNTK's order exactly (cntk-io-semantics 2.5, and the executable
+model ``cntk_randomizer_reference.py``): per sweep ``k`` with ``seed = randomization_seed + k``, a
+full-range mt19937_64 swap shuffle of the chunks, a chunk- or sample-based window per randomized
+chunk, then in-window sequence swaps with the acceptance rule, drawn from a second mt19937_64 with
+the same seed. The loops run in C (``cntkio._native._rand``, GIL released); the pure-Python twins
+below are used under ``CNTKIO_PURE_PYTHON=1`` and are the readable statement of the rules.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .._native import native
+
+__all__ = [
+    "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
+    "Timeline", "NoRandomizer", "BlockRandomizer",
+]
+
+_M64 = (1 << 64) - 1
+
+
+class MT19937_64:
+    """``std::mt19937_64`` in pure Python (the reference for the C generator)."""
+
+    def __init__(self, seed: int = 5489) -> None:
+        mt = [0] * 312
+        mt[0] = seed & _M64
+        for i in range(1, 312):
+            prev = mt[i - 1]
+            mt[i] = (6364136223846793005 * (prev ^ (prev >> 62)) + i) & _M64
+        self.mt = mt
+        self.idx = 312
+
+    def _twist(self) -> None:
+        mt = self.mt
+        for i in range(312):
+            x = (mt[i] & 0xFFFFFFFF80000000) | (mt[(i + 1) % 312] & 0x7FFFFFFF)
+            xa = (x >> 1) ^ (0xB5026F5AA96619E9 if x & 1 else 0)
+            mt[i] = mt[(i + 156) % 312] ^ xa
+        self.idx = 0
+
+    def __call__(self) -> int:
+        if self.idx >= 312:
+            self._twist()
+        y = self.mt[self.idx]
+        self.idx += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        y ^= y >> 43
+        return y & _M64
+
+
+def _rand():
+    return native("rand")
+
+
+def draws(seed: int, n: int) -> np.ndarray:
+    """The first ``n`` outputs of ``mt19937_64(seed)`` as uint64."""
+    mod = _rand()
+    if mod is not None:
+        return mod.draws(seed, n)
+    rng = MT19937_64(seed)
+    return np.array([rng() for _ in range(n)], dtype=np.uint64)
+
+
+def full_range_shuffle(seed: int, n: int) -> np.ndarray:
+    """``0..n-1`` shuffled as CNTK's ``RandomShuffleMT`` does: swap ``i`` with ``next64() % n``.
+
+    This is the chunk shuffle of the BlockRandomizer and of the local-timeline randomizer. It is
+    not Fisher-Yates: the swap partner is drawn over the whole range.
+    """
+    mod = _rand()
+    if mod is not None:
+        return mod.full_range_shuffle(seed, n)
+    rng = MT19937_64(seed)
+    order = list(range(n))
+    for i in range(n):
+        j = rng() % n
+        order[i], order[j] = order[j], order[i]
+    return np.array(order, dtype=np.int64)
+
+
+def window_shuffle(seed: int, n: int) -> np.ndarray:
+    """``0..n-1`` shuffled by swapping ``i`` with ``i + next64() % (n - i)`` (the local-timeline
+    randomizer's in-window shuffle, cntk-io-semantics 2.7)."""
+    mod = _rand()
+    if mod is not None:
+        return mod.window_shuffle(seed, n)
+    rng = MT19937_64(seed)
+    order = list(range(n))
+    for i in range(n):
+        j = i + rng() % (n - i)
+        order[i], order[j] = order[j], order[i]
+    return np.array(order, dtype=np.int64)
+
+
+def chunk_windows(sizes_in_samples: Sequence[int], window: int, sample_based: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The window ``[begin, end)`` of randomized chunk ids of every randomized chunk (2.5 step 2).
+
+    ``sizes_in_samples`` are the chunks' sizes in randomized order. Chunk-based: centred window of
+    ``window`` chunks clamped to the ends. Sample-based: built left to right with half-window
+    ``window // 2`` samples on each side.
+    """
+    sizes = [int(s) for s in sizes_in_samples]
+    n = len(sizes)
+    begin = np.zeros(n, np.int32)
+    end = np.zeros(n, np.int32)
+    half = int(window) // 2
+    if sample_based:
+        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist() if n else [0]
+        b, e = 0, 1
+        for k in range(n):
+            while starts[k] - starts[b] > half:
+                b += 1
+            b, e = min(b, k), max(e, k + 1)
+            while e < n and starts[e] + sizes[e] - starts[k] < half:
+                e += 1
+            begin[k], end[k] = b, e
+    else:
+        size = max(int(window), 1)
+        for k in range(n):
+            b = k - half if k > half else 0
+            e = b + size
+            if e > n:
+                e, b = n, (n - size if n > size else 0)
+            begin[k], end[k] = b, e
+    return begin, end
+
+
+def swap_sequences(seed: int, owner: np.ndarray, win_begin: np.ndarray, win_end: np.ndarray,
+                   seq_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The in-window sequence swaps (2.5 step 3).
+
+    ``owner[t]``: randomized chunk of position ``t``; ``seq_start[c]``: first position of
+    randomized chunk ``c`` (``C + 1`` entries). Returns ``(perm, source)``: the index, in
+    randomized-chunk order, of the sequence delivered at ``t`` and its source randomized chunk.
+    """
+    owner = np.ascontiguousarray(owner, np.int32)
+    win_begin = np.ascontiguousarray(win_begin, np.int32)
+    win_end = np.ascontiguousarray(win_end, np.int32)
+    seq_start = np.ascontiguousarray(seq_start, np.int64)
+    mod = _rand()
+    if mod is not None:
+        return mod.swap_sequences(seed, owner, win_begin, win_end, seq_start)
+    n = len(owner)
+    perm = list(range(n))
+    src = owner.tolist()
+    own = src[:]
+    wb, we, st = win_begin.tolist(), win_end.tolist(), seq_start.tolist()
+    rng = MT19937_64(seed)
+    for t in range(n):
+        ct = own[t]
+        tb, te = wb[ct], we[ct]
+        p0, span = st[tb], st[te] - st[tb]
+        while True:
+            j = p0 + rng() % span
+            cj = own[j]
+            if not (tb <= src[j] < te):
+                continue
+            if not (wb[cj] <= src[t] < we[cj]):
+                continue
+            perm[t], perm[j] = perm[j], perm[t]
+            src[t], src[j] = src[j], src[t]
+            break
+    return np.array(perm, np.int64), np.array(src, np.int32)
+
+
+@dataclass
+class Timeline:
+    """One sweep's delivery order over sequence descriptions.
+
+    Arrays over positions ``0..N-1``: ``chunk`` (corpus chunk id), ``index`` (index in that
+    chunk), ``length`` (timeline samples), ``rchunk`` (source randomized chunk id; the chunk id
+    itself when not randomized). ``start`` has ``N + 1`` entries: exclusive cumulative lengths.
+    ``first_use``/``last_use`` per corpus chunk: the first and last position of its sequences
+    (-1 when it has none), which decide when a chunk is loaded and released.
+    """
+
+    sweep: int
+    chunk: np.ndarray
+    index: np.ndarray
+    length: np.ndarray
+    rchunk: np.ndarray
+    start: np.ndarray
+    first_use: np.ndarray
+    last_use: np.ndarray
+
+    @property
+    def num_sequences(self) -> int:
+        return int(self.chunk.shape[0])
+
+    @property
+    def num_samples(self) -> int:
+        return int(self.start[-1])
+
+
+def _make_timeline(sweep: int, chunk: np.ndarray, index: np.ndarray, length: np.ndarray,
+                   rchunk: np.ndarray, num_chunks: int) -> Timeline:
+    n = len(chunk)
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(length, out=start[1:])
+    first = np.full(num_chunks, -1, np.int64)
+    last = np.full(num_chunks, -1, np.int64)
+    if n:
+        pos = np.arange(n, dtype=np.int64)
+        last[chunk] = pos  # later positions overwrite earlier ones: the last use
+        first[chunk[::-1]] = pos[::-1]
+    return Timeline(sweep, chunk, index, length, rchunk, start, first, last)
+
+
+class _Base:
+    """Shared bookkeeping: per-chunk sequence lengths, sizes and a small timeline cache."""
+
+    randomized = False
+
+    def __init__(self, chunk_lengths: Sequence[np.ndarray]) -> None:
+        self.chunk_lengths = [np.asarray(c, np.int64) for c in chunk_lengths]
+        self.num_chunks = len(self.chunk_lengths)
+        self.chunk_sizes = np.array([int(c.sum()) for c in self.chunk_lengths], np.int64)
+        self.chunk_counts = np.array([len(c) for c in self.chunk_lengths], np.int64)
+        self.num_sequences = int(self.chunk_counts.sum())
+        self.sweep_samples = int(self.chunk_sizes.sum())
+        self._lock = threading.Lock()
+        self._cache: dict[int, Timeline] = {}
+
+    def timeline(self, sweep: int) -> Timeline:
+        """The timeline of sweep ``sweep`` (cached: the current and the next few sweeps)."""
+        with self._lock:
+            tl = self._cache.get(sweep)
+            if tl is None:
+                tl = self._compute(sweep)
+                if len(self._cache) >= 3:
+                    for old in sorted(self._cache, key=lambda s: abs(s - sweep), reverse=True)[:len(self._cache) - 2]:
+                        del self._cache[old]
+                self._cache[sweep] = tl
+            return tl
+
+    def _compute(self, sweep: int) -> Timeline:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class NoRandomizer(_Base):
+    """Input order, sweep after sweep (``randomize=False``)."""
+
+    def __init__(self, chunk_lengths: Sequence[np.ndarray]) -> None:
+        super().__init__(chunk_lengths)
+        chunk = np.repeat(np.arange(self.num_chunks, dtype=np.int32), self.chunk_counts)
+        index = (np.arange(self.num_sequences, dtype=np.int64)
+                 - np.repeat(np.cumsum(self.chunk_counts) - self.chunk_counts, self.chunk_counts))
+        length = np.concatenate(self.chunk_lengths) if self.chunk_lengths else np.zeros(0, np.int64)
+        self._tl = _make_timeline(0, chunk, index, length, chunk, self.num_chunks)
+
+    def _compute(self, sweep: int) -> Timeline:
+        tl = self._tl
+        return Timeline(sweep, tl.chunk, tl.index, tl.length, tl.rchunk, tl.start, tl.first_use, tl.last_use)
+
+
+class BlockRandomizer(_Base):
+    """CNTK's block randomizer: chunk shuffle, windows, in-window sequence swaps, per sweep.
+
+    ``window`` is in chunks, or in samples when ``sample_based``; sweep ``k`` uses seed
+    ``seed + k``. A chunk-based window of 0 behaves as 1 (CNTK clamps it).
+    """
+
+    randomized = True
+
+    def __init__(self, chunk_lengths: Sequence[np.ndarray], window: int, sample_based: bool, seed: int) -> None:
+        super().__init__(chunk_lengths)
+        self.window = int(window)
+        self.sample_based = bool(sample_based)
+        self.seed = int(seed)
+
+    def chunk_order(self, sweep: int) -> np.ndarray:
+        """Original chunk ids in randomized order for ``sweep``."""
+        return full_range_shuffle(self.seed + sweep, self.num_chunks)
+
+    def _compute(self, sweep: int) -> Timeline:
+        seed = self.seed + sweep
+        order = self.chunk_order(sweep)
+        counts = self.chunk_counts[order]
+        wb, we = chunk_windows(self.chunk_sizes[order], self.window, self.sample_based)
+        seq_start = np.zeros(self.num_chunks + 1, np.int64)
+        np.cumsum(counts, out=seq_start[1:])
+        owner = np.repeat(np.arange(self.num_chunks, dtype=np.int32), counts)
+        perm, source = swap_sequences(seed, owner, wb, we, seq_start)
+        # sequence number ``q`` in randomized-chunk order -> (original chunk, index in chunk)
+        orig_chunk = order[source].astype(np.int32)
+        index = perm - seq_start[source]
+        lengths_in_order = (np.concatenate([self.chunk_lengths[o] for o in order])
+                            if self.num_chunks else np.zeros(0, np.int64))
+        length = lengths_in_order[perm]
+        return _make_timeline(sweep, orig_chunk, index.astype(np.int64), length, source, self.num_chunks)
