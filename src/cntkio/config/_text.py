@@ -1,0 +1,192 @@
+"""Low-level text handling of the CNTK configuration language.
+
+Comment removal, bracket and quote matching, and splitting a region of text at separator
+characters outside brackets. Everything here works on plain strings and offsets; the meaning of
+the pieces (parameter set, array, string) is decided in :mod:`cntkio.config.parser`.
+
+The rules are CNTK's (``Source/Common/Include/Config.h``):
+
+* ``#`` starts a comment when it is the first character of a line or follows white space
+  (``1#INF`` is a value);
+* ``[ ]``, ``{ }``, ``( )`` and ``" "`` are matched pairs; separators inside them do not split;
+* a separator character placed right after an opening bracket replaces the default one for that
+  bracket (``(;c:\\a.txt;c:\\b.txt)``, ``[|a=1|b=2]``); line breaks always separate.
+"""
+from __future__ import annotations
+
+import bisect
+
+from ..errors import ConfigError
+
+OPEN = "[{("
+CLOSE = "]})"
+PAIR = {"[": "]", "{": "}", "(": ")"}
+
+# Characters that, placed right after an opening bracket, become that bracket's separator.
+# CNTK's list is "`~!@$%^&*_-+|:;,?." plus '#' (documented as "[#a=1#b=2]"). We leave out the
+# characters that can start an ordinary value ('$' of $var$, '_', '-', '+', '.', '*' of "*2"),
+# so that "{-1:2}" is the array (-1, 2) and not an array split at '-'.
+CUSTOM_SEPARATORS = "`~!@%^&|:;,?#"
+
+
+class Text:
+    """One piece of configuration text with its origin, for error messages.
+
+    ``text`` has comments removed (line breaks kept, so offsets map to the original lines);
+    ``file`` is the file name (or a label such as ``<command line>``) and ``first_line`` the line
+    number of offset 0.
+    """
+
+    __slots__ = ("text", "file", "first_line", "base_dir", "_newlines")
+
+    def __init__(self, text: str, file: str | None = None, first_line: int = 1,
+                 base_dir: str | None = None, strip: bool = True) -> None:
+        self.text = strip_comments(text) if strip else text
+        self.file = file
+        self.first_line = first_line
+        self.base_dir = base_dir
+        self._newlines = [i for i, c in enumerate(self.text) if c == "\n"]
+
+    def line_of(self, pos: int) -> int:
+        """The 1-based line number of offset ``pos``."""
+        return self.first_line + bisect.bisect_left(self._newlines, pos)
+
+    def error(self, message: str, pos: int, *, path: str | None = None,
+              hint: str | None = None) -> ConfigError:
+        """A :class:`ConfigError` located at offset ``pos``."""
+        return ConfigError(message, path=path, file=self.file or "<config>", line=self.line_of(pos),
+                           hint=hint)
+
+
+def strip_comments(text: str) -> str:
+    """Remove ``#`` comments (at line start or after white space, outside quotes).
+
+    Line breaks are kept so that offsets still map to the original line numbers. A BOM at the
+    start and carriage returns of CRLF line ends are dropped.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "#" not in text:
+        return text
+    out = []
+    i, n = 0, len(text)
+    in_quote = False
+    start = 0
+    while i < n:
+        c = text[i]
+        if in_quote:
+            if c == '"':
+                in_quote = False
+        elif c == '"':
+            in_quote = True
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            out.append(text[start:i])
+            j = text.find("\n", i)
+            if j < 0:
+                start = i = n
+                break
+            start = i = j  # keep the line break
+            continue
+        i += 1
+    out.append(text[start:n])
+    return "".join(out)
+
+
+def match(src: Text, pos: int, end: int | None = None) -> int:
+    """The offset of the bracket or quote closing the one at ``pos``.
+
+    Brackets of all three kinds nest; text inside quotes is skipped. Raises ConfigError naming
+    the line of the opening bracket when it is not closed, or closed by the wrong kind.
+    """
+    text = src.text
+    if end is None:
+        end = len(text)
+    opener = text[pos]
+    if opener == '"':
+        j = text.find('"', pos + 1, end)
+        if j < 0:
+            raise src.error('unterminated quoted string', pos,
+                            hint='expected a closing \'"\' before the end of the text')
+        return j
+    stack = [pos]
+    i = pos + 1
+    while i < end:
+        c = text[i]
+        if c == '"':
+            j = text.find('"', i + 1, end)
+            if j < 0:
+                raise src.error('unterminated quoted string', i,
+                                hint='expected a closing \'"\' before the end of the text')
+            i = j + 1
+            continue
+        if c in OPEN:
+            stack.append(i)
+        elif c in CLOSE:
+            top = stack.pop()
+            want = PAIR[text[top]]
+            if c != want:
+                raise src.error(f"expected '{want}' to close '{text[top]}' opened on line "
+                                f"{src.line_of(top)}, found '{c}'", i)
+            if not stack:
+                return i
+        i += 1
+    top = stack[-1]
+    raise src.error(f"'{text[top]}' opened here is never closed", top,
+                    hint=f"expected '{PAIR[text[top]]}' before the end of the text")
+
+
+def split(src: Text, start: int, end: int, seps: str) -> list[tuple[int, int]]:
+    """Split ``src.text[start:end]`` at the characters of ``seps`` outside brackets and quotes.
+
+    Returns the (start, end) offsets of every piece, empty ones included. A closing bracket
+    without an opening one is an error.
+    """
+    text = src.text
+    spans = []
+    i = tok = start
+    while i < end:
+        c = text[i]
+        if c in seps:
+            spans.append((tok, i))
+            tok = i + 1
+        elif c in OPEN or c == '"':
+            i = match(src, i, end)
+        elif c in CLOSE:
+            raise src.error(f"unexpected '{c}' (no matching opening bracket)", i)
+        i += 1
+    spans.append((tok, end))
+    return spans
+
+
+def find_top(src: Text, start: int, end: int, char: str) -> int:
+    """The first offset of ``char`` in ``src.text[start:end]`` outside brackets and quotes, or -1."""
+    text = src.text
+    i = start
+    while i < end:
+        c = text[i]
+        if c == char:
+            return i
+        if c in OPEN or c == '"':
+            i = match(src, i, end)
+        i += 1
+    return -1
+
+
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` with surrounding white space removed."""
+    while start < end and text[start] in " \t\n\r\f\v":
+        start += 1
+    while end > start and text[end - 1] in " \t\n\r\f\v":
+        end -= 1
+    return start, end
+
+
+def is_group(src: Text, start: int, end: int) -> bool:
+    """True when ``text[start:end]`` is exactly one bracket group (``[..]``, ``{..}``, ``(..)``)."""
+    return end - start >= 2 and src.text[start] in OPEN and match(src, start, end) == end - 1
+
+
+def is_quoted(src: Text, start: int, end: int) -> bool:
+    """True when ``text[start:end]`` is exactly one quoted string."""
+    return end - start >= 2 and src.text[start] == '"' and match(src, start, end) == end - 1

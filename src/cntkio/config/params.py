@@ -1,0 +1,624 @@
+"""ConfigParameters and ConfigValue: CNTK's configuration tree with lazy typing.
+
+A :class:`ConfigParameters` is one parameter set (``name=[...]``): an ordered, case-insensitive
+mapping from names to values, linked to the set that contains it. Looking a name up searches
+the set, then its parents up to the root, as CNTK does, so that a value written at the top of a
+file is seen by every section.
+
+A :class:`ConfigValue` is a ``str`` that remembers where it was written (file, line, key path).
+It is converted only when a consumer asks: ``as_int()``, ``as_float()``, ``as_bool()``,
+``as_array()``, ``as_params()``. ``$name$`` references are replaced when a value is looked up,
+so that the last assignment of a variable wins wherever it is.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Any, Iterator
+
+from ..errors import ConfigError
+from ._text import OPEN, Text, find_top, is_group, is_quoted, match, split, strip_span
+
+__all__ = ["ConfigParameters", "ConfigValue", "ConfigArray"]
+
+_MISSING = object()
+_INT_RE = re.compile(r"[+-]?\d+\Z")
+_FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)\Z")
+_SPECIAL_FLOATS = {
+    "1#inf": math.inf, "+1#inf": math.inf, "-1#inf": -math.inf,
+    "1#ind": math.nan, "-1#ind": math.nan, "1#qnan": math.nan, "-1#qnan": math.nan,
+    "1#snan": math.nan, "-1#snan": math.nan,
+    "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
+    "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan,
+}
+_TRUE = {"t", "true", "1"}
+_FALSE = {"f", "false", "0"}
+_VAR_RE = re.compile(r"\$([A-Za-z_][\w.]*)\$")
+_REPEAT_RE = re.compile(r"\*[ \t]*(\d+)\Z")
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _closest(name: str, candidates) -> str | None:
+    lowered = {}
+    for c in candidates:
+        lowered.setdefault(c.lower(), c)
+    hit = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[hit[0]] if hit else None
+
+
+class ConfigValue(str):
+    """A configuration value: a string converted on demand (CNTK's ConfigValue).
+
+    ``path`` is the dotted key path (``mnistTrain.reader.file``), ``file``/``line`` where it was
+    written; conversion errors name all three. ``quoted`` is true when the value was written in
+    quotes (then ``as_array()`` does not split it).
+    """
+
+    def __new__(cls, text: str, *, file: str | None = None, line: int | None = None,
+                quoted: bool = False, scope: "ConfigParameters | None" = None,
+                key: str | None = None, path: str | None = None) -> "ConfigValue":
+        self = super().__new__(cls, text)
+        self.file, self.line, self.quoted = file, line, quoted
+        self._scope, self._key, self._path = scope, key, path
+        return self
+
+    # -- provenance -------------------------------------------------------------------------
+    @property
+    def path(self) -> str | None:
+        """The dotted key path of this value, when known."""
+        if self._path is not None:
+            return self._path
+        if self._key is None:
+            return None
+        return _join(self._scope.path if self._scope is not None else "", self._key)
+
+    @property
+    def scope(self) -> "ConfigParameters | None":
+        """The parameter set this value belongs to (where name lookups for it start)."""
+        return self._scope
+
+    def _derive(self, text: str, *, quoted: bool | None = None, line: int | None = None,
+                path: str | None = None) -> "ConfigValue":
+        return ConfigValue(text, file=self.file, line=self.line if line is None else line,
+                           quoted=self.quoted if quoted is None else quoted, scope=self._scope,
+                           key=self._key, path=path if path is not None else self._path)
+
+    def _error(self, message: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(message, path=self.path, file=self.file, line=self.line, hint=hint)
+
+    # -- conversions ------------------------------------------------------------------------
+    def as_str(self) -> str:
+        """The value as a plain ``str``."""
+        return str(self)
+
+    def as_int(self) -> int:
+        """The value as an integer (``[-]digits``; a float text that is integral is accepted)."""
+        s = self.strip()
+        if _INT_RE.match(s):
+            return int(s)
+        if _FLOAT_RE.match(s):
+            f = float(s)
+            if f.is_integer():
+                return int(f)
+        raise self._error(f"expected an integer, found {str(self)!r}")
+
+    def as_float(self) -> float:
+        """The value as a float (``[-]ddd.ddd[e[+-]ddd]``, ``1#INF``, ``inf``, ``nan``)."""
+        s = self.strip()
+        if _FLOAT_RE.match(s):
+            return float(s)
+        special = _SPECIAL_FLOATS.get(s.lower())
+        if special is not None:
+            return special
+        raise self._error(f"expected a floating-point number, found {str(self)!r}")
+
+    def as_bool(self) -> bool:
+        """The value as a boolean: T/True/1 or F/False/0, any case (a bare flag name is true)."""
+        s = self.strip().lower()
+        if s in _TRUE:
+            return True
+        if s in _FALSE:
+            return False
+        raise self._error(f"expected a boolean (true/false, T/F, 1/0), found {str(self)!r}")
+
+    def as_array(self, separator: str | None = None) -> "ConfigArray":
+        """The value as an array (CNTK's ConfigArray).
+
+        Elements are separated by ``:`` (or ``separator``), or by the character right after an
+        opening ``{``/``(`` (``{|a|b}``, ``(;x;y)``), and by line breaks inside brackets;
+        ``v*N`` repeats ``v`` N times; empty elements are dropped. Elements that are parameter
+        sets (``[..]``, ``{a=..}``) come back as :class:`ConfigParameters`, other elements as
+        ConfigValue (a nested array stays a string until its own ``as_array()``). A quoted value
+        is a one-element array.
+        """
+        from .parser import group_body, is_dict_group
+
+        if self.quoted:
+            return ConfigArray([self], path=self.path)
+        src = Text(str(self), file=self.file, first_line=self.line or 1, strip=False)
+        s, e = strip_span(src.text, 0, len(src.text))
+        sep = separator or ":"
+        if s < e and is_group(src, s, e) and src.text[s] != "[" and not is_dict_group(src, s, e):
+            s, e, sep = group_body(src, s, e, sep)
+        return ConfigArray(self._elements(src, s, e, sep), path=self.path)
+
+    def _elements(self, src: Text, start: int, end: int, sep: str) -> list:
+        from .parser import group_body, is_dict_group, parse_body
+
+        out: list = []
+        base = self.path or "value"
+        for ts, te in split(src, start, end, sep + "\n"):
+            ts, te = strip_span(src.text, ts, te)
+            if ts == te:
+                continue
+            repeat = 1
+            star = find_top(src, ts, te, "*")
+            if star > ts:
+                m = _REPEAT_RE.match(src.text, star, te)
+                if m is not None:
+                    repeat = int(m.group(1))
+                    ts, te = strip_span(src.text, ts, star)
+            line = src.line_of(ts)
+            for _ in range(repeat):
+                idx = len(out)
+                path = f"{base}[{idx}]"
+                if is_group(src, ts, te) and is_dict_group(src, ts, te):
+                    body, body_end, bsep = group_body(src, ts, te, ";")
+                    params = ConfigParameters(f"{self._key or 'value'}[{idx}]", self._scope,
+                                              file=self.file, line=line)
+                    parse_body(src, body, body_end, bsep, params, None)
+                    out.append(params)
+                elif is_quoted(src, ts, te):
+                    out.append(self._derive(src.text[ts + 1:te - 1], quoted=True, line=line, path=path))
+                else:
+                    out.append(self._derive(src.text[ts:te], quoted=False, line=line, path=path))
+        return out
+
+    def as_params(self) -> "ConfigParameters":
+        """The value read as a parameter set (``[a=1;b=2]``, ``{a=1}`` or ``a=1;b=2``)."""
+        from .parser import group_body, parse_body
+
+        src = Text(str(self), file=self.file, first_line=self.line or 1, strip=False)
+        s, e = strip_span(src.text, 0, len(src.text))
+        sep = ";"
+        if s < e and is_group(src, s, e):
+            s, e, sep = group_body(src, s, e, sep)
+        params = ConfigParameters(self._key or "value", self._scope, file=self.file, line=self.line)
+        try:
+            parse_body(src, s, e, sep, params, None)
+        except ConfigError as err:
+            raise self._error(f"expected a parameter set: {err.reason}", err.hint) from None
+        return params
+
+    def is_array_literal(self) -> bool:
+        """True when the text is written as an array: a ``{..}``/``(..)`` group that is not a
+        parameter set, or ``:``-separated elements of which one is bracketed or quoted."""
+        from .parser import is_dict_group
+
+        if self.quoted:
+            return False
+        src = Text(str(self), strip=False)
+        s, e = strip_span(src.text, 0, len(src.text))
+        if s == e:
+            return False
+        try:
+            if is_group(src, s, e):
+                return src.text[s] != "[" and not is_dict_group(src, s, e)
+            pieces = [strip_span(src.text, a, b) for a, b in split(src, s, e, ":")]
+        except ConfigError:
+            return False
+        pieces = [(a, b) for a, b in pieces if a < b]
+        if len(pieces) < 2:
+            return False
+        return any(src.text[a] in OPEN or src.text[a] == '"' for a, b in pieces)
+
+    def __reduce__(self):
+        return (str, (str(self),))
+
+
+class ConfigArray(list):
+    """A list of ConfigValue / ConfigParameters elements (CNTK's ConfigArray)."""
+
+    def __init__(self, items=(), path: str | None = None) -> None:
+        super().__init__(items)
+        self.path = path
+
+    def as_ints(self) -> list[int]:
+        """Every element as an integer."""
+        return [v.as_int() for v in self]
+
+    def as_floats(self) -> list[float]:
+        """Every element as a float."""
+        return [v.as_float() for v in self]
+
+    def as_strs(self) -> list[str]:
+        """Every element as a plain string."""
+        return [str(v) for v in self]
+
+
+class ConfigParameters:
+    """One parameter set of a CNTK configuration (CNTK's ConfigParameters).
+
+    ``cfg(name)`` returns the value of ``name`` in this set or, failing that, in the nearest
+    parent set that has it (a ConfigValue, or a ConfigParameters for a nested set);
+    ``cfg(name, default)`` returns ``default`` (as a ConfigValue when it is a plain value) when
+    no set has it. Names are case-insensitive. ``a.b.c`` looks ``a`` up and then descends.
+    """
+
+    def __init__(self, name: str = "", parent: "ConfigParameters | None" = None, *,
+                 file: str | None = None, line: int | None = None) -> None:
+        self._name = name
+        self._parent = parent
+        self.file = file
+        self.line = line
+        self._entries: dict[str, list] = {}
+
+    # -- structure --------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """This set's name in its parent ('' for the root)."""
+        return self._name
+
+    @property
+    def parent(self) -> "ConfigParameters | None":
+        """The enclosing parameter set (None for the root)."""
+        return self._parent
+
+    @property
+    def root(self) -> "ConfigParameters":
+        """The outermost parameter set."""
+        node = self
+        while node._parent is not None:
+            node = node._parent
+        return node
+
+    @property
+    def path(self) -> str:
+        """The dotted key path of this set ('' for the root)."""
+        if self._parent is None:
+            return self._name
+        return _join(self._parent.path, self._name)
+
+    def _set(self, name: str, value) -> None:
+        key = name.lower()
+        entry = self._entries.get(key)
+        if isinstance(value, ConfigParameters):
+            value._parent, value._name = self, (entry[0] if entry else name)
+        else:
+            value._scope, value._key, value._path = self, (entry[0] if entry else name), None
+        if entry is None:
+            self._entries[key] = [name, value]
+        else:
+            entry[1] = value
+
+    def keys(self) -> list[str]:
+        """The names defined in this set (not its parents), as first written."""
+        return [e[0] for e in self._entries.values()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.exists_current(name)
+
+    def items(self) -> list[tuple[str, Any]]:
+        """(name, resolved value) pairs of this set."""
+        return [(e[0], self._resolved(self, k, ())) for k, e in self._entries.items()]
+
+    def __repr__(self) -> str:
+        return f"ConfigParameters({self.path or '<root>'!s}, keys={self.keys()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ConfigParameters):
+            return self.to_dict() == other.to_dict()
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- lookup -----------------------------------------------------------------------------
+    def _find(self, name: str, skip: "tuple[ConfigParameters, str] | None" = None):
+        """(owner, key) of ``name`` searched from here up to the root, or None."""
+        parts = name.split(".")
+        first = parts[0].lower()
+        node: ConfigParameters | None = self
+        owner = None
+        while node is not None:
+            if first in node._entries and not (skip is not None and skip[0] is node and skip[1] == first):
+                owner = node
+                break
+            node = node._parent
+        if owner is None:
+            return None
+        key = first
+        for part in parts[1:]:
+            value = owner._entries[key][1]
+            if not isinstance(value, ConfigParameters):
+                return None
+            owner, key = value, part.lower()
+            if key not in owner._entries:
+                return None
+        return owner, key
+
+    def _visible_names(self) -> list[str]:
+        names: list[str] = []
+        node: ConfigParameters | None = self
+        while node is not None:
+            names.extend(node.keys())
+            node = node._parent
+        return names
+
+    def _not_found(self, name: str) -> ConfigError:
+        parts = name.split(".")
+        # descend as far as the path exists, to suggest a name at the right level
+        scope: ConfigParameters = self
+        found = self._find(parts[0])
+        candidates = self._visible_names()
+        if found is not None and len(parts) > 1:
+            owner, key = found
+            node = owner._entries[key][1]
+            for part in parts[1:]:
+                if not isinstance(node, ConfigParameters):
+                    break
+                if part.lower() not in node._entries:
+                    scope, candidates = node, node.keys()
+                    name = part
+                    break
+                node = node._entries[part.lower()][1]
+        guess = _closest(name.split(".")[-1], candidates)
+        hint = f"did you mean {guess!r}?" if guess else None
+        where = scope.path or "the root"
+        return ConfigError(f"required parameter {name!r} not found in {where} or its parent sections",
+                           path=_join(scope.path, name), file=scope.file or self.root.file,
+                           line=scope.line, hint=hint)
+
+    def __call__(self, name: str, default: Any = _MISSING):
+        """The value of ``name`` (searching parent sets), or ``default`` when absent."""
+        found = self._find(name)
+        if found is None:
+            if default is _MISSING:
+                raise self._not_found(name)
+            return self._wrap_default(name, default)
+        owner, key = found
+        return self._resolved(owner, key, ())
+
+    def get(self, name: str, default: Any = None):
+        """Like ``cfg(name, default)`` with ``default=None``."""
+        return self(name, default)
+
+    def __getitem__(self, name: str):
+        return self(name)
+
+    def _wrap_default(self, name: str, default: Any):
+        if default is None or isinstance(default, (ConfigParameters, ConfigValue)):
+            return default
+        if isinstance(default, dict):
+            p = ConfigParameters(name, self)
+            for k, v in default.items():
+                p.insert(k, v)
+            return p
+        if isinstance(default, bool):
+            text = "true" if default else "false"
+        elif isinstance(default, (list, tuple)):
+            from .printer import format_value
+            text = format_value(list(default))
+        else:
+            text = str(default)
+        return ConfigValue(text, scope=self, key=name)
+
+    def exists(self, name: str) -> bool:
+        """True when ``name`` is defined in this set or a parent set (CNTK's Exists)."""
+        return self._find(name) is not None
+
+    def exists_current(self, name: str) -> bool:
+        """True when ``name`` is defined in this set itself (CNTK's ExistsCurrent)."""
+        parts = name.split(".")
+        node: Any = self
+        for part in parts:
+            if not isinstance(node, ConfigParameters) or part.lower() not in node._entries:
+                return False
+            node = node._entries[part.lower()][1]
+        return True
+
+    # -- variables --------------------------------------------------------------------------
+    def _resolved(self, owner: "ConfigParameters", key: str, stack: tuple):
+        """The value of ``owner``'s entry ``key`` with ``$var$`` references replaced."""
+        name, value = owner._entries[key]
+        if isinstance(value, ConfigParameters) or "$" not in value:
+            return value
+        marker = (id(owner), key)
+        if marker in stack:
+            raise ConfigError("circular $variable$ reference", path=_join(owner.path, name),
+                              file=value.file, line=value.line,
+                              hint="a variable's value refers back to itself")
+        return _substitute(value, owner, key, stack + (marker,))
+
+    def resolve(self, text: str, name: str = "value") -> str:
+        """``text`` with every ``$var$`` replaced by its value as seen from this set."""
+        v = ConfigValue(text, scope=self, key=name)
+        out = _substitute(v, self, name.lower(), ((id(self), "\0"),), self_skip=False)
+        if isinstance(out, ConfigParameters):
+            from .printer import dump
+            return "[\n" + dump(out, indent=1) + "]"
+        return str(out)
+
+    # -- modification -----------------------------------------------------------------------
+    def insert(self, name: str, value: Any = _MISSING) -> None:
+        """Set ``name`` to ``value`` in this set (CNTK's Insert).
+
+        An existing value is replaced, except that a parameter set (a ConfigParameters, a dict,
+        or text in ``[...]``) merges into an existing set. A ``str`` is read as configuration
+        text (``"[file=x]"``, ``"a:b"``, ``'"quoted"'``); dicts and lists become sets and arrays.
+        With one argument, ``name`` is ``"name=value"`` text.
+        """
+        from .parser import assign, make_value, parse_text_into, ParseContext
+        from .printer import format_value
+
+        if value is _MISSING:
+            parse_text_into(name, self, ParseContext(), file="<insert>")
+            return
+        if isinstance(value, ConfigParameters):
+            value = value.copy()
+        elif isinstance(value, ConfigValue):
+            value = value._derive(str(value), path=None)
+            value._path = None
+        else:
+            if isinstance(value, str):
+                text = value
+            else:
+                text = format_value(value)
+            src = Text(text, file="<insert>", strip=False)
+            value = make_value(src, 0, len(src.text), None, name.split(".")[-1])
+        assign(self, name, value)
+
+    def remove(self, name: str) -> None:
+        """Delete ``name`` from this set (not from parents); absent names are ignored."""
+        self._entries.pop(name.lower(), None)
+
+    def copy(self, name: str | None = None, parent: "ConfigParameters | None" = None) -> "ConfigParameters":
+        """A deep copy (values keep their provenance), detached or under ``parent``."""
+        out = ConfigParameters(self._name if name is None else name, parent, file=self.file, line=self.line)
+        for ename, value in self._entries.values():
+            if isinstance(value, ConfigParameters):
+                out._entries[ename.lower()] = [ename, value.copy(ename, out)]
+            else:
+                v = ConfigValue(str(value), file=value.file, line=value.line, quoted=value.quoted,
+                                scope=out, key=ename)
+                out._entries[ename.lower()] = [ename, v]
+        return out
+
+    # -- conversions ------------------------------------------------------------------------
+    def as_params(self) -> "ConfigParameters":
+        """This set itself (so that consumers can call ``cfg(x).as_params()`` on any value)."""
+        return self
+
+    def as_array(self, separator: str | None = None) -> ConfigArray:
+        """A one-element array holding this set (a single ``[..]`` where an array is expected)."""
+        return ConfigArray([self], path=self.path)
+
+    def _type_error(self, what: str) -> ConfigError:
+        return ConfigError(f"expected {what}, found a parameter set", path=self.path, file=self.file,
+                           line=self.line)
+
+    def as_int(self) -> int:
+        """Always an error: a parameter set is not an integer."""
+        raise self._type_error("an integer")
+
+    def as_float(self) -> float:
+        """Always an error: a parameter set is not a float."""
+        raise self._type_error("a floating-point number")
+
+    def as_bool(self) -> bool:
+        """Always an error: a parameter set is not a boolean."""
+        raise self._type_error("a boolean")
+
+    def as_str(self) -> str:
+        """Always an error: a parameter set is not a string."""
+        raise self._type_error("a string")
+
+    def to_dict(self) -> dict:
+        """The resolved plain tree: dicts for sets, lists for array literals, strings otherwise.
+
+        ``$var$`` references are replaced; values keep the spelling of their first definition's
+        name. A value is a list only when written as an array (``(a:b)``, ``{|a|b}``,
+        ``[..]:[..]``); plain ``a:b`` stays a string, since only its consumer knows whether it is
+        an array (CNTK's lazy typing) — ``cfg(name).as_array()`` splits it.
+        """
+        return {name: _plain(self._resolved(self, key, ())) for key, (name, _) in self._entries.items()}
+
+    def dump(self) -> str:
+        """Configuration text that parses back to the same tree (after substitutions)."""
+        from .printer import dump
+        return dump(self)
+
+
+def _plain(value):
+    if isinstance(value, ConfigParameters):
+        return value.to_dict()
+    if value.is_array_literal():
+        return [_plain(v) for v in value.as_array()]
+    return str(value)
+
+
+def _substitute(value: ConfigValue, owner: ConfigParameters, key: str, stack: tuple,
+                self_skip: bool = True):
+    """Replace ``$var$`` in ``value`` (defined as ``owner``'s entry ``key``).
+
+    Variables are looked up from ``owner`` up to the root, skipping the entry itself (so that
+    ``file=$file$`` inside a section refers to an outer ``file``). Text inside parameter sets
+    nested in the value is left alone: it is substituted when that set's values are looked up,
+    from that set's own scope.
+    """
+    text = str(value)
+    skip = (owner, key) if self_skip else None
+    whole = _VAR_RE.fullmatch(text.strip())
+    if whole is not None:
+        target = _lookup_var(whole.group(1), value, owner, skip, stack)
+        if isinstance(target, ConfigParameters):
+            return target.copy(owner._entries[key][0] if key in owner._entries else key, owner)
+        return value._derive(str(target), quoted=value.quoted or target.quoted)
+    pieces = []
+    pos = 0
+    for a, b in _substitutable_regions(text):
+        seg = text[a:b]
+        out = []
+        last = 0
+        for m in _VAR_RE.finditer(seg):
+            target = _lookup_var(m.group(1), value, owner, skip, stack)
+            if isinstance(target, ConfigParameters):
+                from .printer import dump
+                rep = "[\n" + dump(target, indent=1) + "]"
+            else:
+                rep = str(target)
+            out.append(seg[last:m.start()])
+            out.append(rep)
+            last = m.end()
+        out.append(seg[last:])
+        pieces.append(text[pos:a])
+        pieces.append("".join(out))
+        pos = b
+    pieces.append(text[pos:])
+    return value._derive("".join(pieces))
+
+
+def _substitutable_regions(text: str) -> list[tuple[int, int]]:
+    """Offsets of the text outside nested parameter sets (where ``$var$`` is replaced now)."""
+    from .parser import is_dict_group
+
+    src = Text(text, strip=False)
+    regions = []
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in OPEN:
+            try:
+                j = match(src, i)
+            except ConfigError:
+                break
+            if is_dict_group(src, i, j + 1):
+                regions.append((start, i))
+                start = i = j + 1
+                continue
+        i += 1
+    regions.append((start, n))
+    return regions
+
+
+def _lookup_var(name: str, value: ConfigValue, owner: ConfigParameters, skip, stack):
+    found = owner._find(name, skip)
+    if found is None:
+        guess = _closest(name.split(".")[-1], owner._visible_names())
+        raise ConfigError(f"undefined variable ${name}$", path=value.path, file=value.file,
+                          line=value.line,
+                          hint=(f"did you mean ${guess}$?" if guess else
+                                f"define {name} in this section, a parent section or on the command line"))
+    vowner, vkey = found
+    return owner._resolved(vowner, vkey, stack)

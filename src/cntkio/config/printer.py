@@ -1,0 +1,120 @@
+"""Printing a configuration tree back as configuration text.
+
+``dump(cfg)`` writes every parameter set with one ``name = value`` per line and nested sets in
+``[ ]``, after ``$var$`` substitution; parsing the output gives the same tree (the property the
+tests check). ``format_value`` writes a Python value (dict, list, str, number, bool) as a value
+text, for ``ConfigParameters.insert`` and command-line overrides built from Python.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from ..errors import ConfigError
+from ._text import CLOSE, OPEN, Text, split
+
+__all__ = ["dump", "format_value", "needs_quotes"]
+
+_PAD = "    "
+# separators we may declare after '[' when a value of the set contains ';'
+_DECLARABLE = "|!@%^&~`?,"
+_COMMENT_RE = re.compile(r"(^|\s)#")
+
+
+def needs_quotes(text: str) -> bool:
+    """True when ``text`` must be quoted to read back as the same string value."""
+    if not text or text != text.strip():
+        return True
+    if any(c in text for c in ';\n\r"'):
+        return True
+    if any(c in OPEN or c in CLOSE for c in text):
+        return True
+    if _COMMENT_RE.search(text) or "$" in text:
+        return True
+    return False
+
+
+def _quote(text: str, path: str | None) -> str:
+    if '"' in text:
+        raise ConfigError(f"cannot write {text!r} as configuration text: it needs quotes and contains '\"'",
+                          path=path)
+    return f'"{text}"'
+
+
+def _top_level_has(text: str, chars: str) -> bool:
+    try:
+        src = Text(text, strip=False)
+        return len(split(src, 0, len(text), chars)) > 1
+    except ConfigError:
+        return True
+
+
+def _value_text(value, path: str | None) -> str:
+    if value.quoted:
+        if not needs_quotes(str(value)) and ":" not in value:
+            return str(value)
+        return _quote(str(value), path)
+    return str(value)
+
+
+def dump(params, indent: int = 0) -> str:
+    """The configuration text of ``params`` (resolved), nested sets indented."""
+    from .params import ConfigParameters
+
+    pad = _PAD * indent
+    lines = []
+    for key, (name, _) in params._entries.items():
+        value = params._resolved(params, key, ())
+        if isinstance(value, ConfigParameters):
+            lines.append(f"{pad}{name} = {_open_bracket(value)}\n")
+            lines.append(dump(value, indent + 1))
+            lines.append(f"{pad}]\n")
+        else:
+            text = _value_text(value, value.path)
+            if not value.quoted and _top_level_has(text, ";") and indent == 0 and params.parent is None:
+                text = _quote(text, value.path)
+            lines.append(f"{pad}{name} = {text}\n")
+    return "".join(lines)
+
+
+def _open_bracket(params) -> str:
+    """'[' or '[<sep>' when a value of ``params`` contains ';' outside brackets."""
+    from .params import ConfigParameters
+
+    used = []
+    for _, value in params._entries.values():
+        if not isinstance(value, ConfigParameters) and not value.quoted:
+            used.append(str(value))
+    if not any(_top_level_has(t, ";") for t in used):
+        return "["
+    for c in _DECLARABLE:
+        if not any(_top_level_has(t, c) for t in used):
+            return "[" + c
+    raise ConfigError("cannot write this parameter set: its values use every separator character",
+                      path=params.path)
+
+
+def format_value(value, *, in_array: bool = False) -> str:
+    """Configuration text for a Python value: dict -> ``[..]``, list/tuple -> ``(..)``."""
+    from .params import ConfigParameters
+
+    if isinstance(value, ConfigParameters):
+        return "[\n" + dump(value, 1) + "]"
+    if isinstance(value, dict):
+        body = "".join(f"{_PAD}{k} = {format_value(v)}\n" for k, v in value.items())
+        return "[\n" + body + "]"
+    if isinstance(value, (list, tuple)):
+        body = "".join(f"{_PAD}{format_value(v, in_array=True)}\n" for v in value)
+        return "(\n" + body + ")"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if needs_quotes(text) or (in_array and (":" in text or "*" in text)):
+        return _quote(text, None)
+    return text
