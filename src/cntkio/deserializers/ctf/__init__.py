@@ -1,0 +1,49 @@
+"""The CNTK Text Format (CTF) deserializer.
+
+``CTFDeserializer(filename, streams)`` is cntk.io's factory (cntk-io-semantics 1.6): it returns
+the config dict of a ``CNTKTextFormatDeserializer``, to which CTF options may be added
+(``skipSequenceIds``, ``maxErrors``, ``traceLevel``, ``chunkSizeInBytes``, ``keepDataInMemory``,
+``cacheIndex``, ``precision``, ``frameMode``, ``numChunksToCache``). Building it does not touch
+the file; ``build_deserializer(config)`` (the MinibatchSource does it) opens and indexes it.
+
+The format rules are stated in ``_reference`` (the reference parser); ``docs/ctf.md`` describes
+the format, the options, the index cache and where cntkio differs from CNTK 2.7.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..base import register_deserializer
+from .deserializer import CNTKTextFormatDeserializer, ctf_backend, parse_options
+
+__all__ = ["CTFDeserializer", "CNTKTextFormatDeserializer", "ctf_backend", "parse_options",
+           "TYPE_NAME"]
+
+#: The deserializer type name in configs.
+TYPE_NAME = "CNTKTextFormatDeserializer"
+
+
+def CTFDeserializer(filename: str, streams: Mapping[str, Any]) -> dict:
+    """The config of a CTF deserializer reading ``filename``, as cntk.io's ``CTFDeserializer``.
+
+    ``streams`` maps stream names to ``StreamDef(field=alias, shape=dim, is_sparse=...,
+    defines_mb_size=...)``. Every StreamDef needs a ``field`` (ValueError otherwise, with cntk's
+    message); a missing ``shape`` raises AttributeError, as in cntk. The result is a plain dict
+    ``{'type': 'CNTKTextFormatDeserializer', 'file': filename, 'input': {name: {'dim', 'format',
+    'definesMBSize', 'alias'}}}``; add option keys to it before building a source.
+    """
+    inputs: dict[str, dict[str, Any]] = {}
+    for key, stream in streams.items():
+        if stream.stream_alias is None:
+            raise ValueError("CTFDeserializer: stream name for key %s must be specified" % key)
+        inputs[key] = {"alias": stream.stream_alias, "dim": stream.dim,
+                       "format": "sparse" if stream.is_sparse else "dense",
+                       "definesMBSize": bool(stream.defines_mb_size)}
+    return {"type": TYPE_NAME, "file": filename, "input": inputs}
+
+
+def _build(config: Mapping, **source_options: Any) -> CNTKTextFormatDeserializer:
+    return CNTKTextFormatDeserializer(config, **source_options)
+
+
+register_deserializer(TYPE_NAME, _build)

@@ -1,0 +1,522 @@
+"""``CNTKTextFormatDeserializer``: the CTF deserializer behind ``CTFDeserializer(...)`` configs.
+
+It indexes the file once (``index.py``; ``cacheIndex`` reuses a cached index), and loads a chunk
+by reading its byte range and parsing it with the C parser (``cntkio._native._ctf``) or, under
+``CNTKIO_PURE_PYTHON=1``, the reference parser (``_reference``). Chunk data is columnar
+(``DenseStream``/``SparseStream``). Malformed samples and lines are skipped, logged at traceLevel
+>= 1 and counted against ``maxErrors``; past it, ``MaxErrorsExceeded`` is raised. Each chunk's
+errors are counted once, however often the chunk is loaded (every sweep loads it again).
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..._log import TraceLogger
+from ..._native import native
+from ...errors import ConfigError, FormatError, MaxErrorsExceeded
+from ...streams import StreamInformation
+from ..base import ChunkData, ChunkInfo, DenseStream, Deserializer, SequenceTable, SparseStream
+from . import _reference as ref
+from .index import CTFIndex, build_index
+
+__all__ = ["CNTKTextFormatDeserializer", "CTFStreamSpec", "ctf_backend", "parse_options",
+           "MAX_ERRORS_MESSAGE"]
+
+#: CNTK's text when the error budget is exhausted (the file's base name is filled in).
+MAX_ERRORS_MESSAGE = "Reached the maximum number of allowed errors while reading the input file ({})."
+
+DEFAULT_CHUNK_SIZE = 32 * 1024 * 1024
+_WARNINGS_LOGGED_PER_CHUNK = 20
+_REPEATS_LOGGED = 20
+
+
+def ctf_backend():
+    """The parser module in use: the C module when it is built (and provides ``scan_index`` and
+    ``parse_chunk``), else the pure-Python reference (always under ``CNTKIO_PURE_PYTHON=1``)."""
+    mod = native("ctf")
+    if mod is not None and hasattr(mod, "scan_index") and hasattr(mod, "parse_chunk"):
+        return mod
+    return ref
+
+
+class CTFStreamSpec:
+    """One declared input: stream name, alias in the file, dim, sample shape, sparse flag."""
+
+    __slots__ = ("name", "alias", "dim", "shape", "sparse", "defines_mb_size")
+
+    def __init__(self, name: str, alias: str, shape: tuple[int, ...], sparse: bool,
+                 defines_mb_size: bool) -> None:
+        self.name, self.alias, self.shape = name, alias, shape
+        self.dim = int(math.prod(shape))
+        self.sparse, self.defines_mb_size = sparse, defines_mb_size
+
+    def __repr__(self) -> str:
+        return (f"CTFStreamSpec({self.name!r}, alias={self.alias!r}, shape={self.shape}, "
+                f"sparse={self.sparse}, defines_mb_size={self.defines_mb_size})")
+
+
+# ------------------------------------------------------------------------------------------------
+# options
+
+def _ci(mapping: Mapping) -> dict[str, tuple[str, Any]]:
+    """Case-insensitive view of a config mapping: lower-case key -> (original key, value)."""
+    return {str(k).lower(): (str(k), v) for k, v in mapping.items()}
+
+
+def _to_bool(value: Any, path: str) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0",
+                                                            "no", "off"):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    raise ConfigError(f"expected a boolean, found {value!r}", path=path,
+                      hint="use true or false")
+
+
+def _to_int(value: Any, path: str, minimum: int | None = None) -> int:
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise ValueError
+        if isinstance(value, str):
+            result = int(value.strip())
+        elif isinstance(value, (int, np.integer)):
+            result = int(value)
+        elif isinstance(value, float) and value.is_integer():
+            result = int(value)
+        else:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"expected an integer, found {value!r}", path=path) from None
+    if minimum is not None and result < minimum:
+        raise ConfigError(f"expected an integer >= {minimum}, found {result}", path=path)
+    return result
+
+
+def _to_shape(value: Any, path: str) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        shape = tuple(_to_int(v, path, 1) for v in value)
+        if not shape:
+            raise ConfigError("expected a positive dimension, found an empty shape", path=path)
+        return shape
+    return (_to_int(value, path, 1),)
+
+
+def _get(opts: dict, key: str, default: Any = None) -> Any:
+    item = opts.get(key.lower())
+    return default if item is None else item[1]
+
+
+def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
+    """Validate a ``CNTKTextFormatDeserializer`` config dict and return normalised options.
+
+    Keys are matched case-insensitively, and values may be strings as read from a CNTK config
+    file (``"true"``, ``"10000"``). Raises ``ConfigError`` naming the key path.
+    """
+    opts = _ci(config)
+    file = _get(opts, "file")
+    if file is None or str(file) == "":
+        raise ConfigError("the input file is not specified", path="file",
+                          hint="set file = \"path/to/data.ctf\"")
+    inputs = _get(opts, "input")
+    if not isinstance(inputs, Mapping) or not inputs:
+        raise ConfigError("no inputs declared", path="input",
+                          hint="declare input = [name = [dim = N; format = \"dense\"]]")
+    specs: list[CTFStreamSpec] = []
+    aliases: dict[str, str] = {}
+    for name, decl in inputs.items():
+        path = f"input.{name}"
+        if not isinstance(decl, Mapping):
+            raise ConfigError(f"expected a section with dim and format, found {decl!r}", path=path)
+        d = _ci(decl)
+        dim = _get(d, "dim")
+        if dim is None:
+            raise ConfigError("dim is required", path=path + ".dim")
+        shape = _to_shape(dim, path + ".dim")
+        fmt = _get(d, "format", "dense")
+        if str(fmt).strip().lower() not in ("dense", "sparse"):
+            raise ConfigError(f"expected 'dense' or 'sparse', found {fmt!r}", path=path + ".format")
+        alias = _get(d, "alias")
+        alias = str(name) if alias is None or str(alias) == "" else str(alias)
+        if any(c in alias for c in " \t\r\n|") or alias.startswith("#"):
+            raise ConfigError(f"an alias cannot contain white space or '|' or start with '#', "
+                              f"found {alias!r}", path=path + ".alias")
+        if alias in aliases:
+            raise ConfigError(f"alias {alias!r} is also used by input {aliases[alias]!r}",
+                              path=path + ".alias")
+        aliases[alias] = str(name)
+        defines = _to_bool(_get(d, "definesMBSize", False), path + ".definesMBSize")
+        specs.append(CTFStreamSpec(str(name), alias, shape,
+                                   str(fmt).strip().lower() == "sparse", defines))
+    defining = [i for i, s in enumerate(specs) if s.defines_mb_size]
+    if len(defining) > 1:
+        raise ConfigError("more than one input defines the minibatch size: "
+                          + ", ".join(specs[i].name for i in defining),
+                          path="input", hint="set definesMBSize on one input only")
+    precision = str(_get(opts, "precision", source_options.get("precision", "float"))).strip().lower()
+    if precision not in ("float", "double"):
+        raise ConfigError(f"expected 'float' or 'double', found {precision!r}", path="precision")
+    trace = _get(opts, "traceLevel", source_options.get("trace_level", 1))
+    cache_chunks = _get(opts, "numChunksToCache", 0)
+    return {
+        "file": os.fspath(file),
+        "streams": specs,
+        "defining_stream": defining[0] if defining else -1,
+        "skip_ids": _to_bool(_get(opts, "skipSequenceIds", False), "skipSequenceIds"),
+        "max_errors": _to_int(_get(opts, "maxErrors", 0), "maxErrors", 0),
+        "trace_level": _to_int(trace, "traceLevel"),
+        "chunk_size": _to_int(_get(opts, "chunkSizeInBytes", DEFAULT_CHUNK_SIZE),
+                              "chunkSizeInBytes", 1),
+        "keep_in_memory": _to_bool(_get(opts, "keepDataInMemory", False), "keepDataInMemory"),
+        "cache_index": _to_bool(_get(opts, "cacheIndex", False), "cacheIndex"),
+        "double": precision == "double",
+        "frame_mode": _to_bool(_get(opts, "frameMode", source_options.get("frame_mode", False)),
+                               "frameMode"),
+        "chunks_to_cache": _to_int(cache_chunks, "numChunksToCache", 0),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# issue texts
+
+_ENCODING_NAMES = {
+    ref.ENCODING_UTF16LE: "a UTF-16 little-endian byte order mark (FF FE)",
+    ref.ENCODING_UTF16BE: "a UTF-16 big-endian byte order mark (FE FF)",
+    ref.ENCODING_UTF32BE: "a UTF-32 big-endian byte order mark (00 00 FE FF)",
+    ref.ENCODING_NUL: "NUL bytes at the start (UTF-16 text without a byte order mark?)",
+}
+
+
+def _show(text: bytes) -> str:
+    if len(text) > 40:
+        text = text[:40] + b"..."
+    return repr(text.decode("utf-8", "replace"))
+
+
+def _after(buf, pos: int) -> str:
+    """What follows position pos (for '|' followed by nothing)."""
+    if pos >= len(buf) or buf[pos:pos + 1] in (b"\n", b"\r"):
+        return "the end of the line"
+    ch = bytes(buf[pos:pos + 1])
+    return {b" ": "a space", b"\t": "a tab", b"|": "another '|'"}.get(ch, _show(ch))
+
+
+def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple[str, str, str]:
+    """``(message, expected, found)`` for an issue tuple from ``parse_chunk``."""
+    code, stream, _line, _col, offset, length, detail = issue
+    text = bytes(buf[offset - base:offset - base + length])
+    s = streams[stream] if stream >= 0 else None
+    name = "" if s is None else (f"input '{s.name}'" if s.alias == s.name
+                                 else f"input '{s.name}' (alias '{s.alias}')")
+    if code == ref.BAD_PREFIX:
+        return ("malformed line start, the line is skipped",
+                "a sequence id (digits) followed by white space or '|', or '|'", _show(text))
+    if code == ref.BAD_ID:
+        return ("sequence id out of range, the line is skipped",
+                "a sequence id below 2**64", text.decode("ascii", "replace"))
+    if code == ref.EMPTY_NAME:
+        return ("'|' is not followed by an input name, skipped up to the next '|'",
+                "an input name right after '|'", _after(buf, offset - base + 1))
+    if code == ref.DUPLICATE_INPUT:
+        return (f"{name} appears twice on one line, the second sample is skipped",
+                "at most one sample of an input per line", f"a second {_show(text)}")
+    if code == ref.BAD_NUMBER:
+        return (f"malformed value in {name}, the sample is skipped",
+                "a number like 1, -2.5, 3e-7", _show(text) if text else "nothing after ':'")
+    if code == ref.MISSING_COLON:
+        return (f"sparse value without an index in {name}, the sample is skipped",
+                "index:value", _show(text))
+    if code == ref.BAD_INDEX:
+        return (f"malformed sparse index in {name}, the sample is skipped",
+                "a non-negative integer index", _show(text) if text else "nothing before ':'")
+    if code == ref.INDEX_RANGE:
+        return (f"sparse index out of range in {name}, the sample is skipped",
+                f"an index below dim = {s.dim}", text.decode("ascii", "replace"))
+    if code == ref.TOO_MANY_VALUES:
+        return (f"dense sample of {name} is longer than its dim, the sample is skipped",
+                f"at most {s.dim} values", f"{detail} values")
+    if code == ref.SHORT_DENSE:
+        return (f"dense sample of {name} has {detail} of {s.dim} values, zero-padded",
+                f"{s.dim} values", f"{detail}")
+    return (f"issue code {code}", "", "")
+
+
+# ------------------------------------------------------------------------------------------------
+
+class CNTKTextFormatDeserializer(Deserializer):
+    """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
+
+    ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
+    ``parse_options``); ``source_options`` may carry ``trace_level``, ``frame_mode`` and
+    ``precision`` from the MinibatchSource. ``backend`` (tests only) forces a parser module.
+
+    The file is indexed once on construction; sequences with no sample of any declared input
+    (or of the defining input) are dropped from what is delivered, and so are chunks left empty.
+    Repeated ids after other ids are read as new sequences with the same key (as CNTK 2.7 did)
+    and logged once each; a join by key then raises, as the join would be ambiguous.
+    """
+
+    key_kind = "numeric"
+
+    def __init__(self, config: Mapping, backend=None, **source_options: Any) -> None:
+        self.options = parse_options(config, **source_options)
+        o = self.options
+        self.filename: str = o["file"]
+        self.basename = os.path.basename(self.filename)
+        self.specs: list[CTFStreamSpec] = o["streams"]
+        self.max_errors: int = o["max_errors"]
+        self.trace = TraceLogger("deserializers.ctf", o["trace_level"])
+        self.backend = backend if backend is not None else ctf_backend()
+        self.dtype = np.dtype(np.float64 if o["double"] else np.float32)
+        self._lock = threading.Lock()
+        self._errors_total = 0
+        self._chunk_errors: dict[int, int] = {}
+        self._chunk_cache: OrderedDict[int, ChunkData] = OrderedDict()
+        self._fd: int | None = None
+        self._data: bytes | None = None
+
+        if not os.path.exists(self.filename):
+            raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
+                                       "(the 'file' of a CNTKTextFormatDeserializer)", self.filename)
+        if os.path.isdir(self.filename):
+            raise IsADirectoryError(21, f"CTF input is a directory, not a file: {self.filename!r}",
+                                    self.filename)
+        if o["keep_in_memory"]:
+            with open(self.filename, "rb") as f:
+                self._data = f.read()
+        aliases = [s.alias.encode("utf-8") for s in self.specs]
+        self._stream_args = [(a, s.dim, s.sparse) for a, s in zip(aliases, self.specs)]
+        index = build_index(self.filename, self.backend, aliases, o["skip_ids"],
+                            o["defining_stream"], o["chunk_size"], o["cache_index"], self._data)
+        self._check_index(index)
+        self.index = index
+        self._select(index)
+        if self._data is None:
+            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self.trace.info("%s: %d sequences in %d chunks (%s sequence ids), parser %s",
+                        self.filename, self._num_kept, len(self._chunks),
+                        "with" if index.ids_mode else "without",
+                        getattr(self.backend, "__name__", str(self.backend)))
+
+    # -- index ------------------------------------------------------------------------------
+
+    def _check_index(self, index: CTFIndex) -> None:
+        if index.encoding >= ref.ENCODING_UTF16LE:
+            raise FormatError("the file is not UTF-8 text; CTF files must be UTF-8 (or ASCII)",
+                              file=self.filename, line=1, column=1, offset=0,
+                              expected="UTF-8 text, optionally with a UTF-8 byte order mark",
+                              found=_ENCODING_NAMES[index.encoding])
+        if index.num_sequences == 0:
+            size = int(index.starts[-1])
+            found = "an empty file" if size == 0 else "only blank lines and comments"
+            raise FormatError("the file holds no data", file=self.filename,
+                              expected="at least one line with a sample ('|name values')",
+                              found=found)
+
+    def _select(self, index: CTFIndex) -> None:
+        """Drop length-0 sequences and empty chunks; warn about repeated ids."""
+        keep = index.lengths > 0
+        self._keep = keep
+        n_dropped = int((~keep).sum())
+        if n_dropped:
+            first = int(index.first_lines[np.flatnonzero(~keep)[0]])
+            self.trace.warning("%s: %d sequence(s) have no sample of the declared inputs%s and are "
+                               "dropped (the first at line %d)", self.filename, n_dropped,
+                               "" if self.options["defining_stream"] < 0 else
+                               f" (of the defining input '{self.specs[self.options['defining_stream']].name}')",
+                               first)
+        if not keep.any():
+            raise FormatError("no sequence has a sample of the declared inputs",
+                              file=self.filename,
+                              expected="samples of " + ", ".join(f"'|{s.alias}'" for s in self.specs),
+                              found="only other inputs or malformed lines")
+        if index.ids_mode:
+            self._warn_repeated_ids(index, keep)
+        cs = index.chunk_starts
+        chunks = []
+        for c in range(len(cs) - 1):
+            a, b = int(cs[c]), int(cs[c + 1])
+            kept = np.flatnonzero(keep[a:b]) + a
+            if len(kept):
+                chunks.append((a, b, kept))
+        self._chunks = chunks
+        self._num_kept = int(keep.sum())
+        self._chunk_infos = [ChunkInfo(i, len(k), int(index.lengths[k].sum()))
+                             for i, (_, _, k) in enumerate(chunks)]
+        self._tables = [SequenceTable(index.keys[k], index.lengths[k]) for _, _, k in chunks]
+
+    def _warn_repeated_ids(self, index: CTFIndex, keep: np.ndarray) -> None:
+        seqs = np.flatnonzero(keep)
+        keys = index.keys[seqs]
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        dup = np.flatnonzero(sk[1:] == sk[:-1]) + 1
+        if not len(dup):
+            return
+        repeats = np.sort(seqs[order[dup]])
+        for s in repeats[:_REPEATS_LOGGED]:
+            self.trace.warning("%s:%d: sequence id %d repeats after other ids; read as a new "
+                               "sequence with the same key (ids must be unique)",
+                               self.filename, int(index.first_lines[s]), int(index.keys[s]))
+        if len(repeats) > _REPEATS_LOGGED:
+            self.trace.warning("%s: %d more repeated sequence ids not shown", self.filename,
+                               len(repeats) - _REPEATS_LOGGED)
+
+    # -- protocol ---------------------------------------------------------------------------
+
+    def stream_infos(self) -> list[StreamInformation]:
+        """The declared inputs, in config order (sparse inputs have storage format 'sparse')."""
+        return [StreamInformation(s.name, i, "sparse" if s.sparse else "dense", self.dtype,
+                                  s.shape, s.defines_mb_size) for i, s in enumerate(self.specs)]
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        """Chunks of about chunkSizeInBytes, in file order, with their kept sequences."""
+        return list(self._chunk_infos)
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        """Keys and timeline lengths of a chunk's sequences, from the index."""
+        return self._tables[chunk_id]
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        """Read and parse a chunk. Thread-safe; raises MaxErrorsExceeded past maxErrors."""
+        cache_size = self.options["chunks_to_cache"]
+        if cache_size:
+            with self._lock:
+                hit = self._chunk_cache.get(chunk_id)
+                if hit is not None:
+                    self._chunk_cache.move_to_end(chunk_id)
+                    return hit
+        chunk = self._load(chunk_id)
+        if cache_size:
+            with self._lock:
+                self._chunk_cache[chunk_id] = chunk
+                while len(self._chunk_cache) > cache_size:
+                    self._chunk_cache.popitem(last=False)
+        return chunk
+
+    def _read(self, begin: int, end: int) -> tuple[Any, int]:
+        if self._data is not None:
+            return memoryview(self._data)[begin:end], begin
+        if hasattr(os, "pread"):
+            data = os.pread(self._fd, end - begin, begin)
+        else:  # pragma: no cover - platforms without pread
+            with self._lock:
+                os.lseek(self._fd, begin, os.SEEK_SET)
+                data = os.read(self._fd, end - begin)
+        if len(data) != end - begin:
+            raise FormatError("the file changed after it was indexed (it is shorter now)",
+                              file=self.filename, offset=begin,
+                              expected=f"{end - begin} bytes at offset {begin}",
+                              found=f"{len(data)} bytes")
+        return data, begin
+
+    def _load(self, chunk_id: int) -> ChunkData:
+        a, b, kept = self._chunks[chunk_id]
+        index = self.index
+        starts = index.starts[a:b + 1]
+        buf, base = self._read(int(starts[0]), int(starts[-1]))
+        with self._lock:
+            counted = chunk_id in self._chunk_errors
+            budget_left = self.max_errors - self._errors_total
+        error_limit = -1 if counted else budget_left + 1
+        outputs, issues, num_warnings, aborted = self.backend.parse_chunk(
+            buf, base, starts, index.first_lines[a:b], index.ids_mode, self._stream_args,
+            self.options["double"], error_limit, _WARNINGS_LOGGED_PER_CHUNK)
+        if not counted:
+            self._account(chunk_id, issues, num_warnings, aborted, buf, base)
+        return self._assemble(outputs, kept - a, b - a, chunk_id)
+
+    def _account(self, chunk_id, issues, num_warnings, aborted, buf, base) -> None:
+        errors = [i for i in issues if ref.is_error(i[0])]
+        for issue in issues:
+            message, expected, found = describe_issue(issue, buf, base, self.specs)
+            self.trace.warning("%s:%d:%d: %s (expected %s, found %s)", self.filename, issue[2],
+                               issue[3], message, expected, found)
+        shown = len(issues) - len(errors)
+        if num_warnings > shown:
+            self.trace.warning("%s: %d more warnings in chunk %d not shown", self.filename,
+                               num_warnings - shown, chunk_id)
+        with self._lock:
+            if chunk_id in self._chunk_errors:
+                return
+            total = self._errors_total + len(errors)
+            if aborted or total > self.max_errors:
+                over = errors[self.max_errors - self._errors_total] \
+                    if 0 <= self.max_errors - self._errors_total < len(errors) else errors[-1]
+                raise self._max_errors_exceeded(over, buf, base)
+            self._chunk_errors[chunk_id] = len(errors)
+            self._errors_total = total
+
+    def _max_errors_exceeded(self, issue, buf, base) -> MaxErrorsExceeded:
+        message, expected, found = describe_issue(issue, buf, base, self.specs)
+        detail = FormatError(message, file=self.filename, line=issue[2], column=issue[3],
+                             expected=expected, found=found)
+        exc = MaxErrorsExceeded(message, file=self.filename, line=issue[2], column=issue[3],
+                                offset=issue[4], expected=expected, found=found)
+        exc.args = (MAX_ERRORS_MESSAGE.format(self.basename) + " " + str(detail)
+                    + f" (maxErrors = {self.max_errors})",)
+        return exc
+
+    def _assemble(self, outputs, kept_local: np.ndarray, n: int, chunk_id: int) -> ChunkData:
+        drop = len(kept_local) != n
+        streams: dict[str, Any] = {}
+        for spec, out in zip(self.specs, outputs):
+            if spec.sparse:
+                indptr = _array(out[0], np.int64)
+                indices = _array(out[1], np.int32)
+                data = _array(out[2], self.dtype)
+                offsets = _array(out[3], np.int64)
+                if drop:
+                    indptr, indices, data, offsets = _select_sparse(indptr, indices, data,
+                                                                    offsets, kept_local)
+                streams[spec.name] = SparseStream(indptr, indices, data, offsets, spec.dim)
+            else:
+                values = _array(out[0], self.dtype).reshape((-1,) + spec.shape)
+                offsets = _array(out[1], np.int64)
+                if drop:
+                    counts = np.diff(offsets)
+                    rows = np.repeat(np.isin(np.arange(n), kept_local), counts)
+                    values = values[rows]
+                    offsets = np.concatenate([[0], np.cumsum(counts[kept_local])]).astype(np.int64)
+                streams[spec.name] = DenseStream(values, offsets)
+        return ChunkData(self._tables[chunk_id], streams)
+
+    def close(self) -> None:
+        """Close the file."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"CNTKTextFormatDeserializer({self.filename!r})"
+
+
+def _array(obj, dtype) -> np.ndarray:
+    if isinstance(obj, np.ndarray) and obj.dtype == dtype:
+        return obj
+    return np.frombuffer(obj, dtype=dtype)
+
+
+def _select_sparse(indptr, indices, data, offsets, kept):
+    """Keep the sequences ``kept`` of a CSR-over-samples stream."""
+    n = len(offsets) - 1
+    seq_counts = np.diff(offsets)
+    sample_keep = np.repeat(np.isin(np.arange(n), kept), seq_counts)
+    nnz = np.diff(indptr)
+    value_keep = np.repeat(sample_keep, nnz)
+    new_indptr = np.concatenate([[0], np.cumsum(nnz[sample_keep])]).astype(np.int64)
+    new_offsets = np.concatenate([[0], np.cumsum(seq_counts[kept])]).astype(np.int64)
+    return new_indptr, indices[value_keep], data[value_keep], new_offsets
