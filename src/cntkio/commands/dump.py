@@ -187,47 +187,39 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
     lines byte-wise, for randomized readers whose order is not fixed; default false),
     ``dumpLayout`` (``firstFit``, default, or ``rows``).
     """
-    from ..readers import build_reader, reader_input_names
-    from ..readers.epochs import EpochReader
     from ..errors import ConfigError
+    from ..readers import as_section, build_reader, reader_spec
+    from ..readers.epochs import EpochReader
 
-    def get(key, default=None, required=False):
-        if section.exists(key):
-            return section(key)
-        if required:
-            raise ConfigError(f"the {name} action needs '{key}'", path=f"{name}.{key}")
-        return default
-
-    reader_cfg = get("reader", required=True)
-    out_path = str(get("outputFile", required=True))
-    mb_size = _as_int(get("minibatchSize", required=True), f"{name}.minibatchSize", minimum=1)
-    epoch_size = _as_int(get("epochSize", 0), f"{name}.epochSize", minimum=0)
-    max_epochs = _as_int(get("maxEpochs", 1), f"{name}.maxEpochs", minimum=0)
-    cap = _as_int(get("maxMinibatchesPerEpoch", DEFAULT_MAX_MINIBATCHES_PER_EPOCH),
-                  f"{name}.maxMinibatchesPerEpoch", minimum=0)
-    num_subsets = _as_int(get("numSubsets", 1), f"{name}.numSubsets", minimum=1)
-    subset_num = _as_int(get("subsetNum", 0), f"{name}.subsetNum", minimum=0)
+    sec = as_section(section, name)
+    out_path = sec.str("outputFile")
+    mb_size = sec.int("minibatchSize", minimum=1)
+    epoch_size = sec.int("epochSize", 0, minimum=0)
+    max_epochs = sec.int("maxEpochs", 1, minimum=0)
+    cap = sec.int("maxMinibatchesPerEpoch", DEFAULT_MAX_MINIBATCHES_PER_EPOCH, minimum=0)
+    num_subsets = sec.int("numSubsets", 1, minimum=1)
+    subset_num = sec.int("subsetNum", 0, minimum=0)
     if subset_num >= num_subsets:
         raise ConfigError(f"subsetNum must be below numSubsets ({num_subsets}), found {subset_num}",
-                          path=f"{name}.subsetNum")
-    layout_name = str(get("dumpLayout", "firstFit")).lower()
+                          path=sec.key_path("subsetNum"))
+    layout_name = sec.str("dumpLayout", "firstFit").lower()
     layouts = {"firstfit": "first_fit", "first_fit": "first_fit", "rows": "rows"}
     if layout_name not in layouts:
         raise ConfigError(f"dumpLayout must be firstFit or rows, found {layout_name!r}",
-                          path=f"{name}.dumpLayout")
-    sort_output = _as_bool(get("sortOutput", False), f"{name}.sortOutput")
+                          path=sec.key_path("dumpLayout"))
+    sort_output = sec.bool("sortOutput", False)
 
-    source = build_reader(reader_cfg, path=f"{name}.reader")
-    order = get("streams")
-    if order is None:
-        order = reader_input_names(reader_cfg)
+    reader_sec = sec.section("reader", inherit=True)
+    source = build_reader(reader_sec)
+    if sec.exists("streams"):
+        order = [str(v).strip() for v in sec.list("streams") if str(v).strip()]
     else:
-        order = [str(v) for v in (order.as_array() if hasattr(order, "as_array") else order)]
+        order = reader_spec(reader_sec).stream_names
     known = [s.name for s in source.stream_infos()]
     for s in order:
         if s not in known:
             raise ConfigError(f"stream {s!r} is not delivered by the reader (streams: {', '.join(known)})",
-                              path=f"{name}.streams")
+                              path=sec.key_path("streams"))
 
     epochs = EpochReader(source, minibatch_size=mb_size, epoch_size=epoch_size,
                          num_subsets=num_subsets, subset_num=subset_num)
@@ -259,33 +251,3 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
         written = dump_minibatches(minibatches(), out_path, order, layout=layouts[layout_name])
     _log.info("%s: wrote %d lines to %s", name, written, out_path)
     return written
-
-
-def _as_int(value: Any, path: str, minimum: int | None = None) -> int:
-    from ..errors import ConfigError
-    try:
-        v = value.as_int() if hasattr(value, "as_int") else int(str(value).strip())
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"expected an integer, found {str(value)!r}", path=path) from e
-    if minimum is not None and v < minimum:
-        raise ConfigError(f"expected an integer >= {minimum}, found {v}", path=path)
-    return v
-
-
-def _as_bool(value: Any, path: str) -> bool:
-    from ..errors import ConfigError
-    if isinstance(value, bool):
-        return value
-    try:
-        return value.as_bool() if hasattr(value, "as_bool") else _parse_bool(str(value))
-    except ValueError as e:
-        raise ConfigError(f"expected a boolean (true/false), found {str(value)!r}", path=path) from e
-
-
-def _parse_bool(text: str) -> bool:
-    t = text.strip().lower()
-    if t in ("t", "true", "1", "yes", ""):
-        return True
-    if t in ("f", "false", "0", "no"):
-        return False
-    raise ValueError(text)

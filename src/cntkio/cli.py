@@ -1,0 +1,98 @@
+"""The ``cntkio`` command line: run a CNTK configuration file, as ``cntk configFile=...`` does.
+
+::
+
+    cntkio configFile=x.cntk [configFile=y.cntk | configFile=x.cntk+y.cntk] [name=value ...]
+    cntkio show-config configFile=x.cntk [name=value ...]
+    cntkio --help | --version
+
+Arguments are applied in order (later ones win, parameter sets merge); the configuration's
+``command=a:b`` names the sections to run and each section's ``action`` what to do.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+__all__ = ["main", "usage"]
+
+_DOCS = """\
+Documentation:
+  docs/config.md   the configuration language, readers from config, this command line
+  docs/actions.md  the actions (train, eval, write, ...) and their section keys
+  docs/guide.md    the Python API (cntk.io names)
+  (in the cntkio source tree, beside README.md)
+"""
+
+
+def usage() -> str:
+    """The ``--help`` text: syntax, the known actions, where the docs are."""
+    from .commands import ACTION_SUMMARIES, known_actions
+
+    lines = [
+        "usage: cntkio configFile=FILE[+FILE...] [configFile=FILE ...] [name=value ...]",
+        "       cntkio show-config configFile=FILE [name=value ...]",
+        "       cntkio --help | --version",
+        "",
+        "Runs the sections named by the configuration's command=a:b, each through its action=...,",
+        "like CNTK's `cntk configFile=...`. Later arguments override earlier ones; sec=[key=value]",
+        "changes one key of a section. Top-level settings: command, precision (float|double),",
+        "deviceId (auto|cpu|-1|N|all|*N), traceLevel (0 errors, 1 warnings, 2 info),",
+        "stderr=PREFIX (log to PREFIX_<cmd1>_<cmd2>.log).",
+        "",
+        "show-config prints the resolved configuration (after includes, overrides and $var$).",
+        "",
+        "actions:",
+    ]
+    names = known_actions()
+    width = max(len(n) for n in names)
+    for n in names:
+        lines.append(f"  {n.ljust(width)}  {ACTION_SUMMARIES.get(n, '')}".rstrip())
+    lines.append("")
+    lines.append(_DOCS)
+    return "\n".join(lines)
+
+
+def _show_config(argv: Sequence[str]) -> int:
+    from .config import load_config
+
+    cfg = load_config(list(argv))
+    text = cfg.dump()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cntkio`` console script and ``python -m cntkio``; returns the exit
+    status (0 success, 1 a configuration or data error, 2 bad usage)."""
+    from .errors import CntkioError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(usage())
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        from . import __version__
+        sys.stdout.write(f"cntkio {__version__}\n")
+        return 0
+    try:
+        if args[0] in ("show-config", "showConfig", "--show-config"):
+            return _show_config(args[1:])
+        for a in args:
+            if "=" not in a:
+                sys.stderr.write(f"cntkio: error: argument {a!r} is not name=value "
+                                 f"(a configuration file is given as configFile={a})\n")
+                return 2
+        from .commands.runner import run
+        run(args)
+        return 0
+    except CntkioError as e:
+        sys.stderr.write(f"cntkio: error: {e}\n")
+        return 1
+    except OSError as e:
+        sys.stderr.write(f"cntkio: error: {e}\n")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

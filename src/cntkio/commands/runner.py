@@ -1,0 +1,160 @@
+"""Running a CNTK configuration: the ``command`` list, each section's ``action``.
+
+``run(argv)`` does what ``cntk configFile=x.cntk [name=value ...]`` does:
+
+1. load the configuration (layered files, includes, overrides, ``$var$``; :mod:`cntkio.config`);
+2. read and validate the top-level settings: ``traceLevel`` (log verbosity: 0 errors, 1 warnings,
+   2 info, 3+ debug), ``precision`` (``float``/``double``, checked in every command section, where
+   it is usually written), ``deviceId`` (``auto``, ``cpu``, ``-1``, a GPU number, ``all``, ``*N``);
+3. with ``stderr=<prefix>``, send the log and standard error to ``<prefix>_<cmd1>_<cmd2>.log``
+   (directories created, the file overwritten), as CNTK does;
+4. run the sections named by ``command=a:b`` in order, each through its ``action``
+   (:mod:`cntkio.commands` registry).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .._log import get_logger, trace_level_to_logging
+from ..errors import ConfigError
+from . import get_action
+
+__all__ = ["run", "run_config", "parse_device_id", "DeviceId", "stderr_log_path", "check_precision"]
+
+_log = get_logger("commands")
+
+
+@dataclass(frozen=True)
+class DeviceId:
+    """A validated ``deviceId``: ``kind`` is ``auto``, ``cpu``, ``gpu`` (``index`` set), ``all``
+    or ``best`` (``count`` best GPUs, written ``*N``)."""
+
+    kind: str
+    index: int | None = None
+    count: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "gpu":
+            return str(self.index)
+        if self.kind == "best":
+            return f"*{self.count}"
+        return self.kind
+
+
+def parse_device_id(value: Any, path: str = "deviceId") -> DeviceId:
+    """Validate a ``deviceId`` value (configuration-files.txt: auto, cpu, a CUDA device number,
+    all, ``*N``; CNTK also writes ``-1`` for the CPU)."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return DeviceId("auto")
+    if text in ("cpu", "-1"):
+        return DeviceId("cpu")
+    if text == "all":
+        return DeviceId("all")
+    m = re.fullmatch(r"\*(\d+)", text)
+    if m and int(m.group(1)) >= 1:
+        return DeviceId("best", count=int(m.group(1)))
+    if re.fullmatch(r"\d+", text):
+        return DeviceId("gpu", index=int(text))
+    raise ConfigError(f"deviceId must be auto, cpu, -1, a GPU number (0, 1, ...), all or *N, found {str(value)!r}",
+                      path=path)
+
+
+def check_precision(value: Any, path: str = "precision") -> str:
+    """Validate a ``precision`` value: ``float`` or ``double``."""
+    text = str(value).strip().lower()
+    if text not in ("float", "double"):
+        raise ConfigError(f"precision must be float or double, found {str(value)!r}", path=path)
+    return text
+
+
+def _trace_level(value: Any, path: str = "traceLevel") -> int:
+    text = str(value).strip()
+    if not re.fullmatch(r"[+-]?\d+", text) or int(text) < 0:
+        raise ConfigError(f"traceLevel must be an integer >= 0, found {text!r}", path=path)
+    return int(text)
+
+
+def stderr_log_path(prefix: str, commands: Iterable[str]) -> str:
+    """CNTK's log file name: ``<prefix>_<cmd1>_<cmd2>.log``."""
+    return prefix + "".join("_" + c for c in commands) + ".log"
+
+
+@contextlib.contextmanager
+def _logging_to(stream, level: int):
+    logger = logging.getLogger("cntkio")
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+        handler.flush()
+
+
+def run_config(cfg: Any) -> list[tuple[str, str, Any]]:
+    """Run the ``command`` list of a loaded configuration; return ``(section, action, result)``
+    for every action run. Settings are validated before the first command runs."""
+    from ..config import command_sections
+
+    root = cfg.root if hasattr(cfg, "root") else cfg
+    trace = _trace_level(root("traceLevel", 0)) if root.exists("traceLevel") else 0
+    device = parse_device_id(root("deviceId")) if root.exists("deviceId") else DeviceId("auto")
+    commands = command_sections(root)
+    for cmd in commands:
+        if cmd.section.exists("precision"):
+            check_precision(cmd.section("precision"), path=f"{cmd.name}.precision")
+        if cmd.section.exists("deviceId"):
+            parse_device_id(cmd.section("deviceId"), path=f"{cmd.name}.deviceId")
+        if cmd.section.exists("traceLevel"):
+            _trace_level(cmd.section("traceLevel"), path=f"{cmd.name}.traceLevel")
+        for action in cmd.actions:
+            get_action(action, path=f"{cmd.name}.action")     # unknown actions fail before any work
+
+    log_file = None
+    if root.exists("stderr"):
+        prefix = str(root("stderr")).strip()
+        log_file = stderr_log_path(prefix, [c.name for c in commands])
+        directory = os.path.dirname(log_file)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+
+    results = []
+    with contextlib.ExitStack() as stack:
+        if log_file is not None:
+            fh = stack.enter_context(open(log_file, "w", encoding="utf-8"))
+            stack.enter_context(contextlib.redirect_stderr(fh))
+            stack.enter_context(_logging_to(fh, trace_level_to_logging(trace)))
+        else:
+            stack.enter_context(_logging_to(sys.stderr, trace_level_to_logging(trace)))
+        _log.info("running %s (deviceId=%s, traceLevel=%d)", ":".join(c.name for c in commands), device, trace)
+        for cmd in commands:
+            for action in cmd.actions:
+                fn = get_action(action, path=f"{cmd.name}.action")
+                _log.info("command %s: action %s", cmd.name, action)
+                start = time.perf_counter()
+                result = fn(cmd.section, cmd.name)
+                _log.info("command %s: action %s done in %.3f s", cmd.name, action, time.perf_counter() - start)
+                results.append((cmd.name, action, result))
+    return results
+
+
+def run(argv: Iterable[str], base_dir: str | None = None) -> list[tuple[str, str, Any]]:
+    """Load the configuration of CNTK-style arguments (``configFile=...``, ``name=value``) and run
+    its commands (see the module docstring)."""
+    from ..config import load_config
+
+    return run_config(load_config(list(argv), base_dir=base_dir))

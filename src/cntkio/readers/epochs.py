@@ -1,0 +1,113 @@
+"""Epochs with CNTK's config-reader semantics, on top of a MinibatchSource.
+
+A CNTK config (``epochSize``, ``minibatchSize``, ``maxEpochs``) reads epochs as consecutive
+slices of ONE endless timeline of samples (sweep after sweep, each sweep randomized anew):
+
+* epoch ``e`` is the slice ``[e * epochSize, (e + 1) * epochSize)`` of the global timeline; it
+  holds the sequences whose first sample lies in it (a sequence is never split, so the last
+  minibatch of an epoch may run past the slice's end by part of a sequence);
+* every epoch starts with a seek to its slice's start (CNTK's ``StartMinibatchLoop``), so
+  epoch ``e`` reads the same data whether or not the epochs before it were read to the end;
+* minibatches hold ``minibatchSize`` samples (whole sequences, at least one), and the last
+  minibatch of an epoch is cut to the epoch's remaining budget;
+* ``epochSize = 0`` means one sweep of the data.
+
+The conformance controls of CNTK's reader tests pin these rules down (conformance README,
+section 3: ``1x1_2_dense`` reads 6 copies of a 1-sample file in 3 epochs of 2; ``10x1_MI_2``
+reads 3+3+1 samples per epoch of 7 with minibatches of 3).
+
+:class:`EpochReader` is used by the ``dumpReader`` action and by the ``train``/``eval``/``cv``
+actions (cntkio.commands), so that every config command sees the same epochs.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .._log import get_logger
+
+__all__ = ["EpochReader", "sweep_size"]
+
+_log = get_logger("readers.epochs")
+
+_POSITION = "minibatchSourcePosition"
+
+
+def sweep_size(source: Any) -> int:
+    """The number of timeline samples in one sweep of ``source`` (what ``epochSize=0`` reads)."""
+    for name in ("sweep_size", "samples_per_sweep", "sweep_samples"):
+        value = getattr(source, name, None)
+        if value is not None:
+            return int(value() if callable(value) else value)
+    raise TypeError(f"{type(source).__name__} does not tell its sweep size (no sweep_size)")
+
+
+class EpochReader:
+    """Reads epochs of ``epoch_size`` samples in minibatches of ``minibatch_size`` from a
+    MinibatchSource built with the default (endless) ``max_samples``.
+
+    ``num_subsets``/``subset_num`` read one worker's part (CNTK's ``StartDistributedMinibatchLoop``:
+    all workers walk the same global timeline, each gets its own sequences). ``epoch(e)`` yields
+    the minibatch dicts of epoch ``e``; epochs may be read in any order, or again.
+    """
+
+    def __init__(self, source: Any, minibatch_size: int, epoch_size: int = 0, *,
+                 num_subsets: int = 1, subset_num: int = 0) -> None:
+        if minibatch_size <= 0:
+            raise ValueError(f"minibatch_size must be positive, found {minibatch_size}")
+        if epoch_size < 0:
+            raise ValueError(f"epoch_size must be >= 0 (0 = one sweep), found {epoch_size}")
+        if not 0 <= subset_num < num_subsets:
+            raise ValueError(f"subset_num must be in [0, {num_subsets}), found {subset_num}")
+        self.source = source
+        self.minibatch_size = int(minibatch_size)
+        self.num_subsets = int(num_subsets)
+        self.subset_num = int(subset_num)
+        self._epoch_size = int(epoch_size)
+
+    @property
+    def epoch_size(self) -> int:
+        """Samples per epoch (one sweep's worth when constructed with 0)."""
+        if self._epoch_size == 0:
+            self._epoch_size = sweep_size(self.source)
+            if self._epoch_size == 0:
+                raise ValueError("epochSize=0 means one sweep, but the data has no samples")
+        return self._epoch_size
+
+    def bounds(self, epoch: int) -> tuple[int, int]:
+        """The global timeline slice ``[start, end)`` of epoch ``epoch``."""
+        size = self.epoch_size
+        return epoch * size, (epoch + 1) * size
+
+    def position(self) -> int:
+        """The source's global timeline position (after the last minibatch returned)."""
+        return int(self.source.get_checkpoint_state()[_POSITION])
+
+    def seek(self, position: int) -> int:
+        """Move the source to the first sequence starting at or after ``position``; return the
+        position it reports."""
+        if self.position() != position:
+            self.source.restore_from_checkpoint({_POSITION: int(position)})
+        return self.position()
+
+    def epoch(self, epoch: int) -> Iterator[dict]:
+        """The minibatches of epoch ``epoch`` (each a ``{StreamInformation: MinibatchData}``)."""
+        start, end = self.bounds(epoch)
+        pos = self.seek(start)
+        kwargs: dict[str, Any] = {}
+        if self.num_subsets > 1:
+            kwargs = {"num_data_partitions": self.num_subsets, "partition_index": self.subset_num}
+        while pos < end:
+            size = min(self.minibatch_size, end - pos)
+            mb = self.source.next_minibatch(size, **kwargs)
+            if not mb:
+                break                    # the source itself ended (a max_samples/max_sweeps limit)
+            new_pos = self.position()
+            yield mb
+            if new_pos <= pos:
+                raise RuntimeError(f"the source did not advance (position {pos})")
+            pos = new_pos
+
+    def epochs(self, max_epochs: int, first: int = 0) -> Iterator[tuple[int, Iterator[dict]]]:
+        """``(epoch index, minibatch iterator)`` for epochs ``first .. max_epochs-1``."""
+        for e in range(first, max_epochs):
+            yield e, self.epoch(e)

@@ -1,0 +1,355 @@
+"""The factory turning a CNTK ``reader`` section into a MinibatchSource.
+
+Two shapes of reader section exist (spec: ctf-text-format-reader.txt and
+composite-readers-deserializers-transforms.txt):
+
+* the legacy one, ``reader = [readerType = "CNTKTextFormatReader"; file = ...; input = [...]]``,
+  where the reader section itself is the one deserializer's configuration;
+* the composite one, ``reader = [randomize = ...; deserializers = ([type = ...]:[type = ...])]``;
+  with a ``deserializers`` key the reader type is CompositeDataReader whatever ``readerType`` says,
+  as in CNTK.
+
+Both build the same engine objects as the Python API: one deserializer config dict per
+deserializer (the dicts cntk.io's factories produce, built by
+:func:`cntkio.deserializers.build_deserializer`) and the MinibatchSource keyword arguments.
+Every key is looked up as CNTK does: in the section, then in the enclosing ones
+(:class:`~cntkio.readers.section.Section`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._log import get_logger
+from ..errors import ConfigError, NotImplementedInCntkio
+from .section import Section, as_section
+
+__all__ = ["ReaderSpec", "reader_spec", "build_reader", "reader_input_names", "UnsupportedReaderError",
+           "READER_TYPES", "CTF_TYPE"]
+
+_log = get_logger("readers")
+
+CTF_TYPE = "CNTKTextFormatDeserializer"
+CBF_TYPE = "CNTKBinaryFormatDeserializer"
+
+#: legacy ``readerType`` values whose reader section is one deserializer's configuration
+READER_TYPES: dict[str, str] = {
+    "CNTKTextFormatReader": CTF_TYPE,
+    "CNTKBinaryReader": CBF_TYPE,
+}
+COMPOSITE = "CompositeDataReader"
+
+# CTF options a deserializer reads (from its own section or an enclosing one, as CNTK does)
+_CTF_OPTIONS = {
+    "skipSequenceIds": "bool", "maxErrors": "int", "traceLevel": "int", "chunkSizeInBytes": "int",
+    "keepDataInMemory": "bool", "cacheIndex": "bool", "numChunksToCache": "int",
+}
+_FOUR_GB = 4 * 1024 ** 3
+_DEFAULT_CHUNK_SIZE = 32 * 1024 ** 2
+DEFAULT_WINDOW_IN_CHUNKS = 128
+
+
+class UnsupportedReaderError(ConfigError, NotImplementedInCntkio):
+    """A readerType or deserializer type that cntkio does not implement; the message lists the
+    implemented ones."""
+
+
+@dataclass
+class ReaderSpec:
+    """What a reader section asks for: the deserializer config dicts, in order (the first is the
+    primary), the MinibatchSource keyword arguments, the stream names in config order, and the
+    element type (``precision``)."""
+
+    deserializers: list[dict] = field(default_factory=list)
+    source_kwargs: dict[str, Any] = field(default_factory=dict)
+    stream_names: list[str] = field(default_factory=list)
+    dtype: str = "float32"
+    reader_type: str = COMPOSITE
+    #: the window was not given: "the whole dataset" (resolved when the deserializers are built)
+    whole_dataset_window: str | None = None
+
+
+def _registered() -> list[str]:
+    from ..deserializers.base import registered_deserializers
+    return registered_deserializers()
+
+
+def _factory(type_name: str):
+    from ..deserializers import base
+    base._load_builtin()
+    return base._REGISTRY.get(type_name)
+
+
+def _implemented_reader_types() -> list[str]:
+    reg = set(_registered())
+    return [COMPOSITE] + [r for r, d in READER_TYPES.items() if d in reg]
+
+
+def _unsupported_type(kind: str, name: str, path: str) -> UnsupportedReaderError:
+    reg = _registered()
+    if kind == "readerType":
+        msg = (f"readerType {name!r} is not implemented in cntkio; implemented reader types: "
+               f"{', '.join(_implemented_reader_types())} (a CompositeDataReader reader section lists "
+               f"its deserializers = (...); implemented deserializer types: {', '.join(reg)})")
+    else:
+        msg = f"deserializer type {name!r} is not implemented in cntkio; implemented types: {', '.join(reg)}"
+    import difflib
+    close = difflib.get_close_matches(name, list(READER_TYPES) + [COMPOSITE] + reg, n=1, cutoff=0.7)
+    return UnsupportedReaderError(msg, path=path, hint=f"did you mean {close[0]!r}?" if close else None)
+
+
+def _canonical_type(name: str, known: list[str]) -> str | None:
+    for k in known:
+        if k.lower() == name.lower():
+            return k
+    return None
+
+
+# --- the reader section -----------------------------------------------------------------------
+
+def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
+    """Translate a reader section (ConfigParameters, dict or Section) into a :class:`ReaderSpec`
+    without opening any file. Raises ConfigError naming the key path for anything wrong."""
+    reader = as_section(config, path)
+    spec = ReaderSpec()
+
+    precision = reader.str("precision", "float").lower()
+    if precision not in ("float", "double"):
+        raise ConfigError(f"precision must be float or double, found {precision!r}",
+                          path=reader.key_path("precision"))
+    spec.dtype = "float32" if precision == "float" else "float64"
+
+    if reader.has_local("deserializers"):
+        rt = reader.str("readerType", COMPOSITE, inherit=False)
+        if rt.lower() != COMPOSITE.lower():
+            _log.info("%s: 'deserializers' given, so the reader is a %s (readerType=%s ignored, as in CNTK)",
+                      reader.path, COMPOSITE, rt)
+        spec.reader_type = COMPOSITE
+        raw = reader.raw("deserializers", inherit=False)
+        items = raw if isinstance(raw, list) else [raw]
+        if not items:
+            raise ConfigError("deserializers = (...) lists no deserializer",
+                              path=reader.key_path("deserializers"))
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(f"expected a deserializer section [...], found {str(item)!r}",
+                                  path=f"{reader.key_path('deserializers')}[{i}]")
+            dsec = reader.child(item, f"deserializers[{i}]")
+            spec.deserializers.append(_deserializer_config(dsec, spec, legacy=False))
+        legacy = False
+    else:
+        if not reader.exists("readerType"):
+            raise ConfigError("a reader section needs readerType = ... or deserializers = (...)",
+                              path=reader.key_path("readerType"),
+                              hint=f"implemented reader types: {', '.join(_implemented_reader_types())}")
+        rt_given = reader.str("readerType")
+        rt = _canonical_type(rt_given, list(READER_TYPES))
+        if rt is None or READER_TYPES[rt] not in _registered():
+            raise _unsupported_type("readerType", rt_given, reader.key_path("readerType"))
+        spec.reader_type = rt
+        dconf = _deserializer_config(reader, spec, legacy=True, type_name=READER_TYPES[rt])
+        spec.deserializers.append(dconf)
+        legacy = True
+
+    spec.source_kwargs = _source_kwargs(reader, spec, legacy)
+    return spec
+
+
+def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
+                         type_name: str | None = None) -> dict:
+    if type_name is None:
+        given = dsec.str("type", inherit=False)
+        type_name = _canonical_type(given, _registered())
+        if type_name is None:
+            raise _unsupported_type("deserializer", given, dsec.key_path("type"))
+    config: dict[str, Any] = {"type": type_name}
+    factory = _factory(type_name)
+    if type_name == CTF_TYPE:
+        config["file"] = dsec.str("file")
+        for key, kind in _CTF_OPTIONS.items():
+            if dsec.exists(key):
+                config[key] = getattr(dsec, kind)(key)
+        for key in ("useNumericSequenceKeys", "hashSequenceKeys"):
+            if dsec.exists(key):
+                config[key] = dsec.bool(key)
+        inputs = dsec.section("input")
+        config["input"] = {}
+        for name in inputs.keys():
+            isec = inputs.section(name)
+            config["input"][name] = _ctf_input(isec, type_name, factory)
+            spec.stream_names.append(name)
+    else:
+        # another registered format: its section as written, keys it reads resolved by its factory
+        for key, value in dsec.items():
+            if key.lower() in ("module", "input"):
+                continue
+            config[key] = value
+        if dsec.has_local("input"):
+            inputs = dsec.section("input")
+            config["input"] = {}
+            for name in inputs.keys():
+                isec = inputs.section(name)
+                entry = dict(isec.to_dict())
+                tkey = isec.local_key("transforms")
+                if tkey is not None:
+                    entry.pop(tkey)
+                    entry["transforms"] = _transforms(isec, type_name, factory)
+                config["input"][name] = entry
+                spec.stream_names.append(name)
+    config["precision"] = "float" if spec.dtype == "float32" else "double"
+    return config
+
+
+def _ctf_input(isec: Section, type_name: str, factory) -> dict:
+    fmt = isec.str("format", inherit=False).lower()
+    if fmt not in ("dense", "sparse"):
+        raise ConfigError(f"format must be dense or sparse, found {fmt!r}", path=isec.key_path("format"))
+    entry: dict[str, Any] = {
+        "dim": isec.int("dim", inherit=False, minimum=1),
+        "format": fmt,
+        "alias": isec.str("alias", isec.path.rsplit(".", 1)[-1], inherit=False),
+        "definesMBSize": isec.bool("definesMBSize", False, inherit=False),
+    }
+    if isec.has_local("transforms"):
+        entry["transforms"] = _transforms(isec, type_name, factory)
+    return entry
+
+
+def _transforms(isec: Section, type_name: str, factory) -> list[dict]:
+    raw = isec.raw("transforms", inherit=False)
+    items = raw if isinstance(raw, list) else [raw]
+    path = isec.key_path("transforms")
+    if not getattr(factory, "supports_transforms", False):
+        from ..deserializers import base
+        supporting = [t for t in _registered() if getattr(base._REGISTRY.get(t), "supports_transforms", False)]
+        where = (f"transforms are applied by: {', '.join(supporting)}" if supporting else
+                 "no deserializer implemented in cntkio applies transforms yet (CNTK's come with the "
+                 "ImageDeserializer)")
+        raise ConfigError(f"the {type_name} does not apply transforms; {where}", path=path,
+                          hint="remove the transforms list from this input")
+    out = []
+    for i, t in enumerate(items):
+        if not isinstance(t, dict) or not any(k.lower() == "type" for k in t):
+            raise ConfigError("expected a transform section [type = ...]", path=f"{path}[{i}]")
+        out.append(dict(t))
+    return out
+
+
+def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    randomize = _randomize(reader)
+    kw["randomize"] = randomize
+    kw["randomization_seed"] = reader.int("randomizationSeed", 0, minimum=0)
+
+    has_ctf = any(d["type"] == CTF_TYPE for d in spec.deserializers)
+    explicit_sample_based = reader.exists("sampleBasedRandomizationWindow")
+    if legacy:
+        sample_based = reader.bool("sampleBasedRandomizationWindow", False)
+    else:
+        sample_based = reader.bool("sampleBasedRandomizationWindow", not has_ctf)
+    if reader.exists("randomizationWindow"):
+        window = reader.int("randomizationWindow", minimum=1)
+    elif not sample_based and legacy and has_ctf:
+        # ctf-text-format-reader: 4 GB worth of chunks (128 for the default 32 MB chunks)
+        chunk = int(spec.deserializers[0].get("chunkSizeInBytes", _DEFAULT_CHUNK_SIZE))
+        window = max(1, _FOUR_GB // max(1, chunk))
+    elif has_ctf and not (explicit_sample_based and sample_based):
+        window = DEFAULT_WINDOW_IN_CHUNKS
+    else:
+        window = None                   # the whole dataset, in samples or in chunks
+        spec.whole_dataset_window = "samples" if sample_based else "chunks"
+    if not randomize:
+        kw["randomization_window_in_chunks"] = 0
+        kw["randomization_window_in_samples"] = 0
+        spec.whole_dataset_window = None
+    elif sample_based:
+        kw["randomization_window_in_chunks"] = 0
+        kw["randomization_window_in_samples"] = window
+    else:
+        kw["randomization_window_in_chunks"] = window
+        kw["randomization_window_in_samples"] = 0
+
+    frame_mode = reader.bool("frameMode", False)
+    truncated = reader.bool("truncated", False)
+    if frame_mode and truncated:
+        raise ConfigError("frameMode and truncated cannot both be true", path=reader.key_path("truncated"))
+    kw["frame_mode"] = frame_mode
+    if truncated:
+        kw["truncation_length"] = reader.int("truncationLength", minimum=1)
+    else:
+        kw["truncation_length"] = 0
+    if reader.exists("multiThreadedDeserialization"):
+        kw["multithreaded_deserializer"] = reader.bool("multiThreadedDeserialization")
+    if reader.exists("verbosity"):
+        kw["trace_level"] = reader.int("verbosity")
+    elif reader.exists("traceLevel"):
+        kw["trace_level"] = reader.int("traceLevel")
+    else:
+        kw["trace_level"] = 1 if legacy else 0
+    if reader.exists("maxErrors"):
+        kw["max_errors"] = reader.int("maxErrors", minimum=0)
+    if reader.bool("hashSequenceKeys", False) and not _any_string_keys(spec):
+        _log.warning("%s: hashSequenceKeys only affects string sequence keys (HTK, MLF); the "
+                     "deserializers here have numeric keys", reader.key_path("hashSequenceKeys"))
+    return kw
+
+
+def _any_string_keys(spec: ReaderSpec) -> bool:
+    return any(d["type"] not in (CTF_TYPE, CBF_TYPE) for d in spec.deserializers)
+
+
+def _randomize(reader: Section) -> bool:
+    if not reader.exists("randomize"):
+        return True
+    value = str(reader.raw("randomize")).strip().lower()
+    if value == "auto":          # CNTK's older spelling
+        return True
+    if value == "none":
+        return False
+    try:
+        return reader.bool("randomize")
+    except ConfigError:
+        raise ConfigError(f"randomize must be true or false (or the older auto/none), found {value!r}",
+                          path=reader.key_path("randomize"),
+                          hint="the randomization window is set with randomizationWindow") from None
+
+
+# --- building ---------------------------------------------------------------------------------
+
+def reader_input_names(config: Any, path: str = "reader") -> list[str]:
+    """The stream names a reader section defines, in config order (deserializers in order, then
+    their ``input`` sections in order): the order CNTK's reader tests dump them in."""
+    return reader_spec(config, path).stream_names
+
+
+def build_reader(config: Any, path: str = "reader", **overrides: Any):
+    """Build the MinibatchSource a reader section describes.
+
+    ``config``: the reader section (ConfigParameters, dict or Section); ``path`` its key path for
+    error messages; ``overrides``: MinibatchSource keyword arguments that replace the section's
+    (e.g. ``max_samples``). The deserializers are built here, so a missing file or a bad option is
+    reported before any data is read.
+    """
+    spec = reader_spec(config, path)
+    from ..deserializers.base import build_deserializer
+    kw = dict(spec.source_kwargs)
+    trace = kw.get("trace_level", 1)
+    deserializers = []
+    for i, dconf in enumerate(spec.deserializers):
+        try:
+            deserializers.append(build_deserializer(dconf, frame_mode=kw.get("frame_mode", False),
+                                                    trace_level=trace))
+        except (OSError, ConfigError):
+            raise
+        except (ValueError, TypeError, KeyError) as e:
+            where = f"{path}.deserializers[{i}]" if spec.reader_type == COMPOSITE else path
+            raise ConfigError(f"cannot build the {dconf['type']}: {e}", path=where) from e
+    if spec.whole_dataset_window is not None:
+        infos = deserializers[0].chunk_infos()
+        if spec.whole_dataset_window == "samples":
+            kw["randomization_window_in_samples"] = max(1, sum(c.num_samples for c in infos))
+        else:
+            kw["randomization_window_in_chunks"] = max(1, len(infos))
+    kw.update(overrides)
+    from ..source import MinibatchSource
+    return MinibatchSource(deserializers if len(deserializers) > 1 else deserializers[0], **kw)
