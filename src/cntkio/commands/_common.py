@@ -1,0 +1,194 @@
+"""What the model actions share: device and precision, reading minibatches as tensors, the
+distributed context, loading the model of a command, and CNTK-style result lines."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import torch
+
+from .._log import get_logger
+from ..errors import ConfigError, NotImplementedInCntkio
+from ._params import get_bool, get_int, get_str, has, key_path
+
+__all__ = ["resolve_device", "resolve_dtype", "Dist", "dist_context", "stream_samples", "batch_tensors",
+           "open_reader", "epoch_minibatches", "report", "fmt_criteria", "trace_level"]
+
+_log = get_logger("commands")
+
+
+# --- device and precision ------------------------------------------------------------------------
+def resolve_device(cfg, dist: "Dist | None" = None) -> torch.device:
+    """``deviceId`` -> torch device: ``auto`` (default; the first GPU if torch sees one, else the
+    CPU), ``cpu`` or ``-1``, a GPU index ``N`` (``cuda:N``). Under torchrun on GPUs each process
+    takes ``cuda:LOCAL_RANK``. ``all``/``*N`` (several GPUs in one process) is CNTK's PTask engine:
+    use ``torchrun --nproc_per_node=N`` instead."""
+    raw = (get_str(cfg, "deviceId", "auto") or "auto").strip().lower()
+    path = key_path(cfg, "deviceId")
+    cuda = torch.cuda.is_available()
+    if raw in ("cpu", "-1"):
+        return torch.device("cpu")
+    if raw == "auto":
+        if cuda and dist is not None and dist.active:
+            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", dist.rank)) % torch.cuda.device_count())
+        return torch.device("cuda", 0) if cuda else torch.device("cpu")
+    if raw == "all" or raw.startswith("*"):
+        raise NotImplementedInCntkio(
+            f"{path}={raw}: several GPUs in one process (CNTK's PTask engine) is not implemented in "
+            "cntkio; run one process per GPU with torchrun --nproc_per_node=N and deviceId=auto")
+    try:
+        index = int(raw)
+    except ValueError:
+        raise ConfigError(f"expected auto, cpu or a GPU index, found {raw!r}", path=path) from None
+    if not cuda or index >= torch.cuda.device_count():
+        raise ConfigError(f"GPU {index} is not available to torch (CUDA available: {cuda}, devices: "
+                          f"{torch.cuda.device_count() if cuda else 0})", path=path,
+                          hint="use deviceId=auto or deviceId=cpu")
+    return torch.device("cuda", index)
+
+
+_DTYPES = {"float": torch.float32, "float32": torch.float32, "double": torch.float64,
+           "float64": torch.float64, "float16": torch.float16, "half": torch.float16}
+
+
+def resolve_dtype(cfg) -> torch.dtype:
+    """``precision`` -> torch dtype (``float`` float32, the default; ``double`` float64; ``float16``)."""
+    raw = (get_str(cfg, "precision", "float") or "float").strip().lower()
+    if raw not in _DTYPES:
+        raise ConfigError(f"expected float or double, found {raw!r}", path=key_path(cfg, "precision"))
+    return _DTYPES[raw]
+
+
+def trace_level(cfg) -> int:
+    return int(get_int(cfg, "traceLevel", 0))
+
+
+# --- distributed ---------------------------------------------------------------------------------
+@dataclass
+class Dist:
+    """The torch.distributed context of a run (``active`` False for one process)."""
+
+    active: bool = False
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def all_reduce_(self, t: torch.Tensor) -> torch.Tensor:
+        """Sum ``t`` over the processes, in place (no-op for one process)."""
+        if self.active:
+            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM)
+        return t
+
+    def barrier(self) -> None:
+        if self.active:
+            torch.distributed.barrier()
+
+
+def dist_context() -> Dist:
+    """The current torch.distributed context. Under ``torchrun`` (``WORLD_SIZE`` > 1 and
+    ``MASTER_ADDR`` set) a process group is created if none exists yet: ``nccl`` when CUDA is there,
+    ``gloo`` on CPU."""
+    import torch.distributed as td
+    if not td.is_available():
+        return Dist()
+    if not td.is_initialized():
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1 or "MASTER_ADDR" not in os.environ:
+            return Dist()
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        td.init_process_group(backend=backend)
+        _log.info("initialised torch.distributed (%s): rank %d of %d", backend, td.get_rank(), td.get_world_size())
+    if td.get_world_size() <= 1:
+        return Dist(active=False, rank=td.get_rank(), world_size=1)
+    return Dist(active=True, rank=td.get_rank(), world_size=td.get_world_size())
+
+
+# --- readers -------------------------------------------------------------------------------------
+def open_reader(command, key: str = "reader", name: str = "command"):
+    """Build the MinibatchSource of a command's ``reader`` section (cntkio.readers)."""
+    from ..readers import build_reader
+    from ._params import section
+    reader_cfg = section(command, key)
+    return build_reader(reader_cfg, path=f"{name}.{key}")
+
+
+def epoch_minibatches(source, *, minibatch_size: int, epoch_size: int, epoch: int, dist: Dist) -> Iterator[Mapping]:
+    """The minibatches of 0-based ``epoch`` with CNTK's config-reader epochs (consecutive slices of
+    ``epoch_size`` samples of one timeline, 0 = one sweep); under torch.distributed this process
+    reads its own part (``num_subsets`` = world size, ``subset_num`` = rank)."""
+    from ..readers.epochs import EpochReader
+    reader = EpochReader(source, minibatch_size=minibatch_size, epoch_size=epoch_size,
+                         num_subsets=dist.world_size, subset_num=dist.rank)
+    yield from reader.epoch(epoch)
+
+
+def _stream_name(key: Any) -> str:
+    return key if isinstance(key, str) else getattr(key, "name", str(key))
+
+
+def stream_samples(data) -> np.ndarray:
+    """A stream's valid samples as a dense ``[num_samples, dim]`` array (sequences concatenated in
+    row order; sparse samples densified), built with whole-array operations."""
+    dim = int(np.prod(data.stream.sample_shape, dtype=np.int64)) if data.stream.sample_shape else 1
+    if data.is_sparse:
+        csr = data.as_csr()
+        n = csr.shape[0]
+        dense = np.zeros((n, dim), dtype=csr.dtype)
+        dense[np.repeat(np.arange(n), np.diff(csr.indptr)), csr.indices] = csr.data
+        return dense
+    mask = np.asarray(data.mask).reshape(-1) != 0
+    return np.asarray(data.asarray()).reshape(-1, dim)[mask]
+
+
+def batch_tensors(minibatch: Mapping, names: list[str], dtype: torch.dtype, device: torch.device,
+                  *, required: list[str] | None = None, where: str = "reader") -> dict[str, torch.Tensor]:
+    """The streams ``names`` of a minibatch as ``[num_samples, dim]`` tensors; a name in ``required``
+    that the reader does not deliver is a ConfigError naming the streams it does deliver."""
+    by_name = {_stream_name(k): v for k, v in minibatch.items()}
+    out = {}
+    for n in names:
+        if n not in by_name:
+            if required and n in required:
+                raise ConfigError(f"the network reads a stream named {n!r} but the reader delivers "
+                                  f"{', '.join(sorted(by_name)) or 'no streams'}", path=where,
+                                  hint=f"name the reader's input {n!r} (SimpleNetworkBuilder's inputs "
+                                       "are 'features' and 'labels')")
+            continue
+        arr = stream_samples(by_name[n])
+        out[n] = torch.from_numpy(np.ascontiguousarray(arr)).to(device=device, dtype=dtype)
+    return out
+
+
+# --- output --------------------------------------------------------------------------------------
+def fmt_criteria(values: Mapping[str, float], count: int) -> str:
+    """CNTK's result text: ``name = value * samples`` per criterion, errors as a percentage."""
+    parts = []
+    for k, v in values.items():
+        avg = v / count if count else float("nan")
+        if "Error" in k and "Square" not in k:
+            parts.append(f"{k} = {100.0 * avg:.3f}% * {count}")
+        else:
+            parts.append(f"{k} = {avg:.8f} * {count}")
+    return "; ".join(parts)
+
+
+def report(line: str, *, dist: Dist | None = None, stream=None) -> None:
+    """Print a result line on the main process (stdout, through tqdm so that bars stay intact)."""
+    if dist is not None and not dist.is_main:
+        return
+    try:
+        from tqdm import tqdm
+        tqdm.write(line, file=stream or sys.stdout)
+    except ImportError:  # pragma: no cover - tqdm is a core dependency
+        print(line, file=stream or sys.stdout, flush=True)
+
+
+def progress_enabled(cfg, dist: Dist) -> bool:
+    """tqdm bars: on the main process unless ``progressBar=false`` (a cntkio parameter)."""
+    return dist.is_main and bool(get_bool(cfg, "progressBar", True))

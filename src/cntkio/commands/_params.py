@@ -1,0 +1,185 @@
+"""Typed access to the parameters of a command section (shared by the actions).
+
+CNTK values stay text until a component asks for them with a type; these helpers ask. They accept
+a ``ConfigParameters`` section (lookups go up the parent chain, as the spec says: ``modelPath`` at
+the root is seen by every command section) and give errors that name the key path and what was
+expected.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["has", "get_str", "get_int", "get_float", "get_bool", "get_list", "get_schedule",
+           "schedule_value", "key_path", "section"]
+
+_MISSING = object()
+_TRUE = {"true", "t", "1", "yes"}
+_FALSE = {"false", "f", "0", "no"}
+
+
+def key_path(cfg, key: str) -> str:
+    """The dotted path of ``key`` in ``cfg`` (for error messages)."""
+    for attr in ("path", "name", "key_path"):
+        base = getattr(cfg, attr, None)
+        if isinstance(base, str) and base:
+            return f"{base}.{key}"
+    return key
+
+
+def has(cfg, key: str) -> bool:
+    """Whether ``key`` is set in ``cfg`` or one of its parents."""
+    if cfg is None:
+        return False
+    return bool(cfg.exists(key))
+
+
+def _raw(cfg, key: str, default: Any = _MISSING):
+    if has(cfg, key):
+        return cfg(key)
+    if default is _MISSING:
+        raise ConfigError(f"required parameter {key} is missing", path=key_path(cfg, key))
+    return default
+
+
+def _text(v) -> str:
+    s = str(v).strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'":
+        s = s[1:-1]
+    return s
+
+
+def section(cfg, key: str, required: bool = True):
+    """A sub-section (``SGD``, ``reader``, ``SimpleNetworkBuilder``) or None when absent."""
+    if not has(cfg, key):
+        if required:
+            raise ConfigError(f"required section {key}=[...] is missing", path=key_path(cfg, key))
+        return None
+    return cfg(key)
+
+
+def get_str(cfg, key: str, default: Any = _MISSING) -> str | None:
+    v = _raw(cfg, key, default)
+    return None if v is None else _text(v)
+
+
+def get_int(cfg, key: str, default: Any = _MISSING) -> int | None:
+    v = _raw(cfg, key, default)
+    if v is None or isinstance(v, int):
+        return v
+    if hasattr(v, "as_int"):
+        return v.as_int()
+    try:
+        return int(_text(v))
+    except ValueError:
+        try:
+            f = float(_text(v))
+        except ValueError:
+            f = math.nan
+        if f.is_integer():
+            return int(f)
+        raise ConfigError(f"expected an integer, found {_text(v)!r}", path=key_path(cfg, key)) from None
+
+
+def get_float(cfg, key: str, default: Any = _MISSING) -> float | None:
+    v = _raw(cfg, key, default)
+    if v is None or isinstance(v, float):
+        return v
+    if hasattr(v, "as_float"):
+        return v.as_float()
+    return _to_float(v, key_path(cfg, key))
+
+
+def _to_float(v, path: str) -> float:
+    s = _text(v)
+    if s.lower() in ("1#inf", "inf", "+inf", "infinity"):
+        return math.inf
+    try:
+        return float(s)
+    except ValueError:
+        raise ConfigError(f"expected a number, found {s!r}", path=path) from None
+
+
+def get_bool(cfg, key: str, default: Any = _MISSING) -> bool | None:
+    v = _raw(cfg, key, default)
+    if v is None or isinstance(v, bool):
+        return v
+    if hasattr(v, "as_bool"):
+        return v.as_bool()
+    s = _text(v).lower()
+    if s == "" or s in _TRUE:  # a bare flag (``makeMode``) means true
+        return True
+    if s in _FALSE:
+        return False
+    raise ConfigError(f"expected a boolean (true/false), found {_text(v)!r}", path=key_path(cfg, key))
+
+
+def get_list(cfg, key: str, default: Any = _MISSING) -> list | None:
+    """An array value (``a:b:c``, ``v*N`` repeats expanded; a single value is a one-element list)."""
+    v = _raw(cfg, key, default)
+    if v is None:
+        return None
+    return to_list(v)
+
+
+def to_list(v) -> list:
+    """A config value as a flat list of text items, ``v*N`` expanded."""
+    if isinstance(v, (list, tuple)):
+        out: list = []
+        for item in v:
+            e = to_list(item) if isinstance(item, (list, tuple)) else _expand_one(item)
+            out.extend(e if isinstance(e, list) else [e])
+        return out
+    if hasattr(v, "as_array"):
+        return to_list(list(v.as_array()))
+    s = _text(v)
+    if s.startswith("(") and s.endswith(")") and len(s) >= 2:
+        sep, body = s[1], s[2:-1]
+    elif s.startswith("{") and s.endswith("}") and len(s) >= 2:
+        sep, body = s[1], s[2:-1]
+        if sep.isalnum() or sep in "-.+":
+            sep, body = ":", s[1:-1]
+    else:
+        sep, body = ":", s
+    parts = [p.strip() for p in body.split(sep) if p.strip() != ""] if sep.strip() else body.split()
+    out: list = []
+    for p in parts:
+        e = _expand_one(p)
+        out.extend(e if isinstance(e, list) else [e])
+    return out
+
+
+def _expand_one(item):
+    s = _text(item)
+    if "*" in s:
+        value, _, count = s.rpartition("*")
+        try:
+            n = int(count)
+        except ValueError:
+            return s
+        return [value.strip()] * n
+    return s
+
+
+def get_schedule(cfg, key: str, default: Any = _MISSING, cast=float) -> list | None:
+    """A per-epoch schedule (``0.8*10:0.2``: 0.8 for 10 epochs, then 0.2): a list of values, the
+    last one repeating (see :func:`schedule_value`)."""
+    values = get_list(cfg, key, default)
+    if values is None:
+        return None
+    out = []
+    for v in values:
+        try:
+            out.append(cast(_to_float(v, key_path(cfg, key))) if cast is int else _to_float(v, key_path(cfg, key)))
+        except (TypeError, ValueError):
+            raise ConfigError(f"expected numbers, found {v!r}", path=key_path(cfg, key)) from None
+    if not out:
+        raise ConfigError("empty schedule", path=key_path(cfg, key))
+    return out
+
+
+def schedule_value(schedule: list, epoch: int):
+    """The value of a per-epoch schedule for 0-based ``epoch`` (the last entry repeats)."""
+    return schedule[min(epoch, len(schedule) - 1)]

@@ -1,0 +1,137 @@
+"""The ``test``/``eval`` action: the criteria of a trained model on a reader's data.
+
+Section parameters (looked up through the parent sections): ``modelPath`` (required), ``reader``
+(required), ``minibatchSize`` (default 40960 samples, as CNTK), ``epochSize`` (0 = one sweep, the
+default), ``evalNodeNames`` (default: the training criterion and the evaluation criterion),
+``numMBsToShowResult`` (0 = only the final result, the default here), ``deviceId``, ``precision``.
+
+Under torch.distributed every process evaluates its own part of the data and the sums are
+all-reduced, so every process returns the same totals.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from .._log import get_logger
+from ..errors import ConfigError
+from ..models import SimpleNetwork, load_model
+from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
+                      progress_enabled, report, resolve_device, resolve_dtype)
+from ._params import get_int, get_list, get_str, key_path
+
+__all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
+
+_log = get_logger("commands.eval")
+
+
+@dataclass
+class EvalResult:
+    """Summed criteria over ``samples`` samples; :attr:`averages` divides by the count."""
+
+    totals: dict[str, float] = field(default_factory=dict)
+    samples: int = 0
+    minibatches: int = 0
+
+    @property
+    def averages(self) -> dict[str, float]:
+        return {k: (v / self.samples if self.samples else float("nan")) for k, v in self.totals.items()}
+
+    def __str__(self) -> str:
+        return fmt_criteria(self.totals, self.samples)
+
+
+def criterion_nodes(net: SimpleNetwork, names: list[str] | None, path: str = "evalNodeNames") -> list[str]:
+    """The criterion nodes to report, validated (``ErrorPrediction`` names are accepted as aliases
+    of the classification-error node, as CNTK renamed it)."""
+    available = [net.spec.training_criterion, net.eval_node_name]
+    if not names:
+        return [net.eval_node_name, net.spec.training_criterion]
+    aliases = {"evalerrorprediction": "EvalClassificationError", "errorprediction": "EvalClassificationError",
+               "classificationerror": "EvalClassificationError"}
+    out = []
+    for n in names:
+        canon = next((a for a in available if a.lower() == n.lower()), None) or aliases.get(n.lower())
+        if canon not in available:
+            raise ConfigError(f"{n!r} is not a criterion node of this network (criterion nodes: "
+                              f"{', '.join(available)})", path=path)
+        out.append(canon)
+    return out
+
+
+def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.dtype, device: torch.device,
+             dist: Dist | None = None, show_every: int = 0, progress: bool = False, desc: str = "eval",
+             total: int | None = None, where: str = "reader") -> EvalResult:
+    """Sum the criterion ``nodes`` over the minibatches (an iterable of minibatch dicts)."""
+    dist = dist or Dist()
+    feats, labels = net.spec.feature_node, net.spec.label_node
+    acc = torch.zeros(len(nodes) + 1, dtype=torch.float64, device=device)   # criteria..., samples
+    window = torch.zeros_like(acc)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=total, desc=desc, unit=" samples", leave=False, dynamic_ncols=True)
+    n_mb, first = 0, 1
+    net.eval()
+    try:
+        with torch.no_grad():
+            for mb in minibatches:
+                t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
+                x, y = t[feats], t[labels]
+                hlast = net(x)
+                vals = {net.spec.training_criterion: net.criterion(hlast, y), net.eval_node_name: net.evaluation(hlast, y)}
+                step = torch.stack([vals[n].to(torch.float64) for n in nodes]
+                                   + [torch.tensor(float(x.shape[0]), dtype=torch.float64, device=device)])
+                acc += step
+                window += step
+                n_mb += 1
+                if bar is not None:
+                    bar.update(int(x.shape[0]))
+                if show_every and n_mb % show_every == 0:
+                    w = window.tolist()
+                    report(f" Minibatch[{first:4d}-{n_mb:4d}]: " + fmt_criteria(dict(zip(nodes, w[:-1])), int(w[-1])),
+                           dist=dist)
+                    window.zero_()
+                    first = n_mb + 1
+    finally:
+        if bar is not None:
+            bar.close()
+    dist.all_reduce_(acc)
+    a = acc.tolist()
+    return EvalResult(totals=dict(zip(nodes, a[:-1])), samples=int(round(a[-1])), minibatches=n_mb)
+
+
+def _eval_command(command, name: str) -> EvalResult:
+    dist = dist_context()
+    device, dtype = resolve_device(command, dist), resolve_dtype(command)
+    model_path = get_str(command, "modelPath")
+    net = load_model(model_path, device=device, dtype=dtype).network
+    names = get_list(command, "evalNodeNames", None)
+    nodes = criterion_nodes(net, [str(n) for n in names] if names else None, key_path(command, "evalNodeNames"))
+    mb_size = get_int(command, "minibatchSize", 40960)
+    epoch_size = get_int(command, "epochSize", 0)
+    if mb_size <= 0:
+        raise ConfigError(f"minibatchSize must be > 0, found {mb_size}", path=key_path(command, "minibatchSize"))
+    source = open_reader(command, "reader", name)
+    start = time.perf_counter()
+    result = evaluate(net, epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=dist),
+                      nodes=nodes, dtype=dtype, device=device, dist=dist,
+                      show_every=get_int(command, "numMBsToShowResult", 0),
+                      progress=progress_enabled(command, dist), desc=name,
+                      total=epoch_size or None, where=key_path(command, "reader"))
+    report(f"Final Results: Minibatch[1-{result.minibatches}]: {result}; "
+           f"time = {time.perf_counter() - start:.3f}s", dist=dist)
+    return result
+
+
+def test(section, name: str = "test") -> EvalResult:
+    """The ``test`` action (the same as ``eval``)."""
+    return _eval_command(section, name)
+
+
+def eval(section, name: str = "eval") -> EvalResult:  # noqa: A001 - CNTK's action name
+    """The ``eval`` action: evaluate ``modelPath`` on the section's reader and print the
+    criteria (``Final Results: ...``)."""
+    return _eval_command(section, name)

@@ -1,0 +1,78 @@
+"""The network of a command section: built from ``SimpleNetworkBuilder``, or loaded from a model.
+
+CNTK chose the network builder by which sub-section is present. cntkio builds
+``SimpleNetworkBuilder`` networks; ``NDLNetworkBuilder`` and ``BrainScriptNetworkBuilder``
+(``ExperimentalNetworkBuilder``) networks raise :class:`NotImplementedInCntkio` naming the builder,
+never a silent fallback.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..errors import ConfigError, NotImplementedInCntkio
+from ..models import NetworkSpec, SimpleNetwork, load_model
+from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
+
+__all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]
+
+#: network builders named in CNTK configs that cntkio does not implement
+UNSUPPORTED_BUILDERS = ("NDLNetworkBuilder", "BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
+
+#: SimpleNetworkBuilder parameters that would change the network in ways cntkio does not build,
+#: with the values that mean "off" (these are refused, not ignored)
+_REFUSED = {"rnnType": ("simplenet",), "addDropoutNodes": ("false", "f", "0"),
+            "needPrior": ("false", "f", "0"), "lookupTableOrder": ("0",)}
+
+
+def spec_from_config(builder) -> NetworkSpec:
+    """A ``SimpleNetworkBuilder`` section -> :class:`NetworkSpec`.
+
+    Parameters: ``layerSizes`` (required, ``in:hidden...:out``), ``layerTypes`` (``Sigmoid``
+    default, ``Tanh``, ``RectifiedLinear``; one for all hidden layers or one per layer),
+    ``trainingCriterion`` (``CrossEntropyWithSoftmax`` default, ``CrossEntropy``, ``SquareError``,
+    ``Logistic``), ``evalCriterion`` (``ClassificationError``/``ErrorPrediction`` default, or a
+    training criterion), ``initValueScale`` (1), ``uniformInit`` (true), ``applyMeanVarNorm``
+    (false), ``randomSeedOffset`` (0).
+    """
+    for key, off in _REFUSED.items():
+        if builder.exists(key) and (get_str(builder, key) or "").lower() not in off:
+            raise NotImplementedInCntkio(
+                f"{key_path(builder, key)}={get_str(builder, key)} is not implemented in cntkio "
+                "(SimpleNetworkBuilder networks are feed-forward, without dropout nodes or priors)")
+    if not has(builder, "layerSizes"):
+        raise ConfigError("SimpleNetworkBuilder needs layerSizes", path=key_path(builder, "layerSizes"),
+                          hint="e.g. layerSizes=784:256:10 (input, hidden layers, output)")
+    try:
+        sizes = [int(float(v)) for v in get_list(builder, "layerSizes")]
+    except ValueError:
+        raise ConfigError(f"expected integers, found {get_str(builder, 'layerSizes')!r}",
+                          path=key_path(builder, "layerSizes")) from None
+    return NetworkSpec(
+        layer_sizes=sizes,
+        layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
+        training_criterion=get_str(builder, "trainingCriterion", "CrossEntropyWithSoftmax"),
+        eval_criterion=get_str(builder, "evalCriterion", "ClassificationError"),
+        init_value_scale=get_float(builder, "initValueScale", 1.0),
+        uniform_init=get_bool(builder, "uniformInit", True),
+        apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
+        random_seed_offset=get_int(builder, "randomSeedOffset", 0),
+    )
+
+
+def build_network(command, *, device: torch.device, dtype: torch.dtype, adapt: bool = False) -> SimpleNetwork:
+    """The initial network of a train (``SimpleNetworkBuilder``) or adapt (``originalModelFileName``)
+    command."""
+    if adapt:
+        path = get_str(command, "originalModelFileName")
+        return load_model(path, device=device, dtype=dtype).network
+    if command.exists("SimpleNetworkBuilder"):
+        spec = spec_from_config(section(command, "SimpleNetworkBuilder"))
+        return SimpleNetwork(spec, dtype=dtype).to(device)
+    for b in UNSUPPORTED_BUILDERS:
+        if command.exists(b):
+            raise NotImplementedInCntkio(
+                f"{key_path(command, b)}: the {b} is not implemented in cntkio; describe the network "
+                "with a SimpleNetworkBuilder section (layerSizes, layerTypes, trainingCriterion, ...)")
+    raise ConfigError("no network builder: the train action needs a SimpleNetworkBuilder section",
+                      path=key_path(command, "SimpleNetworkBuilder"),
+                      hint="add SimpleNetworkBuilder=[layerSizes=...] to the command section")

@@ -1,0 +1,114 @@
+"""The ``write`` action: the values of a model's nodes for every sample of a reader, as text.
+
+Parameters: ``modelPath``, ``reader``, ``outputPath`` (required; node ``X`` goes to
+``<outputPath>.X`` as in CNTK, ``-`` writes to stdout), ``outputNodeNames`` (default: the network's
+output node ``HLast``), ``minibatchSize`` (40960), ``epochSize`` (0 = one sweep),
+``precisionFormat`` (a printf format of one value, ``%.9g`` for float and ``%.17g`` for double by
+default so that values read back exactly), ``deviceId``, ``precision``.
+
+Each sample is one line, its values separated by one space. Nodes with a value per sample can be
+written: ``features``, ``MVNormalizedFeatures``, ``H1``..., ``HLast``, ``PosteriorProb`` (or
+``Sigmoid`` for Logistic networks) and ``labels``. A ``writer`` section (CNTK's binary/HTK
+writers) is not implemented.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError, NotImplementedInCntkio
+from ..models import load_model
+from ._common import batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device, resolve_dtype
+from ._params import get_int, get_list, get_str, has, key_path
+
+__all__ = ["write", "format_rows"]
+
+_FORMAT_RE = re.compile(r"^%?[-+ #0]*\d*(\.\d+)?[eEfFgG]$")
+
+
+def format_rows(values: np.ndarray, fmt: str) -> str:
+    """``values[N, dim]`` as text, one line per row, values separated by one space (one formatting
+    call for the whole array)."""
+    values = np.asarray(values, dtype=np.float64).reshape(values.shape[0], -1)
+    n, dim = values.shape
+    if n == 0:
+        return ""
+    line = " ".join([fmt] * dim) + "\n"
+    return (line * n) % tuple(values.ravel().tolist())
+
+
+def write(section, name: str = "write") -> dict[str, int]:
+    """Write ``outputNodeNames`` for the section's reader; returns ``{output file: lines}``."""
+    dist = dist_context()
+    if has(section, "writer"):
+        raise NotImplementedInCntkio(f"{key_path(section, 'writer')}: writer sections (writerType=...) are not "
+                                     "implemented in cntkio; use outputPath for text output")
+    device, dtype = resolve_device(section, dist), resolve_dtype(section)
+    net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
+    out_path = get_str(section, "outputPath")
+    fmt = get_str(section, "precisionFormat", "%.17g" if dtype == torch.float64 else "%.9g")
+    if not _FORMAT_RE.match(fmt):
+        raise ConfigError(f"expected a printf format of one number (e.g. %.6g, .4f), found {fmt!r}",
+                          path=key_path(section, "precisionFormat"))
+    if not fmt.startswith("%"):
+        fmt = "%" + fmt
+    names = [str(n) for n in (get_list(section, "outputNodeNames", None) or net.output_nodes)]
+    per_sample = [n for n in net.node_names() if n not in _not_per_sample(net)]
+    for n in names:
+        if n not in per_sample:
+            raise ConfigError(f"{n!r} is not a node with a value per sample (writable nodes: "
+                              f"{', '.join(per_sample)})", path=key_path(section, "outputNodeNames"))
+    mb_size = get_int(section, "minibatchSize", 40960)
+    epoch_size = get_int(section, "epochSize", 0)
+    source = open_reader(section, "reader", name)
+    feats, labels = net.spec.feature_node, net.spec.label_node
+    need = [feats] + ([labels] if labels in names else [])
+
+    if not dist.is_main:   # one process writes; the others have nothing to do
+        dist.barrier()
+        return {}
+    files = {}
+    handles = {}
+    try:
+        for n in names:
+            if out_path == "-":
+                handles[n] = sys.stdout
+                files[n] = "-"
+            else:
+                p = f"{out_path}.{n}"
+                d = os.path.dirname(p)
+                if d:
+                    os.makedirs(d, exist_ok=True)
+                handles[n] = open(p, "w", encoding="ascii", newline="\n")
+                files[n] = p
+        counts = {n: 0 for n in names}
+        net.eval()
+        with torch.no_grad():
+            from ._common import Dist
+            for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
+                t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
+                values = net.nodes(t[feats])
+                if labels in t:
+                    values[labels] = t[labels]
+                for n in names:
+                    arr = values[n].detach().cpu().numpy()
+                    handles[n].write(format_rows(arr, fmt))
+                    counts[n] += arr.shape[0]
+    finally:
+        for h in handles.values():
+            if h is not sys.stdout:
+                h.close()
+    for n in names:
+        report(f"{name}: wrote {counts[n]} samples of node {n} to {files[n]}", dist=dist, stream=sys.stderr)
+    dist.barrier()
+    return {files[n]: counts[n] for n in names}
+
+
+def _not_per_sample(net) -> set[str]:
+    crit = {net.spec.training_criterion, net.eval_node_name, "MeanOfFeatures", "InvStdOfFeatures"}
+    params = {f"W{i}" for i in range(net.num_layers)} | {f"B{i}" for i in range(net.num_layers)}
+    return crit | params
