@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..base import register_deserializer
-from .deserializer import CNTKTextFormatDeserializer, ctf_backend, parse_options
+from .deserializer import CNTKTextFormatDeserializer, available_backends, ctf_backend, parse_options
 
-__all__ = ["CTFDeserializer", "CNTKTextFormatDeserializer", "ctf_backend", "parse_options",
+__all__ = ["CTFDeserializer", "CNTKTextFormatDeserializer", "available_backends", "ctf_backend",
+           "parse_options",
            "TYPE_NAME"]
 
 #: The deserializer type name in configs.

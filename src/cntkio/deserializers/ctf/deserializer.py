@@ -25,7 +25,8 @@ from ..base import ChunkData, ChunkInfo, DenseStream, Deserializer, SequenceTabl
 from . import _reference as ref
 from .index import CTFIndex, build_index
 
-__all__ = ["CNTKTextFormatDeserializer", "CTFStreamSpec", "ctf_backend", "parse_options",
+__all__ = ["CNTKTextFormatDeserializer", "CTFStreamSpec", "ctf_backend", "available_backends",
+           "parse_options",
            "MAX_ERRORS_MESSAGE"]
 
 #: CNTK's text when the error budget is exhausted (the file's base name is filled in).
@@ -43,6 +44,19 @@ def ctf_backend():
     if mod is not None and hasattr(mod, "scan_index") and hasattr(mod, "parse_chunk"):
         return mod
     return ref
+
+
+def available_backends() -> list:
+    """Every parser module usable here: the reference, plus the C module when it is built and
+    complete (for tests that must cover both)."""
+    backends = [ref]
+    try:
+        from ..._native import _ctf  # type: ignore[attr-defined]
+    except ImportError:
+        return backends
+    if hasattr(_ctf, "scan_index") and hasattr(_ctf, "parse_chunk"):
+        backends.append(_ctf)
+    return backends
 
 
 class CTFStreamSpec:
