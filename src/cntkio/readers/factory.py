@@ -67,6 +67,8 @@ class ReaderSpec:
     reader_type: str = COMPOSITE
     #: the window was not given: "the whole dataset" (resolved when the deserializers are built)
     whole_dataset_window: str | None = None
+    #: the reader section's key path (for error messages)
+    path: str = "reader"
 
 
 def _registered() -> list[str]:
@@ -111,7 +113,7 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
     """Translate a reader section (ConfigParameters, dict or Section) into a :class:`ReaderSpec`
     without opening any file. Raises ConfigError naming the key path for anything wrong."""
     reader = as_section(config, path)
-    spec = ReaderSpec()
+    spec = ReaderSpec(path=reader.path or path)
 
     precision = reader.str("precision", "float").lower()
     if precision not in ("float", "double"):
@@ -322,6 +324,14 @@ def reader_input_names(config: Any, path: str = "reader") -> list[str]:
     return reader_spec(config, path).stream_names
 
 
+def _join(a: str, b: str | None) -> str:
+    return f"{a}.{b}" if a and b else (a or b or "")
+
+
+def _dpath(spec: ReaderSpec, path: str, i: int) -> str:
+    return f"{path}.deserializers[{i}]" if spec.reader_type == COMPOSITE else path
+
+
 def build_reader(config: Any, path: str = "reader", **overrides: Any):
     """Build the MinibatchSource a reader section describes.
 
@@ -331,6 +341,7 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
     reported before any data is read.
     """
     spec = reader_spec(config, path)
+    path = spec.path
     from ..deserializers.base import build_deserializer
     kw = dict(spec.source_kwargs)
     trace = kw.get("trace_level", 1)
@@ -339,11 +350,13 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
         try:
             deserializers.append(build_deserializer(dconf, frame_mode=kw.get("frame_mode", False),
                                                     trace_level=trace))
-        except (OSError, ConfigError):
+        except OSError:
             raise
+        except ConfigError as e:
+            raise ConfigError(e.reason, path=_join(_dpath(spec, path, i), e.path), file=e.file,
+                              line=e.line, hint=e.hint) from e
         except (ValueError, TypeError, KeyError) as e:
-            where = f"{path}.deserializers[{i}]" if spec.reader_type == COMPOSITE else path
-            raise ConfigError(f"cannot build the {dconf['type']}: {e}", path=where) from e
+            raise ConfigError(f"cannot build the {dconf['type']}: {e}", path=_dpath(spec, path, i)) from e
     if spec.whole_dataset_window is not None:
         infos = deserializers[0].chunk_infos()
         if spec.whole_dataset_window == "samples":

@@ -1,0 +1,477 @@
+"""Readers from config: every reader section of the reader pages (ctf-text-format-reader.txt,
+composite-readers-deserializers-transforms.txt) and every option of their tables."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cntkio.config import parse_config
+from cntkio.deserializers import base
+from cntkio.errors import ConfigError, NotImplementedInCntkio
+from cntkio.readers import UnsupportedReaderError, build_reader, reader_spec
+
+# --- the reader sections of the pages, as written there -----------------------------------------
+
+SIMPLE = r'''
+reader = [
+    readerType = "CNTKTextFormatReader"
+    file = "c:\mydata\SampleInput.txt" # See the second example for Linux path example
+
+    # IMPORTANT!
+    # All inputs are grouped within "input" sub-section.
+    input = [
+        A = [
+            dim = 5
+            format = "dense"
+        ]
+        B = [
+            dim = 1000000
+            format = "sparse"
+        ]
+        C = [
+            dim = 1
+            format = "dense"
+        ]
+    ]
+]
+'''
+SIMPLE_DATA = """\
+|B 100:3 123:4 |C 8 |A 0 1 2 3 4 |# a CTF comment
+|# another comment |A 0 1.1 22 0.3 54 |C 123917 |B 1134:1.911 13331:0.014
+|C -0.001 |# a comment with an escaped pipe: '|#' |A 3.9 1.11 121.2 99.13 0.04 |B 999:0.001 918918:-9.19
+"""
+
+EXTENDED = r'''
+precision="double"
+
+reader = [
+    readerType = "CNTKTextFormatReader"
+    file = "/home/mydata/SampleInput.txt" # See the first example for Windows style path example
+    randomize = true
+    randomizationWindow = 30
+    skipSequenceIds = false
+    maxErrors = 100
+    traceLevel = 2
+
+    chunkSizeInBytes = 1024
+
+    keepDataInMemory = true
+    frameMode = false
+
+    input = [
+        Some_very_long_input_name = [
+            alias = "a"
+            dim = 3
+            format = "dense"
+        ]
+        Some_other_also_very_long_input_name = [
+            alias = "b"
+            dim = 2
+            format = "dense"
+        ]
+    ]
+]
+'''
+EXTENDED_DATA = """\
+100 |a 1 2 3 |b 100 200
+100 |a 4 5 6 |b 101 201
+100 |b 102983 14532 |a 7 8 9
+100 |a 7 8 9
+200 |b 300 400 |a 10 20 30
+333 |b 500 100
+333 |b 600 -900
+400 |a 1 2 3 |b 100 200
+|a 4 5 6 |b 101 201
+|a 4 5 6 |b 101 201
+500 |a 1 2 3 |b 100 200
+"""
+
+COMPOSITE_CTF = r'''
+reader = {
+        verbosity = 0 ;
+        randomize = true;
+        randomizationWindow=30
+        deserializers = ({
+            type = "CNTKTextFormatDeserializer" ; module = "CNTKTextFormatReader"
+            file = "/home/mydata/SampleInput.txt" # See the first example for Windows style path example
+            maxErrors = 100
+            skipSequenceIds = false
+            traceLevel = 2
+            input = {
+                qu1fea = {alias = "qui"; dim = 95589; format = "sparse"}
+                qu2fea = {alias = "quj"; dim = 95589; format = "sparse"}
+                pairweight = {alias = "wij"; dim = 1; format = "dense"}
+            }
+        })
+    }
+'''
+COMPOSITE_CTF_DATA = """\
+|qui 5:1 95588:2 |quj 7:1 |wij 0.5
+|qui 1:1 |quj 2:1 3:1 |wij 1
+|qui 95000:3 |quj 0:1 |wij -2
+"""
+
+HTK_LEGACY = r'''
+DataDir = /data
+# Old reader config. For illustration only.
+reader = [
+    readerType = "HTKMLFReader"
+    readMethod = "blockRandomize"
+    nbruttsineachrecurrentiter = 32
+    randomize = "auto"
+    verbosity = 0
+
+    features = [
+        dim = 363
+        type = "real"
+        scpFile = "$DataDir$/glob_0000.scp"
+    ]
+
+    labels = [
+        mlfFile = "$DataDir$/glob_0000.mlf"
+        labelMappingFile = "$DataDir$/state.list"
+
+        labelDim = 132
+        labelType = "category"
+    ]
+]
+'''
+
+HTK_COMPOSITE = r'''
+DataDir = /data
+reader = [
+    verbosity = 0
+    randomize = true
+
+    # A list of deserializers the reader uses.
+    deserializers = (
+        [
+            type = "HTKFeatureDeserializer"
+            module = "HTKDeserializers"
+            input = [
+                features = [
+                    dim = 363
+                    scpFile = "$DataDir$/glob_0000.scp"
+                ]
+            ]
+        ]:
+        [
+            type = "HTKMLFDeserializer"
+            module = "HTKDeserializers"
+            input = [
+                labels = [
+                    dim = 132
+                    mlfFile = "$DataDir$/glob_0000.mlf"
+                    labelMappingFile = "$DataDir$/state.list"
+                    phoneBoundaries=false
+                ]
+            ]
+        ]
+    )
+]
+'''
+
+IMAGE_TRANSFORMS = r'''
+ConfigDir = /cfg
+reader = [
+deserializers = ([
+    type = "ImageDeserializer"
+    module = "ImageReader"
+
+    # Map file which maps images to labels
+    file = "$ConfigDir$/train_map.txt"
+
+    # Description of input streams
+    input = [
+            features = [
+                transforms = (
+                    [
+                        type = "Crop"
+                        cropType = "RandomSide"
+                        sideRatio = 0.875
+                        jitterType = "UniRatio"
+                    ]:[
+                        type = "Scale"
+                        width = 224
+                        height = 224
+                        channels = 3
+                        interpolations = "linear"
+                    ]:[
+                        type = "Mean"
+                        meanFile = "$ConfigDir$/ImageNet1K_mean.xml"
+                    ]:[
+                        type = "Transpose"
+                    ]
+                )
+            ]
+            labels = [
+                labelDim = 1000
+            ]
+        ]
+])
+]
+'''
+# The page's text closes one ']' too many after the input section (it does not parse in CNTK
+# either); that one bracket is removed above, the rest is as written.
+
+
+def reader_of(text: str, *overrides: str):
+    cfg = parse_config(textwrap.dedent(text))
+    for o in overrides:
+        cfg.insert(o)
+    return cfg("reader")
+
+
+def read_all(source, mb_size=100):
+    """All minibatches of one sweep (end_of_sweep ends it)."""
+    out = []
+    for _ in range(1000):
+        mb = source.next_minibatch(mb_size)
+        if not mb:
+            break
+        out.append({k.name: v for k, v in mb.items()})
+        if any(v.end_of_sweep for v in mb.values()):
+            break
+    return out
+
+
+# --- translation (no file opened) -------------------------------------------------------------
+
+def test_simple_example_translates_to_one_ctf_deserializer():
+    spec = reader_spec(reader_of(SIMPLE))
+    assert spec.reader_type == "CNTKTextFormatReader"
+    assert spec.stream_names == ["A", "B", "C"]
+    (d,) = spec.deserializers
+    assert d["type"] == "CNTKTextFormatDeserializer"
+    assert d["file"] == "c:\\mydata\\SampleInput.txt"          # quotes removed, backslashes kept
+    assert d["input"] == {
+        "A": {"dim": 5, "format": "dense", "alias": "A", "definesMBSize": False},
+        "B": {"dim": 1000000, "format": "sparse", "alias": "B", "definesMBSize": False},
+        "C": {"dim": 1, "format": "dense", "alias": "C", "definesMBSize": False},
+    }
+    assert spec.dtype == "float32" and d["precision"] == "float"
+    kw = spec.source_kwargs
+    # randomize defaults to true; no window: 4 GB of 32 MB chunks = 128 chunks
+    assert kw["randomize"] is True and kw["randomization_window_in_chunks"] == 128
+    assert kw["randomization_window_in_samples"] == 0 and kw["randomization_seed"] == 0
+    assert kw["trace_level"] == 1 and kw["frame_mode"] is False and kw["truncation_length"] == 0
+
+
+def test_extended_example_options():
+    spec = reader_spec(reader_of(EXTENDED))
+    (d,) = spec.deserializers
+    assert spec.dtype == "float64" and d["precision"] == "double"
+    assert d["file"] == "/home/mydata/SampleInput.txt"
+    assert {k: d[k] for k in ("skipSequenceIds", "maxErrors", "traceLevel", "chunkSizeInBytes",
+                              "keepDataInMemory")} == {
+        "skipSequenceIds": False, "maxErrors": 100, "traceLevel": 2, "chunkSizeInBytes": 1024,
+        "keepDataInMemory": True}
+    assert d["input"]["Some_very_long_input_name"]["alias"] == "a"
+    assert d["input"]["Some_other_also_very_long_input_name"]["alias"] == "b"
+    kw = spec.source_kwargs
+    assert kw["randomization_window_in_chunks"] == 30 and kw["randomization_window_in_samples"] == 0
+    assert kw["trace_level"] == 2 and kw["max_errors"] == 100 and kw["frame_mode"] is False
+
+
+def test_composite_example_options():
+    spec = reader_spec(reader_of(COMPOSITE_CTF))
+    assert spec.reader_type == "CompositeDataReader"
+    (d,) = spec.deserializers
+    assert d["type"] == "CNTKTextFormatDeserializer" and "module" not in d
+    assert d["maxErrors"] == 100 and d["traceLevel"] == 2 and d["skipSequenceIds"] is False
+    assert d["input"]["qu1fea"] == {"dim": 95589, "format": "sparse", "alias": "qui", "definesMBSize": False}
+    assert spec.stream_names == ["qu1fea", "qu2fea", "pairweight"]
+    kw = spec.source_kwargs
+    assert kw["trace_level"] == 0                    # verbosity
+    # CTF present, sampleBasedRandomizationWindow not set: the window counts chunks
+    assert kw["randomization_window_in_chunks"] == 30 and kw["randomization_window_in_samples"] == 0
+
+
+def test_htk_legacy_reader_type_lists_the_implemented_ones():
+    with pytest.raises(UnsupportedReaderError) as err:
+        reader_spec(reader_of(HTK_LEGACY))
+    msg = str(err.value)
+    assert "readerType 'HTKMLFReader' is not implemented" in msg
+    assert "CNTKTextFormatReader" in msg and "CompositeDataReader" in msg
+    assert "CNTKTextFormatDeserializer" in msg and err.value.path == "reader.readerType"
+    assert isinstance(err.value, NotImplementedInCntkio) and isinstance(err.value, ConfigError)
+
+
+def test_htk_composite_deserializer_types_list_the_implemented_ones():
+    with pytest.raises(UnsupportedReaderError) as err:
+        reader_spec(reader_of(HTK_COMPOSITE))
+    msg = str(err.value)
+    assert "deserializer type 'HTKFeatureDeserializer' is not implemented" in msg
+    assert "CNTKTextFormatDeserializer" in msg
+    assert err.value.path == "reader.deserializers[0].type"
+
+
+def test_image_composite_with_transforms_names_the_missing_deserializer():
+    if "ImageDeserializer" in base.registered_deserializers():
+        spec = reader_spec(reader_of(IMAGE_TRANSFORMS))
+        types = [t["type"] for t in spec.deserializers[0]["input"]["features"]["transforms"]]
+        assert types == ["Crop", "Scale", "Mean", "Transpose"]
+    else:
+        with pytest.raises(UnsupportedReaderError, match="'ImageDeserializer' is not implemented"):
+            reader_spec(reader_of(IMAGE_TRANSFORMS))
+
+
+def test_transforms_on_a_deserializer_that_has_none_is_a_clear_error():
+    text = COMPOSITE_CTF.replace('pairweight = {alias = "wij"; dim = 1; format = "dense"}',
+                                 'pairweight = {alias = "wij"; dim = 1; format = "dense"; '
+                                 'transforms = ({type = "Scale"; width = 2})}')
+    with pytest.raises(ConfigError) as err:
+        reader_spec(reader_of(text))
+    assert err.value.path == "reader.deserializers[0].input.pairweight.transforms"
+    assert "CNTKTextFormatDeserializer does not apply transforms" in str(err.value)
+
+
+def test_transforms_reach_a_deserializer_that_applies_them():
+    class _Fake(base.Deserializer):
+        pass
+
+    def factory(config, **kw):
+        raise AssertionError("not built in this test")
+    factory.supports_transforms = True
+    base.register_deserializer("TransformingTestDeserializer", factory)
+    try:
+        spec = reader_spec(reader_of("""
+reader = [ deserializers = ([ type = TransformingTestDeserializer; file = map.txt
+    input = [ features = [ transforms = ([type = Crop; cropType = center]:[type = Transpose]) ]
+              labels = [ labelDim = 10 ] ] ]) ]"""))
+    finally:
+        base._REGISTRY.pop("TransformingTestDeserializer")
+    (d,) = spec.deserializers
+    assert d["input"]["features"]["transforms"] == [{"type": "Crop", "cropType": "center"}, {"type": "Transpose"}]
+    assert d["input"]["labels"] == {"labelDim": "10"} and d["file"] == "map.txt"
+    # no CTF: sampleBasedRandomizationWindow defaults to true, the window to the whole dataset
+    assert spec.source_kwargs["randomization_window_in_chunks"] == 0
+    assert spec.whole_dataset_window == "samples"
+
+
+CTF_MIN = """
+reader = [
+    readerType = CNTKTextFormatReader
+    file = data.txt
+    input = [ features = [ dim = 2 ; format = dense ] ]
+]
+"""
+
+
+@pytest.mark.parametrize("options,expected", [
+    ([], {"randomization_window_in_chunks": 128, "randomization_window_in_samples": 0}),
+    (["reader=[chunkSizeInBytes=10000]"],
+     {"randomization_window_in_chunks": 4 * 1024 ** 3 // 10000, "randomization_window_in_samples": 0}),
+    (["reader=[randomizationWindow=500; sampleBasedRandomizationWindow=true]"],
+     {"randomization_window_in_chunks": 0, "randomization_window_in_samples": 500}),
+    (["reader=[randomizationWindow=7]"],
+     {"randomization_window_in_chunks": 7, "randomization_window_in_samples": 0}),
+    (["reader=[randomize=false; randomizationWindow=7]"],
+     {"randomize": False, "randomization_window_in_chunks": 0, "randomization_window_in_samples": 0}),
+    (["reader=[randomize=none]"], {"randomize": False}),
+    (["reader=[randomize=auto]"], {"randomize": True}),
+    (["reader=[randomizationSeed=5]"], {"randomization_seed": 5}),
+    (["reader=[frameMode=true]"], {"frame_mode": True}),
+    (["reader=[truncated=true; truncationLength=20]"], {"truncation_length": 20}),
+    (["reader=[truncationLength=20]"], {"truncation_length": 0}),        # ignored unless truncated
+    (["reader=[multiThreadedDeserialization=true]"], {"multithreaded_deserializer": True}),
+    (["reader=[verbosity=2]"], {"trace_level": 2}),
+    (["traceLevel=0"], {"trace_level": 0}),                                # from the enclosing scope
+    (["reader=[maxErrors=3]"], {"max_errors": 3}),
+])
+def test_reader_options(options, expected):
+    spec = reader_spec(reader_of(CTF_MIN, *options))
+    for k, v in expected.items():
+        assert spec.source_kwargs[k] == v, k
+
+
+def test_sample_based_window_without_size_is_the_whole_dataset():
+    spec = reader_spec(reader_of(CTF_MIN, "reader=[sampleBasedRandomizationWindow=true]"))
+    assert spec.source_kwargs["randomization_window_in_chunks"] == 0
+    assert spec.whole_dataset_window == "samples"
+
+
+def test_composite_ctf_window_defaults_to_128_chunks_unless_sample_based():
+    text = """reader = [ deserializers = ([ type = CNTKTextFormatDeserializer; file = d.txt
+                 input = [ x = [ dim = 1; format = dense ] ] ]) ]"""
+    spec = reader_spec(reader_of(text))
+    assert spec.source_kwargs["randomization_window_in_chunks"] == 128
+    spec = reader_spec(reader_of(text, "reader=[sampleBasedRandomizationWindow=true]"))
+    assert spec.whole_dataset_window == "samples"
+    spec = reader_spec(reader_of(text, "reader=[sampleBasedRandomizationWindow=true; randomizationWindow=9]"))
+    assert spec.source_kwargs["randomization_window_in_samples"] == 9
+
+
+def test_deserializer_options_are_inherited_from_enclosing_sections():
+    text = """
+precision = double
+traceLevel = 0
+cacheIndex = true
+reader = [
+    maxErrors = 4
+    useNumericSequenceKeys = true
+    hashSequenceKeys = false
+    deserializers = ([ type = CNTKTextFormatDeserializer; file = a.txt; skipSequenceIds = true
+                        input = [ x = [ dim = 1; format = dense ] ] ]
+                   :[ type = CNTKTextFormatDeserializer; file = b.txt; maxErrors = 9
+                        input = [ y = [ dim = 2; format = sparse; definesMBSize = true ] ] ])
+]"""
+    spec = reader_spec(reader_of(text))
+    a, b = spec.deserializers
+    assert (a["file"], b["file"]) == ("a.txt", "b.txt")
+    assert a["maxErrors"] == 4 and b["maxErrors"] == 9
+    assert a["traceLevel"] == 0 and a["cacheIndex"] is True and a["skipSequenceIds"] is True
+    assert "skipSequenceIds" not in b
+    assert a["useNumericSequenceKeys"] is True and a["hashSequenceKeys"] is False
+    assert a["precision"] == b["precision"] == "double"
+    assert b["input"]["y"]["definesMBSize"] is True
+    assert spec.stream_names == ["x", "y"]
+    assert spec.source_kwargs["max_errors"] == 4
+
+
+def test_deserializers_key_makes_a_composite_reader_whatever_reader_type_says():
+    spec = reader_spec(reader_of("""reader = [ readerType = CNTKTextFormatReader
+        deserializers = ([ type = CNTKTextFormatDeserializer; file = d.txt
+                           input = [ x = [ dim = 1; format = dense ] ] ]) ]"""))
+    assert spec.reader_type == "CompositeDataReader"
+
+
+@pytest.mark.parametrize("override,path,message", [
+    ("reader=[input=[features=[dim=0]]]", "reader.input.features.dim", "integer >= 1"),
+    ("reader=[input=[features=[dim=two]]]", "reader.input.features.dim", "expected an integer"),
+    ("reader=[input=[features=[format=csv]]]", "reader.input.features.format", "dense or sparse"),
+    ("reader=[truncated=true]", "reader.truncationLength", "missing"),
+    ("reader=[truncated=true; truncationLength=5; frameMode=true]", "reader.truncated", "cannot both"),
+    ("reader=[randomize=5]", "reader.randomize", "true or false"),
+    ("reader=[randomizationWindow=0]", "reader.randomizationWindow", "integer >= 1"),
+    ("precision=half", "reader.precision", "float or double"),
+    ("reader=[readerType=CNTKTextFormatReadr]", "reader.readerType", "did you mean 'CNTKTextFormatReader'"),
+])
+def test_errors_name_the_key_path(override, path, message):
+    with pytest.raises(ConfigError) as err:
+        reader_spec(reader_of(CTF_MIN, override))
+    assert err.value.path == path
+    assert message in str(err.value)
+
+
+def test_missing_file_key_suggests_the_misspelt_one():
+    with pytest.raises(ConfigError) as err:
+        reader_spec(reader_of(CTF_MIN.replace("file = data.txt", "fiel = data.txt")))
+    assert err.value.path == "reader.file" and "did you mean 'fiel'" in str(err.value)
+
+
+def test_a_reader_section_needs_a_type():
+    with pytest.raises(ConfigError, match="readerType = ... or deserializers") as err:
+        reader_spec({"file": "x"})
+    assert "CNTKTextFormatReader" in str(err.value)
+
+
+def test_plain_dicts_work_like_parsed_sections():
+    spec = reader_spec({"readerType": "CNTKTextFormatReader", "file": "x.txt", "randomize": False,
+                        "input": {"f": {"dim": 3, "format": "sparse", "alias": "F"}}})
+    assert spec.deserializers[0]["input"]["f"] == {"dim": 3, "format": "sparse", "alias": "F",
+                                                   "definesMBSize": False}
+    assert spec.source_kwargs["randomize"] is False
