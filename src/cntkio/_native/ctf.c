@@ -1,22 +1,336 @@
-/* cntkio._native._ctf: Python glue of the C CTF parser (ctf_core.h holds the parser itself). */
+/* cntkio._native._ctf: the C CTF parser, Python side.
+ *
+ * The parser itself is in ctf_core.h (no Python API, so the sanitizer harness can use it alone).
+ * This file converts arguments, releases the GIL around the whole scan/parse, and hands the
+ * malloc'ed outputs to numpy without copying (each array owns its block through a capsule).
+ * The functions mirror cntkio/deserializers/ctf/_reference.py exactly (same names, arguments,
+ * results); that module's docstring is the specification.
+ */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "ctf_number.h"
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include "ctf_core.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* numpy arrays over malloc'ed blocks                                                          */
+
+static void capsule_free(PyObject *cap) {
+    free(PyCapsule_GetPointer(cap, "cntkio.ctf.block"));
+}
+
+/* A 1-d array of `count` items of `typenum` that takes ownership of v->data (v is emptied). */
+static PyObject *vec_to_array(ctf_vec *v, int typenum, npy_intp count) {
+    PyObject *arr, *cap;
+    if (v->data == NULL || count == 0) {
+        ctf_vec_free(v);
+        return PyArray_ZEROS(1, &count, typenum, 0);
+    }
+    arr = PyArray_SimpleNewFromData(1, &count, typenum, v->data);
+    if (arr == NULL) return NULL;
+    cap = PyCapsule_New(v->data, "cntkio.ctf.block", capsule_free);
+    if (cap == NULL) { Py_DECREF(arr); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) { Py_DECREF(arr); return NULL; }
+    v->data = NULL;
+    v->len = v->cap = 0;
+    return arr;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Argument helpers                                                                            */
+
+typedef struct {
+    ctf_alias *al;
+    char *names; /* one block holding all names */
+    int n;
+} alias_table;
+
+static void alias_table_free(alias_table *t) {
+    free(t->al);
+    free(t->names);
+    t->al = NULL;
+    t->names = NULL;
+}
+
+/* From a sequence of bytes (with_spec=0) or of (bytes, dim, sparse) tuples (with_spec=1). The
+ * names are copied, so the table stays valid while the GIL is released. */
+static int alias_table_from(PyObject *seq_obj, int with_spec, alias_table *t, const char *what) {
+    PyObject *seq = PySequence_Fast(seq_obj, what);
+    Py_ssize_t n, total = 0, pos = 0;
+    memset(t, 0, sizeof *t);
+    if (seq == NULL) return -1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (n > 1000000) { PyErr_Format(PyExc_ValueError, "%s: too many streams", what); goto fail; }
+    t->n = (int)n;
+    t->al = (ctf_alias *)calloc((size_t)n + 1, sizeof *t->al);
+    if (t->al == NULL) { PyErr_NoMemory(); goto fail; }
+    /* first pass: sizes */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, k), *name = item;
+        Py_buffer b;
+        if (with_spec) {
+            if (!PyTuple_Check(item) && !PyList_Check(item)) {
+                PyErr_Format(PyExc_TypeError, "%s[%zd]: expected (alias, dim, sparse)", what, k);
+                goto fail;
+            }
+            if (PySequence_Size(item) != 3) {
+                PyErr_Format(PyExc_ValueError, "%s[%zd]: expected (alias, dim, sparse)", what, k);
+                goto fail;
+            }
+            name = PySequence_GetItem(item, 0);
+            if (name == NULL) goto fail;
+        } else {
+            Py_INCREF(name);
+        }
+        if (PyObject_GetBuffer(name, &b, PyBUF_SIMPLE) < 0) { Py_DECREF(name); goto fail; }
+        total += b.len;
+        PyBuffer_Release(&b);
+        Py_DECREF(name);
+    }
+    t->names = (char *)malloc((size_t)total + 1);
+    if (t->names == NULL) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, k), *name = item;
+        Py_buffer b;
+        if (with_spec) {
+            PyObject *dim_o, *sp_o;
+            long long dim;
+            int sp;
+            name = PySequence_GetItem(item, 0);
+            dim_o = PySequence_GetItem(item, 1);
+            sp_o = PySequence_GetItem(item, 2);
+            if (!name || !dim_o || !sp_o) { Py_XDECREF(name); Py_XDECREF(dim_o); Py_XDECREF(sp_o); goto fail; }
+            dim = PyLong_AsLongLong(dim_o);
+            sp = PyObject_IsTrue(sp_o);
+            Py_DECREF(dim_o);
+            Py_DECREF(sp_o);
+            if ((dim == -1 && PyErr_Occurred()) || sp < 0) { Py_DECREF(name); goto fail; }
+            if (dim < 0) {
+                PyErr_Format(PyExc_ValueError, "%s[%zd]: dim must be >= 0, got %lld", what, k, dim);
+                Py_DECREF(name);
+                goto fail;
+            }
+            t->al[k].dim = (int64_t)dim;
+            t->al[k].sparse = sp;
+        } else {
+            Py_INCREF(name);
+        }
+        if (PyObject_GetBuffer(name, &b, PyBUF_SIMPLE) < 0) { Py_DECREF(name); goto fail; }
+        if (pos + b.len > total) { /* the object changed between the passes */
+            PyBuffer_Release(&b);
+            Py_DECREF(name);
+            PyErr_Format(PyExc_RuntimeError, "%s changed while being read", what);
+            goto fail;
+        }
+        memcpy(t->names + pos, b.buf, (size_t)b.len);
+        t->al[k].name = t->names + pos;
+        t->al[k].len = (size_t)b.len;
+        pos += b.len;
+        PyBuffer_Release(&b);
+        Py_DECREF(name);
+    }
+    Py_DECREF(seq);
+    return 0;
+fail:
+    Py_DECREF(seq);
+    alias_table_free(t);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* scan_index                                                                                  */
+
+static PyObject *py_scan_index(PyObject *self, PyObject *args) {
+    PyObject *buf_o, *aliases_o, *skip_o, *result = NULL;
+    long long defining, chunk_size;
+    int skip_ids, rc;
+    Py_buffer view;
+    alias_table at;
+    ctf_index ix;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOLL:scan_index", &buf_o, &aliases_o, &skip_o, &defining,
+                          &chunk_size))
+        return NULL;
+    skip_ids = PyObject_IsTrue(skip_o);
+    if (skip_ids < 0) return NULL;
+    if (alias_table_from(aliases_o, 0, &at, "aliases") < 0) return NULL;
+    if (defining >= at.n || defining < -1) {
+        PyErr_Format(PyExc_ValueError, "defining_stream %lld: expected -1 or a stream index below %d",
+                     defining, at.n);
+        alias_table_free(&at);
+        return NULL;
+    }
+    if (chunk_size <= 0) {
+        PyErr_Format(PyExc_ValueError, "chunk_size must be > 0, got %lld", chunk_size);
+        alias_table_free(&at);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(buf_o, &view, PyBUF_SIMPLE) < 0) { alias_table_free(&at); return NULL; }
+    Py_BEGIN_ALLOW_THREADS
+    rc = ctf_scan_index((const char *)view.buf, (size_t)view.len, at.al, at.n, skip_ids,
+                        (int)defining, (int64_t)chunk_size, &ix);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    alias_table_free(&at);
+    if (rc) return PyErr_NoMemory();
+    {
+        npy_intp n = (npy_intp)CTF_VEC_COUNT(ix.keys, uint64_t);
+        PyObject *keys = vec_to_array(&ix.keys, NPY_UINT64, n);
+        PyObject *starts = vec_to_array(&ix.starts, NPY_INT64, n + 1);
+        PyObject *fl = vec_to_array(&ix.first_lines, NPY_INT64, n);
+        PyObject *lens = vec_to_array(&ix.lengths, NPY_INT64, n);
+        PyObject *cs = vec_to_array(&ix.chunk_starts, NPY_INT64,
+                                    (npy_intp)CTF_VEC_COUNT(ix.chunk_starts, int64_t));
+        if (keys && starts && fl && lens && cs)
+            result = Py_BuildValue("(iNNNNNN)", ix.encoding, PyBool_FromLong(ix.ids_mode), keys,
+                                   starts, fl, lens, cs);
+        else {
+            Py_XDECREF(keys); Py_XDECREF(starts); Py_XDECREF(fl); Py_XDECREF(lens); Py_XDECREF(cs);
+        }
+    }
+    ctf_index_free(&ix);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* parse_chunk                                                                                 */
+
+static PyObject *as_int64_array(PyObject *o, const char *what) {
+    PyObject *a = PyArray_FROMANY(o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
+    if (a == NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(PyExc_TypeError, "%s: expected a 1-d sequence of int64", what);
+        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+    }
+    return a;
+}
+
+static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
+    PyObject *buf_o, *starts_o, *fl_o, *ids_o, *streams_o, *dbl_o;
+    PyObject *starts_a = NULL, *fl_a = NULL, *outputs = NULL, *issues = NULL, *result = NULL;
+    long long base, error_limit, warning_limit;
+    int ids_mode, dbl, rc;
+    Py_buffer view;
+    alias_table at;
+    ctf_result r;
+    npy_intp n;
+    const int64_t *starts, *first_lines;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OLOOOOOLL:parse_chunk", &buf_o, &base, &starts_o, &fl_o, &ids_o,
+                          &streams_o, &dbl_o, &error_limit, &warning_limit))
+        return NULL;
+    ids_mode = PyObject_IsTrue(ids_o);
+    dbl = PyObject_IsTrue(dbl_o);
+    if (ids_mode < 0 || dbl < 0) return NULL;
+    if (warning_limit < 0) warning_limit = 0;
+    starts_a = as_int64_array(starts_o, "starts");
+    if (starts_a == NULL) return NULL;
+    fl_a = as_int64_array(fl_o, "first_lines");
+    if (fl_a == NULL) { Py_DECREF(starts_a); return NULL; }
+    n = PyArray_SIZE((PyArrayObject *)starts_a) - 1;
+    if (n < 0) n = 0;
+    if (PyArray_SIZE((PyArrayObject *)fl_a) < n) {
+        PyErr_Format(PyExc_ValueError, "first_lines has %zd entries, expected %zd",
+                     (Py_ssize_t)PyArray_SIZE((PyArrayObject *)fl_a), (Py_ssize_t)n);
+        goto fail_arrays;
+    }
+    starts = (const int64_t *)PyArray_DATA((PyArrayObject *)starts_a);
+    first_lines = (const int64_t *)PyArray_DATA((PyArrayObject *)fl_a);
+    if (alias_table_from(streams_o, 1, &at, "streams") < 0) goto fail_arrays;
+    if (PyObject_GetBuffer(buf_o, &view, PyBUF_SIMPLE) < 0) { alias_table_free(&at); goto fail_arrays; }
+    for (npy_intp i = 0; i <= n && PyArray_SIZE((PyArrayObject *)starts_a) > 0; i++) {
+        if (starts[i] < base || starts[i] - base > (int64_t)view.len || (i > 0 && starts[i] < starts[i - 1])) {
+            PyErr_Format(PyExc_ValueError,
+                         "starts[%zd] = %lld is outside the buffer [%lld, %lld] or not ascending",
+                         (Py_ssize_t)i, (long long)starts[i], base, base + (long long)view.len);
+            PyBuffer_Release(&view);
+            alias_table_free(&at);
+            goto fail_arrays;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = ctf_parse_chunk((const char *)view.buf, (int64_t)base, starts, first_lines, (int64_t)n,
+                         ids_mode, at.al, at.n, dbl, (int64_t)error_limit, (int64_t)warning_limit, &r);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (rc) { alias_table_free(&at); PyErr_NoMemory(); goto fail_arrays; }
+
+    outputs = PyList_New(at.n);
+    if (outputs == NULL) goto fail;
+    for (int k = 0; k < at.n; k++) {
+        ctf_stream_out *so = &r.out[k];
+        const int vt = dbl ? NPY_FLOAT64 : NPY_FLOAT32;
+        const size_t esz = dbl ? sizeof(double) : sizeof(float);
+        PyObject *offsets = vec_to_array(&so->offsets, NPY_INT64, n + 1), *t;
+        if (offsets == NULL) goto fail;
+        if (at.al[k].sparse) {
+            PyObject *indptr = vec_to_array(&so->indptr, NPY_INT64,
+                                            (npy_intp)CTF_VEC_COUNT(so->indptr, int64_t));
+            PyObject *indices = vec_to_array(&so->indices, NPY_INT32,
+                                             (npy_intp)CTF_VEC_COUNT(so->indices, int32_t));
+            PyObject *data = vec_to_array(&so->values, vt, (npy_intp)(so->values.len / esz));
+            if (!indptr || !indices || !data) {
+                Py_XDECREF(indptr); Py_XDECREF(indices); Py_XDECREF(data); Py_DECREF(offsets);
+                goto fail;
+            }
+            t = PyTuple_Pack(4, indptr, indices, data, offsets);
+            Py_DECREF(indptr); Py_DECREF(indices); Py_DECREF(data);
+        } else {
+            PyObject *values = vec_to_array(&so->values, vt, (npy_intp)(so->values.len / esz));
+            if (!values) { Py_DECREF(offsets); goto fail; }
+            t = PyTuple_Pack(2, values, offsets);
+            Py_DECREF(values);
+        }
+        Py_DECREF(offsets);
+        if (t == NULL) goto fail;
+        PyList_SET_ITEM(outputs, k, t);
+    }
+    {
+        Py_ssize_t ni = (Py_ssize_t)(r.issues.len / sizeof(ctf_issue));
+        const ctf_issue *is = (const ctf_issue *)(const void *)r.issues.data;
+        issues = PyList_New(ni);
+        if (issues == NULL) goto fail;
+        for (Py_ssize_t i = 0; i < ni; i++) {
+            PyObject *t = Py_BuildValue("(iiLLLLL)", (int)is[i].code, (int)is[i].stream,
+                                        (long long)is[i].line, (long long)is[i].column,
+                                        (long long)is[i].offset, (long long)is[i].length,
+                                        (long long)is[i].detail);
+            if (t == NULL) goto fail;
+            PyList_SET_ITEM(issues, i, t);
+        }
+    }
+    result = Py_BuildValue("(OOLN)", outputs, issues, (long long)r.nwarnings,
+                           PyBool_FromLong(r.aborted));
+fail:
+    Py_XDECREF(outputs);
+    Py_XDECREF(issues);
+    ctf_result_free(&r);
+    alias_table_free(&at);
+fail_arrays:
+    Py_DECREF(starts_a);
+    Py_DECREF(fl_a);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static PyObject *py_parse_number(PyObject *self, PyObject *args) {
     Py_buffer view;
-    int leading_dot = 0, trailing_dot = 1;
     double v = 0.0;
     const char *endp;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*|pp", &view, &leading_dot, &trailing_dot)) return NULL;
-    ctf_numfmt fmt = {leading_dot, trailing_dot};
-    endp = ctf_parse_number((const char *)view.buf, (const char *)view.buf + view.len, &fmt, &v);
+    if (!PyArg_ParseTuple(args, "y*:parse_number", &view)) return NULL;
+    endp = ctf_parse_number((const char *)view.buf, (const char *)view.buf + view.len, &ctf_fmt, &v);
     if (endp == NULL || endp != (const char *)view.buf + view.len) {
-        PyErr_Format(PyExc_ValueError, "not a CTF number: %R",
-                     PyBytes_FromStringAndSize(view.buf, view.len));
+        PyObject *tok = PyBytes_FromStringAndSize(view.buf, view.len);
         PyBuffer_Release(&view);
+        if (tok) {
+            PyErr_Format(PyExc_ValueError, "not a CTF number: %R", tok);
+            Py_DECREF(tok);
+        }
         return NULL;
     }
     PyBuffer_Release(&view);
@@ -24,12 +338,29 @@ static PyObject *py_parse_number(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"parse_number", py_parse_number, METH_VARARGS, "parse_number(token: bytes) -> float"},
+    {"scan_index", py_scan_index, METH_VARARGS,
+     "scan_index(buf, aliases, skip_ids, defining_stream, chunk_size)\n--\n\n"
+     "Index a whole CTF file: (encoding, ids_mode, keys, starts, first_lines, lengths, "
+     "chunk_starts). Same contract as cntkio.deserializers.ctf._reference.scan_index."},
+    {"parse_chunk", py_parse_chunk, METH_VARARGS,
+     "parse_chunk(buf, base, starts, first_lines, ids_mode, streams, double, error_limit, "
+     "warning_limit)\n--\n\n"
+     "Parse sequences into columnar arrays: (outputs, issues, num_warnings, aborted). Same "
+     "contract as cntkio.deserializers.ctf._reference.parse_chunk; the GIL is released while "
+     "parsing."},
+    {"parse_number", py_parse_number, METH_VARARGS,
+     "parse_number(token)\n--\n\n"
+     "The float64 value of one CTF number token (correctly rounded, as float()); ValueError "
+     "when the token is not a CTF number."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctf", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ctf",
+    "The C CTF parser: scan_index and parse_chunk (see cntkio.deserializers.ctf._reference).",
+    -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__ctf(void) {
+    import_array();
     if (ctf_number_init() != 0) {
         PyErr_SetString(PyExc_OSError, "cannot create the C locale for number parsing");
         return NULL;
