@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -135,15 +136,20 @@ def _stream_name(key: Any) -> str:
 def stream_samples(data) -> np.ndarray:
     """A stream's valid samples as a dense ``[num_samples, dim]`` array (sequences concatenated in
     row order; sparse samples densified), built with whole-array operations."""
-    dim = int(np.prod(data.stream.sample_shape, dtype=np.int64)) if data.stream.sample_shape else 1
     if data.is_sparse:
         csr = data.as_csr()
-        n = csr.shape[0]
+        n, dim = csr.shape
         dense = np.zeros((n, dim), dtype=csr.dtype)
-        dense[np.repeat(np.arange(n), np.diff(csr.indptr)), csr.indices] = csr.data
+        np.add.at(dense, (np.repeat(np.arange(n), np.diff(csr.indptr)), csr.indices), csr.data)
         return dense
-    mask = np.asarray(data.mask).reshape(-1) != 0
-    return np.asarray(data.asarray()).reshape(-1, dim)[mask]
+    mask = np.asarray(data.mask)
+    with warnings.catch_warnings():          # the padding is dropped below, by the mask
+        warnings.simplefilter("ignore")
+        arr = np.asarray(data.asarray())
+    if arr.ndim >= 2 and arr.shape[:2] == mask.shape:
+        flat = arr.reshape(mask.shape[0] * mask.shape[1], -1)
+        return flat if mask.all() else flat[mask.reshape(-1) != 0]
+    return arr.reshape(arr.shape[0], -1)
 
 
 def batch_tensors(minibatch: Mapping, names: list[str], dtype: torch.dtype, device: torch.device,
