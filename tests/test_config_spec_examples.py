@@ -325,7 +325,9 @@ def test_binary_writer_example_is_a_fragment_of_a_section():
     assert reader("writerType") == "BinaryReader" and reader("wsize").as_int() == 256
     labels = reader("labels")
     assert labels("mapping")("elementSize").as_int() == 10
-    assert labels("category")("elementSize", None) is None  # the comment is not a value
+    # "#elementSize=sizeof(ElemType) is default" is a comment: the value comes from labels
+    assert not labels("category").exists_current("elementSize")
+    assert labels("category")("elementSize").as_int() == 4
     assert labels("category")("wfile") == "c:\\data\\mnist\\mnist_train.bin"  # found in reader
     assert "wsize" not in reader("features")
 
