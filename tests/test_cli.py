@@ -206,3 +206,18 @@ def test_python_dash_m_and_exit_status(tmp_path):
     assert proc.returncode == 1 and "unknown action 'nope'" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "cntkio", "--help"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "dumpReader" in proc.stdout
+
+
+def test_every_builtin_action_resolves_to_its_function():
+    from cntkio.commands import BUILTIN_ACTIONS
+    for name, target in BUILTIN_ACTIONS.items():
+        fn = get_action(name)
+        assert callable(fn), name
+        assert fn.__name__ == target.rpartition(":")[2], name
+
+
+def test_unimplemented_cntk_actions_say_so(tmp_path):
+    from cntkio.errors import NotImplementedInCntkio
+    cfg = write(tmp_path / "a.cntk", "command=e\ne=[action=edit; editPath=x.mel]\n")
+    with pytest.raises(NotImplementedInCntkio, match="edit"):
+        run([f"configFile={cfg}"])

@@ -34,6 +34,8 @@ BUILTIN_ACTIONS: dict[str, str] = {
     "createLabelMap": "cntkio.commands.labelmap:create_label_map",
     "dumpnode": "cntkio.commands.dumpnode:dumpnode",
     "adapt": "cntkio.commands.train:adapt",
+    "edit": "cntkio.commands.unsupported:edit",
+    "testUnroll": "cntkio.commands.unsupported:test_unroll",
 }
 
 #: one line per action for ``cntkio --help``
@@ -47,6 +49,8 @@ ACTION_SUMMARIES: dict[str, str] = {
     "createLabelMap": "write a label mapping file from a reader's labels",
     "dumpnode": "dump the nodes (parameters) of a model to a text file",
     "adapt": "adapt a trained model (KL-divergence regularised training)",
+    "edit": "(CNTK's MEL model editing: not implemented in cntkio)",
+    "testUnroll": "(CNTK's unrolled evaluation: not implemented in cntkio)",
 }
 
 # lower-cased name -> canonical name: CNTK's config names are case-insensitive
