@@ -1,0 +1,226 @@
+"""Several deserializers joined by sequence key (CNTK's Bundler, cntk-io-semantics 2.8).
+
+The first deserializer is primary: its chunks and sequence order define the corpus. Every primary
+sequence is looked up by key in each other deserializer; a sequence some secondary lacks is
+dropped from the corpus (counted and logged), chunks left empty are dropped, and when nothing
+survives construction raises CNTK's RuntimeError. Stream names must be unique over all
+deserializers. The joined timeline length of a sequence is the defining stream's deserializer's
+length when one stream ``defines_mb_size``, else the maximum over the deserializers (2.2).
+
+The composite is itself a :class:`~cntkio.deserializers.base.Deserializer`, so the randomizers
+and packers see one protocol whatever the number of inputs.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..deserializers.base import ChunkData, ChunkInfo, DenseStream, Deserializer, SequenceTable, SparseStream
+from ..streams import StreamInformation
+
+__all__ = ["CompositeDeserializer", "gather_stream", "ranges"]
+
+log = logging.getLogger("cntkio.engine.composite")
+
+RECONCILE_ERROR = ("Could not reconcile data between different deserializers. "
+                   "Keys of logical sequences do not match.")
+
+
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + n)`` for every pair, vectorised (int64)."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum()) if len(lengths) else 0
+    if total == 0:
+        return np.zeros(0, np.int64)
+    starts = np.asarray(starts, np.int64)
+    ends = np.cumsum(lengths)
+    out = np.arange(total, dtype=np.int64)
+    out += np.repeat(starts - (ends - lengths), lengths)
+    return out
+
+
+def gather_stream(stream, seq_indices: np.ndarray):
+    """The sequences ``seq_indices`` of one chunk stream, in that order, as a new container."""
+    idx = np.asarray(seq_indices, np.int64)
+    off = stream.offsets
+    lens = off[idx + 1] - off[idx]
+    new_off = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(lens, out=new_off[1:])
+    rows = ranges(off[idx], lens)
+    if not stream.is_sparse:
+        return DenseStream(stream.values[rows], new_off)
+    nnz = stream.indptr[rows + 1] - stream.indptr[rows]
+    indptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(nnz, out=indptr[1:])
+    elems = ranges(stream.indptr[rows], nnz)
+    return SparseStream(indptr, stream.indices[elems], stream.data[elems], new_off, stream.dim)
+
+
+def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Find primary keys in a secondary, converting between numeric and string keys."""
+    kind = getattr(secondary, "key_kind", "numeric")
+    if kind == primary_kind:
+        return secondary.lookup(keys)
+    if kind == "string":
+        return secondary.lookup(np.array([str(k) for k in keys], dtype=object))
+    # numeric secondary, string primary: only decimal strings can match
+    numeric = np.array([k.isdigit() for k in keys], bool) if len(keys) else np.zeros(0, bool)
+    as_int = np.array([int(k) if ok else 0 for k, ok in zip(keys, numeric)], np.int64)
+    chunk, index = secondary.lookup(as_int)
+    return np.where(numeric, chunk, -1), np.where(numeric, index, -1)
+
+
+class CompositeDeserializer(Deserializer):
+    """Deserializers joined by sequence key, the first one primary (see module docstring)."""
+
+    def __init__(self, deserializers: list[Deserializer], trace_level: int = 1) -> None:
+        if not deserializers:
+            raise ValueError("MinibatchSource needs at least one deserializer")
+        self.parts = list(deserializers)
+        self.primary = self.parts[0]
+        self.trace_level = int(trace_level)
+        self.key_kind = "string" if any(getattr(d, "key_kind", "numeric") == "string" for d in self.parts) \
+            else "numeric"
+        # streams: unique names, ids renumbered in order
+        infos: list[StreamInformation] = []
+        self._stream_owner: dict[str, int] = {}
+        for di, d in enumerate(self.parts):
+            for si in d.stream_infos():
+                if si.name in self._stream_owner:
+                    raise RuntimeError(f"Two streams with the same name '{si.name}' have been found")
+                self._stream_owner[si.name] = di
+                infos.append(si.with_id(len(infos)))
+        self._stream_infos = infos
+        definers = sorted({self._stream_owner[s.name] for s in infos if s.defines_mb_size})
+        if len(definers) > 1:
+            raise RuntimeError("Only a single deserializer is allowed to define minibatch size, but "
+                               f"streams of deserializers {definers} define it")
+        self._definer = definers[0] if definers else None
+        self._build_index()
+
+    # --- index --------------------------------------------------------------------------------
+    def _build_index(self) -> None:
+        primary_kind = getattr(self.primary, "key_kind", "numeric")
+        secondaries = self.parts[1:]
+        sec_tables: list[dict[int, SequenceTable]] = [dict() for _ in secondaries]
+        self._chunks: list[int] = []          # primary chunk id of each corpus chunk
+        self._keep: list[np.ndarray | None] = []  # surviving sequence indices (None: all)
+        self._sec_refs: list[list[tuple[np.ndarray, np.ndarray]]] = []
+        self._tables: list[SequenceTable] = []
+        dropped = 0
+        for info in self.primary.chunk_infos():
+            table = self.primary.sequence_infos(info.id)
+            n = len(table)
+            if n == 0:
+                continue
+            if not secondaries:
+                self._chunks.append(info.id)
+                self._keep.append(None)
+                self._sec_refs.append([])
+                self._tables.append(table)
+                continue
+            found = np.ones(n, bool)
+            refs = []
+            for s in secondaries:
+                chunk, index = _lookup(s, table.keys, primary_kind)
+                found &= chunk >= 0
+                refs.append((np.asarray(chunk, np.int64), np.asarray(index, np.int64)))
+            keep = np.flatnonzero(found)
+            dropped += n - len(keep)
+            if len(keep) == 0:
+                continue
+            refs = [(c[keep], i[keep]) for c, i in refs]
+            lengths_per_part = [table.lengths[keep]]
+            for si, (s, (c, i)) in enumerate(zip(secondaries, refs)):
+                lens = np.empty(len(keep), np.int64)
+                for sc in np.unique(c):
+                    t = sec_tables[si].get(int(sc))
+                    if t is None:
+                        t = sec_tables[si][int(sc)] = s.sequence_infos(int(sc))
+                    m = c == sc
+                    lens[m] = t.lengths[i[m]]
+                lengths_per_part.append(lens)
+            if self._definer is not None:
+                lengths = lengths_per_part[self._definer]
+            else:
+                lengths = np.max(np.stack(lengths_per_part), axis=0)
+            self._chunks.append(info.id)
+            self._keep.append(None if len(keep) == n else keep)
+            self._sec_refs.append(refs)
+            self._tables.append(SequenceTable(table.keys[keep], np.asarray(lengths, np.int64)))
+        self.dropped_sequences = dropped
+        if dropped:
+            log.warning("%d sequence(s) of the primary deserializer have no match by key in another "
+                        "deserializer and were dropped from the corpus", dropped)
+        if not self._chunks:
+            if secondaries:
+                raise RuntimeError(RECONCILE_ERROR)
+            raise RuntimeError("The primary deserializer delivered no sequences: the input is empty")
+
+    # --- protocol -----------------------------------------------------------------------------
+    def stream_infos(self) -> list[StreamInformation]:
+        return list(self._stream_infos)
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return [ChunkInfo(i, len(t), int(t.lengths.sum())) for i, t in enumerate(self._tables)]
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        return self._tables[chunk_id]
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        base = self.primary.get_chunk(self._chunks[chunk_id])
+        keep = self._keep[chunk_id]
+        table = self._tables[chunk_id]
+        streams: dict[str, object] = {}
+        invalid = base.invalid
+        for name, st in base.streams.items():
+            streams[name] = st if keep is None else gather_stream(st, keep)
+        if keep is not None and invalid is not None:
+            invalid = invalid[keep]
+        for s, (c, i) in zip(self.parts[1:], self._sec_refs[chunk_id]):
+            n = len(c)
+            parts: dict[str, list] = {}
+            order = np.empty(n, np.int64)
+            pos = 0
+            sec_invalid = np.zeros(n, bool)
+            uniq = np.unique(c)
+            for sc in uniq:
+                m = np.flatnonzero(c == sc)
+                data = s.get_chunk(int(sc))
+                for name, st in data.streams.items():
+                    parts.setdefault(name, []).append(gather_stream(st, i[m]))
+                if data.invalid is not None:
+                    sec_invalid[m] = data.invalid[i[m]]
+                order[m] = np.arange(pos, pos + len(m))
+                pos += len(m)
+            for name, pieces in parts.items():
+                merged = pieces[0] if len(pieces) == 1 else _concat(pieces)
+                streams[name] = merged if len(uniq) == 1 else gather_stream(merged, order)
+            if sec_invalid.any():
+                invalid = sec_invalid if invalid is None else (invalid | sec_invalid)
+        return ChunkData(table, streams, invalid)
+
+    def close(self) -> None:
+        for d in self.parts:
+            d.close()
+
+
+def _concat(pieces):
+    """Concatenate chunk-stream containers (same stream) one after another."""
+    counts = [p.offsets[-1] for p in pieces]
+    offs = [pieces[0].offsets]
+    shift = counts[0]
+    for p, c in zip(pieces[1:], counts[1:]):
+        offs.append(p.offsets[1:] + shift)
+        shift += c
+    offsets = np.concatenate(offs)
+    if not pieces[0].is_sparse:
+        return DenseStream(np.concatenate([p.values for p in pieces]), offsets)
+    ip = [pieces[0].indptr]
+    shift = pieces[0].indptr[-1]
+    for p in pieces[1:]:
+        ip.append(p.indptr[1:] + shift)
+        shift += p.indptr[-1]
+    return SparseStream(np.concatenate(ip), np.concatenate([p.indices for p in pieces]),
+                        np.concatenate([p.data for p in pieces]), offsets, pieces[0].dim)

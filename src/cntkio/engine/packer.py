@@ -1,0 +1,278 @@
+"""Packers: selected sequences -> one minibatch per stream (cntk-io-semantics 2.3, 2.9, 2.10).
+
+Sequence and frame mode pack whole sequences in delivery order; each stream gets its own
+``[S, Tmax]`` mask (2 = first sample, 1 = continuation, 0 = padding) and its valid samples in
+row-major order, built by vectorised gathers from the columnar chunk data (one gather per chunk
+and stream, never a Python object per sample). Truncated BPTT keeps ``slots`` parallel streams of
+whole sequences laid end to end and emits the next ``<= T`` samples of every slot per call; its
+state (which sequences are in which slot, how far each stream has been emitted) is small and goes
+into checkpoints.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..deserializers.base import ChunkData
+from ..minibatch import MinibatchData
+from ..streams import StreamInformation
+from .composite import ranges
+
+__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode"]
+
+
+def make_mask(lengths: np.ndarray, width: int | None = None) -> np.ndarray:
+    """The ``[S, T]`` int8 mask of rows with these valid lengths (2 first, 1 valid, 0 padding)."""
+    lengths = np.asarray(lengths, np.int64)
+    T = int(lengths.max()) if width is None and len(lengths) else int(width or 0)
+    mask = (np.arange(T, dtype=np.int64)[None, :] < lengths[:, None]).astype(np.int8)
+    if T:
+        mask[:, 0] *= 2
+    return mask
+
+
+def check_frame_mode(lengths: np.ndarray) -> None:
+    """Frame mode needs one-sample sequences (CNTK's FramePacker error otherwise)."""
+    bad = np.flatnonzero(np.asarray(lengths) != 1)
+    if len(bad):
+        raise RuntimeError(f"Detected a non-frame sequence of size {int(lengths[bad[0]])} in frame mode.")
+
+
+def _contiguous(idx: np.ndarray) -> bool:
+    return len(idx) > 0 and int(idx[-1]) - int(idx[0]) == len(idx) - 1 and \
+        (len(idx) < 3 or bool(np.all(np.diff(idx) == 1)))
+
+
+def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkData],
+                sel_chunk: np.ndarray, sel_index: np.ndarray, groups):
+    """Lengths and packed arrays of one stream for the selected sequences."""
+    n = len(sel_chunk)
+    if len(groups) == 1:
+        cid, pos = groups[0]
+        st = chunks[cid].streams[name]
+        idx = sel_index
+        off = st.offsets
+        lens = off[idx + 1] - off[idx]
+        if _contiguous(idx):
+            a, b = int(off[idx[0]]), int(off[idx[-1] + 1])
+            if not st.is_sparse:
+                return lens, (st.values[a:b].copy(),)
+            p0, p1 = int(st.indptr[a]), int(st.indptr[b])
+            return lens, (st.indptr[a:b + 1] - p0, st.indices[p0:p1].copy(), st.data[p0:p1].copy())
+        rows = ranges(off[idx], lens)
+        if not st.is_sparse:
+            return lens, (st.values[rows],)
+        nnz = st.indptr[rows + 1] - st.indptr[rows]
+        indptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(nnz, out=indptr[1:])
+        elems = ranges(st.indptr[rows], nnz)
+        return lens, (indptr, st.indices[elems], st.data[elems])
+    lens = np.empty(n, np.int64)
+    per = []
+    for cid, pos in groups:
+        st = chunks[cid].streams[name]
+        idx = sel_index[pos]
+        lens[pos] = st.offsets[idx + 1] - st.offsets[idx]
+        per.append((st, pos, idx))
+    dst_start = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=dst_start[1:])
+    total = int(dst_start[-1])
+    first = per[0][0]
+    if not first.is_sparse:
+        out = np.empty((total,) + first.values.shape[1:], first.values.dtype)
+        for st, pos, idx in per:
+            l = lens[pos]
+            out[ranges(dst_start[pos], l)] = st.values[ranges(st.offsets[idx], l)]
+        return lens, (out,)
+    nnz_out = np.zeros(total, np.int64)
+    src_rows = []
+    for st, pos, idx in per:
+        l = lens[pos]
+        rows = ranges(st.offsets[idx], l)
+        dst = ranges(dst_start[pos], l)
+        nnz_out[dst] = st.indptr[rows + 1] - st.indptr[rows]
+        src_rows.append((st, rows, dst))
+    indptr = np.zeros(total + 1, np.int64)
+    np.cumsum(nnz_out, out=indptr[1:])
+    nz = int(indptr[-1])
+    indices = np.empty(nz, first.indices.dtype)
+    data = np.empty(nz, first.data.dtype)
+    for st, rows, dst in src_rows:
+        cnt = st.indptr[rows + 1] - st.indptr[rows]
+        src_e = ranges(st.indptr[rows], cnt)
+        dst_e = ranges(indptr[dst], cnt)
+        indices[dst_e] = st.indices[src_e]
+        data[dst_e] = st.data[src_e]
+    return lens, (indptr, indices, data)
+
+
+def group_by_chunk(sel_chunk: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``[(chunk id, positions in the selection)]`` in first-appearance order."""
+    if len(sel_chunk) == 0:
+        return []
+    if sel_chunk[0] == sel_chunk[-1] and (len(sel_chunk) < 3 or bool(np.all(sel_chunk == sel_chunk[0]))):
+        return [(int(sel_chunk[0]), np.arange(len(sel_chunk)))]
+    uniq, first = np.unique(sel_chunk, return_index=True)
+    order = np.argsort(first)
+    return [(int(uniq[k]), np.flatnonzero(sel_chunk == uniq[k])) for k in order]
+
+
+def pack_sequences(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
+                   sel_chunk: np.ndarray, sel_index: np.ndarray, end_of_sweep: bool,
+                   dense: bool = False) -> dict[StreamInformation, MinibatchData]:
+    """Pack the selected sequences (``sel_chunk[i]``, ``sel_index[i]`` in delivery order) into one
+    :class:`MinibatchData` per stream. ``dense`` densifies sparse streams."""
+    sel_chunk = np.asarray(sel_chunk, np.int64)
+    sel_index = np.asarray(sel_index, np.int64)
+    groups = group_by_chunk(sel_chunk)
+    out: dict[StreamInformation, MinibatchData] = {}
+    for info in stream_infos:
+        if not groups:
+            out[info] = _empty(info, chunks, end_of_sweep, dense)
+            continue
+        lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups)
+        mask = make_mask(lens)
+        if len(arrays) == 1:
+            out[info] = MinibatchData.from_packed(info, mask, values=arrays[0], end_of_sweep=end_of_sweep)
+        elif dense:
+            out[info] = MinibatchData.from_packed(info, mask, values=_densify(info, *arrays),
+                                                  end_of_sweep=end_of_sweep)
+        else:
+            indptr, indices, data = arrays
+            out[info] = MinibatchData.from_packed(info, mask, indptr=np.asarray(indptr, np.int64),
+                                                  indices=indices, data=data, end_of_sweep=end_of_sweep)
+    return out
+
+
+def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:
+    n = len(indptr) - 1
+    dim = int(np.prod(info.sample_shape, dtype=np.int64)) if info.sample_shape else 1
+    out = np.zeros((n, dim), data.dtype)
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    out[rows, indices] = data
+    return out.reshape((n,) + tuple(info.sample_shape))
+
+
+def _empty(info: StreamInformation, chunks, end_of_sweep: bool, dense: bool) -> MinibatchData:
+    mask = np.zeros((0, 0), np.int8)
+    dtype = np.dtype(info.dtype)
+    if info.is_sparse and not dense:
+        return MinibatchData.from_packed(info, mask, indptr=np.zeros(1, np.int64),
+                                         indices=np.zeros(0, np.int32), data=np.zeros(0, dtype),
+                                         end_of_sweep=end_of_sweep)
+    return MinibatchData.from_packed(info, mask, values=np.zeros((0,) + tuple(info.sample_shape), dtype),
+                                     end_of_sweep=end_of_sweep)
+
+
+class TruncatedSlots:
+    """Truncated-BPTT state: ``slots`` parallel rows, each a queue of whole sequences.
+
+    Every queued sequence is held as its own dense arrays (one per stream) plus its global
+    sequence number (for checkpoints). ``offsets[slot][stream]`` counts the samples of the front
+    sequences already emitted for that stream; ``toffset[slot]`` the same in timeline samples,
+    which decides when a slot needs the next sequence (CNTK fills while ``T >= available``).
+    """
+
+    def __init__(self, stream_infos: Sequence[StreamInformation], truncation_length: int) -> None:
+        self.infos = list(stream_infos)
+        self.T = int(truncation_length)
+        self.queues: list[list[tuple[int, int, dict[str, np.ndarray]]]] = []  # (g, timeline length, data)
+        self.toffset: list[int] = []
+        self.offsets: list[dict[str, int]] = []
+
+    def resize(self, slots: int) -> list:
+        """Use ``slots`` rows; returns the queues of rows dropped (their data is discarded)."""
+        dropped = []
+        while len(self.queues) > slots:
+            dropped.append(self.queues.pop())
+            self.toffset.pop()
+            self.offsets.pop()
+        while len(self.queues) < slots:
+            self.queues.append([])
+            self.toffset.append(0)
+            self.offsets.append({i.name: 0 for i in self.infos})
+        return dropped
+
+    def available(self, slot: int) -> int:
+        """Timeline samples of this slot not yet emitted."""
+        return sum(q[1] for q in self.queues[slot]) - self.toffset[slot]
+
+    def needs(self, slot: int) -> bool:
+        return self.T >= self.available(slot)
+
+    def push(self, slot: int, g: int, length: int, data: dict[str, np.ndarray]) -> None:
+        self.queues[slot].append((g, int(length), data))
+
+    def empty(self) -> bool:
+        return all(self.available(s) <= 0 and
+                   all(sum(len(q[2][i.name]) for q in self.queues[s]) - self.offsets[s][i.name] <= 0
+                       for i in self.infos)
+                   for s in range(len(self.queues)))
+
+    def emit(self, end_of_sweep: bool) -> dict[StreamInformation, MinibatchData]:
+        """The next ``<= T`` samples of every slot, as ``[slots, T]`` dense minibatches."""
+        T = self.T
+        S = len(self.queues)
+        out = {}
+        for info in self.infos:
+            name = info.name
+            mask = np.zeros((S, T), np.int8)
+            pieces = []
+            for s in range(S):
+                off = self.offsets[s][name]
+                t = 0
+                skip = off
+                for (_g, _l, data) in self.queues[s]:
+                    arr = data[name]
+                    n = len(arr)
+                    if skip >= n:
+                        skip -= n
+                        continue
+                    take = min(n - skip, T - t)
+                    if take <= 0:
+                        break
+                    pieces.append(arr[skip:skip + take])
+                    mask[s, t:t + take] = 1
+                    if skip == 0:
+                        mask[s, t] = 2
+                    t += take
+                    skip = 0
+                    if t >= T:
+                        break
+                self.offsets[s][name] = off + t
+            shape = tuple(info.sample_shape)
+            values = np.concatenate(pieces) if pieces else np.zeros((0,) + shape, np.dtype(info.dtype))
+            out[info] = MinibatchData.from_packed(info, mask, values=values, end_of_sweep=end_of_sweep)
+        for s in range(S):
+            self.toffset[s] += min(T, self.available(s))
+            self._pop_finished(s)
+        return out
+
+    def _pop_finished(self, s: int) -> None:
+        q = self.queues[s]
+        while q:
+            g, length, data = q[0]
+            if self.toffset[s] >= length and all(self.offsets[s][i.name] >= len(data[i.name]) for i in self.infos):
+                self.toffset[s] -= length
+                for i in self.infos:
+                    self.offsets[s][i.name] -= len(data[i.name])
+                q.pop(0)
+            else:
+                break
+
+    def state(self) -> list:
+        """JSON-able slot state: ``[[sequence numbers...], timeline offset, {stream: offset}]``."""
+        return [[[q[0] for q in self.queues[s]], self.toffset[s], dict(self.offsets[s])]
+                for s in range(len(self.queues))]
+
+
+def sequence_arrays(info: StreamInformation, chunk: ChunkData, index: int) -> np.ndarray:
+    """One sequence of one stream as a dense ``[len, *shape]`` array (sparse densified)."""
+    st = chunk.streams[info.name]
+    a, b = int(st.offsets[index]), int(st.offsets[index + 1])
+    if not st.is_sparse:
+        return st.values[a:b].copy()
+    p0 = int(st.indptr[a])
+    return _densify(info, st.indptr[a:b + 1] - p0, st.indices[p0:int(st.indptr[b])],
+                    st.data[p0:int(st.indptr[b])])

@@ -1,0 +1,394 @@
+"""The global-timeline reader behind ``MinibatchSource`` for built-in deserializers.
+
+It walks the sweep timelines of a :mod:`~cntkio.engine.randomizer` with CNTK's minibatch rules
+(cntk-io-semantics 2.3, 2.4, 2.6; cntk-ctf-behaviours 10-20):
+
+* whole sequences; the first one of a call is always taken (when randomized: only in the sweep
+  the call starts in), later ones while ``taken + length <= budget``; minibatches cross sweeps;
+* a sequence is delivered iff its start on the global timeline is before the epoch end ``E``;
+* ``end_of_sweep`` iff the call's range on the global timeline reaches or crosses a sweep end;
+* workers: randomized, a sequence is local iff its source randomized chunk id % W == rank;
+  not randomized, iff its global sequence number % W == rank; budget ``size // W`` (+1 for ranks
+  below ``size % W``, at least 1); non-local sequences still move the global position;
+* the position (sweep, sequence in sweep) is the whole state: the checkpoint is the global
+  sample position after the last returned minibatch; a restore goes to the first sequence
+  starting at or after it in its sweep, and the order is re-derived from the seed, so a restore
+  on a fresh reader continues exactly (cntkio differs from CNTK's restore quirk on purpose).
+
+Position-based partitioning counts sequences from the start of the global timeline (not from the
+last restore as CNTK did), so that a restored reader deals sequences to workers exactly as the
+uninterrupted one.
+
+Chunks are loaded when positions ahead need them (background loads) and released once no later
+position of the current sweep uses them, so memory is bounded by the randomization window.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..deserializers.base import Deserializer
+from ..streams import StreamInformation
+from .packer import TruncatedSlots, check_frame_mode, group_by_chunk, pack_sequences, sequence_arrays
+from .prefetch import ChunkCache, Prefetcher
+from .randomizer import BlockRandomizer, NoRandomizer, Timeline
+
+__all__ = ["GlobalReader", "Plan", "worker_budget", "POSITION_KEY", "TBPTT_KEY"]
+
+log = logging.getLogger("cntkio.engine.reader")
+
+POSITION_KEY = "minibatchSourcePosition"
+TBPTT_KEY = "truncatedBpttSlots"
+
+
+def worker_budget(size: int, workers: int, rank: int) -> int:
+    """A worker's share of a minibatch of ``size`` samples (2.3): at least 1."""
+    budget = size // workers + (1 if rank < size % workers else 0)
+    if budget < 1:
+        log.warning("minibatch size %d is smaller than the number of workers %d; each worker reads "
+                    "at least one sequence", size, workers)
+        budget = 1
+    return budget
+
+
+@dataclass
+class Plan:
+    """What one call takes: ``segs`` [(sweep, positions)], the cursor after it, the flags."""
+
+    segs: list = field(default_factory=list)
+    end: tuple[int, int] = (0, 0)
+    end_of_sweep: bool = False
+    reached_end: bool = False
+    num_sequences: int = 0
+
+
+class GlobalReader:
+    """Randomizer walk + packing + chunk cache for built-in deserializers (module docstring)."""
+
+    def __init__(self, corpus: Deserializer, stream_infos: list[StreamInformation], *, randomize: bool,
+                 window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
+                 truncation_length: int, max_errors: int, loader_threads: int, prefetch: bool = True) -> None:
+        self.corpus = corpus
+        self.stream_infos = stream_infos
+        lengths = [corpus.sequence_infos(c.id).lengths for c in corpus.chunk_infos()]
+        self.randomizer = (BlockRandomizer(lengths, window, sample_based, seed) if randomize
+                           else NoRandomizer(lengths))
+        self.randomized = bool(randomize)
+        self.N = self.randomizer.num_sequences
+        self.S = self.randomizer.sweep_samples
+        self.C = self.randomizer.num_chunks
+        if self.S <= 0:
+            raise RuntimeError("The input has no samples: every sequence is empty")
+        self.E = epoch_end
+        self.frame_mode = bool(frame_mode)
+        self.T = int(truncation_length)
+        self.max_errors = int(max_errors)
+        self.errors = 0
+        self.cursor = (0, 0)
+        self.cache = ChunkCache(corpus, threads=loader_threads)
+        self.prefetcher = Prefetcher() if prefetch and not self.T else None
+        self.generation = 0
+        self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
+        self._local_cache: dict = {}
+        self._needed_cache: dict = {}
+
+    # --- positions ----------------------------------------------------------------------------
+    def position(self) -> int:
+        """Global sample position of the cursor."""
+        k, i = self.cursor
+        return k * self.S + int(self.randomizer.timeline(k).start[i])
+
+    def _normalize(self, k: int, i: int) -> tuple[int, int]:
+        return (k + 1, 0) if i >= self.N else (k, i)
+
+    def _n_before_end(self, k: int, tl: Timeline) -> int:
+        """How many sequences of sweep ``k`` start before the epoch end."""
+        if self.E is None:
+            return self.N
+        rem = self.E - k * self.S
+        if rem <= 0:
+            return 0
+        if rem > self.S:
+            return self.N
+        return int(np.searchsorted(tl.start[:self.N], rem, side="left"))
+
+    def _local(self, k: int, W: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted local positions of sweep ``k`` and the inclusive cumulative sum of their lengths."""
+        key = (k if (self.randomized or W > 1) else 0, W, r)
+        hit = self._local_cache.get(key)
+        if hit is not None:
+            return hit
+        tl = self.randomizer.timeline(k)
+        if W == 1:
+            loc = np.arange(self.N, dtype=np.int64)
+            cum = tl.start[1:]
+        else:
+            if self.randomized:
+                mask = (tl.rchunk % W) == r
+            else:
+                mask = ((k * self.N + np.arange(self.N, dtype=np.int64)) % W) == r
+            loc = np.flatnonzero(mask).astype(np.int64)
+            cum = np.cumsum(tl.length[loc])
+        if len(self._local_cache) > 8:
+            self._local_cache.clear()
+        self._local_cache[key] = (loc, cum)
+        return loc, cum
+
+    def no_data_for(self, W: int, r: int) -> bool:
+        """A randomized worker whose rank >= the number of chunks gets nothing (fact 18)."""
+        return self.randomized and W > 1 and r >= self.C
+
+    # --- walking ------------------------------------------------------------------------------
+    def walk(self, cursor: tuple[int, int], budget: int, W: int, r: int) -> Plan:
+        """The sequences one call of ``budget`` local samples takes from ``cursor``."""
+        k, i = cursor
+        k0 = k
+        plan = Plan()
+        taken = 0
+        idle_sweeps = 0
+        while True:
+            tl = self.randomizer.timeline(k)
+            nE = self._n_before_end(k, tl)
+            if i >= nE:
+                plan.end, plan.reached_end = (k, i), True
+                return plan
+            loc, cum = self._local(k, W, r)
+            a = int(np.searchsorted(loc, i))
+            hi = int(np.searchsorted(loc, nE))
+            if a < hi:
+                idle_sweeps = 0
+                base = int(cum[a - 1]) if a else 0
+                b = min(int(np.searchsorted(cum, base + budget - taken, side="right")), hi)
+                if b <= a:
+                    b = a
+                    if plan.num_sequences == 0 and (not self.randomized or k == k0):
+                        b = a + 1
+                if b > a:
+                    plan.segs.append((k, loc[a:b]))
+                    taken += int(cum[b - 1]) - base
+                    plan.num_sequences += b - a
+                if b < hi:
+                    plan.end = (k, int(loc[b]))
+                    return plan
+            else:
+                idle_sweeps += 1
+            if nE < self.N:
+                plan.end, plan.reached_end = (k, nE), True
+                return plan
+            plan.end_of_sweep = True
+            k, i = k + 1, 0
+            if (self.E is not None and k * self.S >= self.E) or idle_sweeps > W + 1:
+                plan.end, plan.reached_end = (k, 0), True
+                return plan
+
+    def next_local(self, cursor: tuple[int, int], W: int, r: int):
+        """``(sweep, position, crossed_sweep_end)`` of the next local sequence, or None at the end."""
+        k, i = cursor
+        crossed = False
+        idle = 0
+        while True:
+            tl = self.randomizer.timeline(k)
+            nE = self._n_before_end(k, tl)
+            if i >= nE:
+                return None
+            loc, _ = self._local(k, W, r)
+            a = int(np.searchsorted(loc, i))
+            if a < len(loc) and loc[a] < nE:
+                return k, int(loc[a]), crossed
+            if nE < self.N:
+                return None
+            idle += 1
+            crossed = True
+            k, i = k + 1, 0
+            if (self.E is not None and k * self.S >= self.E) or idle > W + 1:
+                return None
+
+    # --- chunks -------------------------------------------------------------------------------
+    def _needed(self, cursor: tuple[int, int], W: int, r: int) -> set[int]:
+        """Chunks the positions just ahead of ``cursor`` need (the current and next randomized
+        chunks, or the next 2W when distributed), plus held chunks still used later this sweep."""
+        k, i = cursor
+        tl = self.randomizer.timeline(k)
+        o = tl.owner(i)
+        key = (k if self.randomized or W > 1 else 0, o, W, r)
+        need = self._needed_cache.get(key)
+        if need is None:
+            span = 2 * max(1, W)
+            stop = min(self.C, o + span)
+            loc, _ = self._local(k, W, r)
+            lo, hi = np.searchsorted(loc, [tl.rchunk_start[o], tl.rchunk_start[stop]])
+            need = set(np.unique(tl.chunk[loc[lo:hi]]).tolist())
+            if o + span > self.C and (self.E is None or (k + 1) * self.S < self.E):
+                tl2 = self.randomizer.timeline(k + 1)
+                loc2, _ = self._local(k + 1, W, r)
+                end2 = tl2.rchunk_start[min(self.C, o + span - self.C)]
+                need |= set(np.unique(tl2.chunk[loc2[:np.searchsorted(loc2, end2)]]).tolist())
+            if len(self._needed_cache) > 16:
+                self._needed_cache.clear()
+            self._needed_cache[key] = need
+        later = {c for c in self.cache.held() if tl.last_use[c] >= i}
+        return need | later
+
+    def _chunk_ids(self, plan: Plan) -> set[int]:
+        ids: set[int] = set()
+        for k, pos in plan.segs:
+            ids.update(g for g, _ in group_by_chunk(self.randomizer.timeline(k).chunk[pos]))
+        return ids
+
+    # --- executing ----------------------------------------------------------------------------
+    def execute(self, plan: Plan):
+        """Pack a plan: ``(minibatch dict, number of invalid sequences dropped)``."""
+        tls = [(self.randomizer.timeline(k), pos) for k, pos in plan.segs]
+        if tls:
+            sel_chunk = np.concatenate([tl.chunk[pos] for tl, pos in tls]).astype(np.int64)
+            sel_index = np.concatenate([tl.index[pos] for tl, pos in tls])
+        else:
+            sel_chunk = np.zeros(0, np.int64)
+            sel_index = np.zeros(0, np.int64)
+        if self.frame_mode and tls:
+            check_frame_mode(np.concatenate([tl.length[pos] for tl, pos in tls]))
+        groups = group_by_chunk(sel_chunk)
+        chunks = {c: self.cache.get(c) for c, _ in groups}
+        n_invalid = 0
+        if any(chunks[c].invalid is not None for c, _ in groups):
+            bad = np.zeros(len(sel_chunk), bool)
+            for c, pos in groups:
+                inv = chunks[c].invalid
+                if inv is not None:
+                    bad[pos] = inv[sel_index[pos]]
+            n_invalid = int(bad.sum())
+            if n_invalid == len(sel_chunk):  # CNTK empties the minibatch without counting
+                n_invalid = 0
+                sel_chunk, sel_index = sel_chunk[:0], sel_index[:0]
+            elif n_invalid:
+                sel_chunk, sel_index = sel_chunk[~bad], sel_index[~bad]
+        mb = pack_sequences(self.stream_infos, chunks, sel_chunk, sel_index, plan.end_of_sweep)
+        return mb, n_invalid
+
+    def _count_invalid(self, n_invalid: int) -> None:
+        if n_invalid:
+            self.errors += n_invalid
+            log.warning("%d invalid sequence(s) removed from the minibatch", n_invalid)
+            if self.errors > self.max_errors:
+                raise RuntimeError(f"Number of invalid sequences '{self.errors}' in the input exceeded the "
+                                   f"specified maximum number '{self.max_errors}'")
+
+    def next(self, size: int, W: int, r: int):
+        """One minibatch dict, or None at the epoch end."""
+        if self.no_data_for(W, r):
+            return None
+        if self.T:
+            return self._next_truncated(size, W, r)
+        budget = worker_budget(size, W, r)
+        key = (self.generation, self.cursor, budget, W, r)
+        result = self.prefetcher.take(key) if self.prefetcher is not None else None
+        if result is None:
+            plan = self.walk(self.cursor, budget, W, r)
+            if plan.num_sequences == 0 and plan.reached_end:
+                self.cursor = plan.end
+                self.cache.clear()
+                return None
+            mb, n_invalid = self.execute(plan)
+        else:
+            plan, mb, n_invalid = result
+        self.cursor = self._normalize(*plan.end)
+        self._count_invalid(n_invalid)
+        self._schedule(budget, W, r)
+        return mb
+
+    def _schedule(self, budget: int, W: int, r: int) -> None:
+        """Release chunks no longer needed; prefetch the next plan's chunks and the minibatch."""
+        nxt = self.walk(self.cursor, budget, W, r)
+        if nxt.num_sequences == 0 and nxt.reached_end:
+            self.cache.clear()
+            return
+        keep = self._needed(self.cursor, W, r) | self._chunk_ids(nxt)
+        self.cache.retain(keep)
+        self.cache.prefetch(sorted(self._chunk_ids(nxt)) + sorted(keep))
+        if self.prefetcher is not None:
+            key = (self.generation, self.cursor, budget, W, r)
+
+            def job(plan=nxt):
+                mb, n_invalid = self.execute(plan)
+                return plan, mb, n_invalid
+            self.prefetcher.submit(key, job)
+
+    # --- truncated BPTT -----------------------------------------------------------------------
+    def _next_truncated(self, size: int, W: int, r: int):
+        slots = max(1, size // self.T)
+        if W > slots:
+            raise ValueError("Too many workers for minibatch size; please increase minibatch size or "
+                             "decrease number of workers.")
+        local_slots = slots // W + (1 if r < slots % W else 0)
+        dropped = self.slots.resize(local_slots)
+        if any(dropped):
+            log.warning("truncated BPTT: the number of parallel sequences went down to %d; the rest of "
+                        "the sequences in the dropped slots is discarded", local_slots)
+        eos = False
+        for s in range(local_slots):
+            while self.slots.needs(s):
+                nxt = self.next_local(self.cursor, W, r)
+                if nxt is None:
+                    break
+                k, i, crossed = nxt
+                eos |= crossed
+                self._push(s, k, i)
+                if i + 1 >= self.N:
+                    eos = True
+                self.cursor = self._normalize(k, i + 1)
+        if self.slots.empty():
+            self.cache.clear()
+            return None
+        mb = self.slots.emit(eos)
+        self.cache.retain(self._needed(self.cursor, W, r))
+        return mb
+
+    def _push(self, slot: int, k: int, i: int) -> None:
+        tl = self.randomizer.timeline(k)
+        length = int(tl.length[i])
+        if self.frame_mode:
+            check_frame_mode(np.array([length]))
+        chunk = self.cache.get(int(tl.chunk[i]))
+        idx = int(tl.index[i])
+        data = {info.name: sequence_arrays(info, chunk, idx) for info in self.stream_infos}
+        self.slots.push(slot, k * self.N + i, length, data)
+
+    # --- state --------------------------------------------------------------------------------
+    def get_state(self) -> dict:
+        state = {POSITION_KEY: self.position()}
+        if self.slots is not None:
+            state[TBPTT_KEY] = self.slots.state()
+        return state
+
+    def set_state(self, state) -> None:
+        if POSITION_KEY not in state:
+            raise ValueError(f"Checkpoint misses required field {POSITION_KEY}")
+        pos = int(state[POSITION_KEY])
+        if pos < 0:
+            raise ValueError(f"Checkpoint field {POSITION_KEY} must be >= 0, got {pos}")
+        if self.prefetcher is not None:
+            self.prefetcher.discard()
+        self.generation += 1
+        k, off = divmod(pos, self.S)
+        tl = self.randomizer.timeline(k)
+        i = int(np.searchsorted(tl.start[:self.N + 1], off, side="left"))
+        self.cursor = self._normalize(k, i)
+        if self.slots is not None:
+            self.slots.resize(0)
+            slot_state = state.get(TBPTT_KEY) or []
+            self.slots.resize(len(slot_state))
+            for s, (gs, toff, offs) in enumerate(slot_state):
+                for g in gs:
+                    gk, gi = divmod(int(g), self.N)
+                    self._push(s, gk, gi)
+                self.slots.toffset[s] = int(toff)
+                for name, v in dict(offs).items():
+                    if name in self.slots.offsets[s]:
+                        self.slots.offsets[s][name] = int(v)
+
+    def close(self) -> None:
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+        self.cache.close()

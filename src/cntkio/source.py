@@ -1,0 +1,326 @@
+"""``MinibatchSource``: the front of the pipeline, with cntk.io's API (cntk-io-semantics 1.2).
+
+Deserializers (config dicts from the factories such as ``CTFDeserializer(...)``, or
+:class:`~cntkio.deserializers.base.Deserializer` instances) are joined by key, randomized
+(CNTK's block randomizer, or the local-timeline pair for a ``UserDeserializer``), packed (sequence,
+frame or truncated-BPTT mode) and delivered as ``{StreamInformation: MinibatchData}`` with NumPy
+and SciPy values. Chunk loads and the next minibatch run on background threads.
+
+Beyond cntk.io: ``iter(minibatch_size=...)``, ``for mb in source``, ``close()`` and use as a
+context manager; checkpoints restore exactly in every mode (cntk-ctf-behaviours, table row 19),
+also onto a different number of workers (the same global timeline continues).
+"""
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Mapping
+from typing import Any, Iterator
+
+from ._log import trace_level_to_logging
+from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
+from .deserializers.base import Deserializer, build_deserializer
+from .engine.composite import CompositeDeserializer
+from .engine.prefetch import default_pool_size
+from .minibatch import MinibatchData
+from .streams import Record, StreamInformation
+
+__all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
+
+log = logging.getLogger("cntkio.source")
+
+#: Minibatch size (samples) used by ``for mb in source`` (``source.iter()`` takes any size).
+DEFAULT_ITER_MINIBATCH_SIZE = 256
+
+_MULTITHREADED_TYPES = ("ImageDeserializer", "Base64ImageDeserializer")
+_USER_COMPOSITION_ERROR = "Currently composition for user defined deserializers is not supported."
+
+
+def _flatten(deserializers) -> list:
+    if isinstance(deserializers, (list, tuple)):
+        out = []
+        for d in deserializers:
+            out.extend(_flatten(d))
+        return out
+    return [deserializers]
+
+
+def _is_user(d) -> bool:
+    return bool(getattr(d, "is_user_deserializer", False))
+
+
+def _as_int(name: str, value) -> int:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"MinibatchSource: {name} must be an int, got {value!r}") from None
+    if v < 0:
+        raise ValueError(f"MinibatchSource: {name} must be >= 0, got {v}")
+    return v
+
+
+class MinibatchSource:
+    """Reads minibatches from deserializers, as ``cntk.io.MinibatchSource``.
+
+    Args (cntk.io's names, order and defaults):
+        deserializers: one deserializer or a list; the first one is primary.
+        max_samples: epoch length in samples on the global timeline; ``FULL_DATA_SWEEP`` = 1 sweep.
+        max_sweeps: epoch length in sweeps (not together with ``max_samples``).
+        randomization_window_in_chunks: non-zero turns on a chunk-based window (default 128).
+        randomization_window_in_samples: non-zero means a sample-based window.
+        randomization_seed: sweep ``k`` is randomized with ``randomization_seed + k``.
+        trace_level: 0 errors, 1 warnings, 2 info (an int or ``TraceLevel``).
+        multithreaded_deserializer: ``None`` = on for image deserializers; loads chunks on a pool.
+        frame_mode: every sequence must be one sample.
+        truncation_length: non-zero = truncated-BPTT packing with this many steps.
+        randomize: ``False`` forces no randomization.
+        max_errors: invalid sequences that may be dropped before raising.
+    """
+
+    def __init__(self, deserializers, max_samples: int = INFINITELY_REPEAT, max_sweeps: int = INFINITELY_REPEAT,
+                 randomization_window_in_chunks: int = DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
+                 randomization_window_in_samples: int = 0, randomization_seed: int = 0,
+                 trace_level: int = TraceLevel.Warning, multithreaded_deserializer: bool | None = None,
+                 frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
+                 max_errors: int = 0) -> None:
+        self._reader = None
+        items = _flatten(deserializers)
+        if not items:
+            raise ValueError("MinibatchSource: at least one deserializer is required")
+        if any(_is_user(d) for d in items) and len(items) > 1:
+            raise ValueError(_USER_COMPOSITION_ERROR)
+        max_samples = _as_int("max_samples", max_samples)
+        max_sweeps = _as_int("max_sweeps", max_sweeps)
+        if max_samples != INFINITELY_REPEAT and max_sweeps != INFINITELY_REPEAT:
+            raise RuntimeError("MinibatchSource: max_samples and max_sweeps cannot be specified together "
+                               f"(got max_samples={max_samples}, max_sweeps={max_sweeps}); set only one")
+        win_chunks = _as_int("randomization_window_in_chunks", randomization_window_in_chunks)
+        win_samples = _as_int("randomization_window_in_samples", randomization_window_in_samples)
+        if not randomize:
+            win_chunks = win_samples = 0
+        if win_chunks and win_samples:
+            raise RuntimeError("MinibatchSource: randomization_window_in_chunks and "
+                               "randomization_window_in_samples cannot both be non-zero "
+                               f"(got {win_chunks} and {win_samples}); set one of them to 0")
+        truncation_length = _as_int("truncation_length", truncation_length)
+        if frame_mode and truncation_length:
+            raise RuntimeError("MinibatchSource: frame_mode cannot be combined with truncation_length "
+                               f"{truncation_length}; use one packing mode")
+        self.trace_level = int(trace_level)
+        log.setLevel(trace_level_to_logging(self.trace_level))
+        self.max_samples = max_samples
+        self.max_sweeps = max_sweeps
+        self.randomize = bool(win_chunks or win_samples)
+        self.randomization_window = win_samples or win_chunks
+        self.sample_based_window = bool(win_samples)
+        self.randomization_seed = _as_int("randomization_seed", randomization_seed)
+        self.frame_mode = bool(frame_mode)
+        self.truncation_length = truncation_length
+        self.max_errors = _as_int("max_errors", max_errors)
+        if multithreaded_deserializer is None:
+            multithreaded_deserializer = any(
+                (isinstance(d, Mapping) and d.get("type") in _MULTITHREADED_TYPES)
+                or type(d).__name__ in _MULTITHREADED_TYPES for d in items)
+        self.multithreaded_deserializer = bool(multithreaded_deserializer)
+        threads = default_pool_size() if self.multithreaded_deserializer else 1
+
+        built = [self._build(d) for d in items]
+        self._deserializers = built
+        if _is_user(built[0]):
+            self._init_user(built[0], threads)
+        else:
+            self._init_builtin(built, threads)
+        self._last_mb_data: dict | None = None
+        self._streams: Record | None = None
+        self._finalizer = weakref.finalize(self, _close_reader, self._reader)
+
+    # --- construction -------------------------------------------------------------------------
+    def _build(self, d) -> Deserializer:
+        if isinstance(d, Deserializer) or _is_user(d):
+            return d
+        if isinstance(d, Mapping):
+            if "input" in d and not d["input"] and d.get("type") != "CNTKBinaryFormatDeserializer":
+                raise ValueError(f"{d.get('type', 'deserializer')}: no input streams are configured "
+                                 f"(file {d.get('file', '')!r}); give at least one StreamDef\n\n[CALL STACK]\n"
+                                 "    cntkio.source.MinibatchSource.__init__")
+            return build_deserializer(d, frame_mode=self.frame_mode, trace_level=self.trace_level)
+        raise TypeError(f"MinibatchSource: a deserializer must be a config dict (e.g. from CTFDeserializer) "
+                        f"or a Deserializer, got {type(d).__name__}")
+
+    def _output_infos(self, infos: list[StreamInformation]) -> list[StreamInformation]:
+        if not self.truncation_length:
+            return infos
+        for i in infos:
+            if any(s <= 0 for s in i.sample_shape):
+                raise RuntimeError("Input streams with unknown sample shape are currently not supported "
+                                   f"(stream '{i.name}')")
+        # truncated BPTT: sparse inputs come out dense (2.10)
+        return [StreamInformation(i.name, i.m_id, "dense", i.dtype, i.sample_shape, i.defines_mb_size)
+                for i in infos]
+
+    def _epoch_end(self, sweep_samples: int | None) -> int | None:
+        if self.max_samples == FULL_DATA_SWEEP:
+            return sweep_samples
+        if self.max_samples != INFINITELY_REPEAT:
+            return self.max_samples
+        if self.max_sweeps != INFINITELY_REPEAT:
+            return None if sweep_samples is None else self.max_sweeps * sweep_samples
+        return None
+
+    def _init_builtin(self, built: list[Deserializer], threads: int) -> None:
+        from .engine.reader import GlobalReader
+        corpus = CompositeDeserializer(built, trace_level=self.trace_level)
+        self._corpus = corpus
+        self._stream_infos = self._output_infos(corpus.stream_infos())
+        sweep = sum(c.num_samples for c in corpus.chunk_infos())
+        self._reader = GlobalReader(
+            corpus, self._stream_infos, randomize=self.randomize, window=self.randomization_window,
+            sample_based=self.sample_based_window, seed=self.randomization_seed,
+            epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
+            truncation_length=self.truncation_length, max_errors=self.max_errors, loader_threads=threads)
+
+    def _init_user(self, d, threads: int) -> None:
+        from .engine.lt_randomizer import LTNoRandomizer, LTTumblingWindowRandomizer
+        self._corpus = d
+        infos = list(d.stream_infos())
+        self._stream_infos = self._output_infos(infos)
+        max_sweeps = None if self.max_sweeps == INFINITELY_REPEAT else self.max_sweeps
+        max_samples = None
+        if self.max_samples == FULL_DATA_SWEEP:
+            max_sweeps = 1
+        elif self.max_samples != INFINITELY_REPEAT:
+            max_samples = self.max_samples
+        common = dict(max_samples=max_samples, max_sweeps=max_sweeps, frame_mode=self.frame_mode,
+                      truncation_length=self.truncation_length, loader_threads=threads)
+        if self.randomize:
+            self._reader = LTTumblingWindowRandomizer(d, self._stream_infos, window=self.randomization_window,
+                                                      sample_based=self.sample_based_window,
+                                                      seed=self.randomization_seed, **common)
+        else:
+            self._reader = LTNoRandomizer(d, self._stream_infos, **common)
+
+    # --- streams ------------------------------------------------------------------------------
+    def stream_infos(self) -> list[StreamInformation]:
+        """All output streams."""
+        return list(self._stream_infos)
+
+    @property
+    def streams(self) -> Record:
+        """Stream name -> StreamInformation, with attribute access."""
+        if self._streams is None:
+            self._streams = Record({s.name: s for s in self._stream_infos})
+        return self._streams
+
+    def stream_info(self, name: str) -> StreamInformation:
+        """The stream of that name (RuntimeError when there is none or more than one)."""
+        found = [s for s in self._stream_infos if s.name == name]
+        if len(found) != 1:
+            raise RuntimeError(f"MinibatchSource: {'no' if not found else 'more than one'} stream named "
+                               f"'{name}'; the streams are {[s.name for s in self._stream_infos]}")
+        return found[0]
+
+    def __getitem__(self, name: str) -> StreamInformation:
+        return self.stream_info(name)
+
+    # --- reading ------------------------------------------------------------------------------
+    def next_minibatch(self, minibatch_size_in_samples: int, input_map: Mapping | None = None, device: Any = None,
+                       num_data_partitions: int | None = None, partition_index: int | None = None) -> dict:
+        """The next minibatch: ``{StreamInformation: MinibatchData}``, or ``{}`` at the epoch end.
+
+        With ``input_map`` the result is ``{key: mb[stream]}``; that dict is cleared in place by the
+        next call. ``num_data_partitions``/``partition_index`` read this worker's share (2.6).
+        ``device`` is accepted for compatibility; outputs are NumPy/SciPy (see ``to_torch``).
+        """
+        if self._reader is None:
+            raise RuntimeError("MinibatchSource is closed")
+        size = int(minibatch_size_in_samples)
+        if size <= 0:
+            raise ValueError(f"next_minibatch: minibatch_size_in_samples must be > 0, got {size}")
+        W = 1 if num_data_partitions is None else int(num_data_partitions)
+        r = 0 if partition_index is None else int(partition_index)
+        if W < 1:
+            raise ValueError(f"next_minibatch: num_data_partitions must be >= 1, got {W}")
+        if not 0 <= r < W:
+            raise ValueError(f"next_minibatch: partition_index must be in [0, {W}), got {r}")
+        if self._last_mb_data is not None:
+            self._last_mb_data.clear()
+            self._last_mb_data = None
+        mb = self._reader.next(size, W, r)
+        if mb is None:
+            return {}
+        if input_map is None:
+            return mb
+        out = {key: mb[info] for key, info in input_map.items()}
+        self._last_mb_data = out
+        return out
+
+    def iter(self, minibatch_size: int = DEFAULT_ITER_MINIBATCH_SIZE, input_map: Mapping | None = None,
+             num_data_partitions: int | None = None, partition_index: int | None = None) -> Iterator[dict]:
+        """Minibatches until the epoch end (``for mb in src.iter(minibatch_size=64)``)."""
+        while True:
+            mb = self.next_minibatch(minibatch_size, input_map=input_map,
+                                     num_data_partitions=num_data_partitions, partition_index=partition_index)
+            if not mb:
+                return
+            yield dict(mb) if input_map is not None else mb
+
+    def __iter__(self) -> Iterator[dict]:
+        return self.iter()
+
+    # --- state --------------------------------------------------------------------------------
+    def get_checkpoint_state(self) -> dict:
+        """The reading position: ``{'minibatchSourcePosition': samples}`` for built-in
+        deserializers (plus the slots in truncated BPTT), the local-timeline keys for a user one."""
+        if self._reader is None:
+            raise RuntimeError("MinibatchSource is closed")
+        return self._reader.get_state()
+
+    def restore_from_checkpoint(self, checkpoint: Mapping) -> None:
+        """Continue from a state of :meth:`get_checkpoint_state` (also of another source over the
+        same data and options). An ended epoch starts again from there."""
+        if self._reader is None:
+            raise RuntimeError("MinibatchSource is closed")
+        if self._last_mb_data is not None:
+            self._last_mb_data.clear()
+            self._last_mb_data = None
+        self._reader.set_state(dict(checkpoint))
+
+    @property
+    def current_position(self) -> dict:
+        """Alias of :meth:`get_checkpoint_state` / :meth:`restore_from_checkpoint`."""
+        return self.get_checkpoint_state()
+
+    @current_position.setter
+    def current_position(self, state: Mapping) -> None:
+        self.restore_from_checkpoint(state)
+
+    def is_infinite(self) -> bool:
+        """True when neither max_samples nor max_sweeps limits the epoch."""
+        return self.max_samples == INFINITELY_REPEAT and self.max_sweeps == INFINITELY_REPEAT
+
+    @property
+    def sweep_size(self) -> int | None:
+        """Samples in one sweep (None for a user deserializer, whose size is unknown up front)."""
+        return getattr(self._reader, "S", None)
+
+    # --- lifetime -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the background threads and release chunks and files. Idempotent."""
+        if self._reader is not None:
+            self._finalizer()
+            self._reader = None
+
+    def __enter__(self) -> "MinibatchSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"MinibatchSource(streams={[s.name for s in self._stream_infos]}, randomize={self.randomize}, "
+                f"frame_mode={self.frame_mode}, truncation_length={self.truncation_length})")
+
+
+def _close_reader(reader) -> None:
+    if reader is not None:
+        reader.close()
