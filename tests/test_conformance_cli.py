@@ -96,6 +96,15 @@ def test_blank_lines_ignored_with_max_errors(monkeypatch, tmp_path):
     assert text == "1\n2\n1\n"
 
 
+def test_blank_lines_are_skipped_on_purpose(monkeypatch, tmp_path):
+    # CNTK expects `Reached the maximum number of allowed errors while reading the input file
+    # (contains_blank_lines.txt).` here (skipSequenceIds=true, maxErrors=0). cntkio skips blank
+    # lines instead of counting them as errors (a deliberate change, docs/ctf.md), so the rest is
+    # checked: both rows are read, one sequence each (ids ignored), in one minibatch of 2.
+    text = run_dump(monkeypatch, tmp_path, "edge_cases.cntk", "blank_lines", 2, 2, 1)
+    assert text == "1\n2\n"
+
+
 @pytest.mark.parametrize("section,data,epoch_size,mb_size", [
     ("duplicate_inputs", "duplicate_inputs.txt", 1, 1),
 ])
