@@ -33,8 +33,8 @@ CACHE_MAGIC = b"CNTKIOCI"
 CACHE_VERSION = 1
 HEAD_BYTES = 65536
 # magic, cache version, format version, file size, mtime_ns, head sha256, options sha256,
-# encoding, ids_mode, 2 pad bytes, n sequences, n chunks
-_HEADER = struct.Struct("<8sIIQq32s32sBB2xQQ")
+# encoding, ids_mode, 6 pad bytes (arrays start 8-aligned), n sequences, n chunks
+_HEADER = struct.Struct("<8sIIQq32s32sBB6xQQ")
 
 
 @dataclass
@@ -97,9 +97,9 @@ def cache_path(path: str) -> str:
 def write_cache(path: str, index: CTFIndex, fingerprint, options_digest: bytes) -> str:
     """Write the index cache beside ``path`` (temporary file, then ``os.replace``).
 
-    Layout, all little-endian: a 112-byte header ``magic "CNTKIOCI", u32 cache version,
+    Layout, all little-endian: a 120-byte header ``magic "CNTKIOCI", u32 cache version,
     u32 format version, u64 file size, i64 mtime_ns, 32-byte SHA-256 of the first 64 KiB,
-    32-byte options digest, u8 encoding, u8 ids_mode, 2 zero bytes, u64 n, u64 C``; then the
+    32-byte options digest, u8 encoding, u8 ids_mode, 6 zero bytes, u64 n, u64 C``; then the
     arrays ``keys u64[n], starts i64[n+1], first_lines i64[n], lengths i64[n],
     chunk_starts i64[C+1]``; then a 32-byte SHA-256 of everything before it. Returns the cache
     path. Raises OSError when the file cannot be written (the caller warns).
