@@ -136,6 +136,9 @@ class MinibatchSource:
 
     # --- construction -------------------------------------------------------------------------
     def _build(self, d) -> Deserializer:
+        if _is_user(d) and not isinstance(d, Deserializer):
+            from .deserializers.user import as_deserializer  # checks and converts user chunks
+            return as_deserializer(d, trace_level=self.trace_level)
         if isinstance(d, Deserializer) or _is_user(d):
             return d
         if isinstance(d, Mapping):
