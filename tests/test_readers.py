@@ -475,3 +475,50 @@ def test_plain_dicts_work_like_parsed_sections():
     assert spec.deserializers[0]["input"]["f"] == {"dim": 3, "format": "sparse", "alias": "F",
                                                    "definesMBSize": False}
     assert spec.source_kwargs["randomize"] is False
+
+
+# --- the page sections build sources that read their example data ----------------------------
+
+def _by_name(mb):
+    return {k.name: v for k, v in mb.items()}
+
+
+def test_simple_example_builds_and_reads(tmp_path):
+    data = tmp_path / "SampleInput.txt"
+    data.write_text(SIMPLE_DATA)
+    source = build_reader(reader_of(SIMPLE, f'reader=[file="{data}"]'))
+    assert {s.name: (s.is_sparse, s.shape) for s in source.stream_infos()} == {
+        "A": (False, (5,)), "B": (True, (1000000,)), "C": (False, (1,))}
+    mb = _by_name(source.next_minibatch(3))
+    assert mb["C"].num_sequences == 3 and mb["C"].end_of_sweep
+    c = sorted(float(s[0, 0]) for s in mb["C"].as_sequences())
+    assert c == [np.float32(-0.001), 8.0, 123917.0]
+    assert mb["A"].dtype == np.float32
+    assert mb["B"].as_csr().nnz == 6
+
+
+def test_extended_example_builds_and_reads_sequences_by_id(tmp_path):
+    data = tmp_path / "SampleInput.txt"
+    data.write_text(EXTENDED_DATA)
+    source = build_reader(reader_of(EXTENDED, f'reader=[file="{data}"]'))
+    mb = _by_name(source.next_minibatch(11))                # one sweep: 4+1+2+3+1 lines
+    a, b = mb["Some_very_long_input_name"], mb["Some_other_also_very_long_input_name"]
+    assert a.dtype == np.float64                           # precision = "double"
+    assert a.num_sequences == 5 and a.end_of_sweep
+    # (a rows, b rows, b's first row) per sequence: ids 100, 200, 333, 400 (+2 id-less rows), 500
+    seqs = sorted((len(sa), len(sb), tuple(sb[0])) for sa, sb in zip(a.as_sequences(), b.as_sequences()))
+    assert seqs == [(0, 2, (500.0, 100.0)), (1, 1, (100.0, 200.0)), (1, 1, (300.0, 400.0)),
+                    (3, 3, (100.0, 200.0)), (4, 3, (100.0, 200.0))]
+    assert sorted(len(s) for s in a.as_sequences()) == [0, 1, 1, 3, 4]
+    assert sorted(len(s) for s in b.as_sequences()) == [1, 1, 2, 3, 3]
+    assert a.num_samples == 9 and b.num_samples == 10
+
+
+def test_composite_example_builds_and_reads(tmp_path):
+    data = tmp_path / "SampleInput.txt"
+    data.write_text(COMPOSITE_CTF_DATA)
+    source = build_reader(reader_of(COMPOSITE_CTF.replace("/home/mydata/SampleInput.txt", str(data))))
+    mb = _by_name(source.next_minibatch(3))
+    assert sorted(float(s[0, 0]) for s in mb["pairweight"].as_sequences()) == [-2.0, 0.5, 1.0]
+    qui = mb["qu1fea"].as_csr()
+    assert qui.shape == (3, 95589) and qui.nnz == 4 and qui[:, 95588].sum() == 2.0

@@ -1,0 +1,140 @@
+"""Epochs with CNTK's config-reader semantics (cntkio.readers.epochs), and readers built from
+config reading real data: the arithmetic the conformance README (section 3) derives from the
+controls of the tests whose data is not stored, on small files of the same shape."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from cntkio.config import parse_config
+from cntkio.readers import EpochReader, build_reader
+
+
+def ctf_file(tmp_path, name, lengths, streams=("F",), dims=None, ids=True):
+    """Sequence i has lengths[i] rows; every value of sequence i, row t is 100*i + t."""
+    dims = dims or {s: 1 for s in streams}
+    lines = []
+    for i, n in enumerate(lengths):
+        for t in range(n):
+            prefix = f"{i} " if ids else ""
+            lines.append(prefix + " ".join(f"|{s} " + " ".join([str(100 * i + t)] * dims[s]) for s in streams))
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def reader(path, streams=("F",), dims=None, randomize=False, extra=""):
+    dims = dims or {s: 1 for s in streams}
+    inputs = "; ".join(f"{s.lower()} = [ alias = {s}; dim = {dims[s]}; format = dense ]" for s in streams)
+    cfg = parse_config(textwrap.dedent(f"""
+        reader = [
+            readerType = CNTKTextFormatReader
+            file = "{path}"
+            randomize = {str(randomize).lower()}
+            {extra}
+            input = [ {inputs} ]
+        ]"""))
+    return build_reader(cfg("reader"))
+
+
+def seq_values(mb, stream="f"):
+    """The first value of each sequence of a minibatch (its sequence id * 100 + first row)."""
+    data = {k.name: v for k, v in mb.items()}[stream]
+    return [int(s[0, 0]) for s in data.as_sequences()]
+
+
+def samples(mb, stream="f"):
+    data = {k.name: v for k, v in mb.items()}[stream]
+    return int(data.num_samples)
+
+
+def epoch_values(er, e):
+    return [seq_values(mb) for mb in er.epoch(e)]
+
+
+def test_10x1_MI_2_epochs_of_7_in_minibatches_of_3(tmp_path):
+    # README 3: 10 one-sample sequences, epochSize 7, mb 3, 3 epochs -> 3+3+1 samples per epoch
+    src = reader(ctf_file(tmp_path, "d.txt", [1] * 10, ids=False))
+    er = EpochReader(src, minibatch_size=3, epoch_size=7)
+    got = [epoch_values(er, e) for e in range(3)]
+    assert got == [[[0, 100, 200], [300, 400, 500], [600]],
+                   [[700, 800, 900], [0, 100, 200], [300]],          # continues into sweep 2
+                   [[400, 500, 600], [700, 800, 900], [0]]]
+
+
+def test_1x1_2_six_copies_of_a_one_sample_file(tmp_path):
+    src = reader(ctf_file(tmp_path, "d.txt", [1], ids=False), randomize=True)
+    er = EpochReader(src, minibatch_size=1, epoch_size=2)
+    assert sum(samples(mb) for e in range(3) for mb in er.epoch(e)) == 6
+
+
+@pytest.mark.parametrize("epoch_size,mb,epochs,total", [(5, 3, 4, 20), (10, 1, 10, 100)])
+def test_100x1_sample_counts(tmp_path, epoch_size, mb, epochs, total):
+    # 100x1_2 (5/3/4) reads 20 samples, 100x1_1 (10/1/10) 100 samples (README 3)
+    src = reader(ctf_file(tmp_path, "d.txt", [1] * 100, streams=("F", "L"), dims={"F": 3, "L": 2}),
+                 streams=("F", "L"), dims={"F": 3, "L": 2}, randomize=True,
+                 extra="chunkSizeInBytes = 400")
+    er = EpochReader(src, minibatch_size=mb, epoch_size=epoch_size)
+    sizes = [samples(m) for e in range(epochs) for m in er.epoch(e)]
+    assert sum(sizes) == total and max(sizes) <= mb
+
+
+def test_last_minibatch_is_cut_to_the_epochs_remaining_budget(tmp_path):
+    # sequences of 2: epoch of 5 read with minibatches of 10 -> [s0 s1] (4 samples), then a
+    # minibatch cut to 1 sample still takes one whole sequence (the first is always taken)
+    src = reader(ctf_file(tmp_path, "d.txt", [2, 2, 2, 2]))
+    er = EpochReader(src, minibatch_size=10, epoch_size=5)
+    assert epoch_values(er, 0) == [[0, 100], [200]]
+    # epoch 1 = [5, 10): the first sequence starting at or after 5 is s3 at 6; s0 (sweep 2) at 8
+    assert epoch_values(er, 1) == [[300, 0]]
+
+
+def test_epochs_are_slices_of_one_timeline_readable_in_any_order(tmp_path):
+    path = ctf_file(tmp_path, "d.txt", [3, 1, 4, 1, 5, 9, 2, 6])
+    seq = EpochReader(reader(path), minibatch_size=4, epoch_size=6)
+    in_order = [epoch_values(seq, e) for e in range(5)]
+    jump = EpochReader(reader(path), minibatch_size=4, epoch_size=6)
+    assert epoch_values(jump, 3) == in_order[3]
+    assert epoch_values(jump, 1) == in_order[1]
+    # every sequence start lies in its epoch's slice [6e, 6e+6)
+    starts = np.cumsum([0, 3, 1, 4, 1, 5, 9, 2, 6] * 2)[:-1]
+    first_values = [100 * (i % 8) for i in range(16)]
+    for e, mbs in enumerate(in_order):
+        for v in [v for mb in mbs for v in mb]:
+            assert any(6 * e <= s < 6 * e + 6 for s, fv in zip(starts, first_values) if fv == v)
+
+
+def test_a_sequence_longer_than_an_epoch_can_leave_the_next_epoch_empty(tmp_path):
+    src = reader(ctf_file(tmp_path, "d.txt", [5, 5]))
+    er = EpochReader(src, minibatch_size=1, epoch_size=2)
+    assert [epoch_values(er, e) for e in range(4)] == [[[0]], [], [[100]], []]
+
+
+def test_epoch_size_zero_is_one_sweep(tmp_path):
+    src = reader(ctf_file(tmp_path, "d.txt", [1] * 10, ids=False))
+    er = EpochReader(src, minibatch_size=3, epoch_size=0)
+    assert er.epoch_size == 10
+    assert [samples(mb) for mb in er.epoch(0)] == [3, 3, 3, 1]
+    assert epoch_values(er, 1)[0] == [0, 100, 200]
+
+
+def test_distributed_subsets_split_an_epoch(tmp_path):
+    # not randomized: sequence position p goes to worker p % 2 (cntk-io-semantics 2.6)
+    path = ctf_file(tmp_path, "d.txt", [1] * 10, ids=False)
+    w0 = EpochReader(reader(path), minibatch_size=4, epoch_size=10, num_subsets=2, subset_num=0)
+    w1 = EpochReader(reader(path), minibatch_size=4, epoch_size=10, num_subsets=2, subset_num=1)
+    v0 = [v for mb in w0.epoch(0) for v in seq_values(mb)]
+    v1 = [v for mb in w1.epoch(0) for v in seq_values(mb)]
+    assert v0 == [0, 200, 400, 600, 800] and v1 == [100, 300, 500, 700, 900]
+
+
+def test_argument_checks(tmp_path):
+    src = reader(ctf_file(tmp_path, "d.txt", [1]))
+    with pytest.raises(ValueError):
+        EpochReader(src, minibatch_size=0)
+    with pytest.raises(ValueError):
+        EpochReader(src, minibatch_size=1, epoch_size=-1)
+    with pytest.raises(ValueError):
+        EpochReader(src, minibatch_size=1, num_subsets=2, subset_num=2)
