@@ -35,6 +35,7 @@ CONFIG = """
 command = train:test
 precision = double
 deviceId = cpu
+numCPUThreads = 1
 progressBar = false
 modelPath = {out}/model.dnn
 labelMappingFile = {out}/labels.map

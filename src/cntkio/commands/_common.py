@@ -16,7 +16,7 @@ from ..errors import ConfigError, NotImplementedInCntkio
 from ._params import get_bool, get_int, get_str, has, key_path
 
 __all__ = ["resolve_device", "resolve_dtype", "Dist", "dist_context", "stream_samples", "batch_tensors",
-           "open_reader", "epoch_minibatches", "report", "fmt_criteria", "trace_level"]
+           "open_reader", "epoch_minibatches", "report", "fmt_criteria", "trace_level", "apply_cpu_threads"]
 
 _log = get_logger("commands")
 
@@ -27,6 +27,7 @@ def resolve_device(cfg, dist: "Dist | None" = None) -> torch.device:
     CPU), ``cpu`` or ``-1``, a GPU index ``N`` (``cuda:N``). Under torchrun on GPUs each process
     takes ``cuda:LOCAL_RANK``. ``all``/``*N`` (several GPUs in one process) is CNTK's PTask engine:
     use ``torchrun --nproc_per_node=N`` instead."""
+    apply_cpu_threads(cfg)
     raw = (get_str(cfg, "deviceId", "auto") or "auto").strip().lower()
     path = key_path(cfg, "deviceId")
     cuda = torch.cuda.is_available()
@@ -61,6 +62,17 @@ def resolve_dtype(cfg) -> torch.dtype:
     if raw not in _DTYPES:
         raise ConfigError(f"expected float or double, found {raw!r}", path=key_path(cfg, "precision"))
     return _DTYPES[raw]
+
+
+def apply_cpu_threads(cfg) -> None:
+    """``numCPUThreads`` (CNTK's top-level parameter; 0, the default, leaves torch's choice) ->
+    ``torch.set_num_threads``. Small networks run fastest with 1: their matrix products are too
+    small to gain from threads, and lose much to them on a busy machine."""
+    n = int(get_int(cfg, "numCPUThreads", 0))
+    if n < 0:
+        raise ConfigError(f"expected a thread count >= 0, found {n}", path=key_path(cfg, "numCPUThreads"))
+    if n > 0 and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
 
 
 def trace_level(cfg) -> int:
@@ -195,6 +207,30 @@ def report(line: str, *, dist: Dist | None = None, stream=None) -> None:
         print(line, file=stream or sys.stdout, flush=True)
 
 
-def progress_enabled(cfg, dist: Dist) -> bool:
-    """tqdm bars: on the main process unless ``progressBar=false`` (a cntkio parameter)."""
-    return dist.is_main and bool(get_bool(cfg, "progressBar", True))
+def progress_enabled(cfg, dist: Dist) -> bool | None:
+    """Whether to show tqdm bars: never on processes other than 0; ``progressBar=true``/``false``
+    (a cntkio parameter) forces them on or off; by default (None) they show when stderr is a
+    terminal."""
+    if not dist.is_main:
+        return False
+    if has(cfg, "progressBar"):
+        return bool(get_bool(cfg, "progressBar"))
+    return None
+
+
+def progress_bar(enabled: bool | None, **kwargs):
+    """A tqdm bar (``enabled`` None: only on a terminal), or None when it is off."""
+    if enabled is False:
+        return None
+    from tqdm import tqdm
+    return tqdm(disable=None if enabled is None else False, leave=False, dynamic_ncols=True,
+                unit=" samples", **kwargs)
+
+
+def sweep_total(source) -> int | None:
+    """Samples in one sweep of ``source`` (a progress bar's total for epochSize=0), when it tells."""
+    from ..readers.epochs import sweep_size
+    try:
+        return sweep_size(source)
+    except (TypeError, ValueError):
+        return None

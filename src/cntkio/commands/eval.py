@@ -19,7 +19,7 @@ from .._log import get_logger
 from ..errors import ConfigError
 from ..models import SimpleNetwork, load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
-                      progress_enabled, report, resolve_device, resolve_dtype)
+                      progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_int, get_list, get_str, key_path
 
 __all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
@@ -62,17 +62,14 @@ def criterion_nodes(net: SimpleNetwork, names: list[str] | None, path: str = "ev
 
 
 def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.dtype, device: torch.device,
-             dist: Dist | None = None, show_every: int = 0, progress: bool = False, desc: str = "eval",
+             dist: Dist | None = None, show_every: int = 0, progress: bool | None = False, desc: str = "eval",
              total: int | None = None, where: str = "reader") -> EvalResult:
     """Sum the criterion ``nodes`` over the minibatches (an iterable of minibatch dicts)."""
     dist = dist or Dist()
     feats, labels = net.spec.feature_node, net.spec.label_node
     acc = torch.zeros(len(nodes) + 1, dtype=torch.float64, device=device)   # criteria..., samples
     window = torch.zeros_like(acc)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=total, desc=desc, unit=" samples", leave=False, dynamic_ncols=True)
+    bar = progress_bar(progress, total=total, desc=desc)
     n_mb, first = 0, 1
     net.eval()
     try:
@@ -120,7 +117,7 @@ def _eval_command(command, name: str) -> EvalResult:
                       nodes=nodes, dtype=dtype, device=device, dist=dist,
                       show_every=get_int(command, "numMBsToShowResult", 0),
                       progress=progress_enabled(command, dist), desc=name,
-                      total=epoch_size or None, where=key_path(command, "reader"))
+                      total=epoch_size or sweep_total(source), where=key_path(command, "reader"))
     report(f"Final Results: Minibatch[1-{result.minibatches}]: {result}; "
            f"time = {time.perf_counter() - start:.3f}s", dist=dist)
     return result

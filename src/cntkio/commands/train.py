@@ -33,7 +33,7 @@ from .._log import get_logger
 from ..errors import CntkioError, ConfigError, NotImplementedInCntkio
 from ..models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
-                      progress_enabled, report, resolve_device, resolve_dtype)
+                      progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_bool, get_str, has, key_path, section
 from .eval import EvalResult, evaluate
 from .network import build_network
@@ -153,11 +153,8 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
     acc = torch.zeros(3, dtype=torch.float64, device=device)      # criterion, eval, samples
     window = torch.zeros_like(acc)
     show = params.num_mbs_to_show_result
-    bar = None
-    if progress_enabled(command, dist):
-        from tqdm import tqdm
-        bar = tqdm(total=params.epoch_size or None, desc=f"Epoch[{epoch + 1} of {params.max_epochs}]",
-                   unit=" samples", leave=False, dynamic_ncols=True)
+    bar = progress_bar(progress_enabled(command, dist), total=params.epoch_size or sweep_total(source),
+                       desc=f"Epoch[{epoch + 1} of {params.max_epochs}]")
     it = iter(epoch_minibatches(source, minibatch_size=mb_size, epoch_size=params.epoch_size, epoch=epoch, dist=dist))
     t0 = time.perf_counter()
     n_mb, first = 0, 1
