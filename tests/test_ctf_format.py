@@ -167,7 +167,7 @@ def test_lookup_by_key(tmp_path, backend):
 # values
 
 @pytest.mark.parametrize("token", [
-    "1", "-2.5", "+3", "1.", ".5", "1e5", "1E-5", "-6.4265e+020", "1.5e-007", "007", "0.1",
+    "1", "-2.5", "+3", "1.", ".5", "1.e5", "1e5", "1E-5", "-6.4265e+020", "1.5e-007", "007", "0.1",
     "3.4028235e38", "1e-40", "123456789.123456789", "2.2250738585072011e-308",
     "9007199254740993", "4.9e-324", "0.30000000000000004"])
 @pytest.mark.parametrize("precision", ["float", "double"])
@@ -314,6 +314,13 @@ def test_utf16_is_rejected(tmp_path, backend, data, found):
         open_ctf(tmp_path, data, {"x": dense(1)}, backend)
     assert found in info.value.found and "UTF-8" in info.value.expected
     assert info.value.file.endswith("data.ctf") and info.value.line == 1
+
+
+def test_utf8_alias(tmp_path, backend):
+    d = open_ctf(tmp_path, "|größe 1 |x 2\n", {"g": dense(1, "größe"), "x": dense(1)}, backend)
+    chunk = d.get_chunk(0)
+    assert chunk.streams["g"].values.ravel().tolist() == [1]
+    assert chunk.streams["x"].values.ravel().tolist() == [2]
 
 
 def test_unknown_inputs_are_skipped_silently(tmp_path, backend, caplog):
