@@ -1,0 +1,177 @@
+"""Property tests of the configuration language.
+
+Random trees (parameter sets, arrays, strings) are written as configuration text in the many
+equivalent syntaxes of spec/configuration-files.txt (newline or ';' or custom separators, [..] /
+{..} / (..) sets, quoted or bare strings, comments, flags, repeated assignments) and must parse
+back to the same tree; printing a parsed configuration and parsing it again gives the same tree.
+"""
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cntkio.config import dump, format_value, parse_config
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,7}", fullmatch=True).filter(lambda n: n.lower() != "include")
+# characters of string values: anything printable except '"' (no escapes in the language), '$'
+# (always a variable reference) and '\r' (line ends are normalised)
+TEXT = st.text(alphabet=st.characters(blacklist_characters='"$\r', blacklist_categories=("Cs", "Cc")) | st.just("\n"),
+               max_size=12)
+SAFE_RAW = re.compile(r"[A-Za-z0-9_.\\/:+\-*#=@]+\Z")
+SAFE_ITEM = re.compile(r"[A-Za-z0-9_.\\/+\-]+\Z")
+
+
+def trees(max_leaves=12):
+    leaf = TEXT
+    return st.recursive(
+        leaf,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(NAMES, children, max_size=4).map(_dedupe),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def _dedupe(d: dict) -> dict:
+    out, seen = {}, set()
+    for k, v in d.items():
+        if k.lower() not in seen:
+            seen.add(k.lower())
+            out[k] = v
+    return out
+
+
+root_trees = st.dictionaries(NAMES, trees(), max_size=5).map(_dedupe)
+
+
+# --- an independent writer with random syntax choices ----------------------------------------
+
+def write_string(s: str, draw, in_array: bool = False, sep: str = ":") -> str:
+    if in_array:
+        if SAFE_ITEM.match(s) and sep not in s and draw(st.booleans()):
+            return s
+        return f'"{s}"'
+    if SAFE_RAW.match(s) and not s.startswith("#") and draw(st.booleans()):
+        return s
+    return f'"{s}"'
+
+
+def write_value(v, draw, indent: str) -> str:
+    if isinstance(v, dict):
+        return write_dict(v, draw, indent)
+    if isinstance(v, list):
+        return write_list(v, draw, indent)
+    return write_string(v, draw)
+
+
+def write_list(items: list, draw, indent: str) -> str:
+    if not items:
+        return "()"
+    style = draw(st.sampled_from(["lines", "paren_custom", "brace_custom", "colon_paren"]))
+    inner = indent + "  "
+    if style == "lines":
+        parts = [_item(x, draw, inner, "\n") for x in items]
+        return "(\n" + "".join(f"{inner}{p}\n" for p in parts) + indent + ")"
+    if style == "colon_paren":
+        parts = [_item(x, draw, inner, ":") for x in items]
+        return "(" + ":".join(parts) + ")"
+    sep = draw(st.sampled_from(list("|;,!")))
+    opener, closer = ("(", ")") if style == "paren_custom" else ("{", "}")
+    parts = [_item(x, draw, inner, sep) for x in items]
+    return opener + sep + sep.join(parts) + closer
+
+
+def _item(x, draw, indent: str, sep: str) -> str:
+    if isinstance(x, dict):
+        return write_dict(x, draw, indent, allow_paren=False)
+    if isinstance(x, list):
+        return write_list(x, draw, indent)
+    return write_string(x, draw, in_array=True, sep=sep)
+
+
+def write_dict(d: dict, draw, indent: str, allow_paren: bool = True) -> str:
+    style = draw(st.sampled_from(["lines", "semicolons", "custom", "brace", "paren"] if allow_paren
+                                 else ["lines", "semicolons", "custom"]))
+    if style in ("brace", "paren") and not d:
+        style = "lines"
+    inner = indent + "  "
+    entries = [f"{k}={write_value(v, draw, inner)}" if not (v == "true" and draw(st.booleans())) else k
+               for k, v in d.items()]
+    if style in ("brace", "paren") and entries and "=" not in entries[0]:
+        entries[0] = entries[0] + "=true"
+    if style == "lines":
+        body = "".join(f"{inner}{e}{_comment(draw)}\n" for e in entries)
+        return "[\n" + body + indent + "]"
+    if style == "semicolons":
+        return "[" + ";".join(entries) + "]"
+    if style == "custom":
+        sep = draw(st.sampled_from(list("|#!@")))
+        return "[" + sep + sep.join(entries) + "]"
+    opener, closer = ("{", "}") if style == "brace" else ("(", ")")
+    return opener + " " + " ; ".join(entries) + " " + closer
+
+
+def _comment(draw) -> str:
+    return draw(st.sampled_from(["", "", " # a comment", "\t# [unbalanced ( \"quote"]))
+
+
+def write_root(tree: dict, draw) -> str:
+    lines = []
+    for k, v in tree.items():
+        if draw(st.booleans()) and not isinstance(v, dict):
+            lines.append(f"{k}=decoy_{draw(st.integers(0, 9))}")  # the last assignment wins
+        if isinstance(v, dict) and len(v) >= 2 and draw(st.booleans()):
+            items = list(v.items())
+            half = len(items) // 2
+            lines.append(f"{k}={write_dict(dict(items[:half]), draw, '')}")  # sets merge
+            lines.append(f"{k}={write_dict(dict(items[half:]), draw, '')}")
+            continue
+        if v == "true" and draw(st.booleans()):
+            lines.append(k)
+            continue
+        lines.append(f"{k} = {write_value(v, draw, '')}{_comment(draw)}")
+        if draw(st.integers(0, 5)) == 0:
+            lines.append("# a full-line comment with = and [ brackets")
+    return "\n".join(lines) + "\n"
+
+
+@SETTINGS
+@given(root_trees, st.data())
+def test_written_tree_parses_back(tree, data):
+    text = write_root(tree, data.draw)
+    assert parse_config(text).to_dict() == tree, text
+
+
+@SETTINGS
+@given(root_trees, st.data())
+def test_print_parse_is_identity(tree, data):
+    text = write_root(tree, data.draw)
+    first = parse_config(text)
+    printed = dump(first)
+    again = parse_config(printed)
+    assert again.to_dict() == first.to_dict(), printed
+    assert dump(again) == printed
+
+
+@SETTINGS
+@given(root_trees)
+def test_format_value_of_a_tree(tree):
+    cfg = parse_config("")
+    for k, v in tree.items():
+        # a str given to insert() is configuration text: format_value() writes a string value
+        cfg.insert(k, format_value(v) if isinstance(v, str) else v)
+    assert cfg.to_dict() == tree
+    assert parse_config(format_value(tree).strip()[1:-1]).to_dict() == tree
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-1000, 1000), st.integers(1, 4)), min_size=1, max_size=6))
+def test_repeats_expand(pairs):
+    text = ":".join(f"{v}*{r}" if r > 1 else str(v) for v, r in pairs)
+    expected = [v for v, r in pairs for _ in range(r)]
+    assert parse_config(f"x={text}")("x").as_array().as_ints() == expected
