@@ -234,6 +234,19 @@ def test_trace_level_zero_silences_warnings(tmp_path, backend, caplog):
     assert any("malformed value" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_pickle_for_worker_processes(tmp_path, backend, keep):
+    import pickle
+    cfg = {"type": "CNTKTextFormatDeserializer", "file": write(tmp_path, TEXT),
+           "chunkSizeInBytes": 300, "keepDataInMemory": keep,
+           "input": {"x": {"dim": 2}, "y": {"dim": 7, "format": "sparse"}}}
+    d = CNTKTextFormatDeserializer(cfg, backend=backend)
+    d.get_chunk(0)
+    clone = pickle.loads(pickle.dumps(d))
+    assert clone.backend is backend
+    assert _all(clone) == _all(d)
+
+
 def test_close(tmp_path, backend):
     cfg = {"type": "CNTKTextFormatDeserializer", "file": write(tmp_path, "|x 1\n"),
            "input": {"x": {"dim": 1}}}

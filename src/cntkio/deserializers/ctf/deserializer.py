@@ -502,6 +502,24 @@ class CNTKTextFormatDeserializer(Deserializer):
                 streams[spec.name] = DenseStream(values, offsets)
         return ChunkData(self._tables[chunk_id], streams)
 
+    def __getstate__(self) -> dict:
+        # picklable for worker processes: no file descriptor, lock or module object
+        state = self.__dict__.copy()
+        state["_fd"] = None
+        state["_lock"] = None
+        state["backend"] = self.backend.__name__
+        state.pop("_key_table_lock", None)
+        state.pop("_key_table_cache", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        import importlib
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self.backend = importlib.import_module(state["backend"])
+        if self._data is None:
+            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+
     def close(self) -> None:
         """Close the file."""
         fd, self._fd = self._fd, None
