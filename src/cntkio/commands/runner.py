@@ -4,7 +4,7 @@
 
 1. load the configuration (layered files, includes, overrides, ``$var$``; :mod:`cntkio.config`);
 2. read and validate the top-level settings: ``traceLevel`` (log verbosity: 0 errors, 1 warnings,
-   2 info, 3+ debug), ``precision`` (``float``/``double``, checked in every command section, where
+   2 info, 3+ debug; when absent, warnings are shown and each component's own level applies), ``precision`` (``float``/``double``, checked in every command section, where
    it is usually written), ``deviceId`` (``auto``, ``cpu``, ``-1``, a GPU number, ``all``, ``*N``);
 3. with ``stderr=<prefix>``, send the log and standard error to ``<prefix>_<cmd1>_<cmd2>.log``
    (directories created, the file overwritten), as CNTK does;
@@ -111,7 +111,9 @@ def run_config(cfg: Any) -> list[tuple[str, str, Any]]:
     from ..config import command_sections
 
     root = cfg.root if hasattr(cfg, "root") else cfg
-    trace = _trace_level(root("traceLevel", 0)) if root.exists("traceLevel") else 0
+    # without a top-level traceLevel each component keeps its own (readers warn by default, as
+    # CNTK's readers do with their traceLevel default of 1); with one, it sets the log level
+    trace = _trace_level(root("traceLevel")) if root.exists("traceLevel") else 1
     device = parse_device_id(root("deviceId")) if root.exists("deviceId") else DeviceId("auto")
     commands = command_sections(root)
     for cmd in commands:
