@@ -372,3 +372,13 @@ def test_from_data_takes_the_longest_prefix_that_fits(lengths, size, max_samples
         assert s.get_checkpoint_state() == {"cursor": cursor, "total_num_samples": total}
         if d.num_sequences == 0 and total < max_samples and cursor != 0:
             break  # stuck on an item longer than the request (the kept quirk)
+
+
+def test_iteration_and_context_manager():
+    with MinibatchSourceFromData(dict(x=X), max_samples=7) as s:
+        assert [mb[s.streams.x].num_samples for mb in s.iter(3)] == [3, 2, 2]
+    s = MinibatchSourceFromData(dict(x=X), max_samples=5)
+    assert [mb[s.streams.x].num_sequences for mb in s] == [5]  # default size 256
+    s = MinibatchSourceFromData(dict(x=X), max_samples=4)
+    got = [mb[s.streams.x].data.asarray().tolist() for mb in s.iter(4, 2, 1)]
+    assert got == [[X[1].tolist(), X[3].tolist()]]

@@ -91,14 +91,20 @@ class UserMinibatchSource:
         """Whether the source never ends; False unless overridden."""
         return False
 
-    def iter(self, minibatch_size: int, number_of_workers: int = 1,
-             worker_rank: int = 0) -> Iterator[dict]:
-        """Yield minibatches of ``minibatch_size`` samples until the source returns ``{}``."""
+    def iter(self, minibatch_size: int = 256, num_data_partitions: int | None = None,
+             partition_index: int | None = None) -> Iterator[dict]:
+        """Yield minibatches of ``minibatch_size`` samples until the source returns ``{}``
+        (as ``MinibatchSource.iter``; an endless source never stops)."""
+        workers = 1 if num_data_partitions is None else int(num_data_partitions)
+        rank = 0 if partition_index is None else int(partition_index)
         while True:
-            mb = self.next_minibatch(minibatch_size, number_of_workers, worker_rank)
+            mb = self.next_minibatch(minibatch_size, workers, rank)
             if not mb:
                 return
             yield mb
+
+    def __iter__(self) -> Iterator[dict]:
+        return self.iter()
 
     def close(self) -> None:
         """Release resources; nothing by default."""
