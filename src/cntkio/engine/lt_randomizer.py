@@ -87,6 +87,7 @@ class _LTBase:
         self.pos = 0
         self._win: _Window | None = None
         self._win_key = None
+        self._taken_chunks: dict = {}
         self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
 
     # subclasses: window identity, building, advancing, state
@@ -182,6 +183,9 @@ class _LTBase:
             b2 = len(loc) if lb is None else int(np.searchsorted(cum - lens, lb - self.sample_count, side="left"))
             b = min(b1, b2, len(loc))
             if b:
+                for c in np.unique(win.chunk[loc[:b]]).tolist():
+                    if c not in self._taken_chunks:  # hold the data until packed
+                        self._taken_chunks[c] = self.cache.get(c)
                 sel_c.append(win.chunk[loc[:b]])
                 sel_i.append(win.index[loc[:b]])
                 sel_l.append(lens[:b])
@@ -210,17 +214,19 @@ class _LTBase:
             return None
         if self.T:
             return self._next_truncated(size, W, r)
-        got = self.walk(worker_budget(size, W, r), W, r)
-        if got is None:
-            self.cache.clear()
-            self._win = None
-            return None
-        sel_c, sel_i, sel_l, eos = got
-        if self.frame_mode:
-            check_frame_mode(sel_l)
-        chunks = {int(c): self.cache.get(int(c)) for c in np.unique(sel_c)}
-        mb = pack_sequences(self.stream_infos, chunks, sel_c, sel_i, eos)
-        del chunks
+        self._taken_chunks = {}
+        try:
+            got = self.walk(worker_budget(size, W, r), W, r)
+            if got is None:
+                self.cache.clear()
+                self._win = None
+                return None
+            sel_c, sel_i, sel_l, eos = got
+            if self.frame_mode:
+                check_frame_mode(sel_l)
+            mb = pack_sequences(self.stream_infos, self._taken_chunks, sel_c, sel_i, eos)
+        finally:
+            self._taken_chunks = {}
         if self._ended(W, r):
             self.cache.clear()
             self._win = None
@@ -236,6 +242,7 @@ class _LTBase:
         eos = False
         for s in range(len(self.slots.queues)):
             while self.slots.needs(s):
+                self._taken_chunks = {}
                 got = self.walk(1, W, r)
                 if got is None:
                     break
@@ -243,8 +250,7 @@ class _LTBase:
                 eos |= e
                 for c, i, l in zip(sel_c.tolist(), sel_i.tolist(), sel_l.tolist()):
                     self._push(s, c, i, l)
-                if not len(sel_c):
-                    continue
+        self._taken_chunks = {}
         if self.slots.empty():
             self.cache.clear()
             return None
@@ -253,7 +259,7 @@ class _LTBase:
     def _push(self, slot: int, c: int, i: int, length: int) -> None:
         if self.frame_mode:
             check_frame_mode(np.array([length]))
-        chunk = self.cache.get(c)
+        chunk = self._taken_chunks.get(c) or self.cache.get(c)
         data = {info.name: sequence_arrays(info, chunk, i) for info in self.stream_infos}
         self.slots.push(slot, [c, i], length, data)
 
