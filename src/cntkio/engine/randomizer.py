@@ -184,7 +184,8 @@ class Timeline:
     chunk), ``length`` (timeline samples), ``rchunk`` (source randomized chunk id; the chunk id
     itself when not randomized). ``start`` has ``N + 1`` entries: exclusive cumulative lengths.
     ``first_use``/``last_use`` per corpus chunk: the first and last position of its sequences
-    (-1 when it has none), which decide when a chunk is loaded and released.
+    (-1 when it has none), which decide when a chunk is loaded and released. ``rchunk_start``
+    (``C + 1`` entries): the first position of every randomized chunk, in delivery order.
     """
 
     sweep: int
@@ -195,6 +196,11 @@ class Timeline:
     start: np.ndarray
     first_use: np.ndarray
     last_use: np.ndarray
+    rchunk_start: np.ndarray
+
+    def owner(self, position: int) -> int:
+        """The randomized chunk whose positions include ``position``."""
+        return int(np.searchsorted(self.rchunk_start, position, side="right")) - 1
 
     @property
     def num_sequences(self) -> int:
@@ -206,7 +212,7 @@ class Timeline:
 
 
 def _make_timeline(sweep: int, chunk: np.ndarray, index: np.ndarray, length: np.ndarray,
-                   rchunk: np.ndarray, num_chunks: int) -> Timeline:
+                   rchunk: np.ndarray, num_chunks: int, rchunk_start: np.ndarray) -> Timeline:
     n = len(chunk)
     start = np.zeros(n + 1, np.int64)
     np.cumsum(length, out=start[1:])
@@ -216,7 +222,7 @@ def _make_timeline(sweep: int, chunk: np.ndarray, index: np.ndarray, length: np.
         pos = np.arange(n, dtype=np.int64)
         last[chunk] = pos  # later positions overwrite earlier ones: the last use
         first[chunk[::-1]] = pos[::-1]
-    return Timeline(sweep, chunk, index, length, rchunk, start, first, last)
+    return Timeline(sweep, chunk, index, length, rchunk, start, first, last, rchunk_start)
 
 
 class _Base:
@@ -259,11 +265,14 @@ class NoRandomizer(_Base):
         index = (np.arange(self.num_sequences, dtype=np.int64)
                  - np.repeat(np.cumsum(self.chunk_counts) - self.chunk_counts, self.chunk_counts))
         length = np.concatenate(self.chunk_lengths) if self.chunk_lengths else np.zeros(0, np.int64)
-        self._tl = _make_timeline(0, chunk, index, length, chunk, self.num_chunks)
+        rstart = np.zeros(self.num_chunks + 1, np.int64)
+        np.cumsum(self.chunk_counts, out=rstart[1:])
+        self._tl = _make_timeline(0, chunk, index, length, chunk, self.num_chunks, rstart)
 
     def _compute(self, sweep: int) -> Timeline:
         tl = self._tl
-        return Timeline(sweep, tl.chunk, tl.index, tl.length, tl.rchunk, tl.start, tl.first_use, tl.last_use)
+        return Timeline(sweep, tl.chunk, tl.index, tl.length, tl.rchunk, tl.start, tl.first_use, tl.last_use,
+                        tl.rchunk_start)
 
 
 class BlockRandomizer(_Base):
@@ -300,4 +309,5 @@ class BlockRandomizer(_Base):
         lengths_in_order = (np.concatenate([self.chunk_lengths[o] for o in order])
                             if self.num_chunks else np.zeros(0, np.int64))
         length = lengths_in_order[perm]
-        return _make_timeline(sweep, orig_chunk, index.astype(np.int64), length, source, self.num_chunks)
+        return _make_timeline(sweep, orig_chunk, index.astype(np.int64), length, source, self.num_chunks,
+                              seq_start)
