@@ -510,3 +510,21 @@ def test_parse_chunk_warning_limit(backend):
                                                       True, -1, 2)
     assert nwarn == 5 and [i[0] for i in issues] == [ref.SHORT_DENSE] * 2 and not aborted
     assert np.frombuffer(out[0][0], np.float64).tolist() == [0.0] * 10
+
+
+def test_first_data_line_with_an_invalid_id(tmp_path, backend):
+    # the first sequence takes the first valid id that follows; the bad line is one error
+    text = "99999999999999999999999 |x 1\n5 |x 2\n6 |x 3\n"
+    d = open_ctf(tmp_path, text, {"x": dense(1)}, backend, maxErrors=1)
+    assert [(k, n, v["x"]) for k, n, v in sequences(d)] == [(5, 1, [[2]]), (6, 1, [[3]])]
+    assert d._errors_total == 1
+
+
+def test_line_with_only_a_bad_name_is_dropped_but_its_error_counts(tmp_path, backend):
+    d = open_ctf(tmp_path, "|x 1\n|\n|x 2\n", {"x": dense(1)}, backend, maxErrors=1)
+    assert [(k, v["x"]) for k, _, v in sequences(d)] == [(0, [[1]]), (2, [[2]])]
+    assert d._errors_total == 1
+    d = open_ctf(tmp_path, "|x 1\n|\n|x 2\n", {"x": dense(1)}, backend)
+    with pytest.raises(MaxErrorsExceeded) as info:
+        d.get_chunk(0)
+    assert (info.value.line, info.value.column) == (2, 1)
