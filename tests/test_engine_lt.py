@@ -159,3 +159,38 @@ def test_lt_restore_gives_the_uninterrupted_minibatches(data, chunks):
     cuts = sorted(set(data.draw(st.lists(st.integers(0, len(sizes)), min_size=1, max_size=3))))
     check_resumes_exactly(lambda: MinibatchSource(UserLike(chunks, sparse_dim=2), **opts),
                           [(s, W, r) for s in sizes], cuts)
+
+
+def test_custom_deserializer_fromdata_example_randomized_and_not():
+    """spec/custom-deserializer.txt, section 1: the FromData outputs with and without randomization."""
+    import scipy.sparse as sp
+    from cntkio import StreamInformation
+    from cntkio.deserializers.user import UserDeserializer
+
+    class FromData(UserDeserializer):
+        def __init__(self, data_streams):
+            super().__init__()
+            self._data = data_streams
+            self._streams = [dict(name=k, shape=v.shape[1:], is_sparse=isinstance(v, sp.csr_matrix))
+                             for k, v in data_streams.items()]
+
+        def stream_infos(self):
+            return [StreamInformation(s["name"], i, ["dense", "sparse"][s["is_sparse"]], np.float32, s["shape"])
+                    for i, s in enumerate(self._streams)]
+
+        def num_chunks(self):
+            return 1
+
+        def get_chunk(self, chunk_id):
+            return self._data
+
+    X = np.arange(15).reshape(5, 3).astype(np.float32)
+    Y = sp.csr_matrix(np.array([[1, 0, 0], [0, 2, 0], [0, 0, 3], [4, 0, 0], [0, 5, 0]], dtype=np.float32))
+    mbs = MinibatchSource([FromData(dict(x=X, y=Y))], randomize=False)
+    mb = mbs.next_minibatch(3)
+    assert mb[mbs.streams["y"]].as_csr().toarray().tolist() == [[1, 0, 0], [0, 2, 0], [0, 0, 3]]
+    assert mb[mbs.streams["x"]].as_sequences()[2].tolist() == [[6, 7, 8]]
+    mbs1 = MinibatchSource([FromData(dict(x=X, y=Y))], randomize=True)
+    mb1 = mbs1.next_minibatch(3)
+    assert mb1[mbs1.streams["y"]].as_csr().toarray().tolist() == [[0, 5, 0], [1, 0, 0], [4, 0, 0]]
+    assert np.concatenate(mb1[mbs1.streams["x"]].as_sequences()).tolist() == [[12, 13, 14], [0, 1, 2], [9, 10, 11]]
