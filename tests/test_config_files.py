@@ -72,6 +72,13 @@ def test_include_inside_a_section_and_quoted(tmp_path):
     assert cfg("train")("reader").to_dict() == {"readerType": "CNTKTextFormatReader", "file": "y.txt"}
 
 
+def test_include_plus_separated_list(tmp_path):
+    write(tmp_path, "a.cntk", "a=1\nv=a\n")
+    write(tmp_path, "b.cntk", "b=1\nv=b\n")
+    cfg = parse_config("include=a.cntk+b.cntk\nc=1", base_dir=str(tmp_path))
+    assert cfg.to_dict() == {"a": "1", "v": "b", "b": "1", "c": "1"}
+
+
 def test_include_missing_file_error(tmp_path):
     with pytest.raises(ConfigError) as ei:
         parse_config("a=1\ninclude=nothere.cntk", base_dir=str(tmp_path), file="main.cntk")
