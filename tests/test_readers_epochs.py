@@ -138,3 +138,24 @@ def test_argument_checks(tmp_path):
         EpochReader(src, minibatch_size=1, epoch_size=-1)
     with pytest.raises(ValueError):
         EpochReader(src, minibatch_size=1, num_subsets=2, subset_num=2)
+
+
+@pytest.mark.parametrize("epoch_size,mb", [(15, 4), (7, 6), (40, 10)])
+def test_workers_together_read_exactly_each_epochs_slice(tmp_path, epoch_size, mb):
+    # randomized, 5 chunks of 4 one-sample sequences: a worker owns whole chunks, so its sequences
+    # are spread unevenly over the global timeline; still every sequence of epoch e (global start
+    # in [e*E, (e+1)*E)) is read by exactly one worker in epoch e
+    path = ctf_file(tmp_path, "d.txt", [1] * 20, ids=False)
+    chunk = len(path.read_bytes()) // 5 + 1
+
+    def make():
+        return reader(path, randomize=True, extra=f"chunkSizeInBytes = {chunk}; randomizationWindow = 2")
+    whole = EpochReader(make(), minibatch_size=mb, epoch_size=epoch_size)
+    workers = [EpochReader(make(), minibatch_size=mb, epoch_size=epoch_size, num_subsets=2, subset_num=r)
+               for r in range(2)]
+    assert len(make()._deserializers[0].chunk_infos()) >= 4
+    for e in range(4):
+        expected = sorted(v for m in whole.epoch(e) for v in seq_values(m))
+        got = sorted(v for w in workers for m in w.epoch(e) for v in seq_values(m))
+        assert got == expected, f"epoch {e}"
+        assert len(expected) == epoch_size

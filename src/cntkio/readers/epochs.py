@@ -10,7 +10,11 @@ slices of ONE endless timeline of samples (sweep after sweep, each sweep randomi
   epoch ``e`` reads the same data whether or not the epochs before it were read to the end;
 * minibatches hold ``minibatchSize`` samples (whole sequences, at least one), and the last
   minibatch of an epoch is cut to the epoch's remaining budget;
-* ``epochSize = 0`` means one sweep of the data.
+* ``epochSize = 0`` means one sweep of the data;
+* with ``numSubsets > 1`` every worker walks the same global timeline and reads, in epoch ``e``,
+  exactly its own sequences of the slice (the engine's epoch end is moved to the slice end for
+  the epoch: ``MinibatchSource``'s global-timeline reader, attribute ``E``, which has no public
+  setter yet).
 
 The conformance controls of CNTK's reader tests pin these rules down (conformance README,
 section 3: ``1x1_2_dense`` reads 6 copies of a 1-sample file in 3 epochs of 2; ``10x1_MI_2``
@@ -89,23 +93,55 @@ class EpochReader:
             self.source.restore_from_checkpoint({_POSITION: int(position)})
         return self.position()
 
+    def _timeline_reader(self):
+        """The engine's global-timeline reader, whose epoch end can be moved (see epoch())."""
+        reader = getattr(self.source, "_reader", None)
+        if reader is not None and hasattr(reader, "E") and hasattr(reader, "set_state"):
+            return reader
+        return None
+
     def epoch(self, epoch: int) -> Iterator[dict]:
         """The minibatches of epoch ``epoch`` (each a ``{StreamInformation: MinibatchData}``)."""
         start, end = self.bounds(epoch)
-        pos = self.seek(start)
         kwargs: dict[str, Any] = {}
+        engine = None
         if self.num_subsets > 1:
             kwargs = {"num_data_partitions": self.num_subsets, "partition_index": self.subset_num}
-        while pos < end:
-            size = min(self.minibatch_size, end - pos)
-            mb = self.source.next_minibatch(size, **kwargs)
-            if not mb:
-                break                    # the source itself ended (a max_samples/max_sweeps limit)
-            new_pos = self.position()
-            yield mb
-            if new_pos <= pos:
-                raise RuntimeError(f"the source did not advance (position {pos})")
-            pos = new_pos
+            # Each worker walks its own sequences with a local budget, so the global position seen
+            # between calls cannot stop it at the slice end: a worker whose sequences are spread
+            # unevenly would take sequences of the next epoch. The engine's global-timeline reader
+            # stops exactly at an epoch end (a sequence is delivered iff its global start is
+            # below it, cntk-io-semantics 2.4), so the slice end is set there for this epoch, and
+            # the seek below drops anything prefetched under the old end.
+            engine = self._timeline_reader()
+        old_end = None
+        if engine is not None:
+            old_end = engine.E
+            engine.E = end if old_end is None else min(old_end, end)
+            self.source.restore_from_checkpoint({_POSITION: int(start)})
+            pos = self.position()
+        else:
+            pos = self.seek(start)
+        try:
+            while pos < end:
+                size = min(self.minibatch_size, end - pos)
+                if engine is not None:
+                    # the worker's budget is size // workers (at least 1); asking for less than
+                    # one sample per worker changes nothing but a warning
+                    size = max(size, self.num_subsets)
+                mb = self.source.next_minibatch(size, **kwargs)
+                if not mb:
+                    break                    # the epoch (or the source's own limit) ended
+                new_pos = self.position()
+                yield mb
+                if new_pos <= pos:
+                    raise RuntimeError(f"the source did not advance (position {pos})")
+                pos = new_pos
+        finally:
+            if engine is not None:
+                engine.E = old_end
+                # re-seek to the same place so that nothing planned under this epoch's end is kept
+                self.source.restore_from_checkpoint({_POSITION: self.position()})
 
     def epochs(self, max_epochs: int, first: int = 0) -> Iterator[tuple[int, Iterator[dict]]]:
         """``(epoch index, minibatch iterator)`` for epochs ``first .. max_epochs-1``."""
