@@ -182,7 +182,7 @@ class Deserializer(ABC):
                 keys, chunk_of, index_of = keys[order], chunk_of[order], index_of[order]
                 dup = np.flatnonzero(keys[1:] == keys[:-1])
                 if len(dup):
-                    raise ValueError(f"{self!r}: duplicate sequence key {keys[dup[0]]!r}: "
+                    raise ValueError(f"{self!r}: duplicate sequence key {keys[dup[0]].item()!r}: "
                                      "a join by key would be ambiguous")
                 cached = (keys, chunk_of, index_of)
             self.__dict__["_key_table_cache"] = cached
