@@ -274,3 +274,24 @@ def test_command_errors():
     with pytest.raises(ConfigError) as ei:
         command_sections(parse_config("command=t\nt=[reader=[a=1]]", file="c.cntk"))
     assert ei.value.path == "t.action" and ei.value.file == "c.cntk"
+
+
+def test_dump_resolves_variables_inside_arrays_of_sets():
+    cfg = parse_config('dir=/d\nds=([dir=/own;file=$dir$/a]:[file=$dir$/b]:"s:t":plain)')
+    printed = cfg.dump()
+    assert "$" not in printed
+    assert "file = /own/a" in printed and "file = /d/b" in printed
+    assert parse_config(printed).to_dict() == cfg.to_dict() == {
+        "dir": "/d", "ds": [{"dir": "/own", "file": "/own/a"}, {"file": "/d/b"}, "s:t", "plain"]}
+
+
+def test_pickle_and_deepcopy_keep_the_tree():
+    import copy
+    import pickle
+
+    cfg = parse_config("dir=/d\ns=[a=1;f=$dir$/x;ds=([k=$dir$])]", file="p.cntk")
+    for clone in (pickle.loads(pickle.dumps(cfg)), copy.deepcopy(cfg)):
+        assert clone.to_dict() == cfg.to_dict()
+        a = clone("s")("a")
+        assert (a.path, a.file, a.line, a.as_int()) == ("s.a", "p.cntk", 2, 1)
+        assert clone("s")("ds").as_array()[0]("k") == "/d"

@@ -217,7 +217,12 @@ class ConfigValue(str):
         return any(src.text[a] in OPEN or src.text[a] == '"' for a, b in pieces)
 
     def __reduce__(self):
-        return (str, (str(self),))
+        # pickles and copies keep the text and provenance, not the tree around the value
+        return (_rebuild_value, (str(self), self.file, self.line, self.quoted, self.path))
+
+
+def _rebuild_value(text, file, line, quoted, path) -> ConfigValue:
+    return ConfigValue(text, file=file, line=line, quoted=quoted, path=path)
 
 
 class ConfigArray(list):
@@ -321,6 +326,13 @@ class ConfigParameters:
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __setstate__(self, state: dict) -> None:
+        # after unpickling, values find their set again (for lookups of $var$ and array elements)
+        self.__dict__.update(state)
+        for name, value in self._entries.values():
+            if isinstance(value, ConfigValue):
+                value._scope, value._key, value._path = self, name, None
 
     # -- lookup -----------------------------------------------------------------------------
     def _find(self, name: str, skip: "tuple[ConfigParameters, str] | None" = None):

@@ -71,10 +71,29 @@ def dump(params, indent: int = 0) -> str:
             lines.append(f"{pad}]\n")
         else:
             text = _value_text(value, value.path)
+            if "$" in text and value.is_array_literal():
+                text = _array_text(value, indent)
             if not value.quoted and _top_level_has(text, ";") and indent == 0 and params.parent is None:
                 text = _quote(text, value.path)
             lines.append(f"{pad}{name} = {text}\n")
     return "".join(lines)
+
+
+def _array_text(value, indent: int) -> str:
+    """An array whose parameter sets still hold ``$var$`` (substituted from their own scope),
+    written element by element with those sets resolved."""
+    from .params import ConfigParameters
+
+    pad = _PAD * (indent + 1)
+    parts = []
+    for item in value.as_array():
+        if isinstance(item, ConfigParameters):
+            parts.append(f"{pad}{_open_bracket(item)}\n{dump(item, indent + 2)}{pad}]\n")
+        elif item.quoted:
+            parts.append(f"{pad}{_quote(str(item), item.path)}\n")
+        else:
+            parts.append(f"{pad}{item}\n")
+    return "(\n" + "".join(parts) + _PAD * indent + ")"
 
 
 def _open_bracket(params) -> str:
