@@ -17,8 +17,12 @@
 /* ------------------------------------------------------------------------------------------ */
 /* numpy arrays over malloc'ed blocks                                                          */
 
+/* The capsule's context holds the block size; its name says how the block was allocated. */
 static void capsule_free(PyObject *cap) {
-    free(PyCapsule_GetPointer(cap, "cntkio.ctf.block"));
+    const char *name = PyCapsule_GetName(cap);
+    void *ptr = PyCapsule_GetPointer(cap, name);
+    size_t size = (size_t)(uintptr_t)PyCapsule_GetContext(cap);
+    ctf_block_free(ptr, size, name != NULL && name[sizeof "cntkio.ctf." - 1] == 'm');
 }
 
 /* A 1-d array of `count` items of `typenum` that takes ownership of v->data (v is emptied). */
@@ -30,11 +34,16 @@ static PyObject *vec_to_array(ctf_vec *v, int typenum, npy_intp count) {
     }
     arr = PyArray_SimpleNewFromData(1, &count, typenum, v->data);
     if (arr == NULL) return NULL;
-    cap = PyCapsule_New(v->data, "cntkio.ctf.block", capsule_free);
+    cap = PyCapsule_New(v->data, v->mapped ? "cntkio.ctf.mmap" : "cntkio.ctf.heap", capsule_free);
     if (cap == NULL) { Py_DECREF(arr); return NULL; }
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) { Py_DECREF(arr); return NULL; }
+    if (PyCapsule_SetContext(cap, (void *)(uintptr_t)v->cap) < 0 ||
+        PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
     v->data = NULL;
     v->len = v->cap = 0;
+    v->mapped = 0;
     return arr;
 }
 
@@ -252,7 +261,7 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = ctf_parse_chunk((const char *)view.buf, (int64_t)base, starts, first_lines, (int64_t)n,
+    rc = ctf_parse_chunk((const char *)view.buf, (size_t)view.len, (int64_t)base, starts, first_lines, (int64_t)n,
                          ids_mode, at.al, at.n, dbl, (int64_t)error_limit, (int64_t)warning_limit, &r);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);

@@ -17,11 +17,29 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Growable arrays                                                                             */
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#define CTF_HAVE_MMAP 1
+/* Blocks from this size on are mmap'ed with transparent huge pages requested: the outputs of a
+ * 32 MB chunk are tens of MB, and faulting them in 4 KiB pages costs as much as parsing. */
+#define CTF_MMAP_MIN ((size_t)4 << 20)
+#endif
+
 typedef struct {
     char *data;
-    size_t len; /* bytes used */
-    size_t cap; /* bytes allocated */
+    size_t len;  /* bytes used */
+    size_t cap;  /* bytes allocated */
+    int mapped;  /* data is an mmap'ed block of cap bytes (free with ctf_block_free) */
 } ctf_vec;
+
+static void ctf_block_free(void *data, size_t cap, int mapped) {
+#ifdef CTF_HAVE_MMAP
+    if (mapped) { munmap(data, cap); return; }
+#endif
+    (void)cap;
+    (void)mapped;
+    free(data);
+}
 
 static int ctf_vec_reserve(ctf_vec *v, size_t extra) {
     size_t need = v->len + extra, cap;
@@ -29,6 +47,27 @@ static int ctf_vec_reserve(ctf_vec *v, size_t extra) {
     if (need <= v->cap) return 0;
     cap = v->cap ? v->cap : 256;
     while (cap < need) cap += cap / 2 + 64;
+#ifdef CTF_HAVE_MMAP
+    if (cap >= CTF_MMAP_MIN) {
+        cap = (cap + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+        if (v->mapped) {
+            d = (char *)mremap(v->data, v->cap, cap, MREMAP_MAYMOVE);
+            if (d == (char *)MAP_FAILED) return -1;
+        } else {
+            d = (char *)mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (d == (char *)MAP_FAILED) return -1;
+            if (v->len) memcpy(d, v->data, v->len);
+            free(v->data);
+            v->mapped = 1;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(d, cap, MADV_HUGEPAGE);
+#endif
+        v->data = d;
+        v->cap = cap;
+        return 0;
+    }
+#endif
     d = (char *)realloc(v->data, cap);
     if (d == NULL) return -1;
     v->data = d;
@@ -37,9 +76,10 @@ static int ctf_vec_reserve(ctf_vec *v, size_t extra) {
 }
 
 static void ctf_vec_free(ctf_vec *v) {
-    free(v->data);
+    if (v->data) ctf_block_free(v->data, v->cap, v->mapped);
     v->data = NULL;
     v->len = v->cap = 0;
+    v->mapped = 0;
 }
 
 static inline int ctf_push_i64(ctf_vec *v, int64_t x) {
@@ -70,6 +110,13 @@ static inline int ctf_push_u64(ctf_vec *v, uint64_t x) {
 /* WS: space, tab, '\r'. Delimiters: WS, '\n', '|'. */
 static const unsigned char ctf_delim_tab[256] = {
     ['\t'] = 1, ['\r'] = 1, [' '] = 1, ['\n'] = 2, ['|'] = 2};
+#if defined(__GNUC__)
+#define CTF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CTF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define CTF_LIKELY(x) (x)
+#define CTF_UNLIKELY(x) (x)
+#endif
 #define CTF_IS_WS(c) (ctf_delim_tab[(unsigned char)(c)] == 1)
 #define CTF_IS_DELIM(c) (ctf_delim_tab[(unsigned char)(c)] != 0)
 #define CTF_IS_DIGIT(c) ((unsigned)((unsigned char)(c) - '0') < 10u)
@@ -142,6 +189,24 @@ static inline int ctf_lookup(const ctf_alias *al, int na, const char *s, size_t 
     return -1;
 }
 
+/* The stream whose name is the token starting at p (ending at a delimiter or `end`), or -1.
+ * Same answer as ctf_lookup on the token, without finding the token's end first. */
+static inline int ctf_match_alias(const ctf_alias *al, int na, const char *p, const char *end) {
+    const size_t avail = (size_t)(end - p);
+    for (int k = na - 1; k >= 0; k--) {
+        const size_t len = al[k].len;
+        const char *name = al[k].name;
+        size_t i;
+        if (len > avail) continue;
+        if (len > 0 && p[0] != name[0]) continue;
+        for (i = 1; i < len && p[i] == name[i]; i++) {}
+        if (i < len) continue;
+        if (len < avail && !CTF_IS_DELIM(p[len])) continue;
+        return k;
+    }
+    return -1;
+}
+
 /* The part of a line before its first '|' (see _reference._Prefix). */
 typedef struct {
     int blank;
@@ -168,12 +233,16 @@ static inline void ctf_read_prefix(const char *p, const char *le, ctf_prefix *pf
     pf->body = ctf_skip_ws(q, le);
 }
 
+/* v * 10 + 9 cannot overflow while v <= CTF_U64_SAFE; above it only 1844674407370955161 * 10 + d
+ * with d <= 5 still fits. */
+#define CTF_U64_SAFE 1844674407370955160ULL
+
 /* Value of the digits [s, e) if it fits in uint64 (returns 1), else 0. */
 static inline int ctf_digits_u64(const char *s, const char *e, uint64_t *out) {
     uint64_t v = 0;
     for (; s < e; s++) {
         uint64_t d = (uint64_t)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10u) return 0;
+        if (CTF_UNLIKELY(v > CTF_U64_SAFE) && (v > CTF_U64_SAFE + 1 || d > 5)) return 0;
         v = v * 10u + d;
     }
     *out = v;
@@ -237,40 +306,57 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     } while (0)
 
     for (ls = buf + data_start; ls < end;) {
-        const char *le = (const char *)memchr(ls, '\n', (size_t)(end - ls));
-        const char *next;
+        const char *le, *p = ls;
         ctf_prefix pf;
-        int nhits = 0, has_content = 0, valid;
-        if (le == NULL) { le = end; next = end; } else { next = le + 1; }
+        int nhits = 0, has_content = 0, valid, id_big = 0;
+        uint64_t idv = 0;
         line_no++;
-        ctf_read_prefix(ls, le, &pf);
-        if (pf.blank) { ls = next; continue; }
+        /* prefix, bounded by the buffer end; '\n' is neither WS nor a digit */
+        while (p < end && CTF_IS_WS(*p)) p++;
+        if (p >= end || *p == '\n') { ls = p + 1; continue; } /* blank */
+        pf.digits_start = p;
+        while (p < end && CTF_IS_DIGIT(*p)) {
+            uint64_t d = (uint64_t)(*p - '0');
+            if (CTF_UNLIKELY(idv > CTF_U64_SAFE) && (idv > CTF_U64_SAFE + 1 || d > 5)) id_big = 1;
+            idv = idv * 10u + d;
+            p++;
+        }
+        pf.digits_end = p;
+        pf.invalid_at = NULL;
+        if (p > pf.digits_start) {
+            if (p < end && !(CTF_IS_WS(*p) || *p == '|' || *p == '\n')) pf.invalid_at = p;
+        } else if (*p != '|') {
+            pf.invalid_at = p;
+        }
         valid = (pf.invalid_at == NULL);
-        /* names on the line (counted only when the prefix is valid) */
-        {
-            const char *p = pf.body;
+        if (!valid) {
+            le = (const char *)memchr(p, '\n', (size_t)(end - p));
+            if (le == NULL) le = end;
+            has_content = 1;
+        } else {
+            /* names on the line; the same pass finds the line end */
             for (;;) {
-                const char *bar = (const char *)memchr(p, '|', (size_t)(le - p));
-                const char *ne;
+                const char *bar = ctf_find2(p, end, '|', '\n');
                 int k;
-                if (bar == NULL) break;
-                if (bar + 1 < le && bar[1] == '#') { p = bar + 2; continue; }
-                ne = ctf_token_end(bar + 1, le);
+                if (bar >= end || *bar == '\n') { le = bar; break; }
+                if (bar + 1 < end && bar[1] == '#') { p = bar + 2; continue; }
                 has_content = 1;
-                if (!valid) break;
-                k = ctf_lookup(al, na, bar + 1, (size_t)(ne - bar - 1));
-                if (k >= 0 && stamp[k] != line_no) { stamp[k] = line_no; line_hits[nhits++] = k; }
-                p = ne;
+                k = ctf_match_alias(al, na, bar + 1, end);
+                if (k >= 0) {
+                    if (stamp[k] != line_no) { stamp[k] = line_no; line_hits[nhits++] = k; }
+                    p = bar + 1 + al[k].len;
+                } else {
+                    p = bar + 1; /* a name holds no '|' or '\n': searching on from here is the same */
+                }
             }
         }
-        if (!valid) has_content = 1;
-        if (!has_content) { ls = next; continue; }
+        if (!has_content) { ls = le + 1; continue; }
         if (ids_mode < 0) ids_mode = (!skip_ids) && pf.digits_end > pf.digits_start;
         {
             int start_new, have_key = 0;
             uint64_t new_key = 0, key = 0;
             if (ids_mode && pf.digits_end > pf.digits_start && valid) {
-                if (ctf_digits_u64(pf.digits_start, pf.digits_end, &new_key)) have_key = 1;
+                if (!id_big) { new_key = idv; have_key = 1; }
                 else valid = 0; /* BAD_ID: continues the current sequence, counts nothing */
             }
             if (!ids_mode) {
@@ -303,7 +389,7 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
             if (valid)
                 for (int h = 0; h < nhits; h++) counts[line_hits[h]]++;
         }
-        ls = next;
+        ls = le + 1;
     }
     CTF_CLOSE_SEQ();
 #undef CTF_CLOSE_SEQ
@@ -377,7 +463,8 @@ static void ctf_result_free(ctf_result *r) {
 typedef struct {
     const char *buf;       /* the byte at absolute offset o is buf[o - base] */
     int64_t base;
-    const char *end;       /* end of the parsed range (absolute starts[n] - base) */
+    const char *end;       /* end of the current sequence's bytes */
+    const char *bufend;    /* end of the whole buffer (bounds the 8-byte reads) */
     const ctf_alias *al;
     int na;
     int dbl;
@@ -424,48 +511,99 @@ static const ctf_numfmt ctf_fmt = {1, 1};
         else ((float *)(void *)(dst))[i] = (float)(v);             \
     } while (0)
 
+#if defined(__GNUC__)
+#define CTF_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define CTF_ALWAYS_INLINE static inline
+#endif
+
+/* The byte at q inside the current line: with a sentinel (the line ends with a '\n' inside the
+ * parsed range) every loop stops at that '\n' by itself and needs no bounds check; without one
+ * (the last line of the range lacks its '\n') the end reads as '\n'. `sent` is a constant in
+ * each inlined copy, so the check vanishes from the hot copy. */
+#define CTF_CH(q) ((sent || (q) < end) ? *(q) : '\n')
+
+/* One number token at p (known not to be a delimiter). Returns its end, or NULL when the token is
+ * not a number (the caller reports BAD_NUMBER). */
+CTF_ALWAYS_INLINE const char *ctf_value(const ctf_parser *ps, const char *p, const char *end,
+                                        int sent, double *v) {
+    const char *e;
+    char c = *p;
+    (void)ps;
+    if (CTF_IS_DIGIT(c)) {
+        /* short unsigned integers ("0", "255", "1"): a branchy loop, well predicted on
+         * pixel-like and one-hot data, exact in double up to 15 digits */
+        uint64_t m = (uint64_t)(c - '0');
+        const char *q = p + 1;
+        while (CTF_IS_DIGIT(CTF_CH(q)) && q - p < 15) { m = m * 10u + (uint64_t)(*q - '0'); q++; }
+        if (CTF_IS_DELIM(CTF_CH(q))) { *v = (double)m; return q; }
+    }
+#ifdef CTF_HAVE_SWAR
+    e = ctf_fast_number(p, ps->bufend, v);
+    if (e != NULL && e < end && CTF_IS_DELIM(*e)) return e;
+#endif
+    e = ctf_parse_number(p, end, &ctf_fmt, v);
+    if (e == NULL || (e < end && !CTF_IS_DELIM(*e))) return NULL;
+    return e;
+}
+
+/* Number of value tokens from p to the end of the sample. */
+static int64_t ctf_count_tokens(const char *p, const char *end) {
+    int64_t n = 0;
+    for (;;) {
+        while (p < end && CTF_IS_WS(*p)) p++;
+        if (p >= end || *p == '|' || *p == '\n') return n;
+        p = ctf_token_end(p, end);
+        n++;
+    }
+}
+
 /* Dense sample values from p (just after the name) up to the next '|' / '\n' / end.
  * Returns the position after the sample (at '|', '\n' or end), or NULL with *stop set. */
-static const char *ctf_parse_dense(ctf_parser *ps, int k, const char *bar, const char *p,
-                                   int *stop) {
+CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char *bar,
+                                              const char *p, const char *end, int sent, int *stop) {
     ctf_stream_out *so = &ps->r->out[k];
     const int64_t dim = ps->al[k].dim;
-    const size_t esz = ps->dbl ? sizeof(double) : sizeof(float);
-    const char *end = ps->end;
+    const int dbl = ps->dbl;
+    const size_t esz = dbl ? sizeof(double) : sizeof(float);
     int64_t nv = 0;
     char *dst;
     if (ctf_vec_reserve(&so->values, (size_t)dim * esz)) { *stop = -1; return NULL; }
     dst = so->values.data + so->values.len;
     for (;;) {
-        const char *s, *e;
+        const char *e;
         double v;
-        while (p < end && CTF_IS_WS(*p)) p++;
-        if (p >= end || *p == '|' || *p == '\n') break;
-        s = p;
-        if (nv == dim) { /* TOO_MANY_VALUES at this token; detail = all tokens of the sample */
-            int64_t total = nv;
-            const char *q = p;
-            int rc;
-            for (;;) {
-                while (q < end && CTF_IS_WS(*q)) q++;
-                if (q >= end || *q == '|' || *q == '\n') break;
-                q = ctf_token_end(q, end);
-                total++;
+        char c = CTF_CH(p);
+        if (CTF_IS_WS(c)) { p++; continue; }
+        if (c == '|' || c == '\n') break;
+        if (CTF_LIKELY(nv < dim)) {
+            if (CTF_IS_DIGIT(c) && CTF_CH(p + 1) == ' ') { /* "0 ": the commonest token */
+                CTF_STORE(dst, nv, (double)(c - '0'), dbl);
+                nv++;
+                p += 2;
+                continue;
             }
-            rc = ctf_report(ps, CTF_TOO_MANY_VALUES, k, s, (int64_t)(ctf_token_end(s, end) - s), total);
-            if (rc) { *stop = rc; return NULL; }
-            return q;
+            e = ctf_value(ps, p, end, sent, &v);
+            if (e != NULL) {
+                CTF_STORE(dst, nv, v, dbl);
+                nv++;
+                p = e;
+                continue;
+            }
+            {
+                const char *te = ctf_token_end(p, end);
+                int rc = ctf_report(ps, CTF_BAD_NUMBER, k, p, (int64_t)(te - p), 0);
+                if (rc) { *stop = rc; return NULL; }
+                return ctf_find2(te, end, '|', '\n');
+            }
         }
-        e = ctf_parse_number(p, end, &ctf_fmt, &v);
-        if (e == NULL || (e < end && !CTF_IS_DELIM(*e))) {
-            const char *te = ctf_token_end(s, end);
-            int rc = ctf_report(ps, CTF_BAD_NUMBER, k, s, (int64_t)(te - s), 0);
+        { /* TOO_MANY_VALUES at this token; detail = all tokens of the sample */
+            int64_t total = nv + ctf_count_tokens(p, end);
+            int rc = ctf_report(ps, CTF_TOO_MANY_VALUES, k, p, (int64_t)(ctf_token_end(p, end) - p),
+                                total);
             if (rc) { *stop = rc; return NULL; }
-            return ctf_find2(te, end, '|', '\n');
+            return ctf_find2(p, end, '|', '\n');
         }
-        CTF_STORE(dst, nv, v, ps->dbl);
-        nv++;
-        p = e;
     }
     if (nv < dim) {
         int rc;
@@ -479,11 +617,12 @@ static const char *ctf_parse_dense(ctf_parser *ps, int k, const char *bar, const
 }
 
 /* Sparse sample: INDEX:VALUE tokens. Same contract as ctf_parse_dense. */
-static const char *ctf_parse_sparse(ctf_parser *ps, int k, const char *p, int *stop) {
+CTF_ALWAYS_INLINE const char *ctf_parse_sparse(ctf_parser *ps, int k, const char *p,
+                                               const char *end, int sent, int *stop) {
     ctf_stream_out *so = &ps->r->out[k];
     const int64_t dim = ps->al[k].dim;
-    const size_t esz = ps->dbl ? sizeof(double) : sizeof(float);
-    const char *end = ps->end;
+    const int dbl = ps->dbl;
+    const size_t esz = dbl ? sizeof(double) : sizeof(float);
     const size_t vlen0 = so->values.len, ilen0 = so->indices.len;
     int64_t nnz;
     for (;;) {
@@ -493,35 +632,36 @@ static const char *ctf_parse_sparse(ctf_parser *ps, int k, const char *p, int *s
         double v;
         int64_t at_len = 0;
         const char *at = NULL;
-        while (p < end && CTF_IS_WS(*p)) p++;
-        if (p >= end || *p == '|' || *p == '\n') break;
+        char c = CTF_CH(p);
+        if (CTF_IS_WS(c)) { p++; continue; }
+        if (c == '|' || c == '\n') break;
         s = p;
         q = p;
-        while (q < end && CTF_IS_DIGIT(*q)) {
+        while (CTF_IS_DIGIT(CTF_CH(q))) {
             uint64_t d = (uint64_t)(*q - '0');
-            if (idx > (UINT64_MAX - d) / 10u) big = 1; else idx = idx * 10u + d;
+            if (CTF_UNLIKELY(idx > CTF_U64_SAFE)) big = 1; else idx = idx * 10u + d;
             q++;
         }
-        if (q < end && *q == ':' && q > s) {
+        if (q > s && CTF_CH(q) == ':') {
             if (big || idx >= (uint64_t)dim) { code = CTF_INDEX_RANGE; at = s; at_len = q - s; }
-            else {
-                e = ctf_parse_number(q + 1, end, &ctf_fmt, &v);
-                if (e == NULL || (e < end && !CTF_IS_DELIM(*e))) {
-                    code = CTF_BAD_NUMBER; at = q + 1; at_len = ctf_token_end(q + 1, end) - (q + 1);
-                } else {
-                    if (ctf_vec_reserve(&so->values, esz) || ctf_vec_reserve(&so->indices, sizeof(int32_t))) {
-                        *stop = -1; return NULL;
-                    }
-                    CTF_STORE(so->values.data + so->values.len, 0, v, ps->dbl);
-                    so->values.len += esz;
-                    {
-                        int32_t i32 = (int32_t)idx;
-                        memcpy(so->indices.data + so->indices.len, &i32, sizeof i32);
-                        so->indices.len += sizeof i32;
-                    }
-                    p = e;
-                    continue;
+            else if (CTF_IS_DELIM(CTF_CH(q + 1)) || (e = ctf_value(ps, q + 1, end, sent, &v)) == NULL) {
+                code = CTF_BAD_NUMBER; at = q + 1; at_len = ctf_token_end(q + 1, end) - (q + 1);
+            } else {
+                if ((so->values.len + esz > so->values.cap && ctf_vec_reserve(&so->values, esz)) ||
+                    (so->indices.len + sizeof(int32_t) > so->indices.cap &&
+                     ctf_vec_reserve(&so->indices, sizeof(int32_t)))) {
+                    *stop = -1;
+                    return NULL;
                 }
+                CTF_STORE(so->values.data + so->values.len, 0, v, dbl);
+                so->values.len += esz;
+                {
+                    int32_t i32 = (int32_t)idx;
+                    memcpy(so->indices.data + so->indices.len, &i32, sizeof i32);
+                    so->indices.len += sizeof i32;
+                }
+                p = e;
+                continue;
             }
         } else {
             const char *te = ctf_token_end(s, end);
@@ -552,73 +692,67 @@ static int ctf_line_has_names(const char *p, const char *le) {
     }
 }
 
-/* Parses one line starting at ps->ls. Returns the start of the next line (or end); sets *stop on
- * abort (1) or no memory (-1). */
-static const char *ctf_parse_line(ctf_parser *ps, int64_t seq, const char **out_next, int *stop) {
-    const char *end = ps->end;
-    const char *ls = ps->ls, *p;
-    ctf_prefix pf;
-    (void)seq;
-    /* prefix: it only needs the line end when it is not followed by a '|' right away */
-    p = ls;
-    while (p < end && CTF_IS_WS(*p)) p++;
-    if (p < end && *p == '|') {
-        pf.blank = 0; pf.digits_start = pf.digits_end = p; pf.invalid_at = NULL; pf.body = p;
-    } else {
-        const char *le = (const char *)memchr(p, '\n', (size_t)(end - p));
-        if (le == NULL) le = end;
-        ctf_read_prefix(ls, le, &pf);
-        if (pf.blank) { *out_next = le; return le; }
-        if (pf.invalid_at) {
-            int rc = ctf_report(ps, CTF_BAD_PREFIX, -1, pf.invalid_at,
-                                (int64_t)(ctf_token_end(pf.invalid_at, le) - pf.invalid_at), 0);
-            if (rc) *stop = rc;
-            *out_next = le;
-            return le;
-        }
-        if (!ctf_line_has_names(pf.body, le)) { *out_next = le; return le; }
-        if (ps->ids_mode && pf.digits_end > pf.digits_start) {
-            uint64_t dummy;
-            if (!ctf_digits_u64(pf.digits_start, pf.digits_end, &dummy)) {
-                int rc = ctf_report(ps, CTF_BAD_ID, -1, pf.digits_start,
-                                    (int64_t)(pf.digits_end - pf.digits_start), 0);
-                if (rc) *stop = rc;
-                *out_next = le;
-                return le;
-            }
-        }
-    }
-    ps->line_ord++;
-    p = pf.body;
+/* The samples of a line from p (the body, after the prefix) to le ('\n' or the range end). */
+CTF_ALWAYS_INLINE int ctf_parse_samples(ctf_parser *ps, const char *p, const char *end, int sent) {
+    int stop = 0;
     for (;;) {
         const char *bar = ctf_find2(p, end, '|', '\n'), *ne;
         int k;
-        if (bar >= end || *bar == '\n') { *out_next = bar; return bar; }
+        if (bar >= end || *bar == '\n') return 0;
         if (bar + 1 < end && bar[1] == '#') { p = bar + 2; continue; }
-        ne = ctf_token_end(bar + 1, end);
-        if (ne == bar + 1) {
+        if (bar + 1 >= end || CTF_IS_DELIM(bar[1])) {
             int rc = ctf_report(ps, CTF_EMPTY_NAME, -1, bar, 1, 0);
-            if (rc) { *stop = rc; *out_next = ne; return ne; }
-            p = ne;
+            if (rc) return rc;
+            p = bar + 1;
             continue;
         }
-        k = ctf_lookup(ps->al, ps->na, bar + 1, (size_t)(ne - bar - 1));
-        if (k < 0) { p = ctf_find2(ne, end, '|', '\n'); continue; }
+        k = ctf_match_alias(ps->al, ps->na, bar + 1, end);
+        if (k < 0) { p = ctf_find2(bar + 1, end, '|', '\n'); continue; }
+        ne = bar + 1 + ps->al[k].len;
         if (ps->r->out[k].stamp == ps->line_ord) {
             int rc = ctf_report(ps, CTF_DUPLICATE_INPUT, k, bar, (int64_t)(ne - bar), 0);
-            if (rc) { *stop = rc; *out_next = ne; return ne; }
+            if (rc) return rc;
             p = ctf_find2(ne, end, '|', '\n');
             continue;
         }
         ps->r->out[k].stamp = ps->line_ord;
-        p = ps->al[k].sparse ? ctf_parse_sparse(ps, k, ne, stop) : ctf_parse_dense(ps, k, bar, ne, stop);
-        if (p == NULL) { *out_next = end; return end; }
+        p = ps->al[k].sparse ? ctf_parse_sparse(ps, k, ne, end, sent, &stop)
+                             : ctf_parse_dense(ps, k, bar, ne, end, sent, &stop);
+        if (p == NULL) return stop;
     }
+}
+
+/* Parses the line [ps->ls, le), le being its '\n' or the range end. Returns 0, 1 (stop: error
+ * limit) or -1 (no memory). */
+static int ctf_parse_line(ctf_parser *ps, const char *le) {
+    const char *ls = ps->ls, *p;
+    ctf_prefix pf;
+    p = ls;
+    while (p < le && CTF_IS_WS(*p)) p++;
+    if (p < le && *p == '|') {
+        pf.body = p; /* the common case: no id, nothing to check */
+    } else {
+        ctf_read_prefix(ls, le, &pf);
+        if (pf.blank) return 0;
+        if (pf.invalid_at)
+            return ctf_report(ps, CTF_BAD_PREFIX, -1, pf.invalid_at,
+                              (int64_t)(ctf_token_end(pf.invalid_at, le) - pf.invalid_at), 0);
+        if (!ctf_line_has_names(pf.body, le)) return 0;
+        if (ps->ids_mode && pf.digits_end > pf.digits_start) {
+            uint64_t unused;
+            if (!ctf_digits_u64(pf.digits_start, pf.digits_end, &unused))
+                return ctf_report(ps, CTF_BAD_ID, -1, pf.digits_start,
+                                  (int64_t)(pf.digits_end - pf.digits_start), 0);
+        }
+    }
+    ps->line_ord++;
+    if (le < ps->end) return ctf_parse_samples(ps, pf.body, le, 1); /* *le == '\n' */
+    return ctf_parse_samples(ps, pf.body, le, 0);
 }
 
 /* Parses sequences starts[i]:starts[i+1] (see _reference.parse_chunk). The result's outputs are
  * complete unless r->aborted. Returns 0, or CTF_ERR_NOMEM. */
-static int ctf_parse_chunk(const char *buf, int64_t base, const int64_t *starts,
+static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const int64_t *starts,
                            const int64_t *first_lines, int64_t n, int ids_mode,
                            const ctf_alias *al, int na, int dbl, int64_t error_limit,
                            int64_t warning_limit, ctf_result *r) {
@@ -637,6 +771,7 @@ static int ctf_parse_chunk(const char *buf, int64_t base, const int64_t *starts,
     ps.buf = buf;
     ps.base = base;
     ps.end = buf + (n > 0 ? starts[n] - base : 0);
+    ps.bufend = buf + buflen;
     ps.al = al;
     ps.na = na;
     ps.dbl = dbl;
@@ -648,18 +783,17 @@ static int ctf_parse_chunk(const char *buf, int64_t base, const int64_t *starts,
     for (int64_t i = 0; i < n && !stop; i++) {
         const char *send = buf + (starts[i + 1] - base);
         const char *p = buf + (starts[i] - base);
-        const char *saved_end = ps.end;
         ps.end = send;
         ps.line_no = first_lines[i];
         while (p < send) {
-            const char *next;
+            const char *le = (const char *)memchr(p, '\n', (size_t)(send - p));
+            if (le == NULL) le = send;
             ps.ls = p;
-            ctf_parse_line(&ps, i, &next, &stop);
+            stop = ctf_parse_line(&ps, le);
             if (stop) break;
-            p = next < send ? next + 1 : send; /* next is at '\n' or the sequence end */
+            p = le < send ? le + 1 : send;
             ps.line_no++;
         }
-        ps.end = saved_end;
         for (int k = 0; k < na && !stop; k++)
             if (ctf_push_i64(&r->out[k].offsets, r->out[k].nsamples)) goto nomem;
     }
