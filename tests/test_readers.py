@@ -522,3 +522,30 @@ def test_composite_example_builds_and_reads(tmp_path):
     assert sorted(float(s[0, 0]) for s in mb["pairweight"].as_sequences()) == [-2.0, 0.5, 1.0]
     qui = mb["qu1fea"].as_csr()
     assert qui.shape == (3, 95589) and qui.nnz == 4 and qui[:, 95588].sum() == 2.0
+
+
+def test_errors_name_the_file_and_line_where_the_value_was_written(tmp_path):
+    from cntkio.config import load_config
+    cfg_file = tmp_path / "r.cntk"
+    cfg_file.write_text(textwrap.dedent("""\
+        train = [
+            reader = [
+                deserializers = ([ type = CNTKTextFormatDeserializer; file = a.txt
+                                   input = [ x = [ dim = 1; format = dense ] ] ]:
+                                 [ type = CNTKTextFormatDeserializer; file = b.txt
+                                   input = [ y = [ dim = 2
+                                                   format = csr ] ] ])
+            ]
+        ]
+        """))
+    cfg = load_config([f"configFile={cfg_file}"])
+    with pytest.raises(ConfigError) as err:
+        reader_spec(cfg("train")("reader"))
+    e = err.value
+    assert e.path == "train.reader.deserializers[1].input.y.format"
+    assert e.file == str(cfg_file) and e.line == 7
+    assert str(e).startswith(f"{cfg_file}:7: train.reader.deserializers[1].input.y.format: ")
+    cfg_file.write_text("test = [\n  reader = [\n    readerType = HTKMLFReader\n  ]\n]\n")
+    with pytest.raises(UnsupportedReaderError) as err:
+        reader_spec(load_config([f"configFile={cfg_file}"])("test")("reader"))
+    assert (err.value.file, err.value.line, err.value.path) == (str(cfg_file), 3, "test.reader.readerType")

@@ -87,7 +87,7 @@ def _implemented_reader_types() -> list[str]:
     return [COMPOSITE] + [r for r, d in READER_TYPES.items() if d in reg]
 
 
-def _unsupported_type(kind: str, name: str, path: str) -> UnsupportedReaderError:
+def _unsupported_type(kind: str, name: str, sec: Section, key: str) -> UnsupportedReaderError:
     reg = _registered()
     if kind == "readerType":
         msg = (f"readerType {name!r} is not implemented in cntkio; implemented reader types: "
@@ -97,7 +97,9 @@ def _unsupported_type(kind: str, name: str, path: str) -> UnsupportedReaderError
         msg = f"deserializer type {name!r} is not implemented in cntkio; implemented types: {', '.join(reg)}"
     import difflib
     close = difflib.get_close_matches(name, list(READER_TYPES) + [COMPOSITE] + reg, n=1, cutoff=0.7)
-    return UnsupportedReaderError(msg, path=path, hint=f"did you mean {close[0]!r}?" if close else None)
+    file, line = sec.where(key)
+    return UnsupportedReaderError(msg, path=sec.key_path(key), file=file, line=line,
+                                  hint=f"did you mean {close[0]!r}?" if close else None)
 
 
 def _canonical_type(name: str, known: list[str]) -> str | None:
@@ -117,8 +119,7 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
 
     precision = reader.str("precision", "float").lower()
     if precision not in ("float", "double"):
-        raise ConfigError(f"precision must be float or double, found {precision!r}",
-                          path=reader.key_path("precision"))
+        raise reader.error("precision", f"precision must be float or double, found {precision!r}")
     spec.dtype = "float32" if precision == "float" else "float64"
 
     if reader.has_local("deserializers"):
@@ -127,27 +128,23 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
             _log.info("%s: 'deserializers' given, so the reader is a %s (readerType=%s ignored, as in CNTK)",
                       reader.path, COMPOSITE, rt)
         spec.reader_type = COMPOSITE
-        raw = reader.raw("deserializers", inherit=False)
-        items = raw if isinstance(raw, list) else [raw]
+        items = reader.elements("deserializers")
         if not items:
-            raise ConfigError("deserializers = (...) lists no deserializer",
-                              path=reader.key_path("deserializers"))
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConfigError(f"expected a deserializer section [...], found {str(item)!r}",
-                                  path=f"{reader.key_path('deserializers')}[{i}]")
-            dsec = reader.child(item, f"deserializers[{i}]")
+            raise reader.error("deserializers", "deserializers = (...) lists no deserializer")
+        for i, dsec in enumerate(items):
+            if not isinstance(dsec, Section):
+                raise reader.error(f"deserializers[{i}]",
+                                   f"expected a deserializer section [...], found {str(dsec)!r}")
             spec.deserializers.append(_deserializer_config(dsec, spec, legacy=False))
         legacy = False
     else:
         if not reader.exists("readerType"):
-            raise ConfigError("a reader section needs readerType = ... or deserializers = (...)",
-                              path=reader.key_path("readerType"),
-                              hint=f"implemented reader types: {', '.join(_implemented_reader_types())}")
+            raise reader.error("readerType", "a reader section needs readerType = ... or deserializers = (...)",
+                               f"implemented reader types: {', '.join(_implemented_reader_types())}")
         rt_given = reader.str("readerType")
         rt = _canonical_type(rt_given, list(READER_TYPES))
         if rt is None or READER_TYPES[rt] not in _registered():
-            raise _unsupported_type("readerType", rt_given, reader.key_path("readerType"))
+            raise _unsupported_type("readerType", rt_given, reader, "readerType")
         spec.reader_type = rt
         dconf = _deserializer_config(reader, spec, legacy=True, type_name=READER_TYPES[rt])
         spec.deserializers.append(dconf)
@@ -163,7 +160,7 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
         given = dsec.str("type", inherit=False)
         type_name = _canonical_type(given, _registered())
         if type_name is None:
-            raise _unsupported_type("deserializer", given, dsec.key_path("type"))
+            raise _unsupported_type("deserializer", given, dsec, "type")
     config: dict[str, Any] = {"type": type_name}
     factory = _factory(type_name)
     if type_name == CTF_TYPE:
@@ -205,7 +202,7 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
 def _ctf_input(isec: Section, type_name: str, factory) -> dict:
     fmt = isec.str("format", inherit=False).lower()
     if fmt not in ("dense", "sparse"):
-        raise ConfigError(f"format must be dense or sparse, found {fmt!r}", path=isec.key_path("format"))
+        raise isec.error("format", f"format must be dense or sparse, found {fmt!r}")
     entry: dict[str, Any] = {
         "dim": isec.int("dim", inherit=False, minimum=1),
         "format": fmt,
@@ -220,19 +217,18 @@ def _ctf_input(isec: Section, type_name: str, factory) -> dict:
 def _transforms(isec: Section, type_name: str, factory) -> list[dict]:
     raw = isec.raw("transforms", inherit=False)
     items = raw if isinstance(raw, list) else [raw]
-    path = isec.key_path("transforms")
     if not getattr(factory, "supports_transforms", False):
         from ..deserializers import base
         supporting = [t for t in _registered() if getattr(base._REGISTRY.get(t), "supports_transforms", False)]
         where = (f"transforms are applied by: {', '.join(supporting)}" if supporting else
                  "no deserializer implemented in cntkio applies transforms yet (CNTK's come with the "
                  "ImageDeserializer)")
-        raise ConfigError(f"the {type_name} does not apply transforms; {where}", path=path,
-                          hint="remove the transforms list from this input")
+        raise isec.error("transforms", f"the {type_name} does not apply transforms; {where}",
+                         "remove the transforms list from this input")
     out = []
     for i, t in enumerate(items):
         if not isinstance(t, dict) or not any(k.lower() == "type" for k in t):
-            raise ConfigError("expected a transform section [type = ...]", path=f"{path}[{i}]")
+            raise isec.error(f"transforms[{i}]", "expected a transform section [type = ...]")
         out.append(dict(t))
     return out
 
@@ -274,7 +270,7 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool) -> dict[str,
     frame_mode = reader.bool("frameMode", False)
     truncated = reader.bool("truncated", False)
     if frame_mode and truncated:
-        raise ConfigError("frameMode and truncated cannot both be true", path=reader.key_path("truncated"))
+        raise reader.error("truncated", "frameMode and truncated cannot both be true")
     kw["frame_mode"] = frame_mode
     if truncated:
         kw["truncation_length"] = reader.int("truncationLength", minimum=1)
@@ -311,9 +307,8 @@ def _randomize(reader: Section) -> bool:
     try:
         return reader.bool("randomize")
     except ConfigError:
-        raise ConfigError(f"randomize must be true or false (or the older auto/none), found {value!r}",
-                          path=reader.key_path("randomize"),
-                          hint="the randomization window is set with randomizationWindow") from None
+        raise reader.error("randomize", f"randomize must be true or false (or the older auto/none), found {value!r}",
+                           "the randomization window is set with randomizationWindow") from None
 
 
 # --- building ---------------------------------------------------------------------------------

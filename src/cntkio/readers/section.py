@@ -27,6 +27,7 @@ class Section:
     """One section (a dict of names to values), its parent section and its key path."""
 
     def __init__(self, node: Any, parent: "Section | None" = None, path: str = "") -> None:
+        self._cfg = node if _is_config_params(node) else None   # where values were written
         if _is_config_params(node):
             # a parsed ConfigParameters: its resolved tree, with its enclosing sets as parents
             cfg_parent = getattr(node, "parent", None)
@@ -69,6 +70,32 @@ class Section:
             sec = sec.parent
         return _MISSING, None
 
+    def where(self, name: str) -> tuple[str | None, int | None]:
+        """The file and line where ``name`` (as seen from here) was written, when known."""
+        sec: Section | None = self
+        while sec is not None:
+            k = sec.local_key(name)
+            if k is not None:
+                if sec._cfg is None:
+                    return None, None
+                try:
+                    value = sec._cfg(k)
+                except Exception:  # noqa: BLE001 - provenance is best effort
+                    return None, None
+                return getattr(value, "file", None), getattr(value, "line", None)
+            sec = sec.parent
+        sec = self
+        while sec is not None and sec._cfg is None:
+            sec = sec.parent
+        if sec is not None:
+            return getattr(sec._cfg, "file", None), getattr(sec._cfg, "line", None)
+        return None, None
+
+    def error(self, name: str, message: str, hint: str | None = None) -> ConfigError:
+        """A ConfigError about ``name``: its key path, and its file and line when known."""
+        file, line = self.where(name)
+        return ConfigError(message, path=self.key_path(name), file=file, line=line, hint=hint)
+
     def suggest(self, name: str) -> str | None:
         close = difflib.get_close_matches(name, self.keys(), n=1, cutoff=0.7)
         return f"did you mean {close[0]!r}?" if close else None
@@ -82,8 +109,7 @@ class Section:
             value = self.node[k] if k is not None else _MISSING
         if value is _MISSING:
             if default is _MISSING:
-                raise ConfigError(f"required parameter {name!r} is missing", path=self.key_path(name),
-                                  hint=self.suggest(name))
+                raise self.error(name, f"required parameter {name!r} is missing", self.suggest(name))
             return default
         return value
 
@@ -92,7 +118,7 @@ class Section:
         if value is default and default is not _MISSING:
             return value
         if isinstance(value, (dict, list)):
-            raise ConfigError(f"expected a single value, found {_describe(value)}", path=self.key_path(name))
+            raise self.error(name, f"expected a single value, found {_describe(value)}")
         return str(value).strip()
 
     def int(self, name: str, default: Any = _MISSING, *, minimum: int | None = None,
@@ -109,10 +135,9 @@ class Section:
             if result is None:
                 raise ValueError
         except ValueError:
-            raise ConfigError(f"expected an integer, found {_describe(value)}",
-                              path=self.key_path(name)) from None
+            raise self.error(name, f"expected an integer, found {_describe(value)}") from None
         if minimum is not None and result < minimum:
-            raise ConfigError(f"expected an integer >= {minimum}, found {result}", path=self.key_path(name))
+            raise self.error(name, f"expected an integer >= {minimum}, found {result}")
         return result
 
     def bool(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
@@ -126,8 +151,7 @@ class Section:
             return True
         if text in ("f", "false", "0"):
             return False
-        raise ConfigError(f"expected a boolean (true/false), found {_describe(value)}",
-                          path=self.key_path(name))
+        raise self.error(name, f"expected a boolean (true/false), found {_describe(value)}")
 
     def list(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
         value = self.raw(name, default, inherit=inherit)
@@ -147,19 +171,43 @@ class Section:
             k = self.local_key(name)
             value, owner = (self.node[k], self) if k is not None else (_MISSING, None)
         if value is _MISSING:
-            raise ConfigError(f"required section {name!r} is missing", path=self.key_path(name),
-                              hint=self.suggest(name))
+            raise self.error(name, f"required section {name!r} is missing", self.suggest(name))
         if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
             value = value[0]
         if not isinstance(value, dict):
-            raise ConfigError(f"expected a parameter set [...], found {_describe(value)}",
-                              path=self.key_path(name))
+            raise self.error(name, f"expected a parameter set [...], found {_describe(value)}")
         parent = owner if owner is not None else self
-        return Section(value, parent, parent.key_path(name) if owner is not None else self.key_path(name))
+        if parent._cfg is not None:
+            sub = parent._cfg(parent.local_key(name))
+            if _is_config_params(sub):
+                return Section(sub, parent, parent.key_path(name))
+        return Section(value, parent, parent.key_path(name))
 
-    def child(self, node: dict, name: str) -> "Section":
-        """A section for a dict found in this one (an element of an array), with this as parent."""
-        return Section(node, self, self.key_path(name))
+    def elements(self, name: str) -> list:
+        """The elements of the array ``name`` of this section (``(a:b)``, ``([..]:[..])``): a
+        Section (with this section as parent) for each parameter set, the plain value otherwise.
+        A single value or set is a one-element array."""
+        k = self.local_key(name)
+        if k is None:
+            raise self.error(name, f"required parameter {name!r} is missing", self.suggest(name))
+        raw = self.node[k]
+        items = raw if isinstance(raw, list) else [raw]
+        cfg_items: list = []
+        if self._cfg is not None:
+            try:
+                cfg_items = list(self._cfg(k).as_array())
+            except Exception:  # noqa: BLE001 - provenance is best effort
+                cfg_items = []
+        if len(cfg_items) != len(items):
+            cfg_items = [None] * len(items)
+        out: list = []
+        for i, (item, c) in enumerate(zip(items, cfg_items)):
+            if isinstance(item, dict):
+                node = c if _is_config_params(c) else item
+                out.append(Section(node, self, self.key_path(f"{name}[{i}]")))
+            else:
+                out.append(item)
+        return out
 
     def items(self) -> Iterator[tuple[str, Any]]:
         return iter(self.node.items())
