@@ -221,3 +221,25 @@ def test_unimplemented_cntk_actions_say_so(tmp_path):
     cfg = write(tmp_path / "a.cntk", "command=e\ne=[action=edit; editPath=x.mel]\n")
     with pytest.raises(NotImplementedInCntkio, match="edit"):
         run([f"configFile={cfg}"])
+
+
+def test_without_stderr_the_applications_logging_gets_the_records(tmp_path, caplog):
+    cfg = write(tmp_path / "a.cntk", "command=s\ns=[action=recordTest]\ntraceLevel=2\n")
+    with caplog.at_level(logging.INFO, logger="cntkio"):
+        run([f"configFile={cfg}"])
+    assert "recorded s" in caplog.text and "info from s" in caplog.text
+
+
+def test_console_logging_when_nothing_is_configured(tmp_path):
+    data = write(tmp_path / "d.txt", "|x 1\n|x 2\n")
+    cfg = write(tmp_path / "b.cntk", f"""command=s
+traceLevel=2
+s=[action=dumpReader; minibatchSize=1; outputFile={tmp_path / 'o.txt'}
+   reader=[readerType=CNTKTextFormatReader; file={data}; input=[x=[dim=1; format=dense]]]]
+""")
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "cntkio", f"configFile={cfg}"], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "command s: action dumpReader" in proc.stderr
+    assert (tmp_path / "o.txt").read_text().split() in (["1", "2"], ["2", "1"])

@@ -88,21 +88,28 @@ def stderr_log_path(prefix: str, commands: Iterable[str]) -> str:
 
 
 @contextlib.contextmanager
-def _logging_to(stream, level: int):
+def _logging_to(stream, level: int, *, redirect: bool):
+    """Log the ``cntkio`` loggers at ``level`` for the run. With ``redirect`` (``stderr=``) the log
+    goes to ``stream`` only, as CNTK redirects its output; otherwise to ``stream`` only when the
+    application has not configured logging itself (else its handlers get the records)."""
     logger = logging.getLogger("cntkio")
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler = None
+    if redirect or not (logger.handlers or logging.getLogger().handlers):
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
     old_level, old_propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
     logger.setLevel(level)
-    logger.propagate = False
+    if redirect:
+        logger.propagate = False
     try:
         yield
     finally:
-        logger.removeHandler(handler)
+        if handler is not None:
+            logger.removeHandler(handler)
+            handler.flush()
         logger.setLevel(old_level)
         logger.propagate = old_propagate
-        handler.flush()
 
 
 def run_config(cfg: Any) -> list[tuple[str, str, Any]]:
@@ -139,9 +146,9 @@ def run_config(cfg: Any) -> list[tuple[str, str, Any]]:
         if log_file is not None:
             fh = stack.enter_context(open(log_file, "w", encoding="utf-8"))
             stack.enter_context(contextlib.redirect_stderr(fh))
-            stack.enter_context(_logging_to(fh, trace_level_to_logging(trace)))
+            stack.enter_context(_logging_to(fh, trace_level_to_logging(trace), redirect=True))
         else:
-            stack.enter_context(_logging_to(sys.stderr, trace_level_to_logging(trace)))
+            stack.enter_context(_logging_to(sys.stderr, trace_level_to_logging(trace), redirect=False))
         _log.info("running %s (deviceId=%s, traceLevel=%d)", ":".join(c.name for c in commands), device, trace)
         for cmd in commands:
             for action in cmd.actions:
