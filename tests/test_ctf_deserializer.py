@@ -12,7 +12,7 @@ from cntkio import StreamDef, StreamDefs
 from cntkio.deserializers import build_deserializer, registered_deserializers
 from cntkio.deserializers.ctf import (CNTKTextFormatDeserializer, CTFDeserializer,
                                       available_backends, parse_options)
-from cntkio.errors import ConfigError
+from cntkio.errors import ConfigError, MaxErrorsExceeded
 
 BACKENDS = available_backends()
 
@@ -254,3 +254,21 @@ def test_close(tmp_path, backend):
     d.close()
     d.close()
     assert d._fd is None
+
+
+@pytest.mark.parametrize("text,line", [("|x 1\n|z 1 |\n|x 2\n", 2), ("|\n|x 1\n|x 2\n", 1)])
+def test_errors_in_undelivered_chunks_still_count(tmp_path, backend, text, line):
+    # each line is a chunk; the one with only a malformed sample is dropped and not delivered,
+    # and is parsed with its neighbour so that its error is reported
+    cfg = {"type": "CNTKTextFormatDeserializer", "file": write(tmp_path, text),
+           "chunkSizeInBytes": 5, "input": {"x": {"dim": 1}}}
+    d = CNTKTextFormatDeserializer(cfg, backend=backend)
+    assert len(d.index.chunk_starts) == 4 and len(d.chunk_infos()) == 2
+    with pytest.raises(MaxErrorsExceeded) as info:
+        for c in d.chunk_infos():
+            d.get_chunk(c.id)
+    assert info.value.line == line
+    d = CNTKTextFormatDeserializer({**cfg, "maxErrors": 1}, backend=backend)
+    assert [d.get_chunk(c.id).streams["x"].values.ravel().tolist() for c in d.chunk_infos()] == \
+        [[1], [2]]
+    assert d._errors_total == 1

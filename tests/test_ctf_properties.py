@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cntkio.deserializers.ctf import CNTKTextFormatDeserializer, available_backends
+from cntkio.errors import FormatError
 
 DIM_A, DIM_B = 3, 5
 BAD_NUMBERS = ["1-2", "3+4", "inf", "nan", "x", "1e", "--1", "2,0", ".", "+", "0x1", "1.5f"]
@@ -29,7 +30,12 @@ def number_tokens():
 def ctf_files(draw):
     ids_mode = draw(st.booleans())
     nseq = draw(st.integers(1, 7))
-    ids = draw(st.lists(st.integers(0, 2**64 - 1), min_size=nseq, max_size=nseq, unique=True))
+    # ids may repeat after other ids (read as a new sequence with the same key), never twice in
+    # a row (that would be one sequence)
+    pool = draw(st.lists(st.integers(0, 2**64 - 1), min_size=2, max_size=4, unique=True))
+    ids = [pool[0]]
+    for _ in range(nseq - 1):
+        ids.append(draw(st.sampled_from([k for k in pool if k != ids[-1]])))
     text = bytearray(b"\xef\xbb\xbf" if draw(st.booleans()) else b"")
     ws = st.sampled_from([" ", "\t", "  ", " \t"])
     comment_text = st.text(st.characters(blacklist_characters="|\n", codec="utf-8"), max_size=8)
@@ -128,25 +134,35 @@ def _chunks(sequences, size, limit):
 @pytest.mark.parametrize("backend", available_backends(), ids=lambda b: b.__name__.rsplit(".", 1)[-1])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
-@given(data=ctf_files(), chunk_size=st.integers(1, 400), double=st.booleans())
-def test_generated_files(tmp_path, backend, data, chunk_size, double):
+@given(data=ctf_files(), chunk_size=st.integers(1, 400), double=st.booleans(),
+       defining=st.sampled_from([None, "a", "b"]))
+def test_generated_files(tmp_path, backend, data, chunk_size, double, defining):
     text, sequences, errors = data
     path = tmp_path / "gen.ctf"
     path.write_bytes(text)
     config = {"type": "CNTKTextFormatDeserializer", "file": str(path), "maxErrors": 10**6,
               "traceLevel": 0, "chunkSizeInBytes": chunk_size,
               "precision": "double" if double else "float",
-              "input": {"A": {"alias": "a", "dim": DIM_A}, "B": {"alias": "b", "dim": DIM_B,
-                                                              "format": "sparse"}}}
+              "input": {"A": {"alias": "a", "dim": DIM_A, "definesMBSize": defining == "a"},
+                        "B": {"alias": "b", "dim": DIM_B, "format": "sparse",
+                              "definesMBSize": defining == "b"}}}
+    if defining is not None and not any(s[defining + "_lines"] for s in sequences):
+        with pytest.raises(FormatError, match="no sequence has a sample"):
+            CNTKTextFormatDeserializer(config, backend=backend)
+        return
     d = CNTKTextFormatDeserializer(config, backend=backend)
     dtype = np.float64 if double else np.float32
 
     # the index
     assert d.index.chunk_starts.tolist() == _chunks(sequences, len(text), chunk_size)
+    all_sequences = sequences
+    if defining is not None:  # sequences without a sample of the defining input are dropped
+        sequences = [s for s in sequences if s[defining + "_lines"]]
     keys = np.concatenate([d.sequence_infos(c.id).keys for c in d.chunk_infos()])
     lengths = np.concatenate([d.sequence_infos(c.id).lengths for c in d.chunk_infos()])
     assert keys.tolist() == [s["key"] for s in sequences]
-    assert lengths.tolist() == [max(s["a_lines"], s["b_lines"]) for s in sequences]
+    assert lengths.tolist() == [max(s["a_lines"], s["b_lines"]) if defining is None
+                                else s[defining + "_lines"] for s in sequences]
 
     # the values
     got_a, got_b, got_b_pairs = [], [], []
@@ -168,4 +184,5 @@ def test_generated_files(tmp_path, backend, data, chunk_size, double):
                    for _, p in s["b"]] for s in sequences]
     assert got_a == want_a
     assert got_b == want_b
-    assert d._errors_total == errors
+    assert d._errors_total == errors  # also those in dropped sequences
+    assert len(all_sequences) >= len(sequences)

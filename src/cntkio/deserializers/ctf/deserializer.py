@@ -353,13 +353,23 @@ class CNTKTextFormatDeserializer(Deserializer):
                               found="only other inputs or malformed lines")
         if index.ids_mode:
             self._warn_repeated_ids(index, keep)
+        # A chunk whose sequences are all dropped is not delivered; its bytes are parsed with the
+        # delivered chunk before it (or, at the start of the file, after it), so that its errors
+        # are still reported and counted.
         cs = index.chunk_starts
-        chunks = []
+        chunks: list[tuple[int, int, np.ndarray]] = []
+        pending_start = None
         for c in range(len(cs) - 1):
             a, b = int(cs[c]), int(cs[c + 1])
             kept = np.flatnonzero(keep[a:b]) + a
             if len(kept):
+                if pending_start is not None:
+                    a, pending_start = pending_start, None
                 chunks.append((a, b, kept))
+            elif chunks:
+                chunks[-1] = (chunks[-1][0], b, chunks[-1][2])
+            elif pending_start is None:
+                pending_start = a
         self._chunks = chunks
         self._num_kept = int(keep.sum())
         self._chunk_infos = [ChunkInfo(i, len(k), int(index.lengths[k].sum()))
