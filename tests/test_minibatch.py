@@ -221,3 +221,8 @@ def test_views_agree_with_the_compact_values(case):
     joined = np.concatenate([s.toarray() if sp.issparse(s) else s for s in seqs])
     assert np.array_equal(joined, dense)
     assert [s.shape[0] for s in seqs] == lengths
+    t = mb.to_torch()
+    if mb.is_sparse:
+        assert t.layout == torch.sparse_csr and np.array_equal(t.to_dense().numpy(), dense)
+    else:
+        assert np.array_equal(t.numpy(), padded)

@@ -382,3 +382,15 @@ def test_iteration_and_context_manager():
     s = MinibatchSourceFromData(dict(x=X), max_samples=4)
     got = [mb[s.streams.x].data.asarray().tolist() for mb in s.iter(4, 2, 1)]
     assert got == [[X[1].tolist(), X[3].tolist()]]
+
+
+def test_from_data_dense_array_with_a_sequence_type_is_n_sequences_of_t_samples():
+    A = np.arange(24, dtype=np.float32).reshape(4, 3, 2)  # 4 sequences of 3 samples of shape (2,)
+    s = MinibatchSourceFromData(dict(a=(A, Sequence[tensor])))
+    assert s.streams.a.shape == (2,)
+    d = s.next_minibatch(7)[s.streams.a]
+    assert (d.num_sequences, d.num_samples, d.shape) == (2, 6, (2, 3, 2))
+    assert d.mask.tolist() == [[2, 1, 1], [2, 1, 1]]
+    assert np.array_equal(d.as_sequences()[1], A[1])
+    with pytest.raises(ValueError, match="a sequence type needs a list of sequences"):
+        MinibatchSourceFromData(dict(a=(sparse_y(), Sequence[tensor])))

@@ -258,8 +258,10 @@ class MinibatchSourceFromData(UserMinibatchSource):
                 return (int(first.shape[1]),)
             return tuple(first.shape)
         if is_sequence:
-            raise ValueError(f"stream {name!r}: a sequence type needs a list of sequences, "
-                             f"found {type(value).__name__}")
+            if isinstance(value, np.ndarray) and value.ndim >= 2:
+                return tuple(value.shape[2:])  # (N, T, *shape): N sequences of T samples
+            raise ValueError(f"stream {name!r}: a sequence type needs a list of sequences or an "
+                             f"array (N, T, *shape), found {type(value).__name__}")
         return tuple(value.shape[1:])
 
     @staticmethod
@@ -268,6 +270,8 @@ class MinibatchSourceFromData(UserMinibatchSource):
             return value.sequence_lengths if is_sequence else np.ones(len(value), np.int64)
         if isinstance(value, list) and is_sequence:
             return np.fromiter((it.shape[0] for it in value), np.int64, len(value))
+        if isinstance(value, np.ndarray) and is_sequence:
+            return np.full(value.shape[0], value.shape[1], np.int64)
         n = len(value) if isinstance(value, list) else value.shape[0]
         return np.ones(n, np.int64)
 
@@ -336,6 +340,13 @@ class MinibatchSourceFromData(UserMinibatchSource):
             return Value(batch=np.stack(part))
         if workers != 1:
             part = part.copy()
+        if self._is_sequence[si.name]:  # dense (n, T, *shape): n full sequences of T samples
+            n, t = part.shape[0], part.shape[1]
+            mask = np.ones((n, t), np.int8)
+            if t:
+                mask[:, 0] = 2
+            return Value._from_packed(mask, part.shape[2:], dtype=part.dtype,
+                                      values=np.ascontiguousarray(part).reshape((n * t,) + part.shape[2:]))
         return Value(batch=part)
 
     def get_checkpoint_state(self) -> dict:
