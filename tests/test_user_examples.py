@@ -391,3 +391,29 @@ def test_reference_counts_return_to_their_values_after_reading():
         assert sum(mb[src.streams.x].num_samples for mb in src.iter(5)) == 24
     gc.collect()
     assert [sys.getrefcount(a) for a in d.arrays] == before
+
+
+class BadSecondChunk(SampleChunks):
+    def get_chunk(self, chunk_id):
+        if chunk_id == 1:
+            return {'x': np.zeros((3, 1), np.float64)}
+        return super().get_chunk(chunk_id)
+
+
+def test_a_bad_chunk_raises_in_next_minibatch_with_cntks_message():
+    with MinibatchSource(BadSecondChunk(3), randomize=False) as src:
+        with pytest.raises(RuntimeError, match="Only float numbers are currently supported "
+                                               r"\(stream 'x' has float64\)"):
+            for _ in range(4):
+                src.next_minibatch(3)
+
+
+def test_stream_errors_surface_at_construction():
+    class NoStreams(SampleChunks):
+        def stream_infos(self):
+            return []
+
+    with pytest.raises(ValueError, match="Deserializer must provide at least one stream"):
+        MinibatchSource(NoStreams(2))
+    with pytest.raises(ValueError, match="Deserializer must provide at least one chunk"):
+        MinibatchSource(SampleChunks(0))
