@@ -80,12 +80,13 @@ def test_sort_output(tmp_path):
 
 
 def test_truncated_reader_with_rows_layout(tmp_path):
-    cfg, out = setup(tmp_path, lengths=(3, 2), reader_extra="truncated = true; truncationLength = 2",
+    cfg, out = setup(tmp_path, lengths=(5, 3), reader_extra="truncated = true; truncationLength = 2",
                      section_extra="streams = features; dumpLayout = rows; minibatchSize = 4")
     run([f"configFile={cfg}"])
-    # 2 slots of 2 steps: slot 0 = s0[0:2], slot 1 = s1[0:2] -> 0 10 1 11; then s0[2] (+ s? wraps)
-    got = out.read_text().split()
-    assert got[:4] == ["0", "10", "1", "11"]
+    # one sweep (8 samples), 2 slots of 2 steps: slot 0 carries s0 (0..4), slot 1 s1 (10..12);
+    # the next sequence starts at 8, past the epoch, so the slots drain:
+    # [0 1 | 10 11], [2 3 | 12], [4]  -> time-major over the slots
+    assert out.read_text().split() == ["0", "10", "1", "11", "2", "12", "3", "4"]
 
 
 def test_subsets(tmp_path):

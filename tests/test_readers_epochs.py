@@ -159,3 +159,26 @@ def test_workers_together_read_exactly_each_epochs_slice(tmp_path, epoch_size, m
         got = sorted(v for w in workers for m in w.epoch(e) for v in seq_values(m))
         assert got == expected, f"epoch {e}"
         assert len(expected) == epoch_size
+
+
+def test_truncated_bptt_epochs_drain_their_slots(tmp_path):
+    path = ctf_file(tmp_path, "d.txt", [5, 3])
+    src = reader(path, extra="truncated = true; truncationLength = 2")
+    er = EpochReader(src, minibatch_size=4, epoch_size=4)
+
+    def rows(mb):
+        data = {k.name: v for k, v in mb.items()}["f"]
+        return [[int(x) for x in s[:, 0]] for s in data.as_sequences()]
+    # 2 slots of 2 steps; epoch 0 = [0, 4): only s0 starts there, slot 1 stays empty;
+    # epoch 1 = [4, 8): s1 (starts at 5)
+    assert [rows(mb) for mb in er.epoch(0)] == [[[0, 1], []], [[2, 3], []], [[4], []]]
+    assert [rows(mb) for mb in er.epoch(1)] == [[[10, 11], []], [[12], []]]
+
+
+def test_sources_without_a_global_timeline_are_refused():
+    class LocalTimeline:
+        def get_checkpoint_state(self):
+            return {"baseSweepCount": 0, "currentChunkPosition": 0}
+
+    with pytest.raises(TypeError, match="no global timeline position"):
+        list(EpochReader(LocalTimeline(), minibatch_size=1, epoch_size=1).epoch(0))

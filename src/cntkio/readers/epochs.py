@@ -84,7 +84,12 @@ class EpochReader:
 
     def position(self) -> int:
         """The source's global timeline position (after the last minibatch returned)."""
-        return int(self.source.get_checkpoint_state()[_POSITION])
+        state = self.source.get_checkpoint_state()
+        if _POSITION not in state:
+            raise TypeError(f"{type(self.source).__name__} has no global timeline position "
+                            f"(checkpoint keys: {', '.join(map(str, state))}); config epochs need a "
+                            "source over built-in deserializers")
+        return int(state[_POSITION])
 
     def seek(self, position: int) -> int:
         """Move the source to the first sequence starting at or after ``position``; return the
@@ -104,16 +109,23 @@ class EpochReader:
         """The minibatches of epoch ``epoch`` (each a ``{StreamInformation: MinibatchData}``)."""
         start, end = self.bounds(epoch)
         kwargs: dict[str, Any] = {}
-        engine = None
         if self.num_subsets > 1:
             kwargs = {"num_data_partitions": self.num_subsets, "partition_index": self.subset_num}
+        truncated = bool(getattr(self.source, "truncation_length", 0))
+        engine = None
+        if self.num_subsets > 1 or truncated:
             # Each worker walks its own sequences with a local budget, so the global position seen
             # between calls cannot stop it at the slice end: a worker whose sequences are spread
-            # unevenly would take sequences of the next epoch. The engine's global-timeline reader
-            # stops exactly at an epoch end (a sequence is delivered iff its global start is
-            # below it, cntk-io-semantics 2.4), so the slice end is set there for this epoch, and
-            # the seek below drops anything prefetched under the old end.
+            # unevenly would take sequences of the next epoch. In truncated BPTT a call emits the
+            # next steps of the sequences in its slots, so the position does not even move on
+            # every call. The engine's global-timeline reader stops exactly at an epoch end (a
+            # sequence is delivered iff its global start is below it, cntk-io-semantics 2.4; in
+            # truncated BPTT the slots then drain), so the slice end is set there for this epoch,
+            # and the seek below drops anything prefetched under the old end.
             engine = self._timeline_reader()
+            if engine is None and truncated:
+                raise TypeError(f"{type(self.source).__name__}: truncated BPTT epochs need the engine's "
+                                "global-timeline reader")
         old_end = None
         if engine is not None:
             old_end = engine.E
@@ -123,8 +135,8 @@ class EpochReader:
         else:
             pos = self.seek(start)
         try:
-            while pos < end:
-                size = min(self.minibatch_size, end - pos)
+            while truncated or pos < end:
+                size = self.minibatch_size if truncated else min(self.minibatch_size, end - pos)
                 if engine is not None:
                     # the worker's budget is size // workers (at least 1); asking for less than
                     # one sample per worker changes nothing but a warning
@@ -134,7 +146,7 @@ class EpochReader:
                     break                    # the epoch (or the source's own limit) ended
                 new_pos = self.position()
                 yield mb
-                if new_pos <= pos:
+                if not truncated and new_pos <= pos:
                     raise RuntimeError(f"the source did not advance (position {pos})")
                 pos = new_pos
         finally:
