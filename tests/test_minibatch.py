@@ -226,3 +226,12 @@ def test_views_agree_with_the_compact_values(case):
         assert t.layout == torch.sparse_csr and np.array_equal(t.to_dense().numpy(), dense)
     else:
         assert np.array_equal(t.numpy(), padded)
+
+
+def test_asarray_warns_for_rows_continuing_a_sequence():
+    # truncated BPTT: a row starting with 1 continues a sequence; the mask matters (as in cntk)
+    mb = MinibatchData.from_packed(DENSE, np.array([[1, 1], [2, 1]], np.int8),
+                                   values=np.zeros((4, 2), np.float32))
+    assert mb.data.masked_count() == 0
+    with pytest.warns(UserWarning, match="ignore the mask"):
+        mb.asarray()

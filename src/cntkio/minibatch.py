@@ -257,6 +257,12 @@ class Value:
         """Valid samples per row, as int64."""
         return np.count_nonzero(self._mask, axis=1).astype(np.int64)
 
+    def _has_mask_info(self) -> bool:
+        """Whether the mask says more than the shape: padding, or a row continuing a sequence of
+        the previous minibatch (CNTK keeps a mask exactly then)."""
+        m = self._mask
+        return bool(m.size) and (self.masked_count() > 0 or bool(np.any(m[:, 0] != 2)))
+
     def __len__(self) -> int:
         return int(self._mask.shape[0])
 
@@ -301,12 +307,13 @@ class Value:
     def asarray(self):
         """The data as one array, as ``cntk.Value.asarray()``.
 
-        Dense: the padded ndarray of :attr:`shape` (padding zero); when cells are masked it warns
-        that the mask is ignored. Sparse of rank 2 (a plain batch of vectors): a SciPy CSR matrix.
-        Sparse of higher rank: the dense ndarray, with a warning.
+        Dense: the padded ndarray of :attr:`shape` (padding zero); when the mask carries
+        information (padding, or rows continuing a sequence) it warns that the mask is ignored.
+        Sparse of rank 2 (a plain batch of vectors): a SciPy CSR matrix. Sparse of higher rank:
+        the dense ndarray, with a warning.
         """
         self._check()
-        if self.masked_count():
+        if self._has_mask_info():
             warnings.warn(_MASK_WARNING, stacklevel=2)
         if self._values is None:
             if len(self.shape) <= 2:
@@ -479,10 +486,11 @@ class MinibatchData:
     def asarray(self):
         """The data as one array (see :meth:`Value.asarray`): dense streams give the padded
         ndarray ``[S, T, *shape]`` (warning that the mask is ignored when cells are padded);
-        sparse streams of rank > 2 are densified with a warning."""
+        sparse streams of rank > 2 are densified with a warning. The padded array is built anew
+        on each call."""
         v = self._value
         v._check()
-        if v.masked_count():
+        if v._has_mask_info():
             warnings.warn(_MASK_WARNING, stacklevel=2)
         if v.is_sparse:
             if len(v.shape) <= 2:
