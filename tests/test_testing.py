@@ -71,3 +71,12 @@ def test_bad_arguments():
         assert_resumes_exactly(make, 4, [9])
     with pytest.raises(ValueError, match="minibatch_sizes"):
         assert_resumes_exactly(make, [0], [0])
+
+
+def test_calls_may_change_the_partitioning():
+    # a from-data source slices rows by (workers, rank) per call; the run mixes three layouts
+    n = assert_resumes_exactly(make, [(4, 1, 0), (4, 2, 1), 3], range(0, 9), num_data_partitions=2,
+                               partition_index=0)
+    assert n == 8  # 4, 4, 2 (end of the data), 4, 4, 2, 4, 3 (= 27 = max_samples)
+    with pytest.raises(ValueError, match="minibatch_sizes"):
+        assert_resumes_exactly(make, [(0, 1, 0)], [0])

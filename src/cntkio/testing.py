@@ -61,7 +61,9 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
     """Check that a source resumes exactly from its checkpoints.
 
     Reads an uninterrupted run from ``make_source()`` (minibatch ``i`` of size
-    ``minibatch_sizes[i % len]``, or the one size given; until ``{}`` or ``max_minibatches``),
+    ``minibatch_sizes[i % len]``, or the one size given; until ``{}`` or ``max_minibatches``; an
+    entry may also be a ``(size, num_data_partitions, partition_index)`` call, so a run can
+    change its partitioning between calls),
     taking ``get_checkpoint_state()`` before every minibatch. Then, for every cut point ``k``
     (0 <= k <= number of minibatches read), it restores the state taken before minibatch ``k`` on
     a fresh ``make_source()`` and asserts the remaining minibatches are identical: stream names,
@@ -76,12 +78,17 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
 
     from .user_source import read_minibatch
 
-    sizes = [int(minibatch_sizes)] if isinstance(minibatch_sizes, int) else [int(s) for s in minibatch_sizes]
-    if not sizes or min(sizes) <= 0:
+    calls = []
+    for c in ([minibatch_sizes] if isinstance(minibatch_sizes, int) else list(minibatch_sizes)):
+        size, parts, index = (c if isinstance(c, (tuple, list))
+                              else (c, num_data_partitions, partition_index))
+        calls.append((int(size), int(parts), int(index)))
+    if not calls or min(c[0] for c in calls) <= 0:
         raise ValueError(f"minibatch_sizes must be positive, got {minibatch_sizes!r}")
 
     def read(src, i):
-        return read_minibatch(src, sizes[i % len(sizes)], num_data_partitions, partition_index)
+        size, parts, index = calls[i % len(calls)]
+        return read_minibatch(src, size, parts, index)
 
     def close(src):
         if hasattr(src, "close"):
