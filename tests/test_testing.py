@@ -80,3 +80,17 @@ def test_calls_may_change_the_partitioning():
     assert n == 8  # 4, 4, 2 (end of the data), 4, 4, 2, 4, 3 (= 27 = max_samples)
     with pytest.raises(ValueError, match="minibatch_sizes"):
         assert_resumes_exactly(make, [(0, 1, 0)], [0])
+
+
+def test_with_a_minibatch_source_over_ctf(tmp_path):
+    from cntkio import CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
+    path = tmp_path / "d.ctf"
+    path.write_text("".join(f"{i} |a {i} {i + 1}\n" * (1 + i % 3) for i in range(30)))
+
+    def make_ctf():
+        ctf = CTFDeserializer(str(path), StreamDefs(a=StreamDef(field="a", shape=2)))
+        ctf["chunkSizeInBytes"] = 64
+        return MinibatchSource(ctf, randomization_window_in_chunks=3, max_sweeps=2,
+                               randomization_seed=11)
+
+    assert assert_resumes_exactly(make_ctf, [7, (5, 2, 0), (6, 3, 2)], range(0, 12, 3)) > 10
