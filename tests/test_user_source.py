@@ -323,6 +323,8 @@ def test_from_data_errors():
         MinibatchSourceFromData(dict(x="abc"))
     with pytest.raises(ValueError, match="data is empty"):
         MinibatchSourceFromData(dict(x=np.zeros((0, 3), np.float32)))
+    with pytest.raises(ValueError, match="data is empty"):
+        MinibatchSourceFromData(dict(x=([], Sequence[tensor])))
     with pytest.raises(TypeError, match="all data items must have the same first dimension"):
         MinibatchSourceFromData(dict(x=X, y=X[:3]))
     with pytest.raises(ValueError, match="does not match the data's shape"):

@@ -217,7 +217,9 @@ class MinibatchSourceFromData(UserMinibatchSource):
                 is_sequence, type_shape, type_sparse = _type_info(typ)
             else:
                 value, is_sequence, type_shape, type_sparse = arg, False, None, None
-            first = value[0] if isinstance(value, list) and len(value) else value
+            if isinstance(value, list) and not value:
+                raise ValueError("data is empty")
+            first = value[0] if isinstance(value, list) else value
             if not isinstance(first, (np.ndarray, Value)) and not _is_csr(first):
                 raise TypeError("data must be a numpy.array or scipy.sparse.csr_matrix, or a list "
                                 "of those")
