@@ -428,3 +428,17 @@ def test_configvalue_is_a_str():
     v = parse_config("action=train")("action")
     assert v == "train" and v.upper() == "TRAIN" and isinstance(v, str)
     assert v.as_str() == "train" and type(v.as_str()) is str
+
+
+def test_include_is_a_reserved_name():
+    for text in ("include", "include.a=1", "a.include=1"):
+        with pytest.raises(ConfigError, match="include"):
+            parse_config(text)
+    with pytest.raises(ConfigError, match="reserved"):
+        parse_config("").insert("include", "x")
+
+
+def test_dump_of_a_value_starting_with_hash():
+    cfg = parse_config("a=#x\nb=1#INF")
+    assert cfg.to_dict() == {"a": "#x", "b": "1#INF"}
+    assert parse_config(cfg.dump()).to_dict() == cfg.to_dict()

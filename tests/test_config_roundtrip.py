@@ -175,3 +175,28 @@ def test_repeats_expand(pairs):
     text = ":".join(f"{v}*{r}" if r > 1 else str(v) for v, r in pairs)
     expected = [v for v, r in pairs for _ in range(r)]
     assert parse_config(f"x={text}")("x").as_array().as_ints() == expected
+
+
+PIECES = st.sampled_from(list("ab1=;:[]{}()\"#$*| \n\t.\\-_,!x2") + ["$a$", "include", "a*3", "1#INF"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, max_size=30).map("".join))
+def test_any_text_parses_or_raises_config_error(text):
+    """Arbitrary text either parses or raises ConfigError (never another exception); what parses
+    prints and parses back to the same tree."""
+    from cntkio.config import ConfigError
+
+    try:
+        cfg = parse_config(text, base_dir="/nonexistent")
+        tree = cfg.to_dict()
+    except ConfigError:
+        return
+    for name in cfg.keys():
+        value = cfg(name)
+        for convert in (value.as_int, value.as_float, value.as_bool, value.as_array, value.as_params):
+            try:
+                convert()
+            except ConfigError:
+                pass
+    assert parse_config(dump(cfg)).to_dict() == tree

@@ -25,7 +25,7 @@ from ._text import CUSTOM_SEPARATORS, Text, find_top, is_group, is_quoted, match
 
 _log = get_logger("config")
 
-NAME_RE = re.compile(r"[A-Za-z0-9_][\w.\-]*\Z")
+NAME_RE = re.compile(r"[A-Za-z0-9_][\w\-]*(\.[A-Za-z0-9_][\w\-]*)*\Z")
 # a bracket body that begins with "name =" holds parameters, not array elements
 _DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
 
@@ -103,6 +103,8 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
                             hint="parameter names are letters, digits, '_', '-' and '.'")
         if eq < 0:
             from .params import ConfigValue
+            if name.lower() == "include":
+                raise src.error("include needs a file name: include=file", s, path=_join(target.path, name))
             assign(target, name, ConfigValue("true", file=src.file, line=src.line_of(s)))
             continue
         if name.lower() == "include":
@@ -120,6 +122,10 @@ def assign(target, name: str, value) -> None:
     from .params import ConfigParameters
 
     parts = name.split(".")
+    if any(p.lower() == "include" for p in parts):
+        raise ConfigError("'include' is reserved: include=file pastes a configuration file",
+                          path=_join(target.path, name), file=getattr(value, "file", None),
+                          line=getattr(value, "line", None), hint="use another name")
     for part in parts[:-1]:
         entry = target._entries.get(part.lower())
         if entry is None or not isinstance(entry[1], ConfigParameters):
@@ -161,7 +167,7 @@ def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) 
                       src.file, src.line_of(start))
             continue
         if not os.path.isfile(path):
-            raise src.error(f"include: file {piece!r} not found (looked for {path})", start,
+            raise src.error(f"included file {piece!r} not found (looked for {path})", start,
                             path=_join(target.path, "include"))
         ctx.included.add(real)
         _log.info("config: including %s", path)

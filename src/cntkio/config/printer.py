@@ -75,7 +75,8 @@ def dump(params, indent: int = 0) -> str:
                 text = _array_text(value, indent)
             if not value.quoted and _top_level_has(text, ";") and indent == 0 and params.parent is None:
                 text = _quote(text, value.path)
-            lines.append(f"{pad}{name} = {text}\n")
+            # a '#' right after white space would start a comment: write "name =#..." instead
+            lines.append(f"{pad}{name} ={text}\n" if text.startswith("#") else f"{pad}{name} = {text}\n")
     return "".join(lines)
 
 
