@@ -122,7 +122,9 @@ class MinibatchSource:
                 (isinstance(d, Mapping) and d.get("type") in _MULTITHREADED_TYPES)
                 or type(d).__name__ in _MULTITHREADED_TYPES for d in items)
         self.multithreaded_deserializer = bool(multithreaded_deserializer)
-        threads = default_pool_size() if self.multithreaded_deserializer else 1
+        # chunk loads run ahead on background threads; two of them let the next chunks of a window
+        # parse at once (the C parser releases the GIL); a multithreaded deserializer gets a pool
+        threads = default_pool_size() if self.multithreaded_deserializer else min(2, default_pool_size())
 
         built = [self._build(d) for d in items]
         self._deserializers = built

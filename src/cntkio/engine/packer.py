@@ -125,23 +125,57 @@ def pack_sequences(stream_infos: Sequence[StreamInformation], chunks: Mapping[in
     :class:`MinibatchData` per stream. ``dense`` densifies sparse streams."""
     sel_chunk = np.asarray(sel_chunk, np.int64)
     sel_index = np.asarray(sel_index, np.int64)
-    groups = group_by_chunk(sel_chunk)
-    out: dict[StreamInformation, MinibatchData] = {}
+    return pack_many(stream_infos, chunks, sel_chunk, sel_index, group_by_chunk(sel_chunk),
+                     [len(sel_chunk)], [end_of_sweep], dense)[0]
+
+
+def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
+              sel_chunk: np.ndarray, sel_index: np.ndarray, groups, counts: Sequence[int],
+              end_of_sweep: Sequence[bool], dense: bool = False) -> list[dict]:
+    """Pack consecutive minibatches at once: the selection holds their sequences one after
+    another, ``counts[j]`` of them for minibatch ``j``. One gather per stream and chunk; each
+    minibatch's arrays are slices of the gathered ones."""
+    bounds = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    bl = bounds.tolist()
+    out: list[dict] = [dict() for _ in counts]
     for info in stream_infos:
         if not groups:
-            out[info] = _empty(info, chunks, end_of_sweep, dense)
+            for j, eos in enumerate(end_of_sweep):
+                out[j][info] = _empty(info, chunks, eos, dense)
             continue
         lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups)
-        mask = make_mask(lens)
-        if len(arrays) == 1:
-            out[info] = MinibatchData.from_packed(info, mask, values=arrays[0], end_of_sweep=end_of_sweep)
-        elif dense:
-            out[info] = MinibatchData.from_packed(info, mask, values=_densify(info, *arrays),
-                                                  end_of_sweep=end_of_sweep)
+        if len(arrays) > 1 and dense:
+            arrays = (_densify(info, *arrays),)
+        starts = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=starts[1:])
+        mask_all = make_mask(lens)
+        sl = starts.tolist()
+        # the widest row of every minibatch
+        if len(counts) == 1:
+            widths = [mask_all.shape[1]]
         else:
-            indptr, indices, data = arrays
-            out[info] = MinibatchData.from_packed(info, mask, indptr=np.asarray(indptr, np.int64),
-                                                  indices=indices, data=data, end_of_sweep=end_of_sweep)
+            nz = np.asarray(counts) > 0
+            widths = np.zeros(len(counts), np.int64)
+            if nz.any() and len(lens):
+                widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
+            widths = widths.tolist()
+        for j, eos in enumerate(end_of_sweep):
+            s0, s1 = bl[j], bl[j + 1]
+            if s0 == s1:
+                out[j][info] = _empty(info, chunks, eos, dense)
+                continue
+            mask = mask_all[s0:s1, :widths[j]]
+            r0, r1 = sl[s0], sl[s1]
+            if len(arrays) == 1:
+                out[j][info] = MinibatchData.from_packed(info, mask, values=arrays[0][r0:r1], end_of_sweep=eos)
+            else:
+                indptr, indices, data = arrays
+                p0, p1 = int(indptr[r0]), int(indptr[r1])
+                ip = indptr[r0:r1 + 1]
+                out[j][info] = MinibatchData.from_packed(
+                    info, mask, indptr=(ip - p0) if p0 else np.asarray(ip, np.int64),
+                    indices=indices[p0:p1], data=data[p0:p1], end_of_sweep=eos)
     return out
 
 

@@ -25,13 +25,14 @@ position of the current sweep uses them, so memory is bounded by the randomizati
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..deserializers.base import Deserializer
 from ..streams import StreamInformation
-from .packer import TruncatedSlots, check_frame_mode, group_by_chunk, pack_sequences, sequence_arrays
+from .packer import TruncatedSlots, check_frame_mode, group_by_chunk, pack_many, sequence_arrays
 from .prefetch import ChunkCache, Prefetcher
 from .randomizer import BlockRandomizer, NoRandomizer, Timeline
 
@@ -93,6 +94,12 @@ class GlobalReader:
         self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
         self._local_cache: dict = {}
         self._needed_cache: dict = {}
+        self._ctx_cache: dict = {}
+        self._queue: deque = deque()
+        self._queue_key = None
+        self._sample_bytes = sum(
+            (int(np.prod(i.sample_shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize) if not i.is_sparse else 64
+            for i in stream_infos) or 4
 
     # --- positions ----------------------------------------------------------------------------
     def position(self) -> int:
@@ -141,36 +148,61 @@ class GlobalReader:
         return self.randomized and W > 1 and r >= self.C
 
     # --- walking ------------------------------------------------------------------------------
+    def _ctx(self, k: int, W: int, r: int):
+        """``(timeline, n_before_end, local positions or None (all), inclusive cumsum)`` of sweep k."""
+        key = (k, W, r)
+        ctx = self._ctx_cache.get(key)
+        if ctx is None:
+            tl = self.randomizer.timeline(k)
+            nE = self._n_before_end(k, tl)
+            if W == 1:
+                ctx = (tl, nE, None, tl.start[1:])
+            else:
+                loc, cum = self._local(k, W, r)
+                ctx = (tl, nE, loc, cum)
+            if len(self._ctx_cache) > 8:
+                self._ctx_cache.clear()
+            self._ctx_cache[key] = ctx
+        return ctx
+
     def walk(self, cursor: tuple[int, int], budget: int, W: int, r: int) -> Plan:
-        """The sequences one call of ``budget`` local samples takes from ``cursor``."""
+        """The sequences one call of ``budget`` local samples takes from ``cursor``.
+
+        ``plan.segs`` holds ``(sweep, a, b, loc)``: local positions ``loc[a:b]`` of that sweep
+        (``loc`` None: all positions, so the positions are ``a..b-1``).
+        """
         k, i = cursor
         k0 = k
         plan = Plan()
         taken = 0
         idle_sweeps = 0
+        searchsorted = np.searchsorted
         while True:
-            tl = self.randomizer.timeline(k)
-            nE = self._n_before_end(k, tl)
+            tl, nE, loc, cum = self._ctx(k, W, r)
             if i >= nE:
                 plan.end, plan.reached_end = (k, i), True
                 return plan
-            loc, cum = self._local(k, W, r)
-            a = int(np.searchsorted(loc, i))
-            hi = int(np.searchsorted(loc, nE))
+            if loc is None:
+                a, hi = i, nE
+            else:
+                a = int(searchsorted(loc, i))
+                hi = int(searchsorted(loc, nE))
             if a < hi:
                 idle_sweeps = 0
                 base = int(cum[a - 1]) if a else 0
-                b = min(int(np.searchsorted(cum, base + budget - taken, side="right")), hi)
+                b = int(searchsorted(cum, base + budget - taken, side="right"))
+                if b > hi:
+                    b = hi
                 if b <= a:
                     b = a
                     if plan.num_sequences == 0 and (not self.randomized or k == k0):
                         b = a + 1
                 if b > a:
-                    plan.segs.append((k, loc[a:b]))
+                    plan.segs.append((k, a, b, loc))
                     taken += int(cum[b - 1]) - base
                     plan.num_sequences += b - a
                 if b < hi:
-                    plan.end = (k, int(loc[b]))
+                    plan.end = (k, b if loc is None else int(loc[b]))
                     return plan
             else:
                 idle_sweeps += 1
@@ -231,41 +263,84 @@ class GlobalReader:
         later = {c for c in self.cache.held() if tl.last_use[c] >= i}
         return need | later
 
-    def _chunk_ids(self, plan: Plan) -> set[int]:
+    def _selection(self, plan: Plan):
+        """``(chunk ids, indices in chunk, lengths)`` of a plan's sequences, in delivery order."""
+        cs, xs, ls = [], [], []
+        for k, a, b, loc in plan.segs:
+            tl = self.randomizer.timeline(k)
+            if loc is None:
+                cs.append(tl.chunk[a:b])
+                xs.append(tl.index[a:b])
+                ls.append(tl.length[a:b])
+            else:
+                pos = loc[a:b]
+                cs.append(tl.chunk[pos])
+                xs.append(tl.index[pos])
+                ls.append(tl.length[pos])
+        if len(cs) == 1:
+            return cs[0], xs[0], ls[0]
+        if not cs:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        return np.concatenate(cs), np.concatenate(xs), np.concatenate(ls)
+
+    def _chunk_ids(self, plans) -> set[int]:
         ids: set[int] = set()
-        for k, pos in plan.segs:
-            ids.update(g for g, _ in group_by_chunk(self.randomizer.timeline(k).chunk[pos]))
+        for plan in plans:
+            if plan is None:
+                continue
+            for k, a, b, loc in plan.segs:
+                tl = self.randomizer.timeline(k)
+                c = tl.chunk[a:b] if loc is None else tl.chunk[loc[a:b]]
+                if len(c):
+                    lo, hi = int(c.min()), int(c.max())
+                    ids.update((lo, hi) if hi - lo <= 1 else np.unique(c).tolist())
         return ids
 
     # --- executing ----------------------------------------------------------------------------
-    def execute(self, plan: Plan):
-        """Pack a plan: ``(minibatch dict, number of invalid sequences dropped)``."""
-        tls = [(self.randomizer.timeline(k), pos) for k, pos in plan.segs]
-        if tls:
-            sel_chunk = np.concatenate([tl.chunk[pos] for tl, pos in tls]).astype(np.int64)
-            sel_index = np.concatenate([tl.index[pos] for tl, pos in tls])
-        else:
-            sel_chunk = np.zeros(0, np.int64)
-            sel_index = np.zeros(0, np.int64)
-        if self.frame_mode and tls:
-            check_frame_mode(np.concatenate([tl.length[pos] for tl, pos in tls]))
+    def execute_batch(self, plans: list) -> list:
+        """Pack several consecutive plans at once: ``[(minibatch dict, invalid dropped)]``.
+
+        One gather per stream and chunk for all of them, then each minibatch is a slice (numpy
+        overhead is paid once per batch, not once per minibatch).
+        """
+        sels = [self._selection(p) for p in plans]
+        if self.frame_mode:
+            for _, _, lens in sels:
+                check_frame_mode(lens)
+        counts = [len(c) for c, _, _ in sels]
+        sel_chunk = np.concatenate([c for c, _, _ in sels]) if len(sels) > 1 else sels[0][0]
+        sel_index = np.concatenate([x for _, x, _ in sels]) if len(sels) > 1 else sels[0][1]
         groups = group_by_chunk(sel_chunk)
         chunks = {c: self.cache.get(c) for c, _ in groups}
-        n_invalid = 0
+        invalid = [0] * len(plans)
         if any(chunks[c].invalid is not None for c, _ in groups):
             bad = np.zeros(len(sel_chunk), bool)
             for c, pos in groups:
                 inv = chunks[c].invalid
                 if inv is not None:
                     bad[pos] = inv[sel_index[pos]]
-            n_invalid = int(bad.sum())
-            if n_invalid == len(sel_chunk):  # CNTK empties the minibatch without counting
-                n_invalid = 0
-                sel_chunk, sel_index = sel_chunk[:0], sel_index[:0]
-            elif n_invalid:
-                sel_chunk, sel_index = sel_chunk[~bad], sel_index[~bad]
-        mb = pack_sequences(self.stream_infos, chunks, sel_chunk, sel_index, plan.end_of_sweep)
-        return mb, n_invalid
+            if bad.any():
+                keep = np.ones(len(sel_chunk), bool)
+                start = 0
+                for j, n in enumerate(counts):
+                    nb = int(bad[start:start + n].sum())
+                    if nb == n:  # CNTK empties the minibatch without counting
+                        keep[start:start + n] = False
+                    elif nb:
+                        keep[start:start + n] = ~bad[start:start + n]
+                        invalid[j] = nb
+                    counts[j] = int(keep[start:start + n].sum())
+                    start += n
+                sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
+                groups = group_by_chunk(sel_chunk)
+        mbs = pack_many(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts,
+                        [p.end_of_sweep for p in plans])
+        return list(zip(mbs, invalid))
+
+    def execute(self, plan: Plan):
+        """Pack one plan: ``(minibatch dict, number of invalid sequences dropped)``."""
+        return self.execute_batch([plan])[0]
 
     def _count_invalid(self, n_invalid: int) -> None:
         if n_invalid:
@@ -275,6 +350,37 @@ class GlobalReader:
                 raise RuntimeError(f"Number of invalid sequences '{self.errors}' in the input exceeded the "
                                    f"specified maximum number '{self.max_errors}'")
 
+    def _batch_size(self, budget: int) -> int:
+        """Minibatches packed together: up to 64, about 16 MB of output at most."""
+        return max(1, min(64, (16 << 20) // max(1, budget * self._sample_bytes)))
+
+    def _produce(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int):
+        """Walk and pack up to ``count`` minibatches from ``cursor``: ``[(plan, mb|None, invalid)]``;
+        a None minibatch marks the epoch end."""
+        plans = []
+        k0, i0 = cursor
+        tl0 = self.randomizer.timeline(k0)
+        # stay within the randomized chunk the batch starts in and the next one, so that a
+        # batch never holds more chunks than the window does
+        limit = int(tl0.rchunk_start[min(self.C, tl0.owner(i0) + 2)])
+        for _ in range(count):
+            if cursor[0] != k0 or cursor[1] >= limit:
+                break
+            plan = self.walk(cursor, budget, W, r)
+            if plan.num_sequences == 0 and plan.reached_end:
+                plans.append(plan)
+                break
+            plans.append(plan)
+            cursor = self._normalize(*plan.end)
+            if plan.reached_end:
+                break
+        real = [p for p in plans if not (p.num_sequences == 0 and p.reached_end)]
+        packed = self.execute_batch(real) if real else []
+        out = [(p, mb, n) for p, (mb, n) in zip(real, packed)]
+        if len(real) < len(plans):
+            out.append((plans[-1], None, 0))
+        return out
+
     def next(self, size: int, W: int, r: int):
         """One minibatch dict, or None at the epoch end."""
         if self.no_data_for(W, r):
@@ -282,37 +388,48 @@ class GlobalReader:
         if self.T:
             return self._next_truncated(size, W, r)
         budget = worker_budget(size, W, r)
-        key = (self.generation, self.cursor, budget, W, r)
-        result = self.prefetcher.take(key) if self.prefetcher is not None else None
-        if result is None:
-            plan = self.walk(self.cursor, budget, W, r)
-            if plan.num_sequences == 0 and plan.reached_end:
-                self.cursor = plan.end
-                self.cache.clear()
-                return None
-            mb, n_invalid = self.execute(plan)
-        else:
-            plan, mb, n_invalid = result
+        key = (self.generation, budget, W, r)
+        if not self._queue or self._queue_key != key:
+            self._queue.clear()
+            batch = None
+            if self.prefetcher is not None:
+                batch = self.prefetcher.take((key, self.cursor))
+            if batch is None:
+                batch = self._produce(self.cursor, budget, W, r, 1 if self._queue_key != key else
+                                      self._batch_size(budget))
+            self._queue.extend(batch)
+            self._queue_key = key
+            self._schedule(budget, W, r)
+        plan, mb, n_invalid = self._queue.popleft()
         self.cursor = self._normalize(*plan.end)
+        if mb is None:
+            self._queue.clear()
+            if self.prefetcher is not None:
+                self.prefetcher.discard()
+            self.cache.clear()
+            return None
         self._count_invalid(n_invalid)
-        self._schedule(budget, W, r)
         return mb
 
     def _schedule(self, budget: int, W: int, r: int) -> None:
-        """Release chunks no longer needed; prefetch the next plan's chunks and the minibatch."""
-        nxt = self.walk(self.cursor, budget, W, r)
-        if nxt.num_sequences == 0 and nxt.reached_end:
+        """After a batch is queued: release chunks no longer needed, start loading the next ones
+        and pack the next batch on the background thread."""
+        last_plan = self._queue[-1][0] if self._queue else None
+        if last_plan is None or self._queue[-1][1] is None:
+            return
+        if last_plan.reached_end:  # nothing more to read: the queued minibatches are packed
             self.cache.clear()
             return
-        keep = self._needed(self.cursor, W, r) | self._chunk_ids(nxt)
+        start = self._normalize(*last_plan.end)
+        keep = self._needed(start, W, r)  # the queued minibatches are packed already
         self.cache.retain(keep)
-        self.cache.prefetch(sorted(self._chunk_ids(nxt)) + sorted(keep))
+        self.cache.prefetch(sorted(keep))
         if self.prefetcher is not None:
-            key = (self.generation, self.cursor, budget, W, r)
+            key = (self._queue_key, start)
+            count = self._batch_size(budget)
 
-            def job(plan=nxt):
-                mb, n_invalid = self.execute(plan)
-                return plan, mb, n_invalid
+            def job():
+                return self._produce(start, budget, W, r, count)
             self.prefetcher.submit(key, job)
 
     # --- truncated BPTT -----------------------------------------------------------------------
@@ -370,6 +487,8 @@ class GlobalReader:
             raise ValueError(f"Checkpoint field {POSITION_KEY} must be >= 0, got {pos}")
         if self.prefetcher is not None:
             self.prefetcher.discard()
+        self._queue.clear()
+        self._queue_key = None
         self.generation += 1
         k, off = divmod(pos, self.S)
         tl = self.randomizer.timeline(k)
