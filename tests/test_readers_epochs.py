@@ -172,7 +172,7 @@ def test_truncated_bptt_epochs_drain_their_slots(tmp_path):
     # 2 slots of 2 steps; epoch 0 = [0, 4): only s0 starts there, slot 1 stays empty;
     # epoch 1 = [4, 8): s1 (starts at 5)
     assert [rows(mb) for mb in er.epoch(0)] == [[[0, 1], []], [[2, 3], []], [[4], []]]
-    assert [rows(mb) for mb in er.epoch(1)] == [[[10, 11], []], [[12], []]]
+    assert [rows(mb) for mb in er.epoch(1)] == [[[100, 101], []], [[102], []]]
 
 
 def test_sources_without_a_global_timeline_are_refused():

@@ -45,6 +45,19 @@ def sweep_size(source: Any) -> int:
     raise TypeError(f"{type(source).__name__} does not tell its sweep size (no sweep_size)")
 
 
+def _set_engine_end(engine: Any, end: int | None) -> None:
+    """Move the epoch end of the engine's global-timeline reader (``cntkio.engine.reader``).
+
+    The reader has no public setter yet: this sets its ``E`` and clears the per-sweep cache
+    computed from it; the caller then seeks (``restore_from_checkpoint``), which drops anything
+    prefetched. tests/test_readers_epochs.py fails if the engine changes under this.
+    """
+    engine.E = end
+    cache = getattr(engine, "_ctx_cache", None)
+    if cache is not None:
+        cache.clear()
+
+
 class EpochReader:
     """Reads epochs of ``epoch_size`` samples in minibatches of ``minibatch_size`` from a
     MinibatchSource built with the default (endless) ``max_samples``.
@@ -129,7 +142,7 @@ class EpochReader:
         old_end = None
         if engine is not None:
             old_end = engine.E
-            engine.E = end if old_end is None else min(old_end, end)
+            _set_engine_end(engine, end if old_end is None else min(old_end, end))
             self.source.restore_from_checkpoint({_POSITION: int(start)})
             pos = self.position()
         else:
@@ -151,7 +164,7 @@ class EpochReader:
                 pos = new_pos
         finally:
             if engine is not None:
-                engine.E = old_end
+                _set_engine_end(engine, old_end)
                 # re-seek to the same place so that nothing planned under this epoch's end is kept
                 self.source.restore_from_checkpoint({_POSITION: self.position()})
 
