@@ -174,3 +174,14 @@ def test_import_cntkio_does_not_import_torch():
             "assert 'torch' not in sys.modules, 'torch was imported'")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_dataset_over_a_user_minibatch_source():
+    from cntkio import MinibatchSourceFromData
+    from cntkio.integrations.torch import MinibatchIterableDataset
+    X = np.arange(20, dtype=np.float32).reshape(10, 2)
+    ds = MinibatchIterableDataset(MinibatchSourceFromData(dict(x=X), max_samples=10), 4,
+                                  lengths=False)
+    batches = list(torch.utils.data.DataLoader(ds, batch_size=None))
+    assert [list(b) for b in batches] == [["x"]] * 3
+    assert torch.cat([b["x"] for b in batches]).tolist() == X.tolist()
