@@ -549,3 +549,45 @@ def test_errors_name_the_file_and_line_where_the_value_was_written(tmp_path):
     with pytest.raises(UnsupportedReaderError) as err:
         reader_spec(load_config([f"configFile={cfg_file}"])("test")("reader"))
     assert (err.value.file, err.value.line, err.value.path) == (str(cfg_file), 3, "test.reader.readerType")
+
+
+def test_the_configuration_pages_uci_fast_reader_sections_name_the_implemented_types():
+    # the sample configuration of configuration-files.txt (its reader sections, as written)
+    cfg = parse_config(textwrap.dedent(r"""
+        command=mnistTrain:mnistTest
+        precision=float
+        deviceId=auto
+        mnistTrain=[
+            action=train
+            minibatchSize=32
+            reader=[
+                readerType=UCIFastReader
+                file=c:\cntk\data\mnist\mnist_train.txt
+                features=[
+                    dim=784
+                    start=1
+                ]
+                labels=[
+                    dim=1
+                    start=0
+                    labelDim=10
+                ]
+            ]
+        ]
+        mnistTest=[
+            action=eval
+            reader=[
+                readerType=UCIFastReader
+                randomize=None
+                file=c:\data\mnist\mnist_test.txt
+                features=[ dim=784 ; start=1 ]
+                labels=[ dim=1 ; start=0 ; labelDim=10 ]
+            ]
+        ]
+        """))
+    for section in ("mnistTrain", "mnistTest"):
+        with pytest.raises(UnsupportedReaderError) as err:
+            reader_spec(cfg(section)("reader"))
+        assert err.value.path == f"{section}.reader.readerType"
+        assert "readerType 'UCIFastReader' is not implemented" in str(err.value)
+        assert "CNTKTextFormatReader" in str(err.value)
