@@ -235,3 +235,8 @@ def test_asarray_warns_for_rows_continuing_a_sequence():
     assert mb.data.masked_count() == 0
     with pytest.warns(UserWarning, match="ignore the mask"):
         mb.asarray()
+
+
+def test_value_from_shape_and_dtype_is_zeros():
+    v = Value([2, 3], np.float32)
+    assert v.shape == (2, 3) and v.dtype == np.float32 and not v.asarray().any()

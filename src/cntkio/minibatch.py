@@ -48,7 +48,8 @@ class Value:
       item per sequence (``shape`` is ``(N, max_len, *sample_shape)``, padded cells masked 0);
     * another ``Value`` (returned as is by :meth:`MinibatchData`).
 
-    The data may also be given as the first positional argument (``Value(X)``).
+    The data may also be given as the first positional argument (``Value(X)``);
+    ``Value(shape, dtype)`` is a zero-filled plain batch of that shape.
     ``seq_starts`` (list of bool, sequences only) marks rows that continue a sequence of the
     previous minibatch (``False``: the row's mask starts with 1 instead of 2). ``device`` is
     accepted for compatibility and ignored (values live in host memory).
@@ -59,7 +60,8 @@ class Value:
 
     def __init__(self, shape: Any = None, dtype: Any = None, batch: Any = None,
                  seq_starts: Any = None, device: Any = None) -> None:
-        if batch is None and (isinstance(shape, (np.ndarray, list, Value)) or _is_csr(shape)):
+        if batch is None and dtype is None and (isinstance(shape, (np.ndarray, list, Value))
+                                                or _is_csr(shape)):
             batch, shape = shape, None  # Value(array): the data given positionally
         if batch is None and shape is not None and dtype is not None:
             batch = np.zeros(tuple(shape), dtype=dtype)
