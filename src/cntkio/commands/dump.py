@@ -187,9 +187,7 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
     lines byte-wise, for randomized readers whose order is not fixed; default false),
     ``dumpLayout`` (``firstFit``, default, or ``rows``).
     """
-    from ..errors import ConfigError
     from ..readers import as_section, build_reader, reader_spec
-    from ..readers.epochs import EpochReader
 
     sec = as_section(section, name)
     out_path = sec.str("outputFile")
@@ -200,27 +198,38 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
     num_subsets = sec.int("numSubsets", 1, minimum=1)
     subset_num = sec.int("subsetNum", 0, minimum=0)
     if subset_num >= num_subsets:
-        raise ConfigError(f"subsetNum must be below numSubsets ({num_subsets}), found {subset_num}",
-                          path=sec.key_path("subsetNum"))
+        raise sec.error("subsetNum", f"subsetNum must be below numSubsets ({num_subsets}), found {subset_num}")
     layout_name = sec.str("dumpLayout", "firstFit").lower()
     layouts = {"firstfit": "first_fit", "first_fit": "first_fit", "rows": "rows"}
     if layout_name not in layouts:
-        raise ConfigError(f"dumpLayout must be firstFit or rows, found {layout_name!r}",
-                          path=sec.key_path("dumpLayout"))
+        raise sec.error("dumpLayout", f"dumpLayout must be firstFit or rows, found {layout_name!r}")
     sort_output = sec.bool("sortOutput", False)
 
     reader_sec = sec.section("reader", inherit=True)
+    order = ([str(v).strip() for v in sec.list("streams") if str(v).strip()] if sec.exists("streams")
+             else reader_spec(reader_sec).stream_names)
     source = build_reader(reader_sec)
-    if sec.exists("streams"):
-        order = [str(v).strip() for v in sec.list("streams") if str(v).strip()]
-    else:
-        order = reader_spec(reader_sec).stream_names
+    try:
+        written = _dump_epochs(source, sec, order, out_path, mb_size=mb_size, epoch_size=epoch_size,
+                               max_epochs=max_epochs, cap=cap, num_subsets=num_subsets,
+                               subset_num=subset_num, layout=layouts[layout_name], sort_output=sort_output)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    _log.info("%s: wrote %d lines to %s", name, written, out_path)
+    return written
+
+
+def _dump_epochs(source: Any, sec: Any, order: list[str], out_path: str, *, mb_size: int, epoch_size: int,
+                 max_epochs: int, cap: int, num_subsets: int, subset_num: int, layout: str,
+                 sort_output: bool) -> int:
+    from ..readers.epochs import EpochReader
+
     known = [s.name for s in source.stream_infos()]
     for s in order:
         if s not in known:
-            raise ConfigError(f"stream {s!r} is not delivered by the reader (streams: {', '.join(known)})",
-                              path=sec.key_path("streams"))
-
+            raise sec.error("streams", f"stream {s!r} is not delivered by the reader (streams: {', '.join(known)})")
     epochs = EpochReader(source, minibatch_size=mb_size, epoch_size=epoch_size,
                          num_subsets=num_subsets, subset_num=subset_num)
 
@@ -242,12 +251,9 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
         os.remove(out_path)
     if sort_output:
         buf = io.StringIO()
-        dump_minibatches(minibatches(), buf, order, layout=layouts[layout_name])
+        dump_minibatches(minibatches(), buf, order, layout=layout)
         lines = sorted(buf.getvalue().splitlines(keepends=False), key=lambda s: s.encode("ascii"))
         with open(out_path, "w", encoding="ascii", newline="\n") as fh:
             fh.write("".join(line + "\n" for line in lines))
-        written = len(lines)
-    else:
-        written = dump_minibatches(minibatches(), out_path, order, layout=layouts[layout_name])
-    _log.info("%s: wrote %d lines to %s", name, written, out_path)
-    return written
+        return len(lines)
+    return dump_minibatches(minibatches(), out_path, order, layout=layout)
