@@ -2,6 +2,7 @@
 distributed context, loading the model of a command, and CNTK-style result lines."""
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import warnings
@@ -103,6 +104,17 @@ class Dist:
             torch.distributed.barrier()
 
 
+def _close_process_group() -> None:
+    """Tear down the process group this module created (a gloo group left open aborts the process
+    at exit); waits for the other processes first, so that none exits while another still talks."""
+    import torch.distributed as td
+    if td.is_available() and td.is_initialized():
+        try:
+            td.barrier()
+        finally:
+            td.destroy_process_group()
+
+
 def dist_context() -> Dist:
     """The current torch.distributed context. Under ``torchrun`` (``WORLD_SIZE`` > 1 and
     ``MASTER_ADDR`` set) a process group is created if none exists yet: ``nccl`` when CUDA is there,
@@ -116,6 +128,7 @@ def dist_context() -> Dist:
             return Dist()
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         td.init_process_group(backend=backend)
+        atexit.register(_close_process_group)
         _log.info("initialised torch.distributed (%s): rank %d of %d", backend, td.get_rank(), td.get_world_size())
     if td.get_world_size() <= 1:
         return Dist(active=False, rank=td.get_rank(), world_size=1)
@@ -133,12 +146,35 @@ def open_reader(command, key: str = "reader", name: str = "command"):
 
 def epoch_minibatches(source, *, minibatch_size: int, epoch_size: int, epoch: int, dist: Dist) -> Iterator[Mapping]:
     """The minibatches of 0-based ``epoch`` with CNTK's config-reader epochs (consecutive slices of
-    ``epoch_size`` samples of one timeline, 0 = one sweep); under torch.distributed this process
-    reads its own part (``num_subsets`` = world size, ``subset_num`` = rank)."""
+    ``epoch_size`` samples of one timeline, 0 = one sweep; :class:`cntkio.readers.EpochReader`).
+
+    Under torch.distributed this process reads its own part of each minibatch
+    (``num_data_partitions`` = world size, ``partition_index`` = rank), and the epoch is driven by
+    the *global* sample count: every process requests the same size, ``min(minibatch_size, samples
+    left in the epoch)``, and the samples all processes read are all-reduced after each minibatch.
+    So all processes take the same number of steps, and a global minibatch is the one a single
+    process would read whenever the partitioning deals the timeline out (not randomized). A
+    process's own timeline position cannot serve: each stops at the start of its next own
+    sequence, so positions differ between processes and so would their last minibatches.
+    """
     from ..readers.epochs import EpochReader
     reader = EpochReader(source, minibatch_size=minibatch_size, epoch_size=epoch_size,
                          num_subsets=dist.world_size, subset_num=dist.rank)
-    yield from reader.epoch(epoch)
+    if not dist.active:
+        yield from reader.epoch(epoch)
+        return
+    start, end = reader.bounds(epoch)
+    reader.seek(start)
+    consumed = start
+    while consumed < end:
+        mb = source.next_minibatch(min(minibatch_size, end - consumed), num_data_partitions=dist.world_size,
+                                   partition_index=dist.rank)
+        local = max((int(md.num_samples) for md in mb.values()), default=0) if mb else 0
+        n = int(dist.all_reduce_(torch.tensor([float(local)], dtype=torch.float64)).item())
+        if n == 0:
+            return                      # every process's source has ended
+        consumed += n
+        yield mb
 
 
 def _stream_name(key: Any) -> str:
