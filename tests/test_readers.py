@@ -3,7 +3,6 @@ composite-readers-deserializers-transforms.txt) and every option of their tables
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
