@@ -313,5 +313,6 @@ def test_memory_bounded_by_window():
     nr = FakeDeserializer([[1] * 5] * 40)
     src = MinibatchSource(nr, randomize=False, max_sweeps=1)
     for mb in src.iter(minibatch_size=7):
-        assert len(src._reader.cache.held()) <= 3
+        # the chunk under the cursor, the next one, and the one a packed-ahead batch reaches into
+        assert len(src._reader.cache.held()) <= 4
     assert sorted(nr.loads) == list(range(40))
