@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cntkio.config import parse_config
 from cntkio.readers import EpochReader, build_reader
@@ -182,3 +183,42 @@ def test_sources_without_a_global_timeline_are_refused():
 
     with pytest.raises(TypeError, match="no global timeline position"):
         list(EpochReader(LocalTimeline(), minibatch_size=1, epoch_size=1).epoch(0))
+
+
+def _model_epochs(lengths, mb, epoch_size, epochs):
+    """CNTK's config-reader epochs over an endless file-order timeline, stated directly: epoch e
+    holds the sequences starting in [e*E, (e+1)*E); each minibatch takes whole sequences while
+    they fit in min(mb, epoch end - position), at least one."""
+    starts, ids, pos = [], [], 0
+    while pos < epochs * epoch_size + max(lengths):
+        for i, n in enumerate(lengths):
+            starts.append(pos)
+            ids.append(i)
+            pos += n
+    out = []
+    for e in range(epochs):
+        lo, hi = e * epoch_size, (e + 1) * epoch_size
+        seqs = [k for k, s in enumerate(starts) if lo <= s < hi]
+        mbs, j = [], 0
+        while j < len(seqs):
+            budget = min(mb, hi - starts[seqs[j]])
+            batch, used = [seqs[j]], lengths[ids[seqs[j]]]
+            j += 1
+            while j < len(seqs) and used + lengths[ids[seqs[j]]] <= budget:
+                used += lengths[ids[seqs[j]]]
+                batch.append(seqs[j])
+                j += 1
+            mbs.append([100 * ids[k] for k in batch])
+        out.append(mbs)
+    return out
+
+
+@given(lengths=st.lists(st.integers(1, 6), min_size=1, max_size=8), mb=st.integers(1, 12),
+       epoch_size=st.integers(1, 20))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_epochs_match_the_timeline_model(tmp_path, lengths, mb, epoch_size):
+    src = reader(ctf_file(tmp_path, "p.txt", lengths))
+    er = EpochReader(src, minibatch_size=mb, epoch_size=epoch_size)
+    got = [epoch_values(er, e) for e in range(3)]
+    src.close()
+    assert got == _model_epochs(lengths, mb, epoch_size, 3)
