@@ -1,0 +1,68 @@
+"""Packers: masks, batched packing split into minibatches, truncated-BPTT slots."""
+import numpy as np
+import pytest
+
+from cntkio.deserializers.base import ChunkData, DenseStream, SequenceTable, SparseStream
+from cntkio.engine.packer import TruncatedSlots, check_frame_mode, group_by_chunk, make_mask, pack_many
+from cntkio.streams import StreamInformation
+
+X = StreamInformation("x", 0, "dense", np.float32, (1,))
+Y = StreamInformation("y", 1, "sparse", np.float32, (4,))
+
+
+def chunk(lengths, base):
+    n = sum(lengths)
+    off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    vals = (base + np.arange(n)).astype(np.float32)
+    return ChunkData(SequenceTable(np.arange(len(lengths)), np.array(lengths)),
+                     {"x": DenseStream(vals[:, None], off),
+                      "y": SparseStream(np.arange(n + 1, dtype=np.int64), (np.arange(n) % 4).astype(np.int32),
+                                        vals, off, 4)})
+
+
+def test_make_mask():
+    assert make_mask(np.array([2, 0, 3])).tolist() == [[2, 1, 0], [0, 0, 0], [2, 1, 1]]
+    assert make_mask(np.array([], np.int64)).shape == (0, 0)
+
+
+def test_check_frame_mode():
+    check_frame_mode(np.array([1, 1]))
+    with pytest.raises(RuntimeError, match="size 3"):
+        check_frame_mode(np.array([1, 3]))
+
+
+def test_group_by_chunk_keeps_first_appearance_order():
+    groups = group_by_chunk(np.array([3, 1, 3, 0, 1]))
+    assert [(c, p.tolist()) for c, p in groups] == [(3, [0, 2]), (1, [1, 4]), (0, [3])]
+
+
+def test_pack_many_splits_one_gather_into_minibatches():
+    chunks = {0: chunk([2, 1, 3], 0), 1: chunk([1, 2], 100)}
+    sel_chunk = np.array([1, 0, 0, 1, 0])
+    sel_index = np.array([1, 2, 0, 0, 1])
+    mbs = pack_many([X, Y], chunks, sel_chunk, sel_index, group_by_chunk(sel_chunk), [2, 0, 3],
+                    [False, False, True])
+    x0, x1, x2 = (m[X] for m in mbs)
+    assert x0.mask.tolist() == [[2, 1, 0], [2, 1, 1]] and [s[:, 0].tolist() for s in x0.as_sequences()] == \
+        [[101, 102], [3, 4, 5]]
+    assert x1.num_sequences == 0 and x1.shape == (0, 0, 1)
+    assert x2.mask.tolist() == [[2, 1], [2, 0], [2, 0]] and x2.end_of_sweep
+    assert [s[:, 0].tolist() for s in x2.as_sequences()] == [[0, 1], [100], [2]]
+    y2 = mbs[2][Y]
+    assert y2.is_sparse and y2.as_csr().toarray().tolist() == [[0, 0, 0, 0], [0, 1, 0, 0], [100, 0, 0, 0],
+                                                                 [0, 0, 2, 0]]
+
+
+def test_truncated_slots_state_and_emit():
+    slots = TruncatedSlots([X], 2)
+    slots.resize(1)
+    assert slots.needs(0)
+    slots.push(0, 7, 3, {"x": np.array([[1.], [2.], [3.]], np.float32)})
+    assert not slots.needs(0)
+    mb = slots.emit(False)[X]
+    assert mb.mask.tolist() == [[2, 1]]
+    assert slots.state() == [[[7], 2, {"x": 2}]]
+    slots.push(0, 8, 1, {"x": np.array([[4.]], np.float32)})
+    mb = slots.emit(True)[X]
+    assert mb.mask.tolist() == [[1, 2]] and mb.as_sequences()[0][:, 0].tolist() == [3, 4]
+    assert slots.state() == [[[], 0, {"x": 0}]] and slots.empty()
