@@ -197,3 +197,23 @@ def test_console_script_runs_a_conformance_case(tmp_path):
                           cwd=DATA, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert tokens(out.read_text()) == tokens((CONTROL / "10x10_dense.txt").read_text())
+
+
+def test_binary_reader_configs_name_the_implemented_reader_types():
+    # Config/CNTKBinaryReader/test.cntk: its data (*.bin) is not stored; every section is read,
+    # and without a CNTKBinaryFormatDeserializer the reader type is reported as not implemented
+    from cntkio.config import load_config
+    from cntkio.deserializers import registered_deserializers
+    from cntkio.readers import UnsupportedReaderError, reader_spec
+    cfg = load_config([f"configFile={ROOT / 'Config' / 'CNTKBinaryReader' / 'test.cntk'}"])
+    sections = [k for k in cfg.keys() if k != "deviceId"]
+    assert len(sections) >= 4
+    for name in sections:
+        if "CNTKBinaryFormatDeserializer" in registered_deserializers():
+            spec = reader_spec(cfg(name)("reader"))
+            assert spec.deserializers[0]["type"] == "CNTKBinaryFormatDeserializer"
+        else:
+            with pytest.raises(UnsupportedReaderError) as err:
+                reader_spec(cfg(name)("reader"))
+            assert "readerType 'CNTKBinaryReader' is not implemented" in str(err.value)
+            assert err.value.path == f"{name}.reader.readerType"
