@@ -590,3 +590,15 @@ def test_the_configuration_pages_uci_fast_reader_sections_name_the_implemented_t
         assert err.value.path == f"{section}.reader.readerType"
         assert "readerType 'UCIFastReader' is not implemented" in str(err.value)
         assert "CNTKTextFormatReader" in str(err.value)
+
+
+def test_an_undefined_variable_elsewhere_in_the_file_does_not_stop_this_reader():
+    cfg = parse_config(textwrap.dedent("""
+        precision = double
+        other = [ modelPath = $RunDir$/model.dnn ]
+        train = [
+            reader = [ readerType = CNTKTextFormatReader; file = d.txt
+                       input = [ x = [ dim = 1; format = dense ] ] ]
+        ]"""))
+    spec = reader_spec(cfg("train")("reader"))
+    assert spec.dtype == "float64" and spec.deserializers[0]["file"] == "d.txt"

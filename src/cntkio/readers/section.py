@@ -23,18 +23,50 @@ def _is_config_params(obj: Any) -> bool:
     return hasattr(obj, "to_dict") and callable(obj) and hasattr(obj, "exists")
 
 
+def _plain(value: Any) -> Any:
+    """A ConfigParameters value as the plain tree ``to_dict()`` gives (dict / list / str)."""
+    if _is_config_params(value):
+        return value.to_dict()
+    is_array = getattr(value, "is_array_literal", None)
+    if is_array is not None and is_array():
+        return [_plain(v) for v in value.as_array()]
+    return str(value)
+
+
+class _LazyNode(dict):
+    """The names of an enclosing ConfigParameters, each resolved only when looked up: a lookup
+    that reaches a parent set must not resolve its other entries (CNTK resolves lazily; an
+    unrelated ``$var$`` elsewhere in the file is no error for this reader)."""
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__((k, None) for k in cfg.keys())
+        self._cfg = cfg
+        self._done: set = set()
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._done:
+            dict.__setitem__(self, key, _plain(self._cfg(key)))
+            self._done.add(key)
+        return dict.__getitem__(self, key)
+
+    def items(self):  # type: ignore[override]
+        return [(k, self[k]) for k in self.keys()]
+
+
 class Section:
     """One section (a dict of names to values), its parent section and its key path."""
 
-    def __init__(self, node: Any, parent: "Section | None" = None, path: str = "") -> None:
+    def __init__(self, node: Any, parent: "Section | None" = None, path: str = "", *,
+                 lazy: bool = False) -> None:
         self._cfg = node if _is_config_params(node) else None   # where values were written
         if _is_config_params(node):
             # a parsed ConfigParameters: its resolved tree, with its enclosing sets as parents
+            # (whose values are resolved only when a lookup reaches them)
             cfg_parent = getattr(node, "parent", None)
             if parent is None and cfg_parent is not None:
-                parent = Section(cfg_parent)
+                parent = Section(cfg_parent, lazy=True)
             path = getattr(node, "path", "") or path
-            node = node.to_dict()
+            node = _LazyNode(node) if lazy else node.to_dict()
         if not isinstance(node, dict):
             raise ConfigError(f"expected a parameter set [...], found {_describe(node)}", path=path or None)
         self.node = node
