@@ -29,7 +29,7 @@ def test_as_int(text, expected):
     assert parse_config(f"x={text}")("x").as_int() == expected
 
 
-@pytest.mark.parametrize("text", ["1.5", "abc", "", "1_000", "0x10", "1#INF"])
+@pytest.mark.parametrize("text", ["1.5", "abc", '""', "1_000", "0x10", "1#INF"])
 def test_as_int_rejects(text):
     with pytest.raises(ConfigError, match="expected an integer"):
         parse_config(f"x={text}")("x").as_int()
@@ -69,7 +69,12 @@ def test_bare_name_is_a_true_flag():
     assert cfg("keepDataInMemory").as_bool() is True
 
 
-@pytest.mark.parametrize("text", ["yes", "2", "", "on"])
+def test_empty_string_is_false():
+    # CNTK's ConfigValue::operator bool: "" is false
+    assert parse_config('x=""')("x").as_bool() is False
+
+
+@pytest.mark.parametrize("text", ["yes", "2", "on", "Tru"])
 def test_as_bool_rejects(text):
     with pytest.raises(ConfigError, match="expected a boolean"):
         parse_config(f"x={text}")("x").as_bool()
@@ -158,7 +163,9 @@ def test_array_custom_separator_choices():
 def test_empty_array_elements_are_dropped():
     assert parse_config("x=a::b:")("x").as_array().as_strs() == ["a", "b"]
     assert parse_config("x=()")("x").as_array() == []
-    assert parse_config("x=")("x").as_array() == []
+    cfg = parse_config("")
+    cfg.insert("x", "")
+    assert cfg("x").as_array() == []
 
 
 def test_nested_array_stays_lazy():
@@ -442,3 +449,30 @@ def test_dump_of_a_value_starting_with_hash():
     cfg = parse_config("a=#x\nb=1#INF")
     assert cfg.to_dict() == {"a": "#x", "b": "1#INF"}
     assert parse_config(cfg.dump()).to_dict() == cfg.to_dict()
+
+
+def test_missing_value_is_an_error():
+    # CNTK: "ParseValue: No value given for 'x'"
+    with pytest.raises(ConfigError) as ei:
+        parse_config("a=1\nx=   # nothing\n", file="v.cntk")
+    assert ei.value.line == 2 and ei.value.path == "x" and 'x=""' in str(ei.value)
+
+
+def test_name_directly_followed_by_a_bracket():
+    # CNTK's ParseValue ends the name at '=' or an opening bracket: reader[...] is reader=[...]
+    cfg = parse_config('reader[file=a.txt]\nlist(1:2)\ns"quoted text"')
+    assert cfg.to_dict() == {"reader": {"file": "a.txt"}, "list": ["1", "2"], "s": "quoted text"}
+
+
+def test_default_keyword_selects_the_consumers_default():
+    # CNTK's ConfigParameters::TryFind: a value "default" means "use the default value"
+    cfg = parse_config("randomize=default\nt=[mbs=default]\nmbs=7")
+    assert cfg("randomize", "true").as_bool() is True
+    assert cfg("t")("mbs", 32).as_int() == 32  # not the parent's 7
+    with pytest.raises(ConfigError, match="'default' and no default value"):
+        cfg("randomize")
+    assert cfg.to_dict()["randomize"] == "default"
+
+
+def test_dashed_variable_names():
+    assert parse_config("my-dir=/d\nf=$my-dir$/x")("f") == "/d/x"

@@ -137,6 +137,25 @@ def test_load_config_from_string_and_dotted_override(mnist):
     assert cfg("mnistTrain.reader.file") == "z.txt" and cfg("x") == "a b"
 
 
+def test_same_file_twice_is_an_error(mnist):
+    # CNTK: "Cannot specify same config file multiple times at the command line."
+    with pytest.raises(ConfigError, match="more than once"):
+        load_config(["configFile=config1.txt", "configFile=config2.txt+config1.txt"], base_dir=mnist)
+
+
+def test_include_of_a_file_given_on_the_command_line_is_skipped(tmp_path):
+    write(tmp_path, "base.cntk", "x=1\n")
+    write(tmp_path, "top.cntk", "x=2\ninclude=base.cntk\n")
+    cfg = load_config(["configFile=base.cntk", "configFile=top.cntk"], base_dir=str(tmp_path))
+    assert cfg("x") == "2"
+
+
+def test_current_directory_argument(tmp_path):
+    write(tmp_path, "sub/c.cntk", "x=1\n")
+    cfg = load_config(["currentDirectory=sub", "configFile=c.cntk"], base_dir=str(tmp_path))
+    assert cfg("x") == "1" and cfg("currentDirectory") == "sub"
+
+
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError) as ei:
         load_config(["configFile=nope.cntk"], base_dir=str(tmp_path))

@@ -58,6 +58,9 @@ def load_config(argv: Iterable[str] | str, base_dir: str | None = None) -> Confi
         if not arg:
             continue
         name, eq, value = arg.partition("=")
+        if eq and name.strip().lower() == "currentdirectory":
+            directory = value.strip().strip('"')
+            base_dir = directory if os.path.isabs(directory) else os.path.join(base_dir, directory)
         if eq and name.strip().lower() == "configfile":
             value = value.strip()
             if len(value) >= 2 and value[0] == value[-1] == '"':
@@ -71,7 +74,12 @@ def load_config(argv: Iterable[str] | str, base_dir: str | None = None) -> Confi
                 if not os.path.isfile(path):
                     raise ConfigError(f"configuration file {piece!r} not found (looked for {path})",
                                       path="configFile", file="<command line>", line=index)
-                ctx.included.add(os.path.realpath(path))
+                real = os.path.realpath(path)
+                if real in ctx.included:
+                    raise ConfigError(f"configuration file {piece!r} is given more than once",
+                                      path="configFile", file="<command line>", line=index,
+                                      hint="CNTK does not allow the same file twice either")
+                ctx.included.add(real)
                 _log.info("config: loading %s", path)
                 if root.file is None:
                     root.file, root.line = path, 1

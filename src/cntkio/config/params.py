@@ -33,8 +33,8 @@ _SPECIAL_FLOATS = {
     "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan,
 }
 _TRUE = {"t", "true", "1"}
-_FALSE = {"f", "false", "0"}
-_VAR_RE = re.compile(r"\$([A-Za-z_][\w.]*)\$")
+_FALSE = {"f", "false", "0", ""}
+_VAR_RE = re.compile(r"\$([A-Za-z_][\w.\-]*)\$")
 _REPEAT_RE = re.compile(r"\*[ \t]*(\d+)\Z")
 
 
@@ -117,7 +117,8 @@ class ConfigValue(str):
         raise self._error(f"expected a floating-point number, found {str(self)!r}")
 
     def as_bool(self) -> bool:
-        """The value as a boolean: T/True/1 or F/False/0, any case (a bare flag name is true)."""
+        """The value as a boolean: T/True/1 or F/False/0 in any case, "" is false (as in CNTK);
+        a bare flag name is true."""
         s = self.strip().lower()
         if s in _TRUE:
             return True
@@ -398,6 +399,15 @@ class ConfigParameters:
                 raise self._not_found(name)
             return self._wrap_default(name, default)
         owner, key = found
+        stored = owner._entries[key][1]
+        if isinstance(stored, ConfigValue) and stored == "default":
+            # CNTK: the value "default" stands for the consumer's default value
+            if default is _MISSING:
+                value = owner._entries[key][1]
+                raise ConfigError(f"parameter {name!r} is 'default' and no default value is known here",
+                                  path=value.path, file=value.file, line=value.line,
+                                  hint="give an explicit value")
+            return self._wrap_default(name, default)
         return self._resolved(owner, key, ())
 
     def get(self, name: str, default: Any = None):

@@ -91,7 +91,14 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
         if s == e:
             continue
         eq = find_top(src, s, e, "=")
-        name_end = eq if eq >= 0 else e
+        # as in CNTK, the name also ends at an opening bracket or quote: name[a=1] is name=[a=1]
+        bracket = next((i for i in range(s, e if eq < 0 else eq) if text[i] in '[{("'), -1)
+        if bracket > s:
+            name_end, value_start = bracket, bracket
+        elif eq >= 0:
+            name_end, value_start = eq, eq + 1
+        else:
+            name_end = value_start = e
         name = text[s:name_end].strip()
         if not NAME_RE.match(name):
             found = text[s:e] if len(text[s:e]) <= 40 else text[s:s + 37] + "..."
@@ -101,16 +108,19 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
             raise src.error(f"expected 'name=value' or a flag name, found {found!r}", s,
                             path=target.path or None,
                             hint="parameter names are letters, digits, '_', '-' and '.'")
-        if eq < 0:
+        if value_start == e and eq < 0:
             from .params import ConfigValue
             if name.lower() == "include":
                 raise src.error("include needs a file name: include=file", s, path=_join(target.path, name))
             assign(target, name, ConfigValue("true", file=src.file, line=src.line_of(s)))
             continue
+        if not text[value_start:e].strip():
+            raise src.error(f"expected a value after '{name}='", s, path=_join(target.path, name),
+                            hint=f'write {name}="" for an empty string')
         if name.lower() == "include":
-            _include(src, eq + 1, e, target, ctx)
+            _include(src, value_start, e, target, ctx)
             continue
-        value = make_value(src, eq + 1, e, ctx, name.split(".")[-1])
+        value = make_value(src, value_start, e, ctx, name.split(".")[-1])
         assign(target, name, value)
 
 
@@ -163,7 +173,7 @@ def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) 
         if ctx is None:
             ctx = ParseContext()
         if real in ctx.included:
-            _log.info("config: %s already included, skipped (include in %s line %d)", piece,
+            _log.warning("config: %s was already included; not including it again (include in %s line %d)", piece,
                       src.file, src.line_of(start))
             continue
         if not os.path.isfile(path):

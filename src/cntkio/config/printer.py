@@ -50,6 +50,8 @@ def _top_level_has(text: str, chars: str) -> bool:
 
 
 def _value_text(value, path: str | None) -> str:
+    if not value:
+        return '""'
     if value.quoted:
         if not needs_quotes(str(value)) and ":" not in value:
             return str(value)
