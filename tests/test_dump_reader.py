@@ -124,3 +124,9 @@ def test_missing_data_file_is_reported(tmp_path, capsys):
     cfg, _ = setup(tmp_path)
     assert main([f"configFile={cfg}", f"dump=[reader=[file={tmp_path / 'nope.txt'}]]"]) == 1
     assert "nope.txt" in capsys.readouterr().err
+
+
+def test_unrelated_undefined_variables_in_the_section_are_no_error(tmp_path):
+    cfg, out = setup(tmp_path, section_extra="modelPath = $RunDir$/m.dnn")
+    run([f"configFile={cfg}"])
+    assert len(out.read_text().split()) == 12

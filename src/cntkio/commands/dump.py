@@ -189,7 +189,7 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
     """
     from ..readers import as_section, build_reader, reader_spec
 
-    sec = as_section(section, name)
+    sec = as_section(section, name, lazy=True)
     out_path = sec.str("outputFile")
     mb_size = sec.int("minibatchSize", minimum=1)
     epoch_size = sec.int("epochSize", 0, minimum=0)

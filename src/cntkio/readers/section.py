@@ -256,8 +256,9 @@ def _describe(value: Any) -> str:
     return repr(str(value))
 
 
-def as_section(config: Any, path: str = "") -> Section:
-    """A Section for a ``ConfigParameters``, a plain dict or a Section."""
+def as_section(config: Any, path: str = "", *, lazy: bool = False) -> Section:
+    """A Section for a ``ConfigParameters``, a plain dict or a Section. ``lazy`` (ConfigParameters
+    only): resolve each value when it is looked up, not the whole section at once."""
     if isinstance(config, Section):
         return config
-    return Section(config, None, path)
+    return Section(config, None, path, lazy=lazy and _is_config_params(config))
