@@ -12,9 +12,9 @@ slices of ONE endless timeline of samples (sweep after sweep, each sweep randomi
   minibatch of an epoch is cut to the epoch's remaining budget;
 * ``epochSize = 0`` means one sweep of the data;
 * with ``numSubsets > 1`` every worker walks the same global timeline and reads, in epoch ``e``,
-  exactly its own sequences of the slice (the engine's epoch end is moved to the slice end for
-  the epoch: ``MinibatchSource``'s global-timeline reader, attribute ``E``, which has no public
-  setter yet).
+  exactly its own sequences of the slice; in truncated BPTT the epoch's slots drain at its end
+  (for both, the engine's epoch end is moved to the slice end for the epoch: the
+  ``MinibatchSource``'s global-timeline reader, attribute ``E``, which has no public setter yet).
 
 The conformance controls of CNTK's reader tests pin these rules down (conformance README,
 section 3: ``1x1_2_dense`` reads 6 copies of a 1-sample file in 3 epochs of 2; ``10x1_MI_2``
@@ -38,11 +38,13 @@ _POSITION = "minibatchSourcePosition"
 
 def sweep_size(source: Any) -> int:
     """The number of timeline samples in one sweep of ``source`` (what ``epochSize=0`` reads)."""
-    for name in ("sweep_size", "samples_per_sweep", "sweep_samples"):
-        value = getattr(source, name, None)
-        if value is not None:
-            return int(value() if callable(value) else value)
-    raise TypeError(f"{type(source).__name__} does not tell its sweep size (no sweep_size)")
+    value = getattr(source, "sweep_size", None)
+    if callable(value):
+        value = value()
+    if value is None:
+        raise TypeError(f"{type(source).__name__} does not tell its sweep size (epochSize=0 needs "
+                        "a source over built-in deserializers)")
+    return int(value)
 
 
 def _set_engine_end(engine: Any, end: int | None) -> None:
@@ -121,6 +123,9 @@ class EpochReader:
     def epoch(self, epoch: int) -> Iterator[dict]:
         """The minibatches of epoch ``epoch`` (each a ``{StreamInformation: MinibatchData}``)."""
         start, end = self.bounds(epoch)
+        _log.info("epoch %d: global samples [%d, %d), minibatches of %d%s", epoch, start, end,
+                  self.minibatch_size,
+                  f", subset {self.subset_num} of {self.num_subsets}" if self.num_subsets > 1 else "")
         kwargs: dict[str, Any] = {}
         if self.num_subsets > 1:
             kwargs = {"num_data_partitions": self.num_subsets, "partition_index": self.subset_num}
