@@ -476,3 +476,10 @@ def test_default_keyword_selects_the_consumers_default():
 
 def test_dashed_variable_names():
     assert parse_config("my-dir=/d\nf=$my-dir$/x")("f") == "/d/x"
+
+
+def test_deep_nesting_is_a_config_error():
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        parse_config("a=" + "[b=" * 2000 + "1" + "]" * 2000)
+    cfg = parse_config("a=" + "[b=" * 50 + "1" + "]" * 50)
+    assert cfg("a" + ".b" * 50).as_int() == 1

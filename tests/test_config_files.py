@@ -314,3 +314,9 @@ def test_pickle_and_deepcopy_keep_the_tree():
         a = clone("s")("a")
         assert (a.path, a.file, a.line, a.as_int()) == ("s.a", "p.cntk", 2, 1)
         assert clone("s")("ds").as_array()[0]("k") == "/d"
+
+
+def test_action_may_come_from_the_root():
+    # lookup rules apply to 'action' too (CNTK reads it with commandParams("action", ...))
+    cmds = command_sections(parse_config("command=a:b\naction=eval\na=[x=1]\nb=[action=train]"))
+    assert [(c.name, c.actions) for c in cmds] == [("a", ["eval"]), ("b", ["train"])]

@@ -8,6 +8,7 @@ changes only ``file``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from typing import Iterable, NamedTuple
@@ -31,8 +32,18 @@ def parse_config(text: str, base_dir: str | None = None, *, file: str | None = N
     if base_dir is None:
         base_dir = os.path.dirname(os.path.abspath(file)) if file else os.getcwd()
     root = ConfigParameters("", None, file=file or "<config>", line=1)
-    parse_text_into(text, root, ParseContext(), file=file or "<config>", base_dir=base_dir)
+    with _depth_guard(file or "<config>"):
+        parse_text_into(text, root, ParseContext(), file=file or "<config>", base_dir=base_dir)
     return root
+
+
+@contextlib.contextmanager
+def _depth_guard(where: str):
+    try:
+        yield
+    except RecursionError:
+        raise ConfigError("brackets nested too deeply", file=where,
+                          hint="the parser follows nesting recursively; flatten the configuration") from None
 
 
 def load_config_file(path: str) -> ConfigParameters:
@@ -46,13 +57,24 @@ def load_config(argv: Iterable[str] | str, base_dir: str | None = None) -> Confi
     ``argv`` holds ``configFile=a.cntk``, ``configFile=a.cntk+b.cntk`` and ``name=value``
     arguments (a string is split like a shell would). They are applied in order; file paths are
     relative to ``base_dir`` (default: the current directory), includes relative to the file
-    that includes them. Each file is loaded once per ``configFile=`` and included at most once.
+    that includes them. A file may be given once (as in CNTK: "Cannot specify same config file
+    multiple times"); an include of a file already loaded is skipped. ``currentDirectory=dir``
+    (CNTK's argument) makes later relative ``configFile`` paths relative to ``dir`` and stays in
+    the configuration for the command line to change into.
     """
     if isinstance(argv, str):
         argv = shlex.split(argv)
     base_dir = base_dir or os.getcwd()
     root = ConfigParameters("", None, file=None, line=None)
     ctx = ParseContext()
+    with _depth_guard("<command line>"):
+        _apply_arguments(root, ctx, argv, base_dir)
+    if root.file is None:
+        root.file = "<command line>"
+    return root
+
+
+def _apply_arguments(root: ConfigParameters, ctx: ParseContext, argv, base_dir: str) -> None:
     for index, arg in enumerate(argv, start=1):
         arg = arg.strip()
         if not arg:
@@ -86,9 +108,6 @@ def load_config(argv: Iterable[str] | str, base_dir: str | None = None) -> Confi
                 load_file_into(path, root, ctx)
         else:
             parse_text_into(arg, root, ctx, file="<command line>", base_dir=base_dir, first_line=index)
-    if root.file is None:
-        root.file = "<command line>"
-    return root
 
 
 class Command(NamedTuple):
@@ -131,7 +150,7 @@ def command_sections(cfg: ConfigParameters) -> list[Command]:
         if not isinstance(section, ConfigParameters):
             raise ConfigError(f"command {name!r}: expected a section [action=...], found the value {str(section)!r}",
                               path=name, file=section.file, line=section.line)
-        if not section.exists_current("action"):
+        if not section.exists("action"):
             raise ConfigError(f"command section {name!r} has no 'action'", path=f"{name}.action",
                               file=section.file, line=section.line,
                               hint="add action=train (or eval, test, write, ...)")
