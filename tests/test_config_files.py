@@ -320,3 +320,17 @@ def test_action_may_come_from_the_root():
     # lookup rules apply to 'action' too (CNTK reads it with commandParams("action", ...))
     cmds = command_sections(parse_config("command=a:b\naction=eval\na=[x=1]\nb=[action=train]"))
     assert [(c.name, c.actions) for c in cmds] == [("a", ["eval"]), ("b", ["train"])]
+
+
+def test_variables_in_include_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="not supported in include"):
+        parse_config("d=x\ninclude=$d$/a.cntk", base_dir=str(tmp_path))
+
+
+def test_from_dict_is_the_inverse_of_to_dict():
+    tree = {"command": "t", "t": {"action": "train", "reader": {"file": "c:\\a b.txt", "input": {"f": {"dim": "3"}}},
+                                   "lr": ["0.1", "0.01"], "ds": [{"type": "A"}, {"type": "B"}]}}
+    cfg = ConfigParameters.from_dict(tree)
+    assert cfg.to_dict() == tree
+    assert cfg("t")("reader")("input")("f")("dim").as_int() == 3
+    assert cfg("t")("reader")("input")("f")("file") == "c:\\a b.txt"  # parent lookup works

@@ -263,6 +263,17 @@ class ConfigParameters:
         self.line = line
         self._entries: dict[str, list] = {}
 
+    @classmethod
+    def from_dict(cls, tree: dict, name: str = "") -> "ConfigParameters":
+        """A configuration built from a plain tree (dicts, lists, strings, numbers, bools), the
+        inverse of :meth:`to_dict`; strings are taken as values, not as configuration text."""
+        from .printer import format_value
+
+        root = cls(name, None, file="<dict>")
+        for key, value in tree.items():
+            root.insert(str(key), format_value(value) if isinstance(value, str) else value)
+        return root
+
     # -- structure --------------------------------------------------------------------------
     @property
     def name(self) -> str:

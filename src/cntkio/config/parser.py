@@ -164,6 +164,9 @@ def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) 
     raw = src.text[start + 1:end - 1] if is_quoted(src, start, end) else src.text[start:end]
     if not raw:
         raise src.error("include= needs a file name", start, path=_join(target.path, "include"))
+    if "$" in raw:
+        raise src.error("$variables$ are not supported in include= (as in CNTK)", start,
+                        path=_join(target.path, "include"), hint="write the path of the file")
     base = src.base_dir or (os.path.dirname(os.path.abspath(src.file)) if src.file and not
                             src.file.startswith("<") else os.getcwd())
     for piece in raw.split("+"):
