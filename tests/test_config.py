@@ -483,3 +483,9 @@ def test_deep_nesting_is_a_config_error():
         parse_config("a=" + "[b=" * 2000 + "1" + "]" * 2000)
     cfg = parse_config("a=" + "[b=" * 50 + "1" + "]" * 50)
     assert cfg("a" + ".b" * 50).as_int() == 1
+
+
+def test_huge_repeat_count_is_refused():
+    with pytest.raises(ConfigError, match="repeat count 10000000000 is too large"):
+        parse_config("lr=0.1*10000000000")("lr").as_array()
+    assert len(parse_config("lr=0.1*1000")("lr").as_array()) == 1000

@@ -36,6 +36,7 @@ _TRUE = {"t", "true", "1"}
 _FALSE = {"f", "false", "0", ""}
 _VAR_RE = re.compile(r"\$([A-Za-z_][\w.\-]*)\$")
 _REPEAT_RE = re.compile(r"\*[ \t]*(\d+)\Z")
+_MAX_REPEAT = 1_000_000  # v*N builds N elements; a typo like 1e-3*10000000000 should not exhaust memory
 
 
 def _join(path: str, name: str) -> str:
@@ -162,6 +163,9 @@ class ConfigValue(str):
                 m = _REPEAT_RE.match(src.text, star, te)
                 if m is not None:
                     repeat = int(m.group(1))
+                    if repeat > _MAX_REPEAT:
+                        raise ConfigError(f"repeat count {repeat} is too large (at most {_MAX_REPEAT})",
+                                          path=self.path, file=self.file, line=src.line_of(ts))
                     ts, te = strip_span(src.text, ts, star)
             line = src.line_of(ts)
             for _ in range(repeat):
