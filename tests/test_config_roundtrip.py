@@ -200,3 +200,46 @@ def test_any_text_parses_or_raises_config_error(text):
             except ConfigError:
                 pass
     assert parse_config(dump(cfg)).to_dict() == tree
+
+
+KEYS = st.sampled_from(["a", "A", "b", "B", "c"])
+VALUES = st.one_of(st.sampled_from(["1", "x", "c:\\p", "1:2"]),
+                   st.dictionaries(st.sampled_from(["a", "b", "d"]), st.sampled_from(["7", "y"]), max_size=2))
+
+
+def _model_assign(tree: dict, path: list[str], value) -> None:
+    """The documented meaning of an assignment: the last value wins, parameter sets merge,
+    names compare without case and keep their first spelling."""
+    node = tree
+    for part in path[:-1]:
+        key = next((k for k in node if k.lower() == part.lower()), None)
+        if key is None or not isinstance(node[key], dict):
+            key = key or part
+            node[key] = {}
+        node = node[key]
+    key = next((k for k in node if k.lower() == path[-1].lower()), path[-1])
+    if isinstance(value, dict) and isinstance(node.get(key), dict):
+        for k, v in value.items():
+            _model_assign(node[key], [k], v)
+    else:
+        node[key] = dict(value) if isinstance(value, dict) else value
+
+
+def _assignment_text(path: list[str], value, dotted: bool) -> str:
+    text = format_value(value) if isinstance(value, dict) else value
+    if dotted:
+        return ".".join(path) + "=" + text
+    for part in reversed(path[1:]):
+        text = f"[{part}={text}]"
+    return f"{path[0]}={text}"
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.lists(KEYS, min_size=1, max_size=3), VALUES, st.booleans()), max_size=8))
+def test_repeated_assignments_follow_the_documented_rules(assignments):
+    model: dict = {}
+    lines = []
+    for path, value, dotted in assignments:
+        _model_assign(model, path, value)
+        lines.append(_assignment_text(path, value, dotted))
+    assert parse_config("\n".join(lines)).to_dict() == model
