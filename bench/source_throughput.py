@@ -3,7 +3,7 @@
 torch's DataLoader over the same parsed arrays, and CNTK 2.7's measured reader figures.
 
     python /work/shared/bench/gen_data.py bench/data      # once (git-ignored)
-    python bench/source_throughput.py bench/data [--only dense,seq] [--rss] [--repeat 1]
+    python bench/source_throughput.py bench/data [--only dense,seq] [--rss] [--repeat N]
 
 For each dataset (CTF file): ``parse`` = index + ``get_chunk`` of every chunk on one thread
 (the deserializer's own speed); ``source`` = index + one sweep through ``MinibatchSource``
@@ -129,15 +129,21 @@ from cntkio import CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
 cfg = CTFDeserializer({big!r}, StreamDefs(features=StreamDef(field='features', shape=784),
                                            labels=StreamDef(field='labels', shape=10)))
 cfg['chunkSizeInBytes'] = 32 * 1024 * 1024
+def rss():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 t0 = time.perf_counter()
 src = MinibatchSource(cfg, randomization_window_in_chunks=4, max_sweeps=1)
+after_index = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 n = 0
+reading = 0.0
 while src.next_minibatch(256):
     n += 1
-print(n, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    reading = max(reading, rss())
+print(n, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, after_index, reading)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    return float(out[2]), float(out[1]), os.path.getsize(big)
+    return float(out[2]), float(out[1]), os.path.getsize(big), float(out[3]), float(out[4])
 
 
 def main() -> None:
@@ -146,6 +152,7 @@ def main() -> None:
     ap.add_argument("--only", default="dense,sparse,seq,float")
     ap.add_argument("--rss", action="store_true", help="also measure peak RSS on a 1 GB dense file")
     ap.add_argument("--json", help="write the numbers here too")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N runs of every measurement")
     args = ap.parse_args()
     rows = []
     print("| dataset | MB | parse MB/s | source MB/s | source/parse | x CNTK 2.7 | random MB/s | random/source "
@@ -154,11 +161,16 @@ def main() -> None:
     for name in args.only.split(","):
         path = os.path.join(args.data, name + ".ctf")
         mb = os.path.getsize(path) / 1e6
-        t_parse, t_index, chunks = time_parse(path, name)
-        t_dl, n_dl = time_dataloader(chunks, name)
-        del chunks
-        t_src, n_src, samples = time_source(path, name, False)
-        t_rnd, n_rnd, samples_r = time_source(path, name, True)
+        t_parse = t_dl = t_src = t_rnd = float("inf")
+        for _ in range(args.repeat):
+            tp, t_index, chunks = time_parse(path, name)
+            t_parse = min(t_parse, tp)
+            t_dl = min(t_dl, time_dataloader(chunks, name)[0])
+            del chunks
+        for _ in range(args.repeat):
+            ts, n_src, samples = time_source(path, name, False)
+            tr, n_rnd, samples_r = time_source(path, name, True)
+            t_src, t_rnd = min(t_src, ts), min(t_rnd, tr)
         assert samples == samples_r, (samples, samples_r)
         row = dict(dataset=name, mb=mb, parse=mb / t_parse, source=mb / t_src, random=mb / t_rnd,
                    dataloader=mb / t_dl, cntk=CNTK27[name], minibatches=n_src, index_s=t_index)
@@ -167,10 +179,12 @@ def main() -> None:
               f"| {row['source'] / CNTK27[name]:.1f}x | {row['random']:.1f} | {row['random'] / row['source']:.0%} "
               f"| {row['dataloader']:.1f} | {n_src} |", flush=True)
     if args.rss:
-        rss, secs, size = rss_run(args.data)
-        print(f"\npeak RSS, 1 GB dense file ({size / 1e6:.0f} MB), window 4 chunks of 32 MB, one randomized "
-              f"sweep: {rss:.0f} MB ({size / 1e6 / secs:.1f} MB/s)")
-        rows.append(dict(rss_mb=rss, rss_seconds=secs, rss_file_mb=size / 1e6))
+        rss, secs, size, after_index, reading = rss_run(args.data)
+        print(f"\n1 GB dense file ({size / 1e6:.0f} MB), window 4 chunks of 32 MB, one randomized sweep "
+              f"({size / 1e6 / secs:.1f} MB/s): peak RSS {rss:.0f} MiB; peak RSS once the source is built "
+              f"(indexing done) {after_index:.0f} MiB; largest RSS sampled while reading {reading:.0f} MiB")
+        rows.append(dict(rss_mb=rss, rss_seconds=secs, rss_file_mb=size / 1e6, rss_after_index_mb=after_index,
+                         rss_reading_mb=reading))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
