@@ -270,139 +270,225 @@ static void ctf_index_free(ctf_index *ix) {
     ctf_vec_free(&ix->chunk_starts);
 }
 
-/* One pass over the whole file (see _reference.scan_index). Returns 0 or CTF_ERR_NOMEM. */
+/* What the scan knows about the line being read. */
+typedef struct {
+    const char *ls;          /* line start */
+    int blank;               /* only WS */
+    int valid;               /* prefix valid (and, in ids mode, id fits in 64 bits: set later) */
+    int has_digits;
+    int id_big;
+    uint64_t id;
+    int has_content;
+    int nhits;
+} ctf_scan_line;
+
+typedef struct {
+    ctf_index *ix;
+    const char *buf, *end;
+    const ctf_alias *al;
+    int na, skip_ids, defining;
+    int ids_mode;            /* -1 until the first data line */
+    int pending_key;
+    uint64_t cur_key;
+    int64_t nseq;
+    int64_t *counts;         /* per stream: samples of the current sequence */
+    int64_t *stamp;          /* per stream: the line that counted it last */
+    int *line_hits;          /* streams named on the current line */
+} ctf_scan_state;
+
+/* Reads the prefix of the line at ls (see _reference._Prefix). */
+static inline void ctf_scan_prefix(const ctf_scan_state *st, const char *ls, ctf_scan_line *ln) {
+    const char *p = ls, *end = st->end, *ds;
+    uint64_t v = 0;
+    ln->ls = ls;
+    ln->has_content = 0;
+    ln->nhits = 0;
+    ln->id_big = 0;
+    ln->id = 0;
+    while (p < end && CTF_IS_WS(*p)) p++;
+    ln->blank = (p >= end || *p == '\n');
+    ln->valid = 1;
+    ln->has_digits = 0;
+    if (ln->blank) return;
+    ds = p;
+    while (p < end && CTF_IS_DIGIT(*p)) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (CTF_UNLIKELY(v > CTF_U64_SAFE) && (v > CTF_U64_SAFE + 1 || d > 5)) ln->id_big = 1;
+        v = v * 10u + d;
+        p++;
+    }
+    ln->id = v;
+    ln->has_digits = (p > ds);
+    if (ln->has_digits) {
+        if (p < end && !(CTF_IS_WS(*p) || *p == '|' || *p == '\n')) ln->valid = 0;
+    } else if (*p != '|') {
+        ln->valid = 0;
+    }
+    if (!ln->valid) ln->has_content = 1;
+}
+
+/* A '|' at bar on the current line. */
+static inline void ctf_scan_bar(ctf_scan_state *st, ctf_scan_line *ln, const char *bar,
+                                int64_t line_no) {
+    int k;
+    if (!ln->valid) return;
+    if (bar + 1 < st->end && bar[1] == '#') return; /* comment */
+    ln->has_content = 1;
+    k = ctf_match_alias(st->al, st->na, bar + 1, st->end);
+    if (k >= 0 && st->stamp[k] != line_no) { st->stamp[k] = line_no; st->line_hits[ln->nhits++] = k; }
+}
+
+static int ctf_scan_close_seq(ctf_scan_state *st) {
+    int64_t len = 0;
+    if (st->nseq == 0) return 0;
+    if (st->defining >= 0) len = st->counts[st->defining];
+    else for (int k = 0; k < st->na; k++) if (st->counts[k] > len) len = st->counts[k];
+    return ctf_push_i64(&st->ix->lengths, len);
+}
+
+/* The line ended: the sequence bookkeeping (see _reference.scan_index). 0 or -1 (no memory). */
+static int ctf_scan_line_done(ctf_scan_state *st, ctf_scan_line *ln, int64_t line_no) {
+    int start_new, have_key = 0, valid = ln->valid;
+    uint64_t key = 0;
+    if (!ln->has_content) return 0;
+    if (st->ids_mode < 0) st->ids_mode = (!st->skip_ids) && ln->has_digits;
+    if (st->ids_mode && ln->has_digits && valid) {
+        if (!ln->id_big) have_key = 1;
+        else valid = 0; /* BAD_ID: continues the current sequence, counts nothing */
+    }
+    if (!st->ids_mode) {
+        start_new = 1;
+        key = (uint64_t)st->nseq;
+    } else if (st->nseq == 0) {
+        start_new = 1;
+        key = have_key ? ln->id : 0;
+        st->pending_key = !have_key;
+    } else if (!have_key) {
+        start_new = 0;
+    } else if (st->pending_key) {
+        memcpy(st->ix->keys.data + st->ix->keys.len - sizeof(uint64_t), &ln->id, sizeof ln->id);
+        st->cur_key = ln->id;
+        st->pending_key = 0;
+        start_new = 0;
+    } else {
+        start_new = (ln->id != st->cur_key);
+        key = ln->id;
+    }
+    if (start_new) {
+        if (ctf_scan_close_seq(st) || ctf_push_u64(&st->ix->keys, key) ||
+            ctf_push_i64(&st->ix->starts, (int64_t)(ln->ls - st->buf)) ||
+            ctf_push_i64(&st->ix->first_lines, line_no))
+            return -1;
+        st->cur_key = key;
+        st->nseq++;
+        memset(st->counts, 0, sizeof *st->counts * (size_t)st->na);
+    }
+    if (valid)
+        for (int h = 0; h < ln->nhits; h++) st->counts[st->line_hits[h]]++;
+    return 0;
+}
+
+#ifdef CTF_HAVE_SSE2
+/* Bit i set where p[i] == '\n' (*nl) or '|' (*bar), for the 64 bytes at p. */
+static inline void ctf_masks64(const char *p, uint64_t *nl, uint64_t *bar) {
+    const __m128i vn = _mm_set1_epi8('\n'), vb = _mm_set1_epi8('|');
+    uint64_t n = 0, b = 0;
+    for (int j = 0; j < 4; j++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * j));
+        n |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vn)) << (16 * j);
+        b |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vb)) << (16 * j);
+    }
+    *nl = n;
+    *bar = b;
+}
+#endif
+
+/* One pass over the whole file (see _reference.scan_index). Returns 0 or CTF_ERR_NOMEM.
+ * The structural bytes ('\n' and '|') are found 64 at a time as bit masks; each line's prefix
+ * is read at its start, each '|' names a sample or starts a comment. */
 static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int na, int skip_ids,
                           int defining, int64_t chunk_size, ctf_index *ix) {
     size_t data_start;
-    const char *end = buf + size, *ls;
-    int64_t line_no = 0, nseq = 0;
-    int ids_mode = -1, pending_key = 0;
-    uint64_t cur_key = 0;
-    int64_t *counts = NULL;   /* per stream: samples of the current sequence */
-    int64_t *stamp = NULL;    /* per stream: the line that counted it last */
-    int *line_hits = NULL;    /* streams named on the current line */
+    const char *end = buf + size;
+    int64_t line_no = 1;
+    ctf_scan_state st;
+    ctf_scan_line ln;
     int rc = CTF_ERR_NOMEM;
 
     memset(ix, 0, sizeof *ix);
+    memset(&st, 0, sizeof st);
     ix->encoding = ctf_detect_encoding(buf, size, &data_start);
     if (ix->encoding >= CTF_ENC_UTF16LE) {
         if (ctf_push_i64(&ix->starts, (int64_t)size) || ctf_push_i64(&ix->chunk_starts, 0)) goto done;
         ix->ids_mode = 0;
         return 0;
     }
-    counts = (int64_t *)calloc((size_t)na + 1, sizeof *counts);
-    stamp = (int64_t *)calloc((size_t)na + 1, sizeof *stamp);
-    line_hits = (int *)calloc((size_t)na + 1, sizeof *line_hits);
-    if (!counts || !stamp || !line_hits) goto done;
+    st.ix = ix;
+    st.buf = buf;
+    st.end = end;
+    st.al = al;
+    st.na = na;
+    st.skip_ids = skip_ids;
+    st.defining = defining;
+    st.ids_mode = -1;
+    st.counts = (int64_t *)calloc((size_t)na + 1, sizeof *st.counts);
+    st.stamp = (int64_t *)calloc((size_t)na + 1, sizeof *st.stamp);
+    st.line_hits = (int *)calloc((size_t)na + 1, sizeof *st.line_hits);
+    if (!st.counts || !st.stamp || !st.line_hits) goto done;
 
-#define CTF_CLOSE_SEQ()                                                                   \
-    do {                                                                                  \
-        if (nseq > 0) {                                                                   \
-            int64_t len_ = 0;                                                             \
-            if (defining >= 0) len_ = counts[defining];                                   \
-            else for (int k_ = 0; k_ < na; k_++) if (counts[k_] > len_) len_ = counts[k_]; \
-            if (ctf_push_i64(&ix->lengths, len_)) goto done;                              \
-        }                                                                                 \
-    } while (0)
-
-    for (ls = buf + data_start; ls < end;) {
-        const char *le, *p = ls;
-        ctf_prefix pf;
-        int nhits = 0, has_content = 0, valid, id_big = 0;
-        uint64_t idv = 0;
-        line_no++;
-        /* prefix, bounded by the buffer end; '\n' is neither WS nor a digit */
-        while (p < end && CTF_IS_WS(*p)) p++;
-        if (p >= end || *p == '\n') { ls = p + 1; continue; } /* blank */
-        pf.digits_start = p;
-        while (p < end && CTF_IS_DIGIT(*p)) {
-            uint64_t d = (uint64_t)(*p - '0');
-            if (CTF_UNLIKELY(idv > CTF_U64_SAFE) && (idv > CTF_U64_SAFE + 1 || d > 5)) id_big = 1;
-            idv = idv * 10u + d;
-            p++;
-        }
-        pf.digits_end = p;
-        pf.invalid_at = NULL;
-        if (p > pf.digits_start) {
-            if (p < end && !(CTF_IS_WS(*p) || *p == '|' || *p == '\n')) pf.invalid_at = p;
-        } else if (*p != '|') {
-            pf.invalid_at = p;
-        }
-        valid = (pf.invalid_at == NULL);
-        if (!valid) {
-            le = (const char *)memchr(p, '\n', (size_t)(end - p));
-            if (le == NULL) le = end;
-            has_content = 1;
-        } else {
-            /* names on the line; the same pass finds the line end */
-            for (;;) {
-                const char *bar = ctf_find2(p, end, '|', '\n');
-                int k;
-                if (bar >= end || *bar == '\n') { le = bar; break; }
-                if (bar + 1 < end && bar[1] == '#') { p = bar + 2; continue; }
-                has_content = 1;
-                k = ctf_match_alias(al, na, bar + 1, end);
-                if (k >= 0) {
-                    if (stamp[k] != line_no) { stamp[k] = line_no; line_hits[nhits++] = k; }
-                    p = bar + 1 + al[k].len;
+    if (buf + data_start < end) {
+        const char *p = buf + data_start;
+        ctf_scan_prefix(&st, p, &ln);
+#ifdef CTF_HAVE_SSE2
+        for (; p < end; p += 64) {
+            uint64_t mnl, mbar, m;
+            if (end - p >= 64) {
+                ctf_masks64(p, &mnl, &mbar);
+            } else {
+                char tmp[64];
+                memset(tmp, 0, sizeof tmp);
+                memcpy(tmp, p, (size_t)(end - p));
+                ctf_masks64(tmp, &mnl, &mbar);
+            }
+            m = mnl | mbar;
+            while (m) {
+                const char *q = p + __builtin_ctzll(m);
+                m &= m - 1;
+                if (*q == '|') {
+                    ctf_scan_bar(&st, &ln, q, line_no);
                 } else {
-                    p = bar + 1; /* a name holds no '|' or '\n': searching on from here is the same */
+                    if (ctf_scan_line_done(&st, &ln, line_no)) goto done;
+                    line_no++;
+                    if (q + 1 < end) ctf_scan_prefix(&st, q + 1, &ln);
+                    else ln.has_content = 0; /* the file ends with '\n': no further line */
                 }
             }
         }
-        if (!has_content) { ls = le + 1; continue; }
-        if (ids_mode < 0) ids_mode = (!skip_ids) && pf.digits_end > pf.digits_start;
-        {
-            int start_new, have_key = 0;
-            uint64_t new_key = 0, key = 0;
-            if (ids_mode && pf.digits_end > pf.digits_start && valid) {
-                if (!id_big) { new_key = idv; have_key = 1; }
-                else valid = 0; /* BAD_ID: continues the current sequence, counts nothing */
+#else
+        for (; p < end; p++) {
+            if (*p == '|') {
+                ctf_scan_bar(&st, &ln, p, line_no);
+            } else if (*p == '\n') {
+                if (ctf_scan_line_done(&st, &ln, line_no)) goto done;
+                line_no++;
+                if (p + 1 < end) ctf_scan_prefix(&st, p + 1, &ln);
+                else ln.has_content = 0;
             }
-            if (!ids_mode) {
-                start_new = 1;
-                key = (uint64_t)nseq;
-            } else if (nseq == 0) {
-                start_new = 1;
-                key = have_key ? new_key : 0;
-                pending_key = !have_key;
-            } else if (!have_key) {
-                start_new = 0;
-            } else if (pending_key) {
-                memcpy(ix->keys.data + ix->keys.len - sizeof(uint64_t), &new_key, sizeof new_key);
-                cur_key = new_key;
-                pending_key = 0;
-                start_new = 0;
-            } else {
-                start_new = (new_key != cur_key);
-                key = new_key;
-            }
-            if (start_new) {
-                CTF_CLOSE_SEQ();
-                if (ctf_push_u64(&ix->keys, key) || ctf_push_i64(&ix->starts, (int64_t)(ls - buf)) ||
-                    ctf_push_i64(&ix->first_lines, line_no))
-                    goto done;
-                cur_key = key;
-                nseq++;
-                memset(counts, 0, sizeof *counts * (size_t)na);
-            }
-            if (valid)
-                for (int h = 0; h < nhits; h++) counts[line_hits[h]]++;
         }
-        ls = le + 1;
+#endif
+        if (ctf_scan_line_done(&st, &ln, line_no)) goto done; /* a last line without '\n' */
     }
-    CTF_CLOSE_SEQ();
-#undef CTF_CLOSE_SEQ
+    if (ctf_scan_close_seq(&st)) goto done;
     if (ctf_push_i64(&ix->starts, (int64_t)size)) goto done;
-    ix->ids_mode = ids_mode > 0;
+    ix->ids_mode = st.ids_mode > 0;
     /* chunks */
     {
-        const int64_t *st = (const int64_t *)(const void *)ix->starts.data;
+        const int64_t *sts = (const int64_t *)(const void *)ix->starts.data;
         int64_t limit = chunk_size < (int64_t)size ? chunk_size : (int64_t)size;
-        int64_t chunk_bytes = 0, last = 0;
+        int64_t chunk_bytes = 0, last = 0, nseq = st.nseq;
         if (ctf_push_i64(&ix->chunk_starts, 0)) goto done;
         for (int64_t i = 0; i < nseq; i++) {
-            int64_t sb = st[i + 1] - st[i];
+            int64_t sb = sts[i + 1] - sts[i];
             if (i > last && chunk_bytes + sb > limit) {
                 if (ctf_push_i64(&ix->chunk_starts, i)) goto done;
                 last = i;
@@ -414,9 +500,9 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     }
     rc = 0;
 done:
-    free(counts);
-    free(stamp);
-    free(line_hits);
+    free(st.counts);
+    free(st.stamp);
+    free(st.line_hits);
     if (rc) ctf_index_free(ix);
     return rc;
 }
