@@ -1,4 +1,4 @@
-/* cntkio._native._rand: the randomizer's hot loops in C (cntk-io-semantics 2.5, 2.7).
+/* cntkio._native._rand: the randomizer's and packer's hot loops in C (cntk-io-semantics 2.5, 2.7).
  *
  * std::mt19937_64 (the standard 64-bit Mersenne Twister), CNTK's two shuffles built on it
  * (the full-range swap of RandomShuffleMT and the window shuffle of the local-timeline
@@ -256,6 +256,77 @@ done:
     return result;
 }
 
+/* copy_segments(src, src_starts int64[n], dst, dst_starts int64[n], lengths int64[n]) -> None
+ *
+ * dst[dst_starts[i] : dst_starts[i] + lengths[i]] = src[src_starts[i] : ... + lengths[i]] for every i,
+ * along the first axis of two C-contiguous arrays of the same dtype and row shape: the packer's
+ * gather of whole sequences (dense rows, sparse indices/values, per-sample counts) as memcpy,
+ * without index arrays. Bounds are checked before copying; the copies run without the GIL. */
+static PyObject *py_copy_segments(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *src_o, *ss_o, *dst_o, *ds_o, *len_o;
+    if (!PyArg_ParseTuple(args, "OOOOO", &src_o, &ss_o, &dst_o, &ds_o, &len_o))
+        return NULL;
+    if (!PyArray_Check(src_o) || !PyArray_Check(dst_o)) {
+        PyErr_SetString(PyExc_TypeError, "copy_segments: src and dst must be numpy arrays");
+        return NULL;
+    }
+    PyArrayObject *src = (PyArrayObject *)src_o, *dst = (PyArrayObject *)dst_o;
+    if (!PyArray_IS_C_CONTIGUOUS(src) || !PyArray_IS_C_CONTIGUOUS(dst) || !PyArray_ISWRITEABLE(dst) ||
+        PyArray_NDIM(src) < 1 || PyArray_NDIM(src) != PyArray_NDIM(dst) ||
+        !PyArray_EquivTypes(PyArray_DESCR(src), PyArray_DESCR(dst))) {
+        PyErr_SetString(PyExc_ValueError, "copy_segments: src and dst must be C-contiguous arrays of one "
+                        "dtype and rank (dst writeable)");
+        return NULL;
+    }
+    npy_intp row = PyArray_ITEMSIZE(src);
+    for (int d = 1; d < PyArray_NDIM(src); d++) {
+        if (PyArray_DIM(src, d) != PyArray_DIM(dst, d)) {
+            PyErr_SetString(PyExc_ValueError, "copy_segments: src and dst rows differ in shape");
+            return NULL;
+        }
+        row *= PyArray_DIM(src, d);
+    }
+    PyArrayObject *ss = NULL, *ds = NULL, *ln = NULL;
+    PyObject *result = NULL;
+    ss = (PyArrayObject *)PyArray_FROMANY(ss_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
+    ds = ss ? (PyArrayObject *)PyArray_FROMANY(ds_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY) : NULL;
+    ln = ds ? (PyArrayObject *)PyArray_FROMANY(len_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY) : NULL;
+    if (!ln)
+        goto done;
+    npy_intp n = PyArray_DIM(ln, 0);
+    if (PyArray_DIM(ss, 0) != n || PyArray_DIM(ds, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "copy_segments: starts and lengths differ in size");
+        goto done;
+    }
+    const int64_t *a = (const int64_t *)PyArray_DATA(ss);
+    const int64_t *b = (const int64_t *)PyArray_DATA(ds);
+    const int64_t *l = (const int64_t *)PyArray_DATA(ln);
+    npy_intp ns = PyArray_DIM(src, 0), nd = PyArray_DIM(dst, 0);
+    for (npy_intp i = 0; i < n; i++) {
+        if (l[i] < 0 || a[i] < 0 || b[i] < 0 || a[i] > ns - l[i] || b[i] > nd - l[i]) {
+            PyErr_Format(PyExc_IndexError, "copy_segments: segment %zd (src %lld, dst %lld, length %lld) "
+                         "is outside src (%zd rows) or dst (%zd rows)", (Py_ssize_t)i, (long long)a[i],
+                         (long long)b[i], (long long)l[i], (Py_ssize_t)ns, (Py_ssize_t)nd);
+            goto done;
+        }
+    }
+    const char *sp = (const char *)PyArray_DATA(src);
+    char *dp = (char *)PyArray_DATA(dst);
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < n; i++)
+        if (l[i])
+            memcpy(dp + b[i] * row, sp + a[i] * row, (size_t)(l[i] * row));
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_XDECREF(ss);
+    Py_XDECREF(ds);
+    Py_XDECREF(ln);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"draws", py_draws, METH_VARARGS, "draws(seed, n) -> uint64[n]: first n outputs of mt19937_64(seed)."},
     {"full_range_shuffle", py_full_range_shuffle, METH_VARARGS,
@@ -265,6 +336,8 @@ static PyMethodDef methods[] = {
     {"swap_sequences", py_swap_sequences, METH_VARARGS,
      "swap_sequences(seed, owner, win_begin, win_end, seq_start) -> (perm, source): "
      "the BlockRandomizer's in-window sequence swaps."},
+    {"copy_segments", py_copy_segments, METH_VARARGS,
+     "copy_segments(src, src_starts, dst, dst_starts, lengths): row-segment memcpy gather."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .._native import native
 from ..deserializers.base import ChunkData
 from ..minibatch import MinibatchData
 from ..streams import StreamInformation
@@ -44,15 +45,40 @@ def _contiguous(idx: np.ndarray) -> bool:
         (len(idx) < 3 or bool(np.all(np.diff(idx) == 1)))
 
 
+def copy_segments(src: np.ndarray, src_starts: np.ndarray, dst: np.ndarray, dst_starts: np.ndarray,
+                  lengths: np.ndarray) -> None:
+    """``dst[d:d+n] = src[s:s+n]`` along the first axis for every segment (C memcpy when built)."""
+    mod = native("rand")
+    if (mod is not None and src.flags.c_contiguous and dst.flags.c_contiguous and src.dtype == dst.dtype
+            and src.shape[1:] == dst.shape[1:]):
+        mod.copy_segments(src, np.asarray(src_starts, np.int64), dst, np.asarray(dst_starts, np.int64),
+                          np.asarray(lengths, np.int64))
+        return
+    dst[ranges(dst_starts, lengths)] = src[ranges(src_starts, lengths)]
+
+
+def _sample_nnz(st) -> np.ndarray:
+    """Non-zeros per sample of a sparse chunk stream (computed once per chunk)."""
+    nnz = st.__dict__.get("_nnz")
+    if nnz is None:
+        nnz = np.diff(st.indptr).astype(np.int64, copy=False)
+        st.__dict__["_nnz"] = nnz
+    return nnz
+
+
 def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkData],
                 sel_chunk: np.ndarray, sel_index: np.ndarray, groups):
-    """Lengths and packed arrays of one stream for the selected sequences."""
+    """Lengths and packed arrays of one stream for the selected sequences.
+
+    Whole sequences are contiguous in a chunk (rows, and for sparse streams their non-zeros), so
+    the gather copies one segment per sequence.
+    """
     n = len(sel_chunk)
     if len(groups) == 1:
         cid, pos = groups[0]
         st = chunks[cid].streams[name]
-        idx = sel_index
         off = st.offsets
+        idx = sel_index
         lens = off[idx + 1] - off[idx]
         if _contiguous(idx):
             a, b = int(off[idx[0]]), int(off[idx[-1] + 1])
@@ -60,21 +86,15 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
                 return lens, (st.values[a:b].copy(),)
             p0, p1 = int(st.indptr[a]), int(st.indptr[b])
             return lens, (st.indptr[a:b + 1] - p0, st.indices[p0:p1].copy(), st.data[p0:p1].copy())
-        rows = ranges(off[idx], lens)
-        if not st.is_sparse:
-            return lens, (st.values[rows],)
-        nnz = st.indptr[rows + 1] - st.indptr[rows]
-        indptr = np.zeros(len(rows) + 1, np.int64)
-        np.cumsum(nnz, out=indptr[1:])
-        elems = ranges(st.indptr[rows], nnz)
-        return lens, (indptr, st.indices[elems], st.data[elems])
-    lens = np.empty(n, np.int64)
-    per = []
-    for cid, pos in groups:
-        st = chunks[cid].streams[name]
-        idx = sel_index[pos]
-        lens[pos] = st.offsets[idx + 1] - st.offsets[idx]
-        per.append((st, pos, idx))
+        per = [(st, slice(None), idx)]
+    else:
+        lens = np.empty(n, np.int64)
+        per = []
+        for cid, pos in groups:
+            st = chunks[cid].streams[name]
+            idx = sel_index[pos]
+            lens[pos] = st.offsets[idx + 1] - st.offsets[idx]
+            per.append((st, pos, idx))
     dst_start = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=dst_start[1:])
     total = int(dst_start[-1])
@@ -82,28 +102,22 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
     if not first.is_sparse:
         out = np.empty((total,) + first.values.shape[1:], first.values.dtype)
         for st, pos, idx in per:
-            l = lens[pos]
-            out[ranges(dst_start[pos], l)] = st.values[ranges(st.offsets[idx], l)]
+            copy_segments(st.values, st.offsets[idx], out, dst_start[:-1][pos], lens[pos])
         return lens, (out,)
-    nnz_out = np.zeros(total, np.int64)
-    src_rows = []
+    nnz_out = np.empty(total, np.int64)
     for st, pos, idx in per:
-        l = lens[pos]
-        rows = ranges(st.offsets[idx], l)
-        dst = ranges(dst_start[pos], l)
-        nnz_out[dst] = st.indptr[rows + 1] - st.indptr[rows]
-        src_rows.append((st, rows, dst))
+        copy_segments(_sample_nnz(st), st.offsets[idx], nnz_out, dst_start[:-1][pos], lens[pos])
     indptr = np.zeros(total + 1, np.int64)
     np.cumsum(nnz_out, out=indptr[1:])
     nz = int(indptr[-1])
     indices = np.empty(nz, first.indices.dtype)
     data = np.empty(nz, first.data.dtype)
-    for st, rows, dst in src_rows:
-        cnt = st.indptr[rows + 1] - st.indptr[rows]
-        src_e = ranges(st.indptr[rows], cnt)
-        dst_e = ranges(indptr[dst], cnt)
-        indices[dst_e] = st.indices[src_e]
-        data[dst_e] = st.data[src_e]
+    for st, pos, idx in per:
+        e0 = st.indptr[st.offsets[idx]]
+        e1 = st.indptr[st.offsets[idx + 1]]
+        d0 = indptr[dst_start[:-1][pos]]
+        copy_segments(st.indices, e0, indices, d0, e1 - e0)
+        copy_segments(st.data, e0, data, d0, e1 - e0)
     return lens, (indptr, indices, data)
 
 
