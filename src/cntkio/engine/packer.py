@@ -164,7 +164,6 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
         starts = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(lens, out=starts[1:])
         mask_all = make_mask(lens)
-        sl = starts.tolist()
         # the widest row of every minibatch
         if len(counts) == 1:
             widths = [mask_all.shape[1]]
@@ -174,22 +173,32 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
             if nz.any() and len(lens):
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
-        for j, eos in enumerate(end_of_sweep):
-            s0, s1 = bl[j], bl[j + 1]
-            if s0 == s1:
-                out[j][info] = _empty(info, chunks, eos, dense)
-                continue
-            mask = mask_all[s0:s1, :widths[j]]
-            r0, r1 = sl[s0], sl[s1]
-            if len(arrays) == 1:
-                out[j][info] = MinibatchData.from_packed(info, mask, values=arrays[0][r0:r1], end_of_sweep=eos)
-            else:
-                indptr, indices, data = arrays
-                p0, p1 = int(indptr[r0]), int(indptr[r1])
+        r0s = starts[bounds[:-1]].tolist()
+        r1s = starts[bounds[1:]].tolist()
+        from_packed = MinibatchData.from_packed
+        if len(arrays) == 1:
+            values = arrays[0]
+            for j, eos in enumerate(end_of_sweep):
+                s0, s1 = bl[j], bl[j + 1]
+                if s0 == s1:
+                    out[j][info] = _empty(info, chunks, eos, dense)
+                    continue
+                out[j][info] = from_packed(info, mask_all[s0:s1, :widths[j]], values=values[r0s[j]:r1s[j]],
+                                           end_of_sweep=eos)
+        else:
+            indptr, indices, data = arrays
+            indptr = np.asarray(indptr, np.int64)
+            p0s = indptr[starts[bounds[:-1]]].tolist()
+            p1s = indptr[starts[bounds[1:]]].tolist()
+            for j, eos in enumerate(end_of_sweep):
+                s0, s1 = bl[j], bl[j + 1]
+                if s0 == s1:
+                    out[j][info] = _empty(info, chunks, eos, dense)
+                    continue
+                r0, r1, p0, p1 = r0s[j], r1s[j], p0s[j], p1s[j]
                 ip = indptr[r0:r1 + 1]
-                out[j][info] = MinibatchData.from_packed(
-                    info, mask, indptr=(ip - p0) if p0 else np.asarray(ip, np.int64),
-                    indices=indices[p0:p1], data=data[p0:p1], end_of_sweep=eos)
+                out[j][info] = from_packed(info, mask_all[s0:s1, :widths[j]], indptr=(ip - p0) if p0 else ip,
+                                           indices=indices[p0:p1], data=data[p0:p1], end_of_sweep=eos)
     return out
 
 
