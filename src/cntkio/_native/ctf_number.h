@@ -199,10 +199,9 @@ static inline const char *ctf_parse_number(const char *p, const char *end, const
 
 
 /* ------------------------------------------------------------------------------------------ */
-/* SWAR fast path for the common short forms: D{1,8} and [-+]?D{1,8}.D{1,8}, followed by a byte
- * that the caller checks. Eight bytes are read at once (only when 8 bytes remain before `end`),
- * so a token costs no data-dependent branch per digit. Anything else returns NULL and the caller
- * uses ctf_parse_number. Little-endian only (elsewhere the fast path is compiled out). */
+/* SWAR helpers for the parser's fast path (ctf_core.h, ctf_value): eight digit bytes examined
+ * at once, so a fraction costs no data-dependent branch per digit. Little-endian only (elsewhere
+ * the fast path is compiled out). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define CTF_HAVE_SWAR 1
 
@@ -229,40 +228,6 @@ static inline uint64_t ctf_digits_value8(uint64_t x, int n) {
     return ((x & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32;
 }
 
-/* Parses [-+]?D{1,8}(.D{1,8})? at p when it is followed by a non-digit, non-'.', non-'e' byte
- * (the caller checks that byte is a delimiter). Returns the end or NULL (use the full parser). */
-static inline const char *ctf_fast_number(const char *p, const char *end, double *out) {
-    const char *q = p;
-    int neg = 0, n1, n2;
-    uint64_t x, ip;
-    if (*q == '-' || *q == '+') { neg = (*q == '-'); q++; }
-    if (end - q < 8) return NULL;
-    x = ctf_load8(q);
-    n1 = ctf_digit_run8(x);
-    if (n1 == 0 || n1 == 8) return NULL;
-    ip = ctf_digits_value8(x, n1);
-    q += n1;
-    if (*q != '.') {
-        if (*q == 'e' || *q == 'E') return NULL;
-        *out = neg ? -(double)ip : (double)ip;
-        return q;
-    }
-    q++;
-    if (end - q < 8) return NULL;
-    x = ctf_load8(q);
-    n2 = ctf_digit_run8(x);
-    if (n2 == 0 || n2 == 8) return NULL;
-    q += n2;
-    if (*q == 'e' || *q == 'E' || *q == '.') return NULL;
-    {   /* ip * 10^n2 + frac < 10^16: exact when <= 2^53, then one correctly rounded division */
-        uint64_t mant = ip * ctf_pow10_u64[n2] + ctf_digits_value8(x, n2);
-        double v;
-        if (mant > (1ull << 53)) return NULL;
-        v = (double)mant / ctf_pow10[n2];
-        *out = neg ? -v : v;
-    }
-    return q;
-}
 #endif
 
 #endif /* CNTKIO_CTF_NUMBER_H */
