@@ -181,16 +181,19 @@ def test_worker_budget_split_and_minimum():
 
 
 def test_randomized_worker_without_fitting_sequence_gets_empty_minibatch_and_goes_on():
-    # cntk-ctf-behaviours 20: cntkio returns 0 sequences instead of raising
-    d = FakeDeserializer([[1], [3]])
-    src = MinibatchSource(d, randomization_window_in_chunks=1, randomization_seed=0)
-    order = [src._reader.randomizer.timeline(k).chunk.tolist() for k in range(4)]
-    got = []
-    for _ in range(6):
-        mb = src.next_minibatch(2, num_data_partitions=2, partition_index=0)
-        got.append((mb[src.streams.x].num_sequences, mb[src.streams.x].end_of_sweep))
-    assert all(n in (0, 1) for n, _ in got) and any(n == 1 for n, _ in got)
-    assert order  # the walk above ran over several sweeps without raising
+    # cntk-ctf-behaviours 20: a worker runs past a sweep end without a local sequence, and the
+    # first local sequence of the next sweep does not fit: CNTK raised; cntkio returns an empty
+    # minibatch (0 sequences, end_of_sweep) and the next call delivers that sequence.
+    from cntkio.engine.randomizer import full_range_shuffle
+    seed = next(s for s in range(100) if full_range_shuffle(s, 2).tolist() == [0, 1]
+                and full_range_shuffle(s + 1, 2).tolist() == [1, 0])
+    src = MinibatchSource(FakeDeserializer([[1], [3]]), randomization_window_in_chunks=1, randomization_seed=seed)
+    src.restore_from_checkpoint({"minibatchSourcePosition": 1})  # start of sweep 0's chunk for worker 1
+    mb = src.next_minibatch(2, num_data_partitions=2, partition_index=0)[src.streams.x]
+    assert (mb.num_sequences, mb.end_of_sweep) == (0, True)
+    assert src.get_checkpoint_state() == {"minibatchSourcePosition": 4}
+    mb = src.next_minibatch(2, num_data_partitions=2, partition_index=0)[src.streams.x]
+    assert ids_of(mb) == [1] and mb.num_samples == 3
 
 
 # --- frame mode and truncated BPTT ----------------------------------------------------------------
