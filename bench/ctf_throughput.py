@@ -3,7 +3,7 @@
 
     python bench/ctf_throughput.py [DATADIR] [--generate] [--repeat 3] [--warmup 1]
                                    [--datasets dense,sparse,seq,float] [--peers-dir DIR]
-                                   [--no-peers] [--out FILE]
+                                   [--no-peers] [--methods SUBSTR,...] [--out FILE]
 
 DATADIR (default bench/data, git-ignored) holds the files of ``shared/bench/gen_data.py`` (about
 1.1 GB; ``--generate`` writes them when the manifest is missing). For every dataset it times, each
@@ -138,6 +138,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--chunk-size", type=int, default=32 * 1024 * 1024)
     ap.add_argument("--datasets", default="dense,sparse,seq,float")
+    ap.add_argument("--methods", help="comma-separated substrings; run only matching methods")
     ap.add_argument("--out", help="markdown file (default bench/results/ctf-<date>.md)")
     a = ap.parse_args()
 
@@ -166,7 +167,10 @@ def main() -> None:
             methods = [] if a.no_peers else peers.methods_for(ext, 2 * 50000, [])
             if ext == "ctf":
                 methods = methods + cntkio_methods(name, a.chunk_size)
+            wanted = a.methods.split(",") if a.methods else None
             for label, fn in methods:
+                if wanted and not any(w in label for w in wanted):
+                    continue
                 t, n = peers.bench(fn, path, a.repeat, a.warmup)
                 results.append((f["path"], f["bytes"], label, t, n))
                 print(f"{name} | {f['path']} | {label} | {t:.3f} s | {f['bytes'] / MB / t:,.1f} MB/s",

@@ -342,6 +342,8 @@ def test_rejects_inconsistent_arguments():
         _ctf.parse_chunk(b"|a 1\n", 0, [0, 99], [1], False, [(b"a", 1, False)], False, -1, 0)
     with pytest.raises(ValueError):
         _ctf.parse_chunk(b"|a 1\n", 10, [0, 5], [1], False, [(b"a", 1, False)], False, -1, 0)
+    with pytest.raises(ValueError, match="at least one"):
+        _ctf.parse_chunk(b"|a 1\n", 0, [], [], False, [(b"a", 1, False)], False, -1, 0)
     with pytest.raises(ValueError):
         _ctf.scan_index(b"|a 1\n", [b"a"], False, 1, 10)
     with pytest.raises(ValueError):

@@ -240,7 +240,10 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
     fl_a = as_int64_array(fl_o, "first_lines");
     if (fl_a == NULL) { Py_DECREF(starts_a); return NULL; }
     n = PyArray_SIZE((PyArrayObject *)starts_a) - 1;
-    if (n < 0) n = 0;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "starts must hold n + 1 offsets (at least one)");
+        goto fail_arrays;
+    }
     if (PyArray_SIZE((PyArrayObject *)fl_a) < n) {
         PyErr_Format(PyExc_ValueError, "first_lines has %zd entries, expected %zd",
                      (Py_ssize_t)PyArray_SIZE((PyArrayObject *)fl_a), (Py_ssize_t)n);
@@ -250,7 +253,7 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
     first_lines = (const int64_t *)PyArray_DATA((PyArrayObject *)fl_a);
     if (alias_table_from(streams_o, 1, &at, "streams") < 0) goto fail_arrays;
     if (PyObject_GetBuffer(buf_o, &view, PyBUF_SIMPLE) < 0) { alias_table_free(&at); goto fail_arrays; }
-    for (npy_intp i = 0; i <= n && PyArray_SIZE((PyArrayObject *)starts_a) > 0; i++) {
+    for (npy_intp i = 0; i <= n; i++) {
         if (starts[i] < base || starts[i] - base > (int64_t)view.len || (i > 0 && starts[i] < starts[i - 1])) {
             PyErr_Format(PyExc_ValueError,
                          "starts[%zd] = %lld is outside the buffer [%lld, %lld] or not ascending",

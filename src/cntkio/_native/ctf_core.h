@@ -186,7 +186,24 @@ typedef struct {
     size_t len;
     int64_t dim;
     int sparse;
+    uint64_t pfx, mask; /* first min(len, 8) name bytes as a little-endian word (ctf_alias_prepare) */
 } ctf_alias;
+
+/* A copy of the caller's table with pfx/mask filled in (free() it). NULL when out of memory. */
+static ctf_alias *ctf_alias_prepare(const ctf_alias *al, int na) {
+    ctf_alias *t = (ctf_alias *)malloc(sizeof *t * ((size_t)na + 1));
+    if (t == NULL) return NULL;
+    for (int k = 0; k < na; k++) {
+        size_t n = al[k].len < 8 ? al[k].len : 8;
+        unsigned char b[8] = {0};
+        t[k] = al[k];
+        memcpy(b, al[k].name, n);
+        t[k].pfx = 0;
+        for (size_t i = 0; i < 8; i++) t[k].pfx |= (uint64_t)b[i] << (8 * i);
+        t[k].mask = n == 8 ? ~0ULL : ((1ULL << (8 * n)) - 1);
+    }
+    return t;
+}
 
 static inline int ctf_lookup(const ctf_alias *al, int na, const char *s, size_t len) {
     for (int k = na - 1; k >= 0; k--)
@@ -195,9 +212,26 @@ static inline int ctf_lookup(const ctf_alias *al, int na, const char *s, size_t 
 }
 
 /* The stream whose name is the token starting at p (ending at a delimiter or `end`), or -1.
- * Same answer as ctf_lookup on the token, without finding the token's end first. */
-static inline int ctf_match_alias(const ctf_alias *al, int na, const char *p, const char *end) {
+ * Same answer as ctf_lookup on the token, without finding the token's end first. With 8 readable
+ * bytes (before `bufend`) the first 8 name bytes are compared as one masked word. */
+static inline int ctf_match_alias(const ctf_alias *al, int na, const char *p, const char *end,
+                                  const char *bufend) {
     const size_t avail = (size_t)(end - p);
+#ifdef CTF_HAVE_SWAR
+    if (bufend - p >= 8) {
+        const uint64_t x = ctf_load8(p);
+        for (int k = na - 1; k >= 0; k--) {
+            const size_t len = al[k].len;
+            if (len > avail || (x & al[k].mask) != al[k].pfx) continue;
+            if (len > 8 && memcmp(p + 8, al[k].name + 8, len - 8) != 0) continue;
+            if (len < avail && !CTF_IS_DELIM(p[len])) continue;
+            return k;
+        }
+        return -1;
+    }
+#else
+    (void)bufend;
+#endif
     for (int k = na - 1; k >= 0; k--) {
         const size_t len = al[k].len;
         const char *name = al[k].name;
@@ -339,7 +373,7 @@ CTF_ALWAYS_INLINE void ctf_scan_bar(ctf_scan_state *st, ctf_scan_line *ln, const
     if (!ln->valid) return;
     if (bar + 1 < st->end && bar[1] == '#') return; /* comment */
     ln->has_content = 1;
-    k = ctf_match_alias(st->al, st->na, bar + 1, st->end);
+    k = ctf_match_alias(st->al, st->na, bar + 1, st->end, st->end);
     if (k >= 0 && st->stamp[k] != line_no) { st->stamp[k] = line_no; st->line_hits[ln->nhits++] = k; }
 }
 
@@ -418,6 +452,7 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     int64_t line_no = 1;
     ctf_scan_state st;
     ctf_scan_line ln;
+    ctf_alias *prepared = NULL;
     int rc = CTF_ERR_NOMEM;
 
     memset(ix, 0, sizeof *ix);
@@ -431,7 +466,8 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     st.ix = ix;
     st.buf = buf;
     st.end = end;
-    st.al = al;
+    st.al = prepared = ctf_alias_prepare(al, na);
+    if (prepared == NULL) goto done;
     st.na = na;
     st.skip_ids = skip_ids;
     st.defining = defining;
@@ -505,6 +541,7 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     }
     rc = 0;
 done:
+    free(prepared);
     free(st.counts);
     free(st.stamp);
     free(st.line_hits);
@@ -806,7 +843,7 @@ CTF_ALWAYS_INLINE int ctf_parse_samples(ctf_parser *ps, const char *p, const cha
             p = bar + 1;
             continue;
         }
-        k = ctf_match_alias(ps->al, ps->na, bar + 1, end);
+        k = ctf_match_alias(ps->al, ps->na, bar + 1, end, ps->bufend);
         if (k < 0) { p = ctf_find2(bar + 1, end, '|', '\n'); continue; }
         ne = bar + 1 + ps->al[k].len;
         if (ps->r->out[k].stamp == ps->line_ord) {
@@ -837,8 +874,11 @@ static int ctf_parse_line(ctf_parser *ps, const char *le) {
         if (pf.invalid_at)
             return ctf_report(ps, CTF_BAD_PREFIX, -1, pf.invalid_at,
                               (int64_t)(ctf_token_end(pf.invalid_at, le) - pf.invalid_at), 0);
-        if (!ctf_line_has_names(pf.body, le)) return 0;
-        if (ps->ids_mode && pf.digits_end > pf.digits_start) {
+        /* skipped unless it names a sample; "|x" right after the prefix is the common answer */
+        if (!(pf.body + 1 < le && pf.body[0] == '|' && pf.body[1] != '#') &&
+            !ctf_line_has_names(pf.body, le))
+            return 0;
+        if (ps->ids_mode && pf.digits_end - pf.digits_start > 19) { /* 19 digits always fit */
             uint64_t unused;
             if (!ctf_digits_u64(pf.digits_start, pf.digits_end, &unused))
                 return ctf_report(ps, CTF_BAD_ID, -1, pf.digits_start,
@@ -858,10 +898,13 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
                            int64_t warning_limit, ctf_result *r) {
     ctf_parser ps;
     int stop = 0;
+    ctf_alias *prepared = ctf_alias_prepare(al, na);
     memset(r, 0, sizeof *r);
+    if (prepared == NULL) return CTF_ERR_NOMEM;
+    al = prepared;
     r->nstreams = na;
     r->out = (ctf_stream_out *)calloc((size_t)na + 1, sizeof *r->out);
-    if (r->out == NULL) return CTF_ERR_NOMEM;
+    if (r->out == NULL) { free(prepared); return CTF_ERR_NOMEM; }
     for (int k = 0; k < na; k++) {
         if (ctf_vec_reserve(&r->out[k].offsets, sizeof(int64_t) * (size_t)(n + 1)) ||
             ctf_push_i64(&r->out[k].offsets, 0)) goto nomem;
@@ -909,8 +952,10 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
             for (int64_t i = 0; i <= n; i++) ctf_push_i64(&so->offsets, 0); /* capacity reserved */
         }
     }
+    free(prepared);
     return 0;
 nomem:
+    free(prepared);
     ctf_result_free(r);
     return CTF_ERR_NOMEM;
 }
