@@ -22,7 +22,8 @@ import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from ..models import load_model
-from ._common import batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device, resolve_dtype
+from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
+                      resolve_dtype)
 from ._params import get_int, get_list, get_str, has, key_path
 
 __all__ = ["write", "format_rows"]
@@ -88,7 +89,6 @@ def write(section, name: str = "write") -> dict[str, int]:
         counts = {n: 0 for n in names}
         net.eval()
         with torch.no_grad():
-            from ._common import Dist
             for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
                 t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
                 values = net.nodes(t[feats])
