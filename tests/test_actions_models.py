@@ -225,3 +225,51 @@ def test_array_values():
     assert get_schedule(cfg, "a") == [0.8, 0.8, 0.2]
     assert get_list(cfg, "b") == ["1", "2", "2"]
     assert schedule_value([1, 2], 5) == 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["0.5", "1", "0.25", "2e-3"]), st.integers(1, 4)), min_size=1, max_size=4),
+       st.integers(0, 20))
+def test_schedule_text_expands_per_epoch(pairs, epoch):
+    text = ":".join(f"{v}*{n}" for v, n in pairs)
+    expanded = [float(v) for v, n in pairs for _ in range(n)]
+    schedule = get_schedule(parse_config(f"lr={text}"), "lr")
+    assert schedule == expanded
+    assert schedule_value(schedule, epoch) == expanded[min(epoch, len(expanded) - 1)]
+
+
+# --- device, precision, threads --------------------------------------------------------------------
+def test_device_and_precision():
+    from cntkio.commands._common import resolve_device, resolve_dtype
+    assert resolve_device(parse_config("deviceId=cpu")) == torch.device("cpu")
+    assert resolve_device(parse_config("deviceId=-1")) == torch.device("cpu")
+    auto = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+    assert resolve_device(parse_config("x=1")) == auto                 # auto is the default
+    assert resolve_device(parse_config("deviceId=auto")) == auto
+    with pytest.raises(NotImplementedInCntkio, match="torchrun"):
+        resolve_device(parse_config("deviceId=all"))
+    with pytest.raises(NotImplementedInCntkio, match="torchrun"):
+        resolve_device(parse_config("deviceId=*2"))
+    with pytest.raises(ConfigError, match="deviceId"):
+        resolve_device(parse_config("deviceId=gpu"))
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="GPU 0 is not available"):
+            resolve_device(parse_config("deviceId=0"))
+    assert resolve_dtype(parse_config("x=1")) == torch.float32
+    assert resolve_dtype(parse_config("precision=double")) == torch.float64
+    with pytest.raises(ConfigError, match="precision"):
+        resolve_dtype(parse_config("precision=quad"))
+
+
+def test_num_cpu_threads():
+    from cntkio.commands._common import apply_cpu_threads
+    before = torch.get_num_threads()
+    try:
+        apply_cpu_threads(parse_config("numCPUThreads=1"))
+        assert torch.get_num_threads() == 1
+        apply_cpu_threads(parse_config("numCPUThreads=0"))           # 0 leaves it as it is
+        assert torch.get_num_threads() == 1
+        with pytest.raises(ConfigError, match="numCPUThreads"):
+            apply_cpu_threads(parse_config("numCPUThreads=-2"))
+    finally:
+        torch.set_num_threads(before)
