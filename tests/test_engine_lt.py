@@ -47,6 +47,14 @@ def test_lt_no_randomizer_round_robin_resets_each_sweep():
     assert worker(1) == [1, 3, 1, 3]
 
 
+def test_lt_worker_without_any_sequence_ends_instead_of_looping():
+    # one sequence, dealt round-robin: worker 1 never gets one, even with endless sweeps
+    src = MinibatchSource(UserLike([[1]]), randomize=False)
+    assert src.next_minibatch(2, num_data_partitions=2, partition_index=1) == {}
+    assert ids_of(MinibatchSource(UserLike([[1]]), randomize=False).next_minibatch(
+        2, num_data_partitions=2, partition_index=0)[src.streams.x]) == [0]
+
+
 def test_lt_max_samples_is_a_per_worker_budget():
     def worker(r):
         src = MinibatchSource(UserLike([[1] * 10]), randomize=False, max_samples=5)

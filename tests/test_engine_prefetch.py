@@ -17,6 +17,7 @@ def test_chunk_cache_loads_once_and_releases():
     assert cache.get(0) is cache.get(0)
     cache.retain([1])
     assert cache.held() == [1]
+    cache.get(1)
     cache.get(2)
     assert sorted(d.loads) == [0, 1, 2] and cache.loads == 3
     cache.close()

@@ -156,7 +156,9 @@ class _LTBase:
                 eos = True
                 self.pos += 1
                 idle_sweeps = idle_sweeps + 1 if nseq == 0 else 0
-                if idle_sweeps > 1 and nseq == 0 and not self._any_local_possible(W, r):
+                if nseq == 0 and idle_sweeps > self._idle_limit():
+                    # whole sweeps without a local sequence: this worker gets no data (as a rank
+                    # beyond the chunks); without this an endless epoch would loop forever
                     return None
                 continue
             # the sequence part of the window the cursor is in: [seq_lo, seq_hi) in sequence indices
@@ -205,8 +207,9 @@ class _LTBase:
                 np.concatenate(sel_i) if sel_i else np.zeros(0, np.int64),
                 np.concatenate(sel_l) if sel_l else np.zeros(0, np.int64), eos)
 
-    def _any_local_possible(self, W: int, r: int) -> bool:
-        return self._has_data(W, r)
+    def _idle_limit(self) -> int:
+        """Sweeps in a row without a local sequence after which a worker is out of data."""
+        return 1
 
     def next(self, size: int, W: int, r: int):
         """One minibatch dict, or None at the end of the epoch."""
@@ -369,6 +372,10 @@ class LTTumblingWindowRandomizer(_LTBase):
 
     def _has_data(self, W: int, r: int) -> bool:
         return r < self.C
+
+    def _idle_limit(self) -> int:
+        # chunks are reshuffled every sweep: allow every chunk a chance to come this worker's way
+        return 2 * self.C + 2
 
     def _window_id(self):
         return (self.chunk_pos, self.sweep)
