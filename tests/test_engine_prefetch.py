@@ -61,3 +61,35 @@ def test_interpreter_exits_with_a_source_left_open(tmp_path):
     """ % str(__import__("pathlib").Path(__file__).parent))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+class SlowDeserializer(FakeDeserializer):
+    """Chunk loads that take a while and record how many ran at once (GIL released in sleep,
+    as in the C parser)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.running = 0
+        self.most = 0
+        self.guard = threading.Lock()
+
+    def get_chunk(self, chunk_id):
+        import time
+        with self.guard:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.03)
+        with self.guard:
+            self.running -= 1
+        return super().get_chunk(chunk_id)
+
+
+def test_chunks_load_in_background_in_parallel_and_minibatch_is_unchanged():
+    from cntkio.source import MinibatchSource
+    from fakes import samples_of
+    slow = SlowDeserializer([[1] * 4] * 12)
+    src = MinibatchSource(slow, randomization_window_in_chunks=4, max_sweeps=1, multithreaded_deserializer=True)
+    got = [samples_of(mb[src.streams.x]) for mb in src.iter(minibatch_size=5)]
+    plain = MinibatchSource(FakeDeserializer([[1] * 4] * 12), randomization_window_in_chunks=4, max_sweeps=1)
+    assert got == [samples_of(mb[plain.streams.x]) for mb in plain.iter(minibatch_size=5)]
+    assert slow.most >= 2  # several chunks were being loaded at once
