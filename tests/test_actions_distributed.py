@@ -59,19 +59,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_match_single_process(tmp_path):
-    _data(tmp_path / "data.ctf")
-    for name in ("single", "dist"):
-        (tmp_path / f"{name}.cntk").write_text(CONFIG.format(out=tmp_path / name, data=tmp_path / "data.ctf"))
-    (_, _, single), (_, _, single_test) = run([f"configFile={tmp_path / 'single.cntk'}"])
-
+def _launch(config, *extra):
+    """Run ``cntkio configFile=config`` in two processes on localhost; return (rc, stdout, stderr)
+    per process, asserting that both succeeded."""
     port = _free_port()
     procs = []
     for rank in range(2):
         env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
                    LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2")
-        procs.append(subprocess.Popen([sys.executable, "-m", "cntkio", f"configFile={tmp_path / 'dist.cntk'}"],
+        procs.append(subprocess.Popen([sys.executable, "-m", "cntkio", f"configFile={config}", *extra],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     outputs = []
     try:
@@ -85,7 +82,16 @@ def test_two_processes_match_single_process(tmp_path):
                 p.wait(timeout=30)
     for rc, out, err in outputs:
         assert rc == 0, f"a training process failed:\n{out[-2000:]}\n{err[-3000:]}"
+    return outputs
 
+
+def test_two_processes_match_single_process(tmp_path):
+    _data(tmp_path / "data.ctf")
+    for name in ("single", "dist"):
+        (tmp_path / f"{name}.cntk").write_text(CONFIG.format(out=tmp_path / name, data=tmp_path / "data.ctf"))
+    (_, _, single), (_, _, single_test) = run([f"configFile={tmp_path / 'single.cntk'}"])
+
+    outputs = _launch(tmp_path / "dist.cntk")
     rank0, rank1 = outputs[0][1], outputs[1][1]
     assert "Finished Epoch[3 of 3]" in rank0 and "Final Results" in rank0
     assert rank1.strip() == ""                               # only process 0 prints
@@ -98,3 +104,16 @@ def test_two_processes_match_single_process(tmp_path):
         assert torch.allclose(x, y, rtol=1e-9, atol=1e-11), name
     ckpt = load_model(str(tmp_path / "dist" / "model.dnn.1")).reader_checkpoint
     assert ckpt["world_size"] == 2 and len(ckpt["ranks"]) == 2
+
+
+def test_randomized_one_chunk_file_trains_on_two_processes(tmp_path):
+    """Randomized, a small file is one chunk and process 1 reads nothing (cntk-io-semantics 2.6):
+    it still takes part in every step, and each epoch still covers its samples."""
+    _data(tmp_path / "data.ctf")
+    (tmp_path / "r.cntk").write_text(CONFIG.format(out=tmp_path / "r", data=tmp_path / "data.ctf"))
+    outputs = _launch(tmp_path / "r.cntk", "reader=[randomize=true]", "train=[SGD=[epochSize=0]]")
+    rank0 = outputs[0][1]
+    assert [ln.split(":")[0] for ln in rank0.splitlines() if ln.startswith("Finished")] == \
+        [f"Finished Epoch[{e} of 3]" for e in (1, 2, 3)]
+    assert rank0.count("% * 100;") == 4          # 3 epochs of one sweep, and the test
+    assert load_model(str(tmp_path / "r" / "model.dnn")).epoch == 3

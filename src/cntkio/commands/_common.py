@@ -106,13 +106,11 @@ class Dist:
 
 def _close_process_group() -> None:
     """Tear down the process group this module created (a gloo group left open aborts the process
-    at exit); waits for the other processes first, so that none exits while another still talks."""
+    at exit). No barrier: a process that exits on an error must not wait for the others (they may
+    be blocked in a collective); its exit lets torchrun stop the rest."""
     import torch.distributed as td
     if td.is_available() and td.is_initialized():
-        try:
-            td.barrier()
-        finally:
-            td.destroy_process_group()
+        td.destroy_process_group()
 
 
 def dist_context() -> Dist:

@@ -75,6 +75,8 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
     try:
         with torch.no_grad():
             for mb in minibatches:
+                if not mb:         # this process has no data in this minibatch (distributed)
+                    continue
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
                 x, y = t[feats], t[labels]
                 hlast = net(x)

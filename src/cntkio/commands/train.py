@@ -226,6 +226,8 @@ def _mean_var_norm(net: SimpleNetwork, command, name: str, dtype, device, dist: 
     dim = net.input_dim
     s = torch.zeros(2 * dim + 1, dtype=torch.float64, device=device)
     for mb in epoch_minibatches(source, minibatch_size=65536, epoch_size=0, epoch=0, dist=dist):
+        if not mb:                 # this process has no data in this minibatch (distributed)
+            continue
         x = batch_tensors(mb, [feats], torch.float64, device, required=[feats],
                           where=key_path(command, "reader"))[feats]
         s[:dim] += x.sum(0)
