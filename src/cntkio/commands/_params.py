@@ -163,18 +163,13 @@ def _expand_one(item):
     return s
 
 
-def get_schedule(cfg, key: str, default: Any = _MISSING, cast=float) -> list | None:
-    """A per-epoch schedule (``0.8*10:0.2``: 0.8 for 10 epochs, then 0.2): a list of values, the
-    last one repeating (see :func:`schedule_value`)."""
+def get_schedule(cfg, key: str, default: Any = _MISSING) -> list[float] | None:
+    """A per-epoch schedule (``0.8*10:0.2``: 0.8 for 10 epochs, then 0.2) as floats, the last
+    value repeating (see :func:`schedule_value`)."""
     values = get_list(cfg, key, default)
     if values is None:
         return None
-    out = []
-    for v in values:
-        try:
-            out.append(cast(_to_float(v, key_path(cfg, key))) if cast is int else _to_float(v, key_path(cfg, key)))
-        except (TypeError, ValueError):
-            raise ConfigError(f"expected numbers, found {v!r}", path=key_path(cfg, key)) from None
+    out = [_to_float(v, key_path(cfg, key)) for v in values]
     if not out:
         raise ConfigError("empty schedule", path=key_path(cfg, key))
     return out

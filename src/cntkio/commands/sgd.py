@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
-from ._params import get_bool, get_float, get_int, get_schedule, has, key_path, schedule_value
+from ._params import get_bool, get_float, get_int, get_schedule, get_str, has, key_path, schedule_value
 
 __all__ = ["SGDParams", "CntkSGD"]
 
@@ -49,7 +49,6 @@ class SGDParams:
     clipping_threshold_per_sample: float = math.inf
     clipping_with_truncation: bool = True
     num_mbs_to_show_result: int = 10
-    keep_check_point_files: bool = True
 
     def mb_size(self, epoch: int) -> int:
         """Minibatch size of 0-based ``epoch``."""
@@ -112,7 +111,6 @@ class SGDParams:
             clipping_threshold_per_sample=get_float(cfg, "clippingThresholdPerSample", math.inf),
             clipping_with_truncation=get_bool(cfg, "gradientClippingWithTruncation", True),
             num_mbs_to_show_result=get_int(cfg, "numMBsToShowResult", 10),
-            keep_check_point_files=get_bool(cfg, "keepCheckPointFiles", True),
         )
         if p.max_epochs <= 0:
             raise ConfigError(f"maxEpochs must be > 0, found {p.max_epochs}", path=key_path(cfg, "maxEpochs"))
@@ -122,7 +120,6 @@ class SGDParams:
 
 
 def get_str_lower(cfg, key: str, default: str) -> str:
-    from ._params import get_str
     return (get_str(cfg, key, default) or "").lower()
 
 
