@@ -21,8 +21,7 @@ Conventions kept from CNTK:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
@@ -60,7 +59,6 @@ class NetworkSpec:
     random_seed_offset: int = 0
     feature_node: str = "features"
     label_node: str = "labels"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.layer_sizes) < 2 or any(int(s) <= 0 for s in self.layer_sizes):
