@@ -226,3 +226,14 @@ def test_missing_streams_are_named(workdir, tmp_path):
              + "]"]
     with pytest.raises(ConfigError, match="stream named 'features'"):
         _run(workdir, *extra)
+
+
+def test_cv_reader_validates_after_every_epoch(workdir, capsys):
+    (_, _, tr), _ = _run(workdir, "train=[cvReader=$testReader$]")
+    assert len(tr.validation) == 3 and all(v.samples == N_TEST for v in tr.validation)
+    text = capsys.readouterr().out
+    assert [ln.split(":")[0] for ln in text.splitlines() if "[Validate]" in ln] == \
+        [f"Finished Epoch[{e} of 3]" for e in (1, 2, 3)]
+    # validation does not change what training reads: same criteria as a run without cvReader
+    (_, _, plain), _ = _run(workdir, "train=[makeMode=false]")
+    assert [e.totals for e in plain.epochs] == [e.totals for e in tr.epochs]
