@@ -88,15 +88,23 @@ class Dist:
     active: bool = False
     rank: int = 0
     world_size: int = 1
+    #: where collectives run: the CPU for gloo, this process's GPU for nccl
+    comm_device: torch.device = torch.device("cpu")
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
 
     def all_reduce_(self, t: torch.Tensor) -> torch.Tensor:
-        """Sum ``t`` over the processes, in place (no-op for one process)."""
+        """Sum ``t`` over the processes, in place (no-op for one process); a tensor on another
+        device than the backend's goes there and back."""
         if self.active:
-            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM)
+            if t.device == self.comm_device:
+                torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM)
+            else:
+                tmp = t.to(self.comm_device)
+                torch.distributed.all_reduce(tmp, op=torch.distributed.ReduceOp.SUM)
+                t.copy_(tmp)
         return t
 
     def barrier(self) -> None:
@@ -125,12 +133,17 @@ def dist_context() -> Dist:
         if world <= 1 or "MASTER_ADDR" not in os.environ:
             return Dist()
         backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
         td.init_process_group(backend=backend)
         atexit.register(_close_process_group)
         _log.info("initialised torch.distributed (%s): rank %d of %d", backend, td.get_rank(), td.get_world_size())
     if td.get_world_size() <= 1:
         return Dist(active=False, rank=td.get_rank(), world_size=1)
-    return Dist(active=True, rank=td.get_rank(), world_size=td.get_world_size())
+    comm = torch.device("cpu")
+    if td.get_backend() == "nccl":
+        comm = torch.device("cuda", torch.cuda.current_device())
+    return Dist(active=True, rank=td.get_rank(), world_size=td.get_world_size(), comm_device=comm)
 
 
 # --- readers -------------------------------------------------------------------------------------
