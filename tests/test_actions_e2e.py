@@ -237,3 +237,11 @@ def test_cv_reader_validates_after_every_epoch(workdir, capsys):
     # validation does not change what training reads: same criteria as a run without cvReader
     (_, _, plain), _ = _run(workdir, "train=[makeMode=false]")
     assert [e.totals for e in plain.epochs] == [e.totals for e in tr.epochs]
+
+
+def test_eval_takes_the_first_value_of_an_inherited_minibatch_size_array(workdir):
+    _run(workdir)
+    (_, _, res), = _run(workdir, "command=ev", "minibatchSize=8:16", "ev=[action=test; reader=$testReader$]")
+    assert res.minibatches == 4 and res.samples == N_TEST              # 30 samples in 8, 8, 8, 6
+    with pytest.raises(ConfigError, match="minibatchSize"):
+        _run(workdir, "command=test", "test=[minibatchSize=0]")

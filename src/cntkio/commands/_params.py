@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import ConfigError
 
 __all__ = ["has", "get_str", "get_int", "get_float", "get_bool", "get_list", "get_schedule",
-           "schedule_value", "key_path", "section"]
+           "schedule_value", "minibatch_size", "key_path", "section"]
 
 _MISSING = object()
 _TRUE = {"true", "t", "1", "yes"}
@@ -173,6 +173,17 @@ def get_schedule(cfg, key: str, default: Any = _MISSING) -> list[float] | None:
     if not out:
         raise ConfigError("empty schedule", path=key_path(cfg, key))
     return out
+
+
+def minibatch_size(cfg, default: int = 40960) -> int:
+    """``minibatchSize`` of an evaluating action (eval, cv, write, createLabelMap): an array (a
+    train section's per-epoch schedule, found up the chain) gives its first value, as CNTK; must be
+    > 0."""
+    values = get_schedule(cfg, "minibatchSize", str(default))
+    size = values[0]
+    if size <= 0 or not float(size).is_integer():
+        raise ConfigError(f"expected a positive integer, found {size:g}", path=key_path(cfg, "minibatchSize"))
+    return int(size)
 
 
 def schedule_value(schedule: list, epoch: int):

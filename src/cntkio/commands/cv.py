@@ -18,7 +18,7 @@ from .._log import get_logger
 from ..errors import ConfigError
 from ..models import load_model
 from ._common import dist_context, epoch_minibatches, open_reader, progress_enabled, report, resolve_device, resolve_dtype
-from ._params import get_float, get_int, get_list, get_str, key_path
+from ._params import get_float, get_int, get_list, get_str, key_path, minibatch_size
 from .eval import EvalResult, criterion_nodes, evaluate
 
 __all__ = ["cv"]
@@ -41,7 +41,7 @@ def cv(section, name: str = "cv") -> dict[str, EvalResult]:
     if step <= 0 or start < 0 or end < start:
         raise ConfigError(f"expected start >= 0, step > 0, end >= start; found {start}:{step}:{end}",
                           path=key_path(section, "crossValidationInterval"))
-    mb_size = get_int(section, "minibatchSize", 40960)
+    mb_size = minibatch_size(section)
     epoch_size = get_int(section, "epochSize", 0)
     sleep = get_float(section, "sleepTimeBetweenRuns", 0.0)
     show = get_int(section, "numMBsToShowResult", 0)

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..models import SimpleNetwork, load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
-from ._params import get_int, get_list, get_str, key_path
+from ._params import get_int, get_list, get_str, key_path, minibatch_size
 
 __all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
 
@@ -109,10 +109,8 @@ def _eval_command(command, name: str) -> EvalResult:
     net = load_model(model_path, device=device, dtype=dtype).network
     names = get_list(command, "evalNodeNames", None)
     nodes = criterion_nodes(net, [str(n) for n in names] if names else None, key_path(command, "evalNodeNames"))
-    mb_size = get_int(command, "minibatchSize", 40960)
+    mb_size = minibatch_size(command)
     epoch_size = get_int(command, "epochSize", 0)
-    if mb_size <= 0:
-        raise ConfigError(f"minibatchSize must be > 0, found {mb_size}", path=key_path(command, "minibatchSize"))
     source = open_reader(command, "reader", name)
     start = time.perf_counter()
     result = evaluate(net, epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=dist),

@@ -21,7 +21,7 @@ import numpy as np
 from .._log import get_logger
 from ..errors import ConfigError
 from ._common import Dist, dist_context, epoch_minibatches, open_reader, report, stream_samples, _stream_name
-from ._params import get_int, get_str, has, key_path, section as get_section
+from ._params import get_int, get_str, has, key_path, minibatch_size, section as get_section
 
 __all__ = ["create_label_map", "label_categories"]
 
@@ -75,7 +75,7 @@ def create_label_map(section, name: str = "createLabelMap") -> str:
         raise ConfigError("no labelMappingFile to write", path=key_path(reader, "labelMappingFile"),
                           hint="set labelMappingFile in the label input, the reader or at the root")
     out_path = get_str(lookup, "labelMappingFile")
-    mb_size = get_int(section, "minibatchSize", 40960)
+    mb_size = minibatch_size(section)
     source = open_reader(target, "reader", name)
     seen = np.zeros(0, dtype=np.int64)
     for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=0, epoch=0, dist=Dist()):

@@ -24,7 +24,7 @@ from ..errors import ConfigError, NotImplementedInCntkio
 from ..models import load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
-from ._params import get_int, get_list, get_str, has, key_path
+from ._params import get_int, get_list, get_str, has, key_path, minibatch_size
 
 __all__ = ["write", "format_rows"]
 
@@ -63,7 +63,7 @@ def write(section, name: str = "write") -> dict[str, int]:
         if n not in per_sample:
             raise ConfigError(f"{n!r} is not a node with a value per sample (writable nodes: "
                               f"{', '.join(per_sample)})", path=key_path(section, "outputNodeNames"))
-    mb_size = get_int(section, "minibatchSize", 40960)
+    mb_size = minibatch_size(section)
     epoch_size = get_int(section, "epochSize", 0)
     source = open_reader(section, "reader", name)
     feats, labels = net.spec.feature_node, net.spec.label_node
