@@ -89,23 +89,25 @@ def test_first_missing_epoch(tmp_path):
     assert first_missing_epoch(m, 3) == 3
 
 
-def test_resume_from_epoch_file_matches_uninterrupted(setup):
+@pytest.mark.parametrize("done", [1, 2, 3])
+def test_resume_from_epoch_file_matches_uninterrupted(setup, done):
     cfg_a, out_a = setup("a")
     (_, _, full), = run([f"configFile={cfg_a}"])
     assert [len(full.epochs), full.start_epoch] == [4, 1]
     cfg_b, out_b = setup("b")
     run([f"configFile={cfg_b}"])
-    for f in ("model.dnn.2", "model.dnn.3", "model.dnn"):
-        os.remove(out_b / f)                               # as if killed during epoch 2
+    later = [f"model.dnn.{e}" for e in range(done + 1, 4)] + ["model.dnn"]
+    for f in later:
+        os.remove(out_b / f)                               # as if killed during epoch done+1
     (_, _, resumed), = run([f"configFile={cfg_b}"])
-    assert resumed.start_epoch == 2 and len(resumed.epochs) == 3
+    assert resumed.start_epoch == done + 1 and len(resumed.epochs) == 4 - done
     # the resumed epochs read the same data and computed the same criteria
-    assert [e.totals for e in resumed.epochs] == [e.totals for e in full.epochs[1:]]
-    for f in ("model.dnn.2", "model.dnn.3", "model.dnn"):
+    assert [e.totals for e in resumed.epochs] == [e.totals for e in full.epochs[done:]]
+    for f in later:
         _assert_same(_params(out_a / f), _params(out_b / f))
-    # the reader checkpoint stored with epoch 1 is the timeline position at its end
-    ckpt = load_model(str(out_a / "model.dnn.1")).reader_checkpoint
-    assert ckpt["world_size"] == 1 and ckpt["ranks"][0]["minibatchSourcePosition"] == 900
+    # the reader checkpoint stored with an epoch is the timeline position at its end
+    ckpt = load_model(str(out_a / f"model.dnn.{done}")).reader_checkpoint
+    assert ckpt["world_size"] == 1 and ckpt["ranks"][0]["minibatchSourcePosition"] == 900 * done
 
 
 def test_killed_run_resumes_exactly(setup):
