@@ -273,3 +273,21 @@ def test_num_cpu_threads():
             apply_cpu_threads(parse_config("numCPUThreads=-2"))
     finally:
         torch.set_num_threads(before)
+
+
+# --- text output of write/dumpnode -----------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 4), st.data())
+def test_write_format_reads_back_exactly(rows, cols, data):
+    from cntkio.commands.write import format_rows
+    import numpy as np
+    vals = data.draw(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=rows * cols,
+                              max_size=rows * cols))
+    a32 = np.array(vals, dtype=np.float32).reshape(rows, cols)
+    text = format_rows(a32, "%.9g")
+    assert text.count("\n") == rows
+    back = np.array([[float(v) for v in ln.split(" ")] for ln in text.splitlines()], dtype=np.float32)
+    assert np.array_equal(back, a32)
+    a64 = a32.astype(np.float64) / 3
+    back64 = np.array([[float(v) for v in ln.split(" ")] for ln in format_rows(a64, "%.17g").splitlines()])
+    assert np.array_equal(back64, a64)
