@@ -239,15 +239,15 @@ class GlobalReader:
 
     # --- chunks -------------------------------------------------------------------------------
     def _needed(self, cursor: tuple[int, int], W: int, r: int) -> set[int]:
-        """Chunks the positions just ahead of ``cursor`` need (the current and next randomized
-        chunks, or the next 2W when distributed), plus held chunks still used later this sweep."""
+        """Chunks the positions just ahead of ``cursor`` need (the current and next two randomized
+        chunks, or the next 3W when distributed), plus held chunks still used later this sweep."""
         k, i = cursor
         tl = self.randomizer.timeline(k)
         o = tl.owner(i)
         key = (k if self.randomized or W > 1 else 0, o, W, r)
         need = self._needed_cache.get(key)
         if need is None:
-            span = 2 * max(1, W)
+            span = 3 * max(1, W)
             stop = min(self.C, o + span)
             loc, _ = self._local(k, W, r)
             lo, hi = np.searchsorted(loc, [tl.rchunk_start[o], tl.rchunk_start[stop]])
@@ -391,6 +391,8 @@ class GlobalReader:
         key = (self.generation, budget, W, r)
         if not self._queue or self._queue_key != key:
             self._queue.clear()
+            if self._queue_key != key:  # first call with these settings: start the loads now
+                self.cache.prefetch(sorted(self._needed(self.cursor, W, r)))
             batch = None
             if self.prefetcher is not None:
                 batch = self.prefetcher.take((key, self.cursor))
