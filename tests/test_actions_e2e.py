@@ -2,7 +2,9 @@
 (``cntkio.commands.runner.run``, what ``cntkio configFile=...`` does)."""
 from __future__ import annotations
 
+import io
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -36,7 +38,6 @@ command = train:test
 precision = double
 deviceId = cpu
 numCPUThreads = 1
-progressBar = false
 modelPath = {out}/model.dnn
 labelMappingFile = {out}/labels.map
 
@@ -245,3 +246,27 @@ def test_eval_takes_the_first_value_of_an_inherited_minibatch_size_array(workdir
     assert res.minibatches == 4 and res.samples == N_TEST              # 30 samples in 8, 8, 8, 6
     with pytest.raises(ConfigError, match="minibatchSize"):
         _run(workdir, "command=test", "test=[minibatchSize=0]")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bars_on_a_terminal_only(workdir, monkeypatch, capsys):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    _run(workdir)
+    bars = term.getvalue()
+    assert "Epoch[1 of 3]" in bars and "Epoch[3 of 3]" in bars and "/90" in bars    # total = one sweep
+    assert "test:" in bars
+    monkeypatch.setattr(sys, "stderr", io.StringIO())                  # not a terminal: no bars
+    _run(workdir, "train=[makeMode=false]")
+    assert "Epoch[1 of 3]" not in sys.stderr.getvalue()
+    forced = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", forced)
+    _run(workdir, "train=[makeMode=false]", "progressBar=true")         # forced on
+    assert "Epoch[1 of 3]" in forced.getvalue()
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    _run(workdir, "train=[makeMode=false]", "progressBar=false")        # forced off
+    assert "Epoch[" not in sys.stderr.getvalue()
