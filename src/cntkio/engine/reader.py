@@ -284,6 +284,25 @@ class GlobalReader:
             return z, z, z
         return np.concatenate(cs), np.concatenate(xs), np.concatenate(ls)
 
+    def _selections(self, plans: list):
+        """``(_selection of every plan, the whole selection or None)``; consecutive single-range
+        plans share one slice."""
+        first = plans[0].segs[0] if plans and plans[0].segs else None
+        if first is not None and first[3] is None and all(
+                len(p.segs) == 1 and p.segs[0][3] is None and p.segs[0][0] == first[0] for p in plans):
+            k, a = first[0], first[1]
+            b = plans[-1].segs[0][2]
+            if all(plans[j].segs[0][1] == plans[j - 1].segs[0][2] for j in range(1, len(plans))):
+                tl = self.randomizer.timeline(k)
+                c, x, l = tl.chunk[a:b], tl.index[a:b], tl.length[a:b]
+                out, pos = [], 0
+                for p in plans:
+                    n = p.segs[0][2] - p.segs[0][1]
+                    out.append((c[pos:pos + n], x[pos:pos + n], l[pos:pos + n]))
+                    pos += n
+                return out, (c, x, l)
+        return [self._selection(p) for p in plans], None
+
     def _chunk_ids(self, plans) -> set[int]:
         ids: set[int] = set()
         for plan in plans:
@@ -304,13 +323,16 @@ class GlobalReader:
         One gather per stream and chunk for all of them, then each minibatch is a slice (numpy
         overhead is paid once per batch, not once per minibatch).
         """
-        sels = [self._selection(p) for p in plans]
+        sels, whole = self._selections(plans)
         if self.frame_mode:
             for _, _, lens in sels:
                 check_frame_mode(lens)
         counts = [len(c) for c, _, _ in sels]
-        sel_chunk = np.concatenate([c for c, _, _ in sels]) if len(sels) > 1 else sels[0][0]
-        sel_index = np.concatenate([x for _, x, _ in sels]) if len(sels) > 1 else sels[0][1]
+        if whole is not None:
+            sel_chunk, sel_index = whole[0], whole[1]
+        else:
+            sel_chunk = np.concatenate([c for c, _, _ in sels]) if len(sels) > 1 else sels[0][0]
+            sel_index = np.concatenate([x for _, x, _ in sels]) if len(sels) > 1 else sels[0][1]
         groups = group_by_chunk(sel_chunk)
         chunks = {c: self.cache.get(c) for c, _ in groups}
         invalid = [0] * len(plans)
@@ -363,9 +385,22 @@ class GlobalReader:
         # stay within the randomized chunk the batch starts in and the next one, so that a
         # batch never holds more chunks than the window does
         limit = int(tl0.rchunk_start[min(self.C, tl0.owner(i0) + 2)])
+        searchsorted = np.searchsorted
         for _ in range(count):
             if cursor[0] != k0 or cursor[1] >= limit:
                 break
+            if W == 1:
+                # fast path of walk() for one worker: a minibatch that ends inside the sweep
+                tl, nE, _, cum = self._ctx(k0, 1, 0)
+                i = cursor[1]
+                if i < nE:
+                    b = int(searchsorted(cum, int(tl.start[i]) + budget, side="right"))
+                    if b <= i:
+                        b = i + 1
+                    if b < nE:
+                        plans.append(Plan([(k0, i, b, None)], (k0, b), False, False, b - i))
+                        cursor = (k0, b)
+                        continue
             plan = self.walk(cursor, budget, W, r)
             if plan.num_sequences == 0 and plan.reached_end:
                 plans.append(plan)
