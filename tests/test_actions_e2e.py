@@ -270,3 +270,20 @@ def test_progress_bars_on_a_terminal_only(workdir, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stderr", _Terminal())
     _run(workdir, "train=[makeMode=false]", "progressBar=false")        # forced off
     assert "Epoch[" not in sys.stderr.getvalue()
+
+
+def test_sparse_labels_and_sequences(workdir, tmp_path):
+    """Labels written sparse (``|labels 2:1``) and samples grouped in multi-sample sequences train
+    the same per-sample network: every valid sample counts once."""
+    x, y = _blobs(N_TRAIN, 1)
+    with open(tmp_path / "seq.ctf", "w") as f:
+        for i, (xi, yi) in enumerate(zip(x, y)):
+            f.write(f"{i // 3} |features {' '.join(format(v, 'g') for v in xi)} |labels {yi}:1\n")
+    extra = ["command=t", "t=[action=train; modelPath=" + str(tmp_path / "m" / "model") + "; "
+             "reader=[readerType=CNTKTextFormatReader; file=" + str(tmp_path / "seq.ctf") + "; randomize=true; "
+             "input=[features=[dim=4; format=dense]; labels=[dim=3; format=sparse]]]; "
+             "SimpleNetworkBuilder=[layerSizes=4:8:3; layerTypes=Tanh]; "
+             "SGD=[minibatchSize=12; learningRatesPerMB=0.3; maxEpochs=4; numMBsToShowResult=0]]"]
+    (_, _, tr), = _run(workdir, *extra)
+    assert [e.samples for e in tr.epochs] == [N_TRAIN] * 4
+    assert tr.epochs[-1].averages["EvalClassificationError"] < 0.1
