@@ -21,6 +21,12 @@ uninterrupted one.
 
 Chunks are loaded when positions ahead need them (background loads) and released once no later
 position of the current sweep uses them, so memory is bounded by the randomization window.
+
+Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
+to 64 consecutive minibatches (about 16 MB of output, and never further than the next randomized
+chunk) are walked and gathered at once, then handed out one per call; the next batch is packed on
+a background thread meanwhile. The checkpoint still names the position after the last minibatch
+*returned*; a restore or a change of size or partition drops what was packed ahead.
 """
 from __future__ import annotations
 
