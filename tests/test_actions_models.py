@@ -211,6 +211,8 @@ def test_default_momentum_is_0_9_per_minibatch():
     ("learningRatesPerMB=1; maxEpochs=1; minibatchSize=0", ConfigError, "minibatchSize"),
     ("learningRatesPerMB=1; maxEpochs=1; useNAG=true", NotImplementedInCntkio, "useNAG"),
     ("learningRatesPerMB=1; maxEpochs=1; gradUpdateType=AdaGrad", NotImplementedInCntkio, "gradUpdateType"),
+    ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustLR=AdjustAfterEpoch]", NotImplementedInCntkio,
+     "autoAdjustLR"),
 ])
 def test_bad_sgd_sections(text, error, where):
     cfg = parse_config(f"SGD=[{text}]")

@@ -90,7 +90,8 @@ class SGDParams:
             raise NotImplementedInCntkio("SGD.useNAG (Nesterov momentum) is not implemented in cntkio")
         if get_float(cfg, "L1RegWeight", 0.0):
             raise NotImplementedInCntkio("SGD.L1RegWeight is not implemented in cntkio")
-        adjust = get_str_lower(cfg, "autoAdjustLR", "none")
+        adjust_cfg = cfg("AutoAdjust") if cfg.exists("AutoAdjust") else cfg     # CNTK's sub-section
+        adjust = get_str_lower(adjust_cfg, "autoAdjustLR", "none")
         if adjust not in ("none", ""):
             raise NotImplementedInCntkio(f"SGD.autoAdjustLR={adjust} is not implemented in cntkio")
         if has(cfg, "gradUpdateType") and get_str_lower(cfg, "gradUpdateType", "none") not in ("none", ""):
