@@ -111,11 +111,13 @@ def test_resume_from_epoch_file_matches_uninterrupted(setup, done):
 
 
 def test_killed_run_resumes_exactly(setup):
+    # longer epochs (40 sweeps), so that the kill lands well before the last epoch ends
+    longer = "train=[SGD=[epochSize=3600]]"
     cfg_a, out_a = setup("a")
-    run([f"configFile={cfg_a}"])
+    run([f"configFile={cfg_a}", longer])
     cfg_b, out_b = setup("b")
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-m", "cntkio", f"configFile={cfg_b}"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "cntkio", f"configFile={cfg_b}", longer], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     try:
@@ -134,7 +136,7 @@ def test_killed_run_resumes_exactly(setup):
     assert not os.path.exists(out_b / "model.dnn"), "the run finished before it could be killed"
     done = first_missing_epoch(str(out_b / "model.dnn"), 4)
     assert 1 <= done < 4
-    (_, _, resumed), = run([f"configFile={cfg_b}"])
+    (_, _, resumed), = run([f"configFile={cfg_b}", longer])
     assert resumed.start_epoch == done + 1
     _assert_same(_params(out_a / "model.dnn"), _params(out_b / "model.dnn"))
 
