@@ -95,3 +95,11 @@ def test_randomized_composite_keeps_streams_aligned():
         xs = ids_of(mb[src.streams.x])
         zs = ids_of(mb[src.streams.z])
         assert [int(perm[q]) for q in zs] == xs
+
+
+def test_trace_level_0_silences_the_drop_warning(caplog):
+    primary = FakeDeserializer([[1, 1]], keys=[1, 2])
+    secondary = FakeDeserializer([[1]], keys=[2], names=("z", "w"))
+    with caplog.at_level(logging.DEBUG, logger="cntkio"):
+        comp = CompositeDeserializer([primary, secondary], trace_level=0)
+    assert comp.dropped_sequences == 1 and caplog.text == ""

@@ -319,3 +319,12 @@ def test_memory_bounded_by_window():
         # the chunk under the cursor, the next one, and the one a packed-ahead batch reaches into
         assert len(src._reader.cache.held()) <= 4
     assert sorted(nr.loads) == list(range(40))
+
+
+def test_trace_level_info_describes_the_reader(caplog):
+    import logging
+    with caplog.at_level(logging.INFO, logger="cntkio"):
+        MinibatchSource(FakeDeserializer([[1, 2], [3]]), trace_level=TraceLevel.Info, randomization_seed=3,
+                        max_sweeps=2)
+    assert ("3 sequences (6 samples per sweep) in 2 chunks; block randomizer, window 128 chunks, seed 3; "
+            "epoch end at sample 12; sequence packing") in caplog.text

@@ -17,7 +17,6 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-from ._log import trace_level_to_logging
 from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
 from .deserializers.base import Deserializer, build_deserializer
 from .engine.composite import CompositeDeserializer
@@ -107,7 +106,6 @@ class MinibatchSource:
             raise RuntimeError("MinibatchSource: frame_mode cannot be combined with truncation_length "
                                f"{truncation_length}; use one packing mode")
         self.trace_level = int(trace_level)
-        log.setLevel(trace_level_to_logging(self.trace_level))
         self.max_samples = max_samples
         self.max_sweeps = max_sweeps
         self.randomize = bool(win_chunks or win_samples)
@@ -182,7 +180,8 @@ class MinibatchSource:
             corpus, self._stream_infos, randomize=self.randomize, window=self.randomization_window,
             sample_based=self.sample_based_window, seed=self.randomization_seed,
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
-            truncation_length=self.truncation_length, max_errors=self.max_errors, loader_threads=threads)
+            truncation_length=self.truncation_length, max_errors=self.max_errors, loader_threads=threads,
+            trace_level=self.trace_level)
 
     def _init_user(self, d, threads: int) -> None:
         from .engine.lt_randomizer import LTNoRandomizer, LTTumblingWindowRandomizer

@@ -150,7 +150,7 @@ class CompositeDeserializer(Deserializer):
             self._sec_refs.append(refs)
             self._tables.append(SequenceTable(table.keys[keep], np.asarray(lengths, np.int64)))
         self.dropped_sequences = dropped
-        if dropped:
+        if dropped and self.trace_level >= 1:
             log.warning("%d sequence(s) of the primary deserializer have no match by key in another "
                         "deserializer and were dropped from the corpus", dropped)
         if not self._chunks:

@@ -50,12 +50,13 @@ POSITION_KEY = "minibatchSourcePosition"
 TBPTT_KEY = "truncatedBpttSlots"
 
 
-def worker_budget(size: int, workers: int, rank: int) -> int:
+def worker_budget(size: int, workers: int, rank: int, trace_level: int = 1) -> int:
     """A worker's share of a minibatch of ``size`` samples (2.3): at least 1."""
     budget = size // workers + (1 if rank < size % workers else 0)
     if budget < 1:
-        log.warning("minibatch size %d is smaller than the number of workers %d; each worker reads "
-                    "at least one sequence", size, workers)
+        if trace_level >= 1:
+                log.warning("minibatch size %d is smaller than the number of workers %d; each worker "
+                            "reads at least one sequence", size, workers)
         budget = 1
     return budget
 
@@ -76,7 +77,8 @@ class GlobalReader:
 
     def __init__(self, corpus: Deserializer, stream_infos: list[StreamInformation], *, randomize: bool,
                  window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
-                 truncation_length: int, max_errors: int, loader_threads: int, prefetch: bool = True) -> None:
+                 truncation_length: int, max_errors: int, loader_threads: int, prefetch: bool = True,
+                 trace_level: int = 1) -> None:
         self.corpus = corpus
         self.stream_infos = stream_infos
         lengths = [corpus.sequence_infos(c.id).lengths for c in corpus.chunk_infos()]
@@ -92,12 +94,20 @@ class GlobalReader:
         self.frame_mode = bool(frame_mode)
         self.T = int(truncation_length)
         self.max_errors = int(max_errors)
+        self.trace_level = int(trace_level)
         self.errors = 0
         self.cursor = (0, 0)
         self.cache = ChunkCache(corpus, threads=loader_threads)
         self.prefetcher = Prefetcher() if prefetch and not self.T else None
         self.generation = 0
         self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
+        if self.trace_level >= 2:
+            log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
+                     self.N, self.S, self.C,
+                     (f"block randomizer, window {window} {'samples' if sample_based else 'chunks'}, seed {seed}"
+                      if randomize else "no randomization"),
+                     "none" if epoch_end is None else f"at sample {epoch_end}",
+                     "truncated BPTT" if self.T else ("frame" if frame_mode else "sequence"))
         self._local_cache: dict = {}
         self._needed_cache: dict = {}
         self._ctx_cache: dict = {}
@@ -373,7 +383,9 @@ class GlobalReader:
     def _count_invalid(self, n_invalid: int) -> None:
         if n_invalid:
             self.errors += n_invalid
-            log.warning("%d invalid sequence(s) removed from the minibatch", n_invalid)
+            if self.trace_level >= 1:
+                log.warning("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
+                            n_invalid, self.errors, self.max_errors)
             if self.errors > self.max_errors:
                 raise RuntimeError(f"Number of invalid sequences '{self.errors}' in the input exceeded the "
                                    f"specified maximum number '{self.max_errors}'")
@@ -428,7 +440,7 @@ class GlobalReader:
             return None
         if self.T:
             return self._next_truncated(size, W, r)
-        budget = worker_budget(size, W, r)
+        budget = worker_budget(size, W, r, self.trace_level)
         key = (self.generation, budget, W, r)
         if not self._queue or self._queue_key != key:
             self._queue.clear()
@@ -483,7 +495,7 @@ class GlobalReader:
                              "decrease number of workers.")
         local_slots = slots // W + (1 if r < slots % W else 0)
         dropped = self.slots.resize(local_slots)
-        if any(dropped):
+        if any(dropped) and self.trace_level >= 1:
             log.warning("truncated BPTT: the number of parallel sequences went down to %d; the rest of "
                         "the sequences in the dropped slots is discarded", local_slots)
         eos = False
