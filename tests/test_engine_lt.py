@@ -202,3 +202,19 @@ def test_custom_deserializer_fromdata_example_randomized_and_not():
     mb1 = mbs1.next_minibatch(3)
     assert mb1[mbs1.streams["y"]].as_csr().toarray().tolist() == [[0, 5, 0], [1, 0, 0], [4, 0, 0]]
     assert np.concatenate(mb1[mbs1.streams["x"]].as_sequences()).tolist() == [[12, 13, 14], [0, 1, 2], [9, 10, 11]]
+
+
+def test_lt_sample_window_takes_chunks_until_the_window_is_full():
+    # chunks of 2 samples: a window of 4 samples is a window of 2 chunks
+    def read(**kw):
+        src = MinibatchSource(UserLike([[1, 1]] * 5), max_sweeps=2, randomization_seed=2, **kw)
+        return [(ids_of(mb[src.streams.x]), mb[src.streams.x].end_of_sweep) for mb in src.iter(minibatch_size=3)]
+    by_samples = read(randomization_window_in_chunks=0, randomization_window_in_samples=4)
+    assert by_samples == read(randomization_window_in_chunks=2)
+    assert sorted(q for ids, _ in by_samples for q in ids) == sorted(list(range(10)) * 2)
+
+
+def test_lt_frame_mode_rejects_multi_sample_sequences():
+    src = MinibatchSource(UserLike([[1, 2]]), randomize=False, frame_mode=True)
+    with pytest.raises(RuntimeError, match="Detected a non-frame sequence of size 2 in frame mode."):
+        src.next_minibatch(4)
