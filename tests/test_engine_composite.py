@@ -7,7 +7,7 @@ import pytest
 from cntkio.deserializers.base import DenseStream, SparseStream
 from cntkio.engine.composite import RECONCILE_ERROR, CompositeDeserializer, gather_stream, ranges
 from cntkio.source import MinibatchSource
-from fakes import FakeDeserializer, ids_of, samples_of
+from fakes import FakeDeserializer, ids_of
 
 
 def test_ranges():

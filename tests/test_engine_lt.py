@@ -1,6 +1,4 @@
 """Local-timeline randomizers for user deserializers (cntk-io-semantics 2.4, 2.6, 2.7)."""
-import gc
-import json
 
 import numpy as np
 import pytest

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from cntkio import FULL_DATA_SWEEP, INFINITELY_REPEAT, TraceLevel
+from cntkio import FULL_DATA_SWEEP, TraceLevel
 from cntkio.source import MinibatchSource
 from fakes import FakeDeserializer, ids_of, samples_of
 

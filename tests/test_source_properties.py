@@ -3,8 +3,7 @@ partitions of a sweep are disjoint and cover it, resuming on another number of w
 the same global timeline."""
 from collections import Counter
 
-import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cntkio.engine.resume import check_resumes_exactly
 from cntkio.source import MinibatchSource

@@ -319,19 +319,6 @@ class GlobalReader:
                 return out, (c, x, l)
         return [self._selection(p) for p in plans], None
 
-    def _chunk_ids(self, plans) -> set[int]:
-        ids: set[int] = set()
-        for plan in plans:
-            if plan is None:
-                continue
-            for k, a, b, loc in plan.segs:
-                tl = self.randomizer.timeline(k)
-                c = tl.chunk[a:b] if loc is None else tl.chunk[loc[a:b]]
-                if len(c):
-                    lo, hi = int(c.min()), int(c.max())
-                    ids.update((lo, hi) if hi - lo <= 1 else np.unique(c).tolist())
-        return ids
-
     # --- executing ----------------------------------------------------------------------------
     def execute_batch(self, plans: list) -> list:
         """Pack several consecutive plans at once: ``[(minibatch dict, invalid dropped)]``.
@@ -375,10 +362,6 @@ class GlobalReader:
         mbs = pack_many(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts,
                         [p.end_of_sweep for p in plans])
         return list(zip(mbs, invalid))
-
-    def execute(self, plan: Plan):
-        """Pack one plan: ``(minibatch dict, number of invalid sequences dropped)``."""
-        return self.execute_batch([plan])[0]
 
     def _count_invalid(self, n_invalid: int) -> None:
         if n_invalid:
