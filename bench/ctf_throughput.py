@@ -4,6 +4,7 @@
     python bench/ctf_throughput.py [DATADIR] [--generate] [--repeat 3] [--warmup 1]
                                    [--datasets dense,sparse,seq,float] [--peers-dir DIR]
                                    [--no-peers] [--methods SUBSTR,...] [--out FILE]
+    python bench/ctf_throughput.py [DATADIR] --scaling [--repeat 3]
 
 DATADIR (default bench/data, git-ignored) holds the files of ``shared/bench/gen_data.py`` (about
 1.1 GB; ``--generate`` writes them when the manifest is missing). For every dataset it times, each
@@ -17,6 +18,10 @@ as the best of --repeat runs after --warmup untimed runs with the file in the pa
   deserializer bookkeeping: the C parser's own speed;
 * the peers of ``shared/bench/peers.py`` (read()/wc -l, numpy.loadtxt, pandas C/pyarrow engines,
   pyarrow.csv, sklearn svmlight, the naive Python CTF parser) on the same content in their formats.
+
+``--scaling`` instead times the C parser on the first two chunks of each file (the file cut in
+halves) parsed one after the other on one thread and at once on two threads: the parser releases
+the GIL, so the ratio shows how far two chunks parse in parallel on this machine.
 
 Ratios: ``x pandas c`` = pandas.read_csv(engine='c') time on the same content (the .csv file) over
 this method's time (sparse has no pandas form: sklearn's svmlight loader stands in, and the column
@@ -128,6 +133,42 @@ def cntkio_methods(name: str, chunk_size: int):
             ("cntkio CTF, 2 threads", two_threads), ("cntkio parse only, 1 thread", parse_only)]
 
 
+def scaling(datadir: str, names, repeat: int) -> None:
+    """Two chunks of each file: one thread after the other vs two threads at once (C parse)."""
+    import threading
+    backend = ctf_backend()
+    print("dataset | chunk MB | 1 thread s | 2 threads s | speedup")
+    for name in names:
+        path = os.path.join(datadir, f"{name}.ctf")
+        streams = [(a.encode(), d, s) for a, d, s in STREAMS[name]]
+        with open(path, "rb") as f:
+            buf = f.read()
+        _, ids_mode, _, starts, first_lines, _, cs = backend.scan_index(
+            buf, [s[0] for s in streams], False, -1, len(buf) // 2 + 1)
+
+        def run(c):
+            a, b = int(cs[c]), int(cs[c + 1])
+            backend.parse_chunk(buf, 0, starts[a:b + 1], first_lines[a:b], ids_mode, streams,
+                                False, -1, 10)
+
+        best = {1: float("inf"), 2: float("inf")}
+        for _ in range(repeat):
+            for threads in (1, 2):
+                t0 = time.perf_counter()
+                if threads == 1:
+                    run(0)
+                    run(1)
+                else:
+                    ts = [threading.Thread(target=run, args=(c,)) for c in (0, 1)]
+                    for t in ts:
+                        t.start()
+                    for t in ts:
+                        t.join()
+                best[threads] = min(best[threads], time.perf_counter() - t0)
+        mb = (int(starts[int(cs[2])]) - int(starts[0])) / 2 / MB
+        print(f"{name} | {mb:.0f} | {best[1]:.3f} | {best[2]:.3f} | {best[1] / best[2]:.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("datadir", nargs="?", default=str(ROOT / "bench" / "data"))
@@ -140,7 +181,12 @@ def main() -> None:
     ap.add_argument("--datasets", default="dense,sparse,seq,float")
     ap.add_argument("--methods", help="comma-separated substrings; run only matching methods")
     ap.add_argument("--out", help="markdown file (default bench/results/ctf-<date>.md)")
+    ap.add_argument("--scaling", action="store_true",
+                    help="only time two chunks on one thread vs two threads (C parse)")
     a = ap.parse_args()
+    if a.scaling:
+        scaling(a.datadir, a.datasets.split(","), a.repeat)
+        return
 
     peers_dir = pathlib.Path(a.peers_dir)
     peers = load_peers(peers_dir)
