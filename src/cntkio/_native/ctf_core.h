@@ -1,8 +1,23 @@
 /* The CTF parser core: index scan and chunk parse over a byte buffer. No Python, no numpy.
  *
+ * The format rules, the issue codes and the exact results are those of the pure-Python reference
+ * parser, src/cntkio/deserializers/ctf/_reference.py (its docstring is the specification); the
+ * differential tests (tests/test_ctf_native.py) hold the two to bitwise agreement.
+ *
+ *   ctf_scan_index(buf, size, aliases, ...)  -> ctf_index: keys, starts, first_lines, lengths,
+ *                                               chunk_starts (one pass over the whole file)
+ *   ctf_parse_chunk(buf, buflen, base, starts, first_lines, n, ...)
+ *                                            -> ctf_result: per stream values (dense) or
+ *                                               indptr/indices/data (sparse) and sequence
+ *                                               offsets; issues; warning count; aborted flag
+ *
  * The Python glue (ctf.c) and the sanitizer/fuzz harness (tests/fuzz/ctf_fuzz_main.c) both
- * include this header. Every function here runs without the GIL: inputs are a read-only buffer
- * and plain option structs, outputs are malloc'ed growable arrays that the glue hands to numpy.
+ * include this header. Everything here runs without the GIL: inputs are a read-only buffer and
+ * plain option structs, outputs are malloc'ed (or, from 4 MB on, mmap'ed huge-page) growable
+ * arrays that the glue hands to numpy without copying. Nothing is shared between calls, so two
+ * threads may parse two chunks at once. Reads never go past `buf + size` (scan) or
+ * `buf + buflen` (parse): the harness runs every input from a heap block of exactly its size
+ * under AddressSanitizer.
  */
 #ifndef CNTKIO_CTF_CORE_H
 #define CNTKIO_CTF_CORE_H
@@ -205,14 +220,9 @@ static ctf_alias *ctf_alias_prepare(const ctf_alias *al, int na) {
     return t;
 }
 
-static inline int ctf_lookup(const ctf_alias *al, int na, const char *s, size_t len) {
-    for (int k = na - 1; k >= 0; k--)
-        if (al[k].len == len && memcmp(al[k].name, s, len) == 0) return k;
-    return -1;
-}
-
 /* The stream whose name is the token starting at p (ending at a delimiter or `end`), or -1.
- * Same answer as ctf_lookup on the token, without finding the token's end first. With 8 readable
+ * The last stream with that name wins (as a dict built in stream order), and the token's end need
+ * not be known first. With 8 readable
  * bytes (before `bufend`) the first 8 name bytes are compared as one masked word. */
 static inline int ctf_match_alias(const ctf_alias *al, int na, const char *p, const char *end,
                                   const char *bufend) {
