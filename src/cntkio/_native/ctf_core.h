@@ -204,55 +204,70 @@ typedef struct {
     uint64_t pfx, mask; /* first min(len, 8) name bytes as a little-endian word (ctf_alias_prepare) */
 } ctf_alias;
 
-/* A copy of the caller's table with pfx/mask filled in (free() it). NULL when out of memory. */
-static ctf_alias *ctf_alias_prepare(const ctf_alias *al, int na) {
-    ctf_alias *t = (ctf_alias *)malloc(sizeof *t * ((size_t)na + 1));
+/* The declared names, prepared for matching: a copy of the caller's table with pfx/mask filled
+ * in, and the stream that a name's first byte selects (-1: none starts so, -2: several do). */
+typedef struct {
+    int16_t first[256];
+    int has_empty;  /* an empty name (never declared in practice) disables the first-byte table */
+    ctf_alias al[];
+} ctf_names;
+
+/* free() the result. NULL when out of memory. */
+static ctf_names *ctf_names_prepare(const ctf_alias *al, int na) {
+    ctf_names *t = (ctf_names *)malloc(sizeof *t + sizeof(ctf_alias) * ((size_t)na + 1));
     if (t == NULL) return NULL;
+    t->has_empty = 0;
+    for (int b = 0; b < 256; b++) t->first[b] = -1;
     for (int k = 0; k < na; k++) {
         size_t n = al[k].len < 8 ? al[k].len : 8;
         unsigned char b[8] = {0};
-        t[k] = al[k];
+        t->al[k] = al[k];
         memcpy(b, al[k].name, n);
-        t[k].pfx = 0;
-        for (size_t i = 0; i < 8; i++) t[k].pfx |= (uint64_t)b[i] << (8 * i);
-        t[k].mask = n == 8 ? ~0ULL : ((1ULL << (8 * n)) - 1);
+        t->al[k].pfx = 0;
+        for (size_t i = 0; i < 8; i++) t->al[k].pfx |= (uint64_t)b[i] << (8 * i);
+        t->al[k].mask = n == 8 ? ~0ULL : ((1ULL << (8 * n)) - 1);
+        if (al[k].len == 0) {
+            t->has_empty = 1;
+        } else {
+            int16_t *f = &t->first[(unsigned char)al[k].name[0]];
+            *f = (*f == -1) ? (int16_t)k : (int16_t)-2;
+        }
     }
     return t;
 }
 
-/* The stream whose name is the token starting at p (ending at a delimiter or `end`), or -1.
- * The last stream with that name wins (as a dict built in stream order), and the token's end need
- * not be known first. With 8 readable
- * bytes (before `bufend`) the first 8 name bytes are compared as one masked word. */
-static inline int ctf_match_alias(const ctf_alias *al, int na, const char *p, const char *end,
-                                  const char *bufend) {
-    const size_t avail = (size_t)(end - p);
+/* Does stream k's name stand at p (followed by a delimiter or `end`)? */
+static inline int ctf_name_at(const ctf_alias *a, const char *p, size_t avail, const char *bufend) {
+    const size_t len = a->len;
+    if (len > avail) return 0;
 #ifdef CTF_HAVE_SWAR
     if (bufend - p >= 8) {
-        const uint64_t x = ctf_load8(p);
-        for (int k = na - 1; k >= 0; k--) {
-            const size_t len = al[k].len;
-            if (len > avail || (x & al[k].mask) != al[k].pfx) continue;
-            if (len > 8 && memcmp(p + 8, al[k].name + 8, len - 8) != 0) continue;
-            if (len < avail && !CTF_IS_DELIM(p[len])) continue;
-            return k;
-        }
-        return -1;
-    }
-#else
-    (void)bufend;
+        if ((ctf_load8(p) & a->mask) != a->pfx) return 0;
+        if (len > 8 && memcmp(p + 8, a->name + 8, len - 8) != 0) return 0;
+    } else
 #endif
-    for (int k = na - 1; k >= 0; k--) {
-        const size_t len = al[k].len;
-        const char *name = al[k].name;
-        size_t i;
-        if (len > avail) continue;
-        if (len > 0 && p[0] != name[0]) continue;
-        for (i = 1; i < len && p[i] == name[i]; i++) {}
-        if (i < len) continue;
-        if (len < avail && !CTF_IS_DELIM(p[len])) continue;
-        return k;
+    {
+        (void)bufend;
+        if (memcmp(p, a->name, len) != 0) return 0;
     }
+    return len == avail || CTF_IS_DELIM(p[len]);
+}
+
+/* The stream whose name is the token starting at p (ending at a delimiter or `end`), or -1.
+ * The last stream with that name wins (as a dict built in stream order), and the token's end need
+ * not be known first. `bufend` bounds the 8-byte reads. */
+static inline int ctf_match_alias(const ctf_names *nm, int na, const char *p, const char *end,
+                                  const char *bufend) {
+    const size_t avail = (size_t)(end - p);
+    if (!nm->has_empty) {
+        int k;
+        if (avail == 0) return -1;
+        k = nm->first[(unsigned char)p[0]];
+        if (k == -1) return -1;
+        if (k >= 0) return ctf_name_at(&nm->al[k], p, avail, bufend) ? k : -1;
+    }
+    for (int k = na - 1; k >= 0; k--)
+        if (ctf_name_at(&nm->al[k], p, avail, bufend)) return k;
     return -1;
 }
 
@@ -334,7 +349,7 @@ typedef struct {
 typedef struct {
     ctf_index *ix;
     const char *buf, *end;
-    const ctf_alias *al;
+    const ctf_names *names;
     int na, skip_ids, defining;
     int ids_mode;            /* -1 until the first data line */
     int pending_key;
@@ -360,12 +375,26 @@ CTF_ALWAYS_INLINE void ctf_scan_prefix(const ctf_scan_state *st, const char *ls,
     ln->has_digits = 0;
     if (ln->blank) return;
     ds = p;
+#ifdef CTF_HAVE_SWAR
+    if (end - p >= 8) { /* ids of up to 7 digits: eight bytes at once */
+        uint64_t x = ctf_load8(p);
+        int n = ctf_digit_run8(x);
+        if (n < 8) {
+            if (n > 0) v = ctf_digits_value8(x, n);
+            p += n;
+            goto digits_done;
+        }
+    }
+#endif
     while (p < end && CTF_IS_DIGIT(*p)) {
         uint64_t d = (uint64_t)(*p - '0');
         if (CTF_UNLIKELY(v > CTF_U64_SAFE) && (v > CTF_U64_SAFE + 1 || d > 5)) ln->id_big = 1;
         v = v * 10u + d;
         p++;
     }
+#ifdef CTF_HAVE_SWAR
+digits_done:
+#endif
     ln->id = v;
     ln->has_digits = (p > ds);
     if (ln->has_digits) {
@@ -383,7 +412,7 @@ CTF_ALWAYS_INLINE void ctf_scan_bar(ctf_scan_state *st, ctf_scan_line *ln, const
     if (!ln->valid) return;
     if (bar + 1 < st->end && bar[1] == '#') return; /* comment */
     ln->has_content = 1;
-    k = ctf_match_alias(st->al, st->na, bar + 1, st->end, st->end);
+    k = ctf_match_alias(st->names, st->na, bar + 1, st->end, st->end);
     if (k >= 0 && st->stamp[k] != line_no) { st->stamp[k] = line_no; st->line_hits[ln->nhits++] = k; }
 }
 
@@ -462,7 +491,7 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     int64_t line_no = 1;
     ctf_scan_state st;
     ctf_scan_line ln;
-    ctf_alias *prepared = NULL;
+    ctf_names *prepared = NULL;
     int rc = CTF_ERR_NOMEM;
 
     memset(ix, 0, sizeof *ix);
@@ -476,7 +505,7 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
     st.ix = ix;
     st.buf = buf;
     st.end = end;
-    st.al = prepared = ctf_alias_prepare(al, na);
+    st.names = prepared = ctf_names_prepare(al, na);
     if (prepared == NULL) goto done;
     st.na = na;
     st.skip_ids = skip_ids;
@@ -604,6 +633,7 @@ typedef struct {
     const char *end;       /* end of the current sequence's bytes */
     const char *bufend;    /* end of the whole buffer (bounds the 8-byte reads) */
     const ctf_alias *al;
+    const ctf_names *names;
     int na;
     int dbl;
     int ids_mode;
@@ -853,7 +883,7 @@ CTF_ALWAYS_INLINE int ctf_parse_samples(ctf_parser *ps, const char *p, const cha
             p = bar + 1;
             continue;
         }
-        k = ctf_match_alias(ps->al, ps->na, bar + 1, end, ps->bufend);
+        k = ctf_match_alias(ps->names, ps->na, bar + 1, end, ps->bufend);
         if (k < 0) { p = ctf_find2(bar + 1, end, '|', '\n'); continue; }
         ne = bar + 1 + ps->al[k].len;
         if (ps->r->out[k].stamp == ps->line_ord) {
@@ -908,10 +938,10 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
                            int64_t warning_limit, ctf_result *r) {
     ctf_parser ps;
     int stop = 0;
-    ctf_alias *prepared = ctf_alias_prepare(al, na);
+    ctf_names *prepared = ctf_names_prepare(al, na);
     memset(r, 0, sizeof *r);
     if (prepared == NULL) return CTF_ERR_NOMEM;
-    al = prepared;
+    al = prepared->al;
     r->nstreams = na;
     r->out = (ctf_stream_out *)calloc((size_t)na + 1, sizeof *r->out);
     if (r->out == NULL) { free(prepared); return CTF_ERR_NOMEM; }
@@ -926,6 +956,7 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
     ps.end = buf + (n > 0 ? starts[n] - base : 0);
     ps.bufend = buf + buflen;
     ps.al = al;
+    ps.names = prepared;
     ps.na = na;
     ps.dbl = dbl;
     ps.ids_mode = ids_mode;
