@@ -55,7 +55,7 @@ def _difference(expected: dict, found: dict) -> str | None:
 
 
 def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int | Sequence[int],
-                           cut_points: Iterable[int], *, max_minibatches: int = 1000,
+                           cut_points: Iterable[int] | None = None, *, max_minibatches: int = 1000,
                            num_data_partitions: int = 1, partition_index: int = 0,
                            json_roundtrip: bool = True) -> int:
     """Check that a source resumes exactly from its checkpoints.
@@ -65,7 +65,7 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
     entry may also be a ``(size, num_data_partitions, partition_index)`` call, so a run can
     change its partitioning between calls),
     taking ``get_checkpoint_state()`` before every minibatch. Then, for every cut point ``k``
-    (0 <= k <= number of minibatches read), it restores the state taken before minibatch ``k`` on
+    (0 <= k <= number of minibatches read; ``None``, the default, means every one of them), it restores the state taken before minibatch ``k`` on
     a fresh ``make_source()`` and asserts the remaining minibatches are identical: stream names,
     counts, ``end_of_sweep``, shapes, masks and values bitwise, and the final ``{}`` if the run
     ended. With ``json_roundtrip`` the state goes through ``json.dumps``/``json.loads`` first
@@ -113,7 +113,7 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
             run.append(_snapshot(mb))
     finally:
         close(src)
-    for k in cut_points:
+    for k in (range(len(states)) if cut_points is None else cut_points):
         k = int(k)
         if not 0 <= k < len(states):
             raise ValueError(f"cut point {k} outside 0..{len(states) - 1} (the run has "
