@@ -328,3 +328,27 @@ def test_trace_level_info_describes_the_reader(caplog):
                         max_sweeps=2)
     assert ("3 sequences (6 samples per sweep) in 2 chunks; block randomizer, window 128 chunks, seed 3; "
             "epoch end at sample 12; sequence packing") in caplog.text
+
+
+# --- beyond cntk.io: name access, a movable epoch end --------------------------------------------
+def test_minibatch_is_indexed_by_stream_information_and_by_name():
+    src = MinibatchSource(FakeDeserializer([LENS], sparse_dim=3), randomize=False)
+    mb = src.next_minibatch(10)
+    assert mb["x"] is mb[src.streams.x] and mb["y"] is mb[src.streams.y]
+    with pytest.raises(KeyError):
+        mb["nope"]
+
+
+def test_set_epoch_end_stops_at_the_first_sequence_starting_there_and_keeps_the_position():
+    # one sweep of LENS = 25 samples (fake ids 0..9); sequence starts 0,7,10,14,15,17,19,20,22,24
+    src = MinibatchSource(FakeDeserializer([LENS]), randomize=False)
+    assert src.epoch_end is None
+    src.set_epoch_end(14)
+    got = [ids_of(mb) for mb in (m["x"] for m in src.iter(minibatch_size=4))]
+    assert got == [[0], [1], [2]] and src.get_checkpoint_state() == {"minibatchSourcePosition": 14}
+    src.set_epoch_end(20)                      # moving it on continues from where reading stopped
+    assert [ids_of(m["x"]) for m in src.iter(minibatch_size=4)] == [[3, 4], [5, 6]]
+    src.set_epoch_end(None)
+    assert ids_of(src.next_minibatch(3)["x"]) == [7]
+    with pytest.raises(ValueError):
+        src.set_epoch_end(-1)

@@ -20,7 +20,7 @@ import numpy as np
 
 from .streams import StreamInformation
 
-__all__ = ["MinibatchData", "Value"]
+__all__ = ["Minibatch", "MinibatchData", "Value"]
 
 _MASK_WARNING = ("asarray() will ignore the mask information. "
                  "Please use as_sequences() to do the proper conversion.")
@@ -528,3 +528,19 @@ class MinibatchData:
         return (f"MinibatchData(stream={name!r}, shape={self.shape}, "
                 f"num_sequences={self.num_sequences}, num_samples={self.num_samples}, "
                 f"is_sparse={self.is_sparse}, end_of_sweep={self.end_of_sweep})")
+
+
+class Minibatch(dict):
+    """What ``MinibatchSource.next_minibatch`` returns: ``{StreamInformation: MinibatchData}``, as
+    in cntk.io, that can also be indexed by stream name (``mb["features"]``). Empty (falsy) at the
+    end of the epoch."""
+
+    __slots__ = ()
+
+    def __missing__(self, key):
+        if isinstance(key, str):
+            for info, data in self.items():
+                if getattr(info, "name", None) == key:
+                    return data
+        raise KeyError(key)
+

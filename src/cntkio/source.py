@@ -21,7 +21,7 @@ from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION
 from .deserializers.base import Deserializer, build_deserializer
 from .engine.composite import CompositeDeserializer
 from .engine.prefetch import default_pool_size
-from .minibatch import MinibatchData
+from .minibatch import Minibatch, MinibatchData
 from .streams import Record, StreamInformation
 
 __all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
@@ -253,7 +253,7 @@ class MinibatchSource:
         if mb is None:
             return {}
         if input_map is None:
-            return mb
+            return Minibatch(mb)
         out = {key: mb[info] for key, info in input_map.items()}
         self._last_mb_data = out
         return out
@@ -306,6 +306,32 @@ class MinibatchSource:
     def sweep_size(self) -> int | None:
         """Samples in one sweep (None for a user deserializer, whose size is unknown up front)."""
         return getattr(self._reader, "S", None)
+
+    @property
+    def epoch_end(self) -> int | None:
+        """The global sample position where the epoch ends (from ``max_samples``/``max_sweeps`` or
+        :meth:`set_epoch_end`); None when it never ends."""
+        self._require_global("epoch_end")
+        return self._reader.E
+
+    def set_epoch_end(self, end: int | None) -> None:
+        """Move the epoch end to global sample position ``end`` (None: endless), keeping the
+        reading position. A sequence is delivered iff it starts before the end (cntk-io-semantics
+        2.4), in every worker's partition; in truncated BPTT the slots drain there. CNTK's
+        config-reader epochs (``epochSize`` slices of one timeline, cntkio.readers.epochs) are
+        built on this. Only for built-in deserializers (a user deserializer's local timeline has
+        no global positions)."""
+        self._require_global("set_epoch_end")
+        if end is not None and int(end) < 0:
+            raise ValueError(f"set_epoch_end: the end must be >= 0 or None, got {end}")
+        self._reader.set_epoch_end(end)
+
+    def _require_global(self, what: str) -> None:
+        if self._reader is None:
+            raise RuntimeError("MinibatchSource is closed")
+        if not hasattr(self._reader, "set_epoch_end"):
+            raise TypeError(f"MinibatchSource.{what}: a source over a UserDeserializer has no global "
+                            "timeline; only built-in deserializers support it")
 
     # --- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:

@@ -510,6 +510,15 @@ class GlobalReader:
         data = {info.name: sequence_arrays(info, chunk, idx) for info in self.stream_infos}
         self.slots.push(slot, k * self.N + i, length, data)
 
+    def set_epoch_end(self, end: int | None) -> None:
+        """Move the epoch end to global sample position ``end`` (None: no end). What was planned or
+        prefetched under the old end is dropped; the cursor stays where it is."""
+        self.E = None if end is None else int(end)
+        self._ctx_cache.clear()
+        self._local_cache.clear()
+        self._needed_cache.clear()
+        self.set_state(self.get_state())
+
     # --- state --------------------------------------------------------------------------------
     def get_state(self) -> dict:
         state = {POSITION_KEY: self.position()}

@@ -13,8 +13,8 @@ slices of ONE endless timeline of samples (sweep after sweep, each sweep randomi
 * ``epochSize = 0`` means one sweep of the data;
 * with ``numSubsets > 1`` every worker walks the same global timeline and reads, in epoch ``e``,
   exactly its own sequences of the slice; in truncated BPTT the epoch's slots drain at its end
-  (for both, the engine's epoch end is moved to the slice end for the epoch: the
-  ``MinibatchSource``'s global-timeline reader, attribute ``E``, which has no public setter yet).
+  (for both, the source's epoch end is moved to the slice end for the epoch with
+  ``MinibatchSource.set_epoch_end``).
 
 The conformance controls of CNTK's reader tests pin these rules down (conformance README,
 section 3: ``1x1_2_dense`` reads 6 copies of a 1-sample file in 3 epochs of 2; ``10x1_MI_2``
@@ -45,19 +45,6 @@ def sweep_size(source: Any) -> int:
         raise TypeError(f"{type(source).__name__} does not tell its sweep size (epochSize=0 needs "
                         "a source over built-in deserializers)")
     return int(value)
-
-
-def _set_engine_end(engine: Any, end: int | None) -> None:
-    """Move the epoch end of the engine's global-timeline reader (``cntkio.engine.reader``).
-
-    The reader has no public setter yet: this sets its ``E`` and clears the per-sweep cache
-    computed from it; the caller then seeks (``restore_from_checkpoint``), which drops anything
-    prefetched. tests/test_readers_epochs.py fails if the engine changes under this.
-    """
-    engine.E = end
-    cache = getattr(engine, "_ctx_cache", None)
-    if cache is not None:
-        cache.clear()
 
 
 class EpochReader:
@@ -113,13 +100,6 @@ class EpochReader:
             self.source.restore_from_checkpoint({_POSITION: int(position)})
         return self.position()
 
-    def _timeline_reader(self):
-        """The engine's global-timeline reader, whose epoch end can be moved (see epoch())."""
-        reader = getattr(self.source, "_reader", None)
-        if reader is not None and hasattr(reader, "E") and hasattr(reader, "set_state"):
-            return reader
-        return None
-
     def epoch(self, epoch: int) -> Iterator[dict]:
         """The minibatches of epoch ``epoch`` (each a ``{StreamInformation: MinibatchData}``)."""
         start, end = self.bounds(epoch)
@@ -140,14 +120,15 @@ class EpochReader:
             # sequence is delivered iff its global start is below it, cntk-io-semantics 2.4; in
             # truncated BPTT the slots then drain), so the slice end is set there for this epoch,
             # and the seek below drops anything prefetched under the old end.
-            engine = self._timeline_reader()
+            has_end = hasattr(self.source, "set_epoch_end") and getattr(self.source, "sweep_size", None) is not None
+            engine = self.source if has_end else None
             if engine is None and truncated:
-                raise TypeError(f"{type(self.source).__name__}: truncated BPTT epochs need the engine's "
-                                "global-timeline reader")
+                raise TypeError(f"{type(self.source).__name__}: truncated BPTT epochs need a "
+                                "MinibatchSource over built-in deserializers")
         old_end = None
         if engine is not None:
-            old_end = engine.E
-            _set_engine_end(engine, end if old_end is None else min(old_end, end))
+            old_end = engine.epoch_end
+            engine.set_epoch_end(end if old_end is None else min(old_end, end))
             self.source.restore_from_checkpoint({_POSITION: int(start)})
             pos = self.position()
         else:
@@ -169,9 +150,7 @@ class EpochReader:
                 pos = new_pos
         finally:
             if engine is not None:
-                _set_engine_end(engine, old_end)
-                # re-seek to the same place so that nothing planned under this epoch's end is kept
-                self.source.restore_from_checkpoint({_POSITION: self.position()})
+                engine.set_epoch_end(old_end)
 
     def epochs(self, max_epochs: int, first: int = 0) -> Iterator[tuple[int, Iterator[dict]]]:
         """``(epoch index, minibatch iterator)`` for epochs ``first .. max_epochs-1``."""
