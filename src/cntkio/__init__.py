@@ -16,6 +16,8 @@ __version__ = "0.1.0"
 # name -> submodule that defines it (loaded lazily, PEP 562)
 _LAZY = {
     "MinibatchData": "minibatch",
+    "Minibatch": "minibatch",
+    "Value": "minibatch",
     "MinibatchSource": "source",
     "CTFDeserializer": "deserializers.ctf",
     "UserDeserializer": "deserializers.user",

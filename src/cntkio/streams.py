@@ -66,6 +66,7 @@ class StreamInformation:
         self.sample_shape = tuple(int(s) for s in shape)
         self.m_sample_layout = tuple(reversed(self.sample_shape))
         self.m_defines_mb_size = bool(defines_mb_size)
+        self._hash = hash(self._key())
 
     @property
     def name(self) -> str:
@@ -94,7 +95,7 @@ class StreamInformation:
         return isinstance(other, StreamInformation) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return self._hash
 
     def __repr__(self) -> str:
         return (f"StreamInformation(name={self.m_name!r}, id={self.m_id}, "
