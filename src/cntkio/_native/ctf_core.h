@@ -754,6 +754,16 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
         if (CTF_IS_WS(c)) { p++; continue; }
         if (c == '|' || c == '\n') break;
         if (CTF_LIKELY(nv < dim)) {
+#ifdef CTF_HAVE_SWAR
+            /* runs of zeros (image borders, one-hot vectors): "0 0 0 0 " four values at once */
+            if (c == '0' && dim - nv >= 4 && end - p >= 8 && ctf_load8(p) == 0x2030203020302030ULL) {
+                if (dbl) memset(dst + (size_t)nv * sizeof(double), 0, 4 * sizeof(double));
+                else memset(dst + (size_t)nv * sizeof(float), 0, 4 * sizeof(float));
+                nv += 4;
+                p += 8;
+                continue;
+            }
+#endif
             if (CTF_IS_DIGIT(c) && CTF_CH(p + 1) == ' ') { /* "0 ": the commonest token */
                 CTF_STORE(dst, nv, (double)(c - '0'), dbl);
                 nv++;
