@@ -296,6 +296,19 @@ def test_conformance_inputs_agree(path):
             check_file(buf, streams, skip_ids=skip_ids, chunk_size=300)
 
 
+@pytest.mark.parametrize("dim", [1, 3, 4, 5, 8, 9])
+def test_runs_of_zeros_agree_at_every_dim_boundary(dim):
+    # the dense fast path takes "0 0 0 0 " four values at a time: runs of every length around dim,
+    # with the run at the line end, before '|', before a tab, cut by "-0", "00" or "0.5"
+    lines = []
+    for k in range(0, 12):
+        for tail in ("", " ", "\t", " |b 1", " -0", " 00", " 0.5", "\r"):
+            lines.append("|a " + " ".join(["0"] * k) + tail)
+    buf = ("\n".join(lines) + "\n").encode()
+    check_file(buf, [(b"a", dim, False), (b"b", 2, False)], error_limits=(-1,))
+    check_file(buf.rstrip(b"\n"), [(b"a", dim, False), (b"b", 2, False)], error_limits=(-1,))
+
+
 # --------------------------------------------------------------------------------------------
 # Specific behaviours, with expected values
 
