@@ -361,6 +361,8 @@ def test_rejects_inconsistent_arguments():
         _ctf.scan_index(b"|a 1\n", [b"a"], False, 1, 10)
     with pytest.raises(ValueError):
         _ctf.scan_index(b"|a 1\n", [b"a"], False, -1, 0)
+    with pytest.raises(ValueError, match="int32 indices"):
+        _ctf.parse_chunk(b"|a 1:1\n", 0, [0, 7], [1], False, [(b"a", 2**31 + 1, True)], False, -1, 0)
     with pytest.raises(ValueError, match="expected \\(alias, dim, sparse\\)"):
         _ctf.parse_chunk(b"|a 1\n", 0, [0, 5], [1], False, [(b"a", 1)], False, -1, 0)
 

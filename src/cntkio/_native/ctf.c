@@ -121,6 +121,13 @@ static int alias_table_from(PyObject *seq_obj, int with_spec, alias_table *t, co
                 Py_DECREF(name);
                 goto fail;
             }
+            if (sp && dim > 2147483648LL) { /* indices < dim are stored as int32 */
+                PyErr_Format(PyExc_ValueError,
+                             "%s[%zd]: a sparse dim above 2**31 does not fit int32 indices, got %lld",
+                             what, k, dim);
+                Py_DECREF(name);
+                goto fail;
+            }
             t->al[k].dim = (int64_t)dim;
             t->al[k].sparse = sp;
         } else {
