@@ -6,6 +6,7 @@ COMMON = dict(include_dirs=[np.get_include()], extra_compile_args=["-std=c11", "
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
 
 setup(ext_modules=[
-    Extension("cntkio._native._ctf", ["src/cntkio/_native/ctf.c"], **COMMON),
+    Extension("cntkio._native._ctf", ["src/cntkio/_native/ctf.c"],
+              depends=["src/cntkio/_native/ctf_core.h", "src/cntkio/_native/ctf_number.h"], **COMMON),
     Extension("cntkio._native._rand", ["src/cntkio/_native/rand.c"], **COMMON),
 ])
