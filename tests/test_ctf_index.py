@@ -175,3 +175,41 @@ def test_binary_layout(tmp_path, backend):
     assert lines.tolist() == [1, 3] and lengths.tolist() == [2, 1] and chunks.tolist() == [0, 2]
     assert blob[-32:] == hashlib.sha256(blob[:-32]).digest()
     assert len(blob) == 120 + 8 * (4 * n + c + 2) + 32
+
+
+# --- scanning a large file in windows ----------------------------------------------------------------
+def _random_ctf(rng, ids: bool) -> str:
+    """A CTF text with multi-line sequences (ids), stray leading digits (no ids), blank and comment
+    lines, repeated ids, empty samples and, sometimes, a BOM or no final newline."""
+    lines = ["|# header"] if rng.random() < 0.2 else []
+    key = 0
+    for _ in range(rng.randint(0, 40)):
+        key += rng.choice([1, 1, 2, 0])
+        for line in range(rng.randint(1, 4)):
+            prefix = f"{key} " if ids and (line == 0 or rng.random() < 0.5) else ""
+            if not ids and rng.random() < 0.1:
+                prefix = f"{rng.randint(0, 9)} "
+            body = " ".join(rng.choice(["|a 1 2", "|b 3:1", "|c 9", "|#x", "|a"]) for _ in range(rng.randint(1, 3)))
+            lines.append(prefix + body)
+            if rng.random() < 0.1:
+                lines.append(rng.choice(["", "  ", "|# only a comment"]))
+    return ("\ufeff" if rng.random() < 0.1 else "") + "\n".join(lines) + ("\n" if rng.random() < 0.7 else "")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_windowed_scan_equals_one_scan_of_the_whole_file(backend, tmp_path, seed):
+    import random
+
+    from cntkio.deserializers.ctf.index import scan, scan_file
+    rng = random.Random(seed)
+    path = tmp_path / "w.ctf"
+    path.write_text(_random_ctf(rng, ids=rng.random() < 0.6), encoding="utf-8")
+    data = path.read_bytes()
+    for window in (8, 40, 200):
+        for skip_ids in (False, True):
+            for chunk_size in (30, 1000):
+                whole = scan(backend, data, [b"a", b"b"], skip_ids, -1, chunk_size)
+                windowed = scan_file(str(path), backend, [b"a", b"b"], skip_ids, -1, chunk_size, window=window)
+                assert (windowed.encoding, windowed.ids_mode) == (whole.encoding, whole.ids_mode)
+                for field in ("keys", "starts", "first_lines", "lengths", "chunk_starts"):
+                    assert np.array_equal(getattr(windowed, field), getattr(whole, field)), (field, window)

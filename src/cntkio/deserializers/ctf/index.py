@@ -68,6 +68,94 @@ def scan(backend, buf, aliases, skip_ids: bool, defining_stream: int, chunk_size
                     _as(first_lines, np.int64), _as(lengths, np.int64), _as(chunk_starts, np.int64))
 
 
+#: Bytes of the file mapped at a time while indexing: the scan's resident memory stays about this
+#: size however large the file is (mapped pages count as the process's RSS).
+SCAN_WINDOW = 64 << 20
+
+
+def chunk_bounds(starts: np.ndarray, limit: int) -> np.ndarray:
+    """``chunk_starts`` for sequences with byte ranges ``starts[i]:starts[i+1]``: a new chunk starts
+    before sequence i when the current chunk's bytes plus sequence i's exceed ``limit``
+    (cntk-ctf-behaviours fact 16; the same rule as ``scan_index``). One step per chunk."""
+    n = len(starts) - 1
+    bounds = [0]
+    i = 0
+    while i < n:
+        j = int(np.searchsorted(starts[1:], starts[i] + limit, side="right"))
+        i = max(j, i + 1)
+        bounds.append(i)
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int, chunk_size: int,
+              window: int = SCAN_WINDOW) -> CTFIndex:
+    """Index a file by scanning it in mapped windows of about ``window`` bytes.
+
+    Each window ends at a line end; its last sequence may continue in the next window, so it is
+    dropped and the next window starts at its first byte (a sequence start is a line with an id,
+    or any data line without ids). Keys without ids, line numbers and byte offsets are shifted to
+    the file's; ids mode and encoding come from the first window; chunks are cut over the whole
+    file. The result equals one ``scan_index`` over the whole file (tests/test_ctf_index.py).
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= window:
+            if size == 0:
+                return scan(backend, b"", aliases, skip_ids, defining_stream, chunk_size)
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return scan(backend, m, aliases, skip_ids, defining_stream, chunk_size)
+        parts: list[tuple] = []
+        encoding = ids_mode = None
+        off = line0 = seq0 = 0
+        w = window
+        while off < size:
+            base = off - off % mmap.ALLOCATIONGRANULARITY
+            end = min(off + w, size)
+            with mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ) as m:
+                view = memoryview(m)[off - base:]
+                try:
+                    last = end == size
+                    cut = len(view) if last else m.rfind(b"\n", off - base) + 1 - (off - base)
+                    if cut <= 0:                   # no line end in the window: widen it
+                        w *= 2
+                        continue
+                    idx = scan(backend, view[:cut], aliases,
+                               skip_ids or ids_mode is False, defining_stream, chunk_size)
+                    if idx.num_sequences == 0:     # only blank or comment lines: count them
+                        blank_lines = int(np.count_nonzero(np.frombuffer(view[:cut], np.uint8) == 10))
+                finally:
+                    view.release()
+            if encoding is None:
+                encoding = idx.encoding
+                if encoding >= _reference.ENCODING_UTF16LE:
+                    return idx
+            n = idx.num_sequences
+            keep = n if last else n - 1
+            if not last and n == 1:                # one sequence fills the window: widen it
+                w *= 2
+                continue
+            if n and ids_mode is None:
+                ids_mode = idx.ids_mode
+            if keep > 0:
+                keys = idx.keys[:keep] if ids_mode else idx.keys[:keep] + np.uint64(seq0)
+                parts.append((keys, idx.starts[:keep] + off, idx.first_lines[:keep] + line0,
+                              idx.lengths[:keep]))
+                seq0 += keep
+            if last:
+                break
+            if n == 0:
+                line0 += blank_lines
+                off += cut
+            else:
+                line0 += int(idx.first_lines[keep]) - 1
+                off += int(idx.starts[keep])
+            w = window
+    cat = (lambda k, dt: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt))
+    starts = np.append(cat(1, np.int64), np.int64(size))
+    return CTFIndex(int(encoding or 0), bool(ids_mode), cat(0, np.uint64), starts, cat(2, np.int64),
+                    cat(3, np.int64), chunk_bounds(starts, min(int(chunk_size), size)))
+
+
 def index_options_digest(aliases, skip_ids: bool, defining_stream: int, chunk_size: int) -> bytes:
     """SHA-256 of the options that shape the index (the cache is reused only when they match).
 
@@ -199,13 +287,7 @@ def build_index(path: str, backend, aliases, skip_ids: bool, defining_stream: in
     if data is not None:
         index = scan(backend, data, aliases, skip_ids, defining_stream, chunk_size)
     else:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                index = scan(backend, b"", aliases, skip_ids, defining_stream, chunk_size)
-            else:
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                    index = scan(backend, m, aliases, skip_ids, defining_stream, chunk_size)
+        index = scan_file(path, backend, aliases, skip_ids, defining_stream, chunk_size)
     if use_cache and index.encoding < _reference.ENCODING_UTF16LE:
         try:
             where = write_cache(path, index, fingerprint, digest)
