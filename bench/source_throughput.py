@@ -132,15 +132,20 @@ cfg['chunkSizeInBytes'] = 32 * 1024 * 1024
 def rss():
     with open('/proc/self/statm') as f:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+def hwm():
+    # VmHWM, this process image's peak RSS (ru_maxrss would also count the forking parent's peak,
+    # which Linux carries over exec)
+    with open('/proc/self/status') as f:
+        return next(int(l.split()[1]) for l in f if l.startswith('VmHWM:')) / 1024
 t0 = time.perf_counter()
 src = MinibatchSource(cfg, randomization_window_in_chunks=4, max_sweeps=1)
-after_index = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+after_index = hwm()
 n = 0
 reading = 0.0
 while src.next_minibatch(256):
     n += 1
     reading = max(reading, rss())
-print(n, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, after_index, reading)
+print(n, time.perf_counter() - t0, hwm(), after_index, reading)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     return float(out[2]), float(out[1]), os.path.getsize(big), float(out[3]), float(out[4])

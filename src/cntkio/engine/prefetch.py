@@ -132,7 +132,7 @@ class Prefetcher:
             fut.cancel()
             try:
                 fut.result()
-            except BaseException:  # a dropped job's failure does not concern the caller
+            except Exception:  # a dropped job's failure does not concern the caller
                 pass
             return None
         return fut.result()
@@ -144,7 +144,7 @@ class Prefetcher:
             pending[1].cancel()
             try:
                 pending[1].result()
-            except BaseException:
+            except Exception:  # a dropped job's failure does not concern the caller
                 pass
 
     def close(self) -> None:
