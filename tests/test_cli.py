@@ -172,7 +172,7 @@ def test_help_lists_actions_and_docs(capsys):
 
 
 def test_show_config_prints_the_resolved_configuration(tmp_path, capsys):
-    inc = write(tmp_path / "inc.cntk", "Root=/data\n")
+    write(tmp_path / "inc.cntk", "Root=/data\n")
     cfg = write(tmp_path / "a.cntk", "include=inc.cntk\ncommand=s\ns=[action=recordTest; file=$Root$/x.txt]\n")
     assert main(["show-config", f"configFile={cfg}", "s=[tag=T]"]) == 0
     out = capsys.readouterr().out

@@ -3,14 +3,14 @@ spec/ctf-text-format-reader.txt and spec/composite-readers-deserializers-transfo
 conformance configs parse to their documented meaning. The example texts are copied verbatim."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from cntkio.config import ConfigError, ConfigParameters, command_sections, load_config, parse_config
+import shared_paths
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CONFORMANCE = SHARED / "conformance" / "cntk" / "Config"
+SHARED = shared_paths.SHARED
+CONFORMANCE = shared_paths.CONFORMANCE / "Config"
 
 SAMPLE = """\
 # sample configuration file for CNTK 

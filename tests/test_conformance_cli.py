@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from cntkio.cli import main
+import shared_paths
 
-SHARED = Path(os.environ.get("CNTKIO_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-ROOT = SHARED / "conformance" / "cntk"
+ROOT = shared_paths.CONFORMANCE
 CONFIG = ROOT / "Config" / "CNTKTextFormatReader"
 DATA = ROOT / "Data" / "CNTKTextFormatReader"
 CONTROL = ROOT / "Control" / "CNTKTextFormatReader"

@@ -10,7 +10,6 @@ other line, and a sequence's length is its largest sample count rather than its 
 """
 from __future__ import annotations
 
-import pathlib
 import re
 
 import numpy as np
@@ -19,8 +18,9 @@ import pytest
 from cntkio.commands.dump import first_fit_layout
 from cntkio.deserializers.ctf import CNTKTextFormatDeserializer, available_backends
 from cntkio.errors import MaxErrorsExceeded
+import shared_paths
 
-ROOT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cntk"
+ROOT = shared_paths.CONFORMANCE
 DATA = ROOT / "Data" / "CNTKTextFormatReader"
 CONTROL = ROOT / "Control" / "CNTKTextFormatReader"
 

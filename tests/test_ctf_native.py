@@ -6,7 +6,6 @@ CNTK's conformance inputs. Number parsing is checked against Python's ``float()`
 """
 from __future__ import annotations
 
-import pathlib
 import re
 import struct
 import threading
@@ -19,10 +18,10 @@ from hypothesis import strategies as st
 
 from cntkio.deserializers.ctf import _reference as ref
 
+import shared_paths
 from cntkio._native import _ctf  # noqa: E402  (the C module itself, even under CNTKIO_PURE_PYTHON)
 
-CONFORMANCE = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cntk" / \
-    "Data" / "CNTKTextFormatReader"
+CONFORMANCE = shared_paths.CONFORMANCE / "Data" / "CNTKTextFormatReader"
 _NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 

@@ -165,7 +165,7 @@ def test_generated_files(tmp_path, backend, data, chunk_size, double, defining):
                                 else s[defining + "_lines"] for s in sequences]
 
     # the values
-    got_a, got_b, got_b_pairs = [], [], []
+    got_a, got_b = [], []
     for c in d.chunk_infos():
         ch = d.get_chunk(c.id)
         a, b = ch.streams["A"], ch.streams["B"]

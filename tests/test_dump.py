@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import collections
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,9 +11,9 @@ from hypothesis import given, settings, strategies as st
 from cntkio.commands.dump import dump_minibatches, first_fit_layout, format_minibatch, format_stream
 from cntkio.minibatch import MinibatchData
 from cntkio.streams import StreamInformation
+import shared_paths
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-DATA = SHARED / "conformance" / "cntk" / "Data" / "CNTKTextFormatReader"
+DATA = shared_paths.CONFORMANCE / "Data" / "CNTKTextFormatReader"
 
 
 def dense_mb(name, seqs, dtype=np.float32, dim=None):
@@ -86,7 +85,7 @@ def _naive_first_fit(lengths):
     T = max(lengths) if lengths else 0
     used, place = [], []
     for ln in lengths:
-        for s, u in enumerate(used):
+        for s, u in enumerate(used):  # noqa: B007 (s is the row after the loop)
             if u + ln <= T:
                 break
         else:

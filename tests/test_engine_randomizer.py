@@ -1,16 +1,16 @@
 """BlockRandomizer / NoRandomizer orders: the spec's reference values (cntk-io-semantics 2.5),
 C == pure Python == the spec's executable model."""
 import importlib.util
-import pathlib
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from cntkio.engine import randomizer as R
+import shared_paths
 
 EVERYTHING = 2**64 - 1
-SPEC = pathlib.Path(__file__).resolve().parents[2] / "shared" / "spec" / "cntk_randomizer_reference.py"
+SPEC = shared_paths.SPEC / "cntk_randomizer_reference.py"
 
 
 def _reference():

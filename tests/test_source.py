@@ -3,7 +3,6 @@ checkpoints, on in-memory deserializers (cntk-io-semantics 1.2, 2.3-2.12, 3)."""
 import json
 import threading
 
-import numpy as np
 import pytest
 
 from cntkio import FULL_DATA_SWEEP, TraceLevel
@@ -232,8 +231,9 @@ def test_truncated_bptt_too_many_workers():
 
 # --- checkpoints (2.11) ---------------------------------------------------------------------------
 def test_checkpoint_is_position_after_last_minibatch_and_restores_exactly():
-    make = lambda: MinibatchSource(FakeDeserializer([[1, 2, 3]] * 3), randomization_window_in_chunks=2,
-                                   randomization_seed=7)
+    def make():
+        return MinibatchSource(FakeDeserializer([[1, 2, 3]] * 3), randomization_window_in_chunks=2,
+                               randomization_seed=7)
     a = make()
     ref = [samples_of(a.next_minibatch(4)[a.streams.x]) for _ in range(8)]
     b = make()
@@ -308,14 +308,14 @@ def test_memory_bounded_by_window():
     d = FakeDeserializer([[1] * 5] * 40)
     src = MinibatchSource(d, randomization_window_in_chunks=4, max_sweeps=1)
     peak = 0
-    for mb in src.iter(minibatch_size=7):
+    for _ in src.iter(minibatch_size=7):
         peak = max(peak, len(src._reader.cache.held()))
     assert peak <= 8
     assert len(d.loads) == 40  # every chunk parsed once per sweep
     assert src._reader.cache.held() == []
     nr = FakeDeserializer([[1] * 5] * 40)
     src = MinibatchSource(nr, randomize=False, max_sweeps=1)
-    for mb in src.iter(minibatch_size=7):
+    for _ in src.iter(minibatch_size=7):
         # the chunk under the cursor, the next one, and the one a packed-ahead batch reaches into
         assert len(src._reader.cache.held()) <= 4
     assert sorted(nr.loads) == list(range(40))

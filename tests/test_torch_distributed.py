@@ -57,7 +57,7 @@ def worker(rank, world_size, port, path, out_dir):
                             world_size=world_size, timeout=timedelta(seconds=60))
     try:
         for randomize in (False, True):
-            ds = MinibatchIterableDataset(lambda: make_source(path, randomize), minibatch_size=6)
+            ds = MinibatchIterableDataset(lambda randomize=randomize: make_source(path, randomize), minibatch_size=6)
             assert ds.partition() == (world_size, rank)
             loader = torch.utils.data.DataLoader(ds, batch_size=None)
             seen = read_ids(loader)

@@ -154,7 +154,7 @@ class CSVDeserializer(UserDeserializer):
         # Based on the information provided by the user decide what column span
         # belongs to which stream
         self._offsets = [0]
-        for i, s in enumerate(self._streams):
+        for i, s in enumerate(self._streams):  # noqa: B007 (the spec's example code)
             self._offsets.append(s.sample_shape[0] + self._offsets[-1])
 
     def stream_infos(self):
@@ -169,7 +169,7 @@ class CSVDeserializer(UserDeserializer):
 
         # Some constants
         endline = '\n' if sys.version_info < (3,) else ord('\n')
-        _64KB = 64 * 1024;
+        _64KB = 64 * 1024
 
         # We would like to cut our chunk exactly on the line boundary.
         # So let's make sure if the chunk starts in the middle

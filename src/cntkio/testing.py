@@ -1,7 +1,7 @@
 """Testing helpers for cntkio users and for cntkio's own tests."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
 def dump_minibatches(minibatches: Iterable[Mapping[Any, Any]], out: Any,

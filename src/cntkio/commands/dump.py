@@ -55,7 +55,7 @@ def first_fit_layout(lengths: Sequence[int] | np.ndarray) -> tuple[np.ndarray, n
             rows[i], offsets[i] = 0, used[0]
             continue
         row = -1
-        for k, r in enumerate(open_rows):
+        for k, r in enumerate(open_rows):  # noqa: B007 (k is used after the loop)
             if used[r] + ln <= T:
                 row = r
                 break

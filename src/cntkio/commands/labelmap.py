@@ -21,7 +21,7 @@ import numpy as np
 from .._log import get_logger
 from ..errors import ConfigError
 from ._common import Dist, dist_context, epoch_minibatches, open_reader, report, stream_samples, _stream_name
-from ._params import get_int, get_str, has, key_path, minibatch_size, section as get_section
+from ._params import get_str, has, key_path, minibatch_size, section as get_section
 
 __all__ = ["create_label_map", "label_categories"]
 

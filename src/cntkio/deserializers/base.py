@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping, Union
 
 import numpy as np
@@ -188,7 +188,7 @@ class Deserializer(ABC):
             self.__dict__["_key_table_cache"] = cached
             return cached
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional to override: most formats hold nothing to release)
         """Release files and memory. The default does nothing."""
 
 

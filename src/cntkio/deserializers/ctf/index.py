@@ -150,7 +150,9 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
                 line0 += int(idx.first_lines[keep]) - 1
                 off += int(idx.starts[keep])
             w = window
-    cat = (lambda k, dt: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt))
+    def cat(k: int, dt) -> np.ndarray:
+        return np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt)
+
     starts = np.append(cat(1, np.int64), np.int64(size))
     return CTFIndex(int(encoding or 0), bool(ids_mode), cat(0, np.uint64), starts, cat(2, np.int64),
                     cat(3, np.int64), chunk_bounds(starts, min(int(chunk_size), size)))
