@@ -48,7 +48,7 @@ ACTION_SUMMARIES: dict[str, str] = {
     "write": "write the outputs of a model's nodes for the section's reader",
     "createLabelMap": "write a label mapping file from a reader's labels",
     "dumpnode": "dump the nodes (parameters) of a model to a text file",
-    "adapt": "adapt a trained model (KL-divergence regularised training)",
+    "adapt": "continue training from originalModelFileName (adaptationRegType=KL is not implemented)",
     "edit": "(CNTK's MEL model editing: not implemented in cntkio)",
     "testUnroll": "(CNTK's unrolled evaluation: not implemented in cntkio)",
 }
