@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from cntkio.deserializers.base import ChunkData, DenseStream, SequenceTable, SparseStream
-from cntkio.engine.packer import TruncatedSlots, check_frame_mode, group_by_chunk, make_mask, pack_many
+from cntkio.engine.packer import (TruncatedSlots, check_frame_mode, copy_segments, group_by_chunk, make_mask,
+                                  pack_many)
 from cntkio.streams import StreamInformation
 
 X = StreamInformation("x", 0, "dense", np.float32, (1,))
@@ -29,6 +30,18 @@ def test_check_frame_mode():
     check_frame_mode(np.array([1, 1]))
     with pytest.raises(RuntimeError, match="size 3"):
         check_frame_mode(np.array([1, 3]))
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_copy_segments_with_and_without_shift(pure, monkeypatch):
+    if pure:
+        monkeypatch.setattr("cntkio.engine.packer.native", lambda name: None)
+    src = np.arange(10, dtype=np.int64) * 10
+    dst = np.full(6, -1, np.int64)
+    copy_segments(src, np.array([7, 0, 4]), dst, np.array([0, 2, 5]), np.array([2, 3, 0]))
+    assert dst.tolist() == [70, 80, 0, 10, 20, -1]
+    copy_segments(src, np.array([7, 0]), dst, np.array([0, 2]), np.array([2, 3]), shift=np.array([-70, 5]))
+    assert dst.tolist() == [0, 10, 5, 15, 25, -1]
 
 
 def test_group_by_chunk_keeps_first_appearance_order():

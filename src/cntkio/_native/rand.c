@@ -256,16 +256,19 @@ done:
     return result;
 }
 
-/* copy_segments(src, src_starts int64[n], dst, dst_starts int64[n], lengths int64[n]) -> None
+/* copy_segments(src, src_starts int64[n], dst, dst_starts int64[n], lengths int64[n][, shift int64[n]])
+ *   -> None
  *
  * dst[dst_starts[i] : dst_starts[i] + lengths[i]] = src[src_starts[i] : ... + lengths[i]] for every i,
  * along the first axis of two C-contiguous arrays of the same dtype and row shape: the packer's
- * gather of whole sequences (dense rows, sparse indices/values, per-sample counts) as memcpy,
- * without index arrays. Bounds are checked before copying; the copies run without the GIL. */
+ * gather of whole sequences (dense rows, sparse indices/values) as memcpy, without index arrays.
+ * With shift (src and dst 1-d int64), shift[i] is added to every element of segment i: the
+ * gather of sparse row pointers, rebased to where the segment's non-zeros land in dst.
+ * Bounds are checked before copying; the copies run without the GIL. */
 static PyObject *py_copy_segments(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *src_o, *ss_o, *dst_o, *ds_o, *len_o;
-    if (!PyArg_ParseTuple(args, "OOOOO", &src_o, &ss_o, &dst_o, &ds_o, &len_o))
+    PyObject *src_o, *ss_o, *dst_o, *ds_o, *len_o, *sh_o = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOO|O", &src_o, &ss_o, &dst_o, &ds_o, &len_o, &sh_o))
         return NULL;
     if (!PyArray_Check(src_o) || !PyArray_Check(dst_o)) {
         PyErr_SetString(PyExc_TypeError, "copy_segments: src and dst must be numpy arrays");
@@ -287,16 +290,22 @@ static PyObject *py_copy_segments(PyObject *Py_UNUSED(self), PyObject *args)
         }
         row *= PyArray_DIM(src, d);
     }
-    PyArrayObject *ss = NULL, *ds = NULL, *ln = NULL;
+    if (sh_o != Py_None && (PyArray_NDIM(src) != 1 || PyArray_TYPE(src) != NPY_INT64)) {
+        PyErr_SetString(PyExc_ValueError, "copy_segments: a shift needs 1-d int64 src and dst");
+        return NULL;
+    }
+    PyArrayObject *ss = NULL, *ds = NULL, *ln = NULL, *sh = NULL;
     PyObject *result = NULL;
     ss = (PyArrayObject *)PyArray_FROMANY(ss_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
     ds = ss ? (PyArrayObject *)PyArray_FROMANY(ds_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY) : NULL;
     ln = ds ? (PyArrayObject *)PyArray_FROMANY(len_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY) : NULL;
-    if (!ln)
+    if (ln && sh_o != Py_None)
+        sh = (PyArrayObject *)PyArray_FROMANY(sh_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY);
+    if (!ln || (sh_o != Py_None && !sh))
         goto done;
     npy_intp n = PyArray_DIM(ln, 0);
-    if (PyArray_DIM(ss, 0) != n || PyArray_DIM(ds, 0) != n) {
-        PyErr_SetString(PyExc_ValueError, "copy_segments: starts and lengths differ in size");
+    if (PyArray_DIM(ss, 0) != n || PyArray_DIM(ds, 0) != n || (sh && PyArray_DIM(sh, 0) != n)) {
+        PyErr_SetString(PyExc_ValueError, "copy_segments: starts, lengths and shifts differ in size");
         goto done;
     }
     const int64_t *a = (const int64_t *)PyArray_DATA(ss);
@@ -313,10 +322,19 @@ static PyObject *py_copy_segments(PyObject *Py_UNUSED(self), PyObject *args)
     }
     const char *sp = (const char *)PyArray_DATA(src);
     char *dp = (char *)PyArray_DATA(dst);
+    const int64_t *h = sh ? (const int64_t *)PyArray_DATA(sh) : NULL;
     Py_BEGIN_ALLOW_THREADS
-    for (npy_intp i = 0; i < n; i++)
-        if (l[i])
-            memcpy(dp + b[i] * row, sp + a[i] * row, (size_t)(l[i] * row));
+    if (h) {
+        const int64_t *s64 = (const int64_t *)sp;
+        int64_t *d64 = (int64_t *)dp;
+        for (npy_intp i = 0; i < n; i++)
+            for (int64_t k = 0; k < l[i]; k++)
+                d64[b[i] + k] = s64[a[i] + k] + h[i];
+    } else {
+        for (npy_intp i = 0; i < n; i++)
+            if (l[i])
+                memcpy(dp + b[i] * row, sp + a[i] * row, (size_t)(l[i] * row));
+    }
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -324,6 +342,7 @@ done:
     Py_XDECREF(ss);
     Py_XDECREF(ds);
     Py_XDECREF(ln);
+    Py_XDECREF(sh);
     return result;
 }
 
@@ -337,7 +356,8 @@ static PyMethodDef methods[] = {
      "swap_sequences(seed, owner, win_begin, win_end, seq_start) -> (perm, source): "
      "the BlockRandomizer's in-window sequence swaps."},
     {"copy_segments", py_copy_segments, METH_VARARGS,
-     "copy_segments(src, src_starts, dst, dst_starts, lengths): row-segment memcpy gather."},
+     "copy_segments(src, src_starts, dst, dst_starts, lengths[, shift]): row-segment memcpy gather "
+     "(shift: added to each int64 segment)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -46,24 +46,19 @@ def _contiguous(idx: np.ndarray) -> bool:
 
 
 def copy_segments(src: np.ndarray, src_starts: np.ndarray, dst: np.ndarray, dst_starts: np.ndarray,
-                  lengths: np.ndarray) -> None:
-    """``dst[d:d+n] = src[s:s+n]`` along the first axis for every segment (C memcpy when built)."""
+                  lengths: np.ndarray, shift: np.ndarray | None = None) -> None:
+    """``dst[d:d+n] = src[s:s+n]`` along the first axis for every segment (C memcpy when built);
+    ``shift`` (int64 arrays only) adds one number per segment to its elements."""
     mod = native("rand")
     if (mod is not None and src.flags.c_contiguous and dst.flags.c_contiguous and src.dtype == dst.dtype
             and src.shape[1:] == dst.shape[1:]):
         mod.copy_segments(src, np.asarray(src_starts, np.int64), dst, np.asarray(dst_starts, np.int64),
-                          np.asarray(lengths, np.int64))
+                          np.asarray(lengths, np.int64), *(() if shift is None else (np.asarray(shift, np.int64),)))
         return
-    dst[ranges(dst_starts, lengths)] = src[ranges(src_starts, lengths)]
-
-
-def _sample_nnz(st) -> np.ndarray:
-    """Non-zeros per sample of a sparse chunk stream (computed once per chunk)."""
-    nnz = st.__dict__.get("_nnz")
-    if nnz is None:
-        nnz = np.diff(st.indptr).astype(np.int64, copy=False)
-        st.__dict__["_nnz"] = nnz
-    return nnz
+    values = src[ranges(src_starts, lengths)]
+    if shift is not None:
+        values = values + np.repeat(np.asarray(shift, np.int64), lengths)
+    dst[ranges(dst_starts, lengths)] = values
 
 
 def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkData],
@@ -104,20 +99,25 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         for st, pos, idx in per:
             copy_segments(st.values, st.offsets[idx], out, dst_start[:-1][pos], lens[pos])
         return lens, (out,)
-    nnz_out = np.empty(total, np.int64)
+    # each sequence's non-zeros are contiguous in its chunk: gather them, and its row pointers
+    # rebased to where its non-zeros land
+    nz_src = np.empty(n, np.int64)
+    nz_len = np.empty(n, np.int64)
     for st, pos, idx in per:
-        copy_segments(_sample_nnz(st), st.offsets[idx], nnz_out, dst_start[:-1][pos], lens[pos])
-    indptr = np.zeros(total + 1, np.int64)
-    np.cumsum(nnz_out, out=indptr[1:])
-    nz = int(indptr[-1])
+        nz_src[pos] = st.indptr[st.offsets[idx]]
+        nz_len[pos] = st.indptr[st.offsets[idx + 1]] - nz_src[pos]
+    nz_dst = np.zeros(n + 1, np.int64)
+    np.cumsum(nz_len, out=nz_dst[1:])
+    nz = int(nz_dst[-1])
+    indptr = np.empty(total + 1, np.int64)
+    indptr[total] = nz
     indices = np.empty(nz, first.indices.dtype)
     data = np.empty(nz, first.data.dtype)
     for st, pos, idx in per:
-        e0 = st.indptr[st.offsets[idx]]
-        e1 = st.indptr[st.offsets[idx + 1]]
-        d0 = indptr[dst_start[:-1][pos]]
-        copy_segments(st.indices, e0, indices, d0, e1 - e0)
-        copy_segments(st.data, e0, data, d0, e1 - e0)
+        e0, d0 = nz_src[pos], nz_dst[:-1][pos]
+        copy_segments(st.indptr, st.offsets[idx], indptr, dst_start[:-1][pos], lens[pos], shift=d0 - e0)
+        copy_segments(st.indices, e0, indices, d0, nz_len[pos])
+        copy_segments(st.data, e0, data, d0, nz_len[pos])
     return lens, (indptr, indices, data)
 
 
