@@ -405,16 +405,26 @@ class MinibatchData:
     @classmethod
     def from_packed(cls, stream: StreamInformation, mask: np.ndarray, *, values: np.ndarray | None = None,
                     indptr: np.ndarray | None = None, indices: np.ndarray | None = None,
-                    data: np.ndarray | None = None, end_of_sweep: bool = False) -> "MinibatchData":
+                    data: np.ndarray | None = None, end_of_sweep: bool = False,
+                    num_samples: int | None = None) -> "MinibatchData":
         """Wrap packed arrays: ``mask`` int8 ``[S, T]``; dense ``values[num_valid, *shape]`` or
         sparse CSR (``indptr`` int64 ``[num_valid+1]``, ``indices`` int32, ``data``) over the
-        valid cells in row-major order."""
+        valid cells in row-major order; ``indptr`` may point into larger ``indices``/``data``
+        (the valid cells' non-zeros are ``indices[indptr[0]:indptr[-1]]``). ``num_samples`` (the valid cells) may be given by a
+        packer that knows it; otherwise it is counted from the mask when asked for. Called once
+        per stream and minibatch, so it only assigns."""
         self = cls.__new__(cls)
         self.stream = stream
-        self._value = Value._from_packed(np.asarray(mask, dtype=np.int8), tuple(stream.sample_shape),
-                                         values=values, indptr=indptr, indices=indices, data=data)
+        value = Value.__new__(Value)
+        value._mask = np.asarray(mask, dtype=np.int8)
+        value._values, value._indptr, value._indices, value._data = values, indptr, indices, data
+        value._sample_shape = stream.sample_shape
+        value._dtype = values.dtype if values is not None else data.dtype
+        value._seq_axis = True
+        value._erased = False
+        self._value = value
         self._num_sequences = None
-        self._num_samples = None
+        self._num_samples = num_samples
         self.end_of_sweep = bool(end_of_sweep)
         self._lengths = None
         return self

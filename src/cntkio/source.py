@@ -21,7 +21,6 @@ from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION
 from .deserializers.base import Deserializer, build_deserializer
 from .engine.composite import CompositeDeserializer
 from .engine.prefetch import default_pool_size
-from .minibatch import Minibatch, MinibatchData
 from .streams import Record, StreamInformation
 
 __all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
@@ -253,7 +252,7 @@ class MinibatchSource:
         if mb is None:
             return {}
         if input_map is None:
-            return Minibatch(mb)
+            return mb  # the packers build Minibatch dicts
         out = {key: mb[info] for key, info in input_map.items()}
         self._last_mb_data = out
         return out

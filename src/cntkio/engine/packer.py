@@ -16,7 +16,7 @@ import numpy as np
 
 from .._native import native
 from ..deserializers.base import ChunkData
-from ..minibatch import MinibatchData
+from ..minibatch import Minibatch, MinibatchData
 from ..streams import StreamInformation
 from .composite import ranges
 
@@ -134,7 +134,7 @@ def group_by_chunk(sel_chunk: np.ndarray) -> list[tuple[int, np.ndarray]]:
 
 def pack_sequences(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
                    sel_chunk: np.ndarray, sel_index: np.ndarray, end_of_sweep: bool,
-                   dense: bool = False) -> dict[StreamInformation, MinibatchData]:
+                   dense: bool = False) -> Minibatch:
     """Pack the selected sequences (``sel_chunk[i]``, ``sel_index[i]`` in delivery order) into one
     :class:`MinibatchData` per stream. ``dense`` densifies sparse streams."""
     sel_chunk = np.asarray(sel_chunk, np.int64)
@@ -145,14 +145,15 @@ def pack_sequences(stream_infos: Sequence[StreamInformation], chunks: Mapping[in
 
 def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
               sel_chunk: np.ndarray, sel_index: np.ndarray, groups, counts: Sequence[int],
-              end_of_sweep: Sequence[bool], dense: bool = False) -> list[dict]:
+              end_of_sweep: Sequence[bool], dense: bool = False) -> list[Minibatch]:
     """Pack consecutive minibatches at once: the selection holds their sequences one after
     another, ``counts[j]`` of them for minibatch ``j``. One gather per stream and chunk; each
-    minibatch's arrays are slices of the gathered ones."""
+    minibatch's arrays are slices of the gathered ones (a sparse stream's row pointers are a
+    slice too, into the gathered non-zeros)."""
     bounds = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=bounds[1:])
     bl = bounds.tolist()
-    out: list[dict] = [dict() for _ in counts]
+    out = [Minibatch() for _ in counts]
     for info in stream_infos:
         if not groups:
             for j, eos in enumerate(end_of_sweep):
@@ -173,32 +174,26 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
             if nz.any() and len(lens):
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
-        r0s = starts[bounds[:-1]].tolist()
-        r1s = starts[bounds[1:]].tolist()
+        rows = starts[bounds].tolist()
         from_packed = MinibatchData.from_packed
-        if len(arrays) == 1:
-            values = arrays[0]
-            for j, eos in enumerate(end_of_sweep):
-                s0, s1 = bl[j], bl[j + 1]
-                if s0 == s1:
-                    out[j][info] = _empty(info, chunks, eos, dense)
-                    continue
-                out[j][info] = from_packed(info, mask_all[s0:s1, :widths[j]], values=values[r0s[j]:r1s[j]],
-                                           end_of_sweep=eos)
-        else:
+        sparse = len(arrays) > 1
+        if sparse:
             indptr, indices, data = arrays
-            indptr = np.asarray(indptr, np.int64)
-            p0s = indptr[starts[bounds[:-1]]].tolist()
-            p1s = indptr[starts[bounds[1:]]].tolist()
-            for j, eos in enumerate(end_of_sweep):
-                s0, s1 = bl[j], bl[j + 1]
-                if s0 == s1:
-                    out[j][info] = _empty(info, chunks, eos, dense)
-                    continue
-                r0, r1, p0, p1 = r0s[j], r1s[j], p0s[j], p1s[j]
-                ip = indptr[r0:r1 + 1]
-                out[j][info] = from_packed(info, mask_all[s0:s1, :widths[j]], indptr=(ip - p0) if p0 else ip,
-                                           indices=indices[p0:p1], data=data[p0:p1], end_of_sweep=eos)
+        else:
+            values = arrays[0]
+        for j, eos in enumerate(end_of_sweep):
+            s0, s1 = bl[j], bl[j + 1]
+            if s0 == s1:
+                out[j][info] = _empty(info, chunks, eos, dense)
+                continue
+            r0, r1 = rows[j], rows[j + 1]
+            mask = mask_all[s0:s1, :widths[j]]
+            if sparse:
+                out[j][info] = from_packed(info, mask, indptr=indptr[r0:r1 + 1], indices=indices, data=data,
+                                           end_of_sweep=eos, num_samples=r1 - r0)
+            else:
+                out[j][info] = from_packed(info, mask, values=values[r0:r1], end_of_sweep=eos,
+                                           num_samples=r1 - r0)
     return out
 
 
@@ -267,11 +262,11 @@ class TruncatedSlots:
                        for i in self.infos)
                    for s in range(len(self.queues)))
 
-    def emit(self, end_of_sweep: bool) -> dict[StreamInformation, MinibatchData]:
+    def emit(self, end_of_sweep: bool) -> Minibatch:
         """The next ``<= T`` samples of every slot, as ``[slots, T]`` dense minibatches."""
         T = self.T
         S = len(self.queues)
-        out = {}
+        out = Minibatch()
         for info in self.infos:
             name = info.name
             mask = np.zeros((S, T), np.int8)
