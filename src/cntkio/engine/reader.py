@@ -382,6 +382,8 @@ class GlobalReader:
         a None minibatch marks the epoch end."""
         plans = []
         k0, i0 = cursor
+        if self.E is not None and k0 * self.S >= self.E:  # at the epoch end: no timeline to compute
+            return [(Plan(end=cursor, reached_end=True), None, 0)]
         tl0 = self.randomizer.timeline(k0)
         # stay within the randomized chunk the batch starts in and the next one, so that a
         # batch never holds more chunks than the window does
