@@ -388,16 +388,17 @@ class GlobalReader:
         # stay within the randomized chunk the batch starts in and the next one, so that a
         # batch never holds more chunks than the window does
         limit = int(tl0.rchunk_start[min(self.C, tl0.owner(i0) + 2)])
-        searchsorted = np.searchsorted
+        if W == 1:
+            _, nE, _, cum = self._ctx(k0, 1, 0)
+            start = tl0.start
         for _ in range(count):
             if cursor[0] != k0 or cursor[1] >= limit:
                 break
             if W == 1:
                 # fast path of walk() for one worker: a minibatch that ends inside the sweep
-                tl, nE, _, cum = self._ctx(k0, 1, 0)
                 i = cursor[1]
                 if i < nE:
-                    b = int(searchsorted(cum, int(tl.start[i]) + budget, side="right"))
+                    b = int(cum.searchsorted(int(start[i]) + budget, side="right"))
                     if b <= i:
                         b = i + 1
                     if b < nE:
