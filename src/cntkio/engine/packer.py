@@ -74,38 +74,43 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         st = chunks[cid].streams[name]
         off = st.offsets
         idx = sel_index
-        lens = off[idx + 1] - off[idx]
+        row0 = off[idx]
+        lens = off[idx + 1] - row0
         if _contiguous(idx):
-            a, b = int(off[idx[0]]), int(off[idx[-1] + 1])
+            a, b = int(row0[0]), int(off[idx[-1] + 1])
             if not st.is_sparse:
                 return lens, (st.values[a:b].copy(),)
             p0, p1 = int(st.indptr[a]), int(st.indptr[b])
             return lens, (st.indptr[a:b + 1] - p0, st.indices[p0:p1].copy(), st.data[p0:p1].copy())
-        per = [(st, slice(None), idx)]
+        per = [(st, slice(None), row0, lens)]
     else:
+        # per chunk: the stream, the positions in the selection, the sequences' first rows, lengths
         lens = np.empty(n, np.int64)
         per = []
         for cid, pos in groups:
             st = chunks[cid].streams[name]
             idx = sel_index[pos]
-            lens[pos] = st.offsets[idx + 1] - st.offsets[idx]
-            per.append((st, pos, idx))
+            row0 = st.offsets[idx]
+            rows = st.offsets[idx + 1] - row0
+            lens[pos] = rows
+            per.append((st, pos, row0, rows))
     dst_start = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=dst_start[1:])
     total = int(dst_start[-1])
     first = per[0][0]
     if not first.is_sparse:
         out = np.empty((total,) + first.values.shape[1:], first.values.dtype)
-        for st, pos, idx in per:
-            copy_segments(st.values, st.offsets[idx], out, dst_start[:-1][pos], lens[pos])
+        for st, pos, row0, rows in per:
+            copy_segments(st.values, row0, out, dst_start[:-1][pos], rows)
         return lens, (out,)
     # each sequence's non-zeros are contiguous in its chunk: gather them, and its row pointers
     # rebased to where its non-zeros land
-    nz_src = np.empty(n, np.int64)
     nz_len = np.empty(n, np.int64)
-    for st, pos, idx in per:
-        nz_src[pos] = st.indptr[st.offsets[idx]]
-        nz_len[pos] = st.indptr[st.offsets[idx + 1]] - nz_src[pos]
+    nz_src = []
+    for st, pos, row0, rows in per:
+        e0 = st.indptr[row0]
+        nz_len[pos] = st.indptr[row0 + rows] - e0
+        nz_src.append(e0)
     nz_dst = np.zeros(n + 1, np.int64)
     np.cumsum(nz_len, out=nz_dst[1:])
     nz = int(nz_dst[-1])
@@ -113,11 +118,11 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
     indptr[total] = nz
     indices = np.empty(nz, first.indices.dtype)
     data = np.empty(nz, first.data.dtype)
-    for st, pos, idx in per:
-        e0, d0 = nz_src[pos], nz_dst[:-1][pos]
-        copy_segments(st.indptr, st.offsets[idx], indptr, dst_start[:-1][pos], lens[pos], shift=d0 - e0)
-        copy_segments(st.indices, e0, indices, d0, nz_len[pos])
-        copy_segments(st.data, e0, data, d0, nz_len[pos])
+    for (st, pos, row0, rows), e0 in zip(per, nz_src):
+        d0, nzl = nz_dst[:-1][pos], nz_len[pos]
+        copy_segments(st.indptr, row0, indptr, dst_start[:-1][pos], rows, shift=d0 - e0)
+        copy_segments(st.indices, e0, indices, d0, nzl)
+        copy_segments(st.data, e0, data, d0, nzl)
     return lens, (indptr, indices, data)
 
 
