@@ -90,9 +90,10 @@ static PyObject *py_draws(PyObject *Py_UNUSED(self), PyObject *args)
     return (PyObject *)out;
 }
 
-/* full_range_shuffle(seed, n) -> int64[n]: 0..n-1 shuffled by swapping i with next64() % n
- * for i = 0..n-1 (CNTK's RandomShuffleMT over a whole vector; not Fisher-Yates). */
-static PyObject *py_full_range_shuffle(PyObject *Py_UNUSED(self), PyObject *args)
+/* 0..n-1 shuffled with mt19937_64 seeded with `seed`: for i = 0..n-1 swap i with
+ * next64() % n (full_range: CNTK's RandomShuffleMT over a whole vector, not Fisher-Yates) or with
+ * i + next64() % (n - i) (the local-timeline randomizer's window shuffle). */
+static PyObject *shuffle(PyObject *args, const char *name, int full_range)
 {
     PyObject *seed_obj;
     Py_ssize_t n;
@@ -100,7 +101,7 @@ static PyObject *py_full_range_shuffle(PyObject *Py_UNUSED(self), PyObject *args
     if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
         return NULL;
     if (n < 0)
-        return PyErr_Format(PyExc_ValueError, "full_range_shuffle: n must be >= 0, got %zd", n);
+        return PyErr_Format(PyExc_ValueError, "%s: n must be >= 0, got %zd", name, n);
     npy_intp dims[1] = {n};
     PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
     if (!out)
@@ -112,7 +113,8 @@ static PyObject *py_full_range_shuffle(PyObject *Py_UNUSED(self), PyObject *args
     mt64_t r;
     mt64_seed(&r, seed);
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t j = mt64_next(&r) % (uint64_t)n;
+        uint64_t j = full_range ? mt64_next(&r) % (uint64_t)n
+                                : (uint64_t)i + mt64_next(&r) % (uint64_t)(n - i);
         int64_t t = o[i];
         o[i] = o[j];
         o[j] = t;
@@ -121,35 +123,16 @@ static PyObject *py_full_range_shuffle(PyObject *Py_UNUSED(self), PyObject *args
     return (PyObject *)out;
 }
 
-/* window_shuffle(seed, n) -> int64[n]: 0..n-1 shuffled by swapping i with i + next64() % (n - i)
- * for i = 0..n-1 (the local-timeline randomizer's window shuffle). */
+/* full_range_shuffle(seed, n) -> int64[n] */
+static PyObject *py_full_range_shuffle(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    return shuffle(args, "full_range_shuffle", 1);
+}
+
+/* window_shuffle(seed, n) -> int64[n] */
 static PyObject *py_window_shuffle(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *seed_obj;
-    Py_ssize_t n;
-    uint64_t seed;
-    if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
-        return NULL;
-    if (n < 0)
-        return PyErr_Format(PyExc_ValueError, "window_shuffle: n must be >= 0, got %zd", n);
-    npy_intp dims[1] = {n};
-    PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
-    if (!out)
-        return NULL;
-    int64_t *o = (int64_t *)PyArray_DATA(out);
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++)
-        o[i] = i;
-    mt64_t r;
-    mt64_seed(&r, seed);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t j = (uint64_t)i + mt64_next(&r) % (uint64_t)(n - i);
-        int64_t t = o[i];
-        o[i] = o[j];
-        o[j] = t;
-    }
-    Py_END_ALLOW_THREADS
-    return (PyObject *)out;
+    return shuffle(args, "window_shuffle", 0);
 }
 
 static PyArrayObject *as_array(PyObject *obj, int type, const char *name)
