@@ -314,15 +314,19 @@ class Value:
         Sparse of rank 2 (a plain batch of vectors): a SciPy CSR matrix. Sparse of higher rank:
         the dense ndarray, with a warning.
         """
+        return self._asarray(stacklevel=3)
+
+    def _asarray(self, stacklevel: int):
+        """asarray() with its warnings pointed at the caller ``stacklevel`` frames up."""
         self._check()
         if self._has_mask_info():
-            warnings.warn(_MASK_WARNING, stacklevel=2)
+            warnings.warn(_MASK_WARNING, stacklevel=stacklevel)
         if self._values is None:
             if len(self.shape) <= 2:
                 return self.as_csr()
             warnings.warn(f"asarray() densified a sparse Value of shape {self.shape} (rank > 2 "
                           "cannot be a CSR matrix); use as_sequences() or as_csr() to keep it "
-                          "sparse", stacklevel=2)
+                          "sparse", stacklevel=stacklevel)
         return self._padded()
 
     @property
@@ -500,17 +504,7 @@ class MinibatchData:
         ndarray ``[S, T, *shape]`` (warning that the mask is ignored when cells are padded);
         sparse streams of rank > 2 are densified with a warning. The padded array is built anew
         on each call."""
-        v = self._value
-        v._check()
-        if v._has_mask_info():
-            warnings.warn(_MASK_WARNING, stacklevel=2)
-        if v.is_sparse:
-            if len(v.shape) <= 2:
-                return v.as_csr()
-            warnings.warn(f"asarray() densified a sparse stream of shape {v.shape} (rank > 2 "
-                          "cannot be a CSR matrix); use as_sequences() or as_csr() to keep it "
-                          "sparse", stacklevel=2)
-        return v._padded()
+        return self._value._asarray(stacklevel=3)
 
     def as_csr(self):
         """The valid samples as one SciPy CSR matrix (one row per sample, rows in sequence

@@ -66,16 +66,26 @@ static int parse_seed(PyObject *obj, uint64_t *seed)
     return 0;
 }
 
+/* Parses (seed, n) with n >= 0 for the function `name`; -1 with an exception set otherwise. */
+static int parse_seed_n(PyObject *args, const char *name, uint64_t *seed, Py_ssize_t *n)
+{
+    PyObject *seed_obj;
+    if (!PyArg_ParseTuple(args, "On", &seed_obj, n) || parse_seed(seed_obj, seed) < 0)
+        return -1;
+    if (*n < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: n must be >= 0, got %zd", name, *n);
+        return -1;
+    }
+    return 0;
+}
+
 /* draws(seed, n) -> uint64[n]: the first n outputs of mt19937_64(seed). */
 static PyObject *py_draws(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *seed_obj;
     Py_ssize_t n;
     uint64_t seed;
-    if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
+    if (parse_seed_n(args, "draws", &seed, &n) < 0)
         return NULL;
-    if (n < 0)
-        return PyErr_Format(PyExc_ValueError, "draws: n must be >= 0, got %zd", n);
     npy_intp dims[1] = {n};
     PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_UINT64);
     if (!out)
@@ -95,13 +105,10 @@ static PyObject *py_draws(PyObject *Py_UNUSED(self), PyObject *args)
  * i + next64() % (n - i) (the local-timeline randomizer's window shuffle). */
 static PyObject *shuffle(PyObject *args, const char *name, int full_range)
 {
-    PyObject *seed_obj;
     Py_ssize_t n;
     uint64_t seed;
-    if (!PyArg_ParseTuple(args, "On", &seed_obj, &n) || parse_seed(seed_obj, &seed) < 0)
+    if (parse_seed_n(args, name, &seed, &n) < 0)
         return NULL;
-    if (n < 0)
-        return PyErr_Format(PyExc_ValueError, "%s: n must be >= 0, got %zd", name, n);
     npy_intp dims[1] = {n};
     PyArrayObject *out = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
     if (!out)
