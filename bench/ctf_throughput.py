@@ -44,7 +44,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -146,7 +145,8 @@ def scaling(datadir: str, names, repeat: int) -> None:
         _, ids_mode, _, starts, first_lines, _, cs = backend.scan_index(
             buf, [s[0] for s in streams], False, -1, len(buf) // 2 + 1)
 
-        def run(c):
+        def run(c, cs=cs, buf=buf, starts=starts, first_lines=first_lines, ids_mode=ids_mode,
+                streams=streams):
             a, b = int(cs[c]), int(cs[c + 1])
             backend.parse_chunk(buf, 0, starts[a:b + 1], first_lines[a:b], ids_mode, streams,
                                 False, -1, 10)

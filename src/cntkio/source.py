@@ -73,6 +73,12 @@ class MinibatchSource:
         truncation_length: non-zero = truncated-BPTT packing with this many steps.
         randomize: ``False`` forces no randomization.
         max_errors: invalid sequences that may be dropped before raising.
+        random_access: cntkio only. When randomized, read each batch of minibatches' sequences
+            straight from the input in delivery order (one read per sequence) instead of loading
+            the whole chunks of the randomization window; same minibatches, no wait for the
+            window, less memory. Used when every deserializer supports it (CTF without
+            ``keepDataInMemory``/``numChunksToCache``). ``False`` loads whole chunks as CNTK did
+            (better on storage where random reads are slow: disks, network file systems).
     """
 
     def __init__(self, deserializers, max_samples: int = INFINITELY_REPEAT, max_sweeps: int = INFINITELY_REPEAT,
@@ -80,8 +86,9 @@ class MinibatchSource:
                  randomization_window_in_samples: int = 0, randomization_seed: int = 0,
                  trace_level: int = TraceLevel.Warning, multithreaded_deserializer: bool | None = None,
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
-                 max_errors: int = 0) -> None:
+                 max_errors: int = 0, random_access: bool = True) -> None:
         self._reader = None
+        self.random_access = bool(random_access)
         items = _flatten(deserializers)
         if not items:
             raise ValueError("MinibatchSource: at least one deserializer is required")
@@ -180,7 +187,7 @@ class MinibatchSource:
             sample_based=self.sample_based_window, seed=self.randomization_seed,
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
             truncation_length=self.truncation_length, max_errors=self.max_errors, loader_threads=threads,
-            trace_level=self.trace_level)
+            trace_level=self.trace_level, random_access=self.random_access)
 
     def _init_user(self, d, threads: int) -> None:
         from .engine.lt_randomizer import LTNoRandomizer, LTTumblingWindowRandomizer

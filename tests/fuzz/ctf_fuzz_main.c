@@ -128,7 +128,7 @@ static void run_one(const char *data, size_t size) {
                 for (int dbl = 0; dbl < 2; dbl++) {
                     for (int el = -1; el <= 1; el += 2) {
                         ctf_result r;
-                        CHECK(ctf_parse_chunk(piece, (size_t)(hi - lo), lo, starts + a, fl + a, b - a,
+                        CHECK(ctf_parse_chunk(piece, (size_t)(hi - lo), lo, starts + a, NULL, fl + a, b - a,
                                               ix.ids_mode, al, ss->n, dbl, el, 2, &r) == 0, "parse nomem");
                         runs++;
                         check_result(&r, ss, b - a, dbl, lo, hi);

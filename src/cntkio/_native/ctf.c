@@ -225,18 +225,19 @@ static PyObject *as_int64_array(PyObject *o, const char *what) {
 }
 
 static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
-    PyObject *buf_o, *starts_o, *fl_o, *ids_o, *streams_o, *dbl_o;
-    PyObject *starts_a = NULL, *fl_a = NULL, *outputs = NULL, *issues = NULL, *result = NULL;
+    PyObject *buf_o, *starts_o, *fl_o, *ids_o, *streams_o, *dbl_o, *ends_o = Py_None;
+    PyObject *starts_a = NULL, *fl_a = NULL, *ends_a = NULL, *outputs = NULL, *issues = NULL,
+             *result = NULL;
     long long base, error_limit, warning_limit;
     int ids_mode, dbl, rc;
     Py_buffer view;
     alias_table at;
     ctf_result r;
     npy_intp n;
-    const int64_t *starts, *first_lines;
+    const int64_t *starts, *first_lines, *ends = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OLOOOOOLL:parse_chunk", &buf_o, &base, &starts_o, &fl_o, &ids_o,
-                          &streams_o, &dbl_o, &error_limit, &warning_limit))
+    if (!PyArg_ParseTuple(args, "OLOOOOOLL|O:parse_chunk", &buf_o, &base, &starts_o, &fl_o, &ids_o,
+                          &streams_o, &dbl_o, &error_limit, &warning_limit, &ends_o))
         return NULL;
     ids_mode = PyObject_IsTrue(ids_o);
     dbl = PyObject_IsTrue(dbl_o);
@@ -247,6 +248,16 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
     fl_a = as_int64_array(fl_o, "first_lines");
     if (fl_a == NULL) { Py_DECREF(starts_a); return NULL; }
     n = PyArray_SIZE((PyArrayObject *)starts_a) - 1;
+    if (ends_o != Py_None) { /* sequence i is [starts[i], ends[i]): n = len(starts) */
+        ends_a = as_int64_array(ends_o, "ends");
+        if (ends_a == NULL) goto fail_arrays;
+        n += 1;
+        if (PyArray_SIZE((PyArrayObject *)ends_a) != n) {
+            PyErr_SetString(PyExc_ValueError, "ends must hold one offset per start");
+            goto fail_arrays;
+        }
+        ends = (const int64_t *)PyArray_DATA((PyArrayObject *)ends_a);
+    }
     if (n < 0) {
         PyErr_SetString(PyExc_ValueError, "starts must hold n + 1 offsets (at least one)");
         goto fail_arrays;
@@ -260,7 +271,18 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
     first_lines = (const int64_t *)PyArray_DATA((PyArrayObject *)fl_a);
     if (alias_table_from(streams_o, 1, &at, "streams") < 0) goto fail_arrays;
     if (PyObject_GetBuffer(buf_o, &view, PyBUF_SIMPLE) < 0) { alias_table_free(&at); goto fail_arrays; }
-    for (npy_intp i = 0; i <= n; i++) {
+    for (npy_intp i = 0; ends != NULL && i < n; i++) {
+        if (starts[i] < base || starts[i] > ends[i] || ends[i] - base > (int64_t)view.len) {
+            PyErr_Format(PyExc_ValueError,
+                         "sequence %zd = [%lld, %lld) is outside the buffer [%lld, %lld] or reversed",
+                         (Py_ssize_t)i, (long long)starts[i], (long long)ends[i], base,
+                         base + (long long)view.len);
+            PyBuffer_Release(&view);
+            alias_table_free(&at);
+            goto fail_arrays;
+        }
+    }
+    for (npy_intp i = 0; ends == NULL && i <= n; i++) {
         if (starts[i] < base || starts[i] - base > (int64_t)view.len || (i > 0 && starts[i] < starts[i - 1])) {
             PyErr_Format(PyExc_ValueError,
                          "starts[%zd] = %lld is outside the buffer [%lld, %lld] or not ascending",
@@ -271,7 +293,7 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = ctf_parse_chunk((const char *)view.buf, (size_t)view.len, (int64_t)base, starts, first_lines, (int64_t)n,
+    rc = ctf_parse_chunk((const char *)view.buf, (size_t)view.len, (int64_t)base, starts, ends, first_lines, (int64_t)n,
                          ids_mode, at.al, at.n, dbl, (int64_t)error_limit, (int64_t)warning_limit, &r);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
@@ -331,6 +353,7 @@ fail:
 fail_arrays:
     Py_DECREF(starts_a);
     Py_DECREF(fl_a);
+    Py_XDECREF(ends_a);
     return result;
 }
 
@@ -363,7 +386,7 @@ static PyMethodDef methods[] = {
      "chunk_starts). Same contract as cntkio.deserializers.ctf._reference.scan_index."},
     {"parse_chunk", py_parse_chunk, METH_VARARGS,
      "parse_chunk(buf, base, starts, first_lines, ids_mode, streams, double, error_limit, "
-     "warning_limit)\n--\n\n"
+     "warning_limit, ends=None)\n--\n\n"
      "Parse sequences into columnar arrays: (outputs, issues, num_warnings, aborted). Same "
      "contract as cntkio.deserializers.ctf._reference.parse_chunk; the GIL is released while "
      "parsing."},

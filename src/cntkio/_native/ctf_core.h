@@ -6,7 +6,7 @@
  *
  *   ctf_scan_index(buf, size, aliases, ...)  -> ctf_index: keys, starts, first_lines, lengths,
  *                                               chunk_starts (one pass over the whole file)
- *   ctf_parse_chunk(buf, buflen, base, starts, first_lines, n, ...)
+ *   ctf_parse_chunk(buf, buflen, base, starts, ends, first_lines, n, ...)
  *                                            -> ctf_result: per stream values (dense) or
  *                                               indptr/indices/data (sparse) and sequence
  *                                               offsets; issues; warning count; aborted flag
@@ -943,7 +943,7 @@ static int ctf_parse_line(ctf_parser *ps, const char *le) {
 /* Parses sequences starts[i]:starts[i+1] (see _reference.parse_chunk). The result's outputs are
  * complete unless r->aborted. Returns 0, or CTF_ERR_NOMEM. */
 static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const int64_t *starts,
-                           const int64_t *first_lines, int64_t n, int ids_mode,
+                           const int64_t *ends, const int64_t *first_lines, int64_t n, int ids_mode,
                            const ctf_alias *al, int na, int dbl, int64_t error_limit,
                            int64_t warning_limit, ctf_result *r) {
     ctf_parser ps;
@@ -963,7 +963,7 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
     }
     ps.buf = buf;
     ps.base = base;
-    ps.end = buf + (n > 0 ? starts[n] - base : 0);
+    ps.end = buf;
     ps.bufend = buf + buflen;
     ps.al = al;
     ps.names = prepared;
@@ -975,7 +975,7 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
     ps.r = r;
     ps.line_ord = 0;
     for (int64_t i = 0; i < n && !stop; i++) {
-        const char *send = buf + (starts[i + 1] - base);
+        const char *send = buf + ((ends ? ends[i] : starts[i + 1]) - base);
         const char *p = buf + (starts[i] - base);
         ps.end = send;
         ps.line_no = first_lines[i];

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 import numpy as np
 
@@ -135,6 +135,27 @@ class Deserializer(ABC):
     @abstractmethod
     def get_chunk(self, chunk_id: int) -> ChunkData:
         """Load a chunk's data."""
+
+    #: True when the deserializer can parse single sequences out of a chunk's raw bytes
+    #: (:meth:`read_bytes`, :meth:`read_sequences`): the engine then parses a randomized batch's
+    #: sequences in delivery order instead of parsing the window's chunks whole first.
+    random_access: bool = False
+
+    def read_bytes(self, chunk_id: int):
+        """A chunk's raw input, unparsed (an opaque object for :meth:`read_sequences`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no random access")
+
+    def release_bytes(self, raw) -> None:
+        """The engine no longer needs a :meth:`read_bytes` result (the default does nothing)."""
+        return None
+
+    def read_sequences(self, raw: Mapping[int, Any], chunk_ids: np.ndarray,
+                       indices: np.ndarray) -> ChunkData | None:
+        """The sequences ``indices[i]`` of chunks ``chunk_ids[i]``, in that order, parsed into one
+        :class:`ChunkData` (its table holds their keys and lengths) from ``raw[chunk id]``
+        (:meth:`read_bytes`); None when they cannot be parsed alone with exactly the result and
+        the error accounting of :meth:`get_chunk`: the caller then loads whole chunks."""
+        raise NotImplementedError(f"{type(self).__name__} has no random access")
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where the sequences with these keys are: ``(chunk_ids, index_in_chunk)``, -1 if absent.

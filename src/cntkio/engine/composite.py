@@ -201,6 +201,66 @@ class CompositeDeserializer(Deserializer):
                 invalid = sec_invalid if invalid is None else (invalid | sec_invalid)
         return ChunkData(table, streams, invalid)
 
+    @property
+    def random_access(self) -> bool:
+        return all(getattr(d, "random_access", False) for d in self.parts)
+
+    def read_bytes(self, chunk_id: int):
+        """Per deserializer, ``{its chunk id: its read_bytes}`` of the chunks this chunk joins."""
+        out = [{self._chunks[chunk_id]: self.primary.read_bytes(self._chunks[chunk_id])}]
+        for s, (c, _) in zip(self.parts[1:], self._sec_refs[chunk_id]):
+            out.append({sc: s.read_bytes(sc) for sc in np.unique(c).tolist()})
+        return out
+
+    def release_bytes(self, raw) -> None:
+        for d, r in zip(self.parts, raw):
+            for v in r.values():
+                d.release_bytes(v)
+
+    def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
+        """The selected corpus sequences parsed by every deserializer from the chunks' bytes (see
+        :meth:`Deserializer.read_sequences`); None as soon as one deserializer says None."""
+        chunk_ids = np.asarray(chunk_ids, np.int64)
+        indices = np.asarray(indices, np.int64)
+        n = len(chunk_ids)
+        if n == 0:
+            return None
+        p_chunk = np.asarray(self._chunks, np.int64)[chunk_ids]
+        p_index = indices.copy()
+        sec = [(np.empty(n, np.int64), np.empty(n, np.int64)) for _ in self.parts[1:]]
+        part_raw: list[dict] = [{} for _ in self.parts]
+        keys = lengths = None
+        for c in np.unique(chunk_ids).tolist():
+            m = np.flatnonzero(chunk_ids == c)
+            i = indices[m]
+            keep = self._keep[c]
+            if keep is not None:
+                p_index[m] = keep[i]
+            for (sc, si), (rc, ri) in zip(sec, self._sec_refs[c]):
+                sc[m] = rc[i]
+                si[m] = ri[i]
+            for j, r in enumerate(raw[c]):
+                part_raw[j].update(r)
+            t = self._tables[c]
+            if keys is None:
+                keys = np.empty(n, t.keys.dtype)
+                lengths = np.empty(n, np.int64)
+            keys[m] = t.keys[i]
+            lengths[m] = t.lengths[i]
+        base = self.primary.read_sequences(part_raw[0], p_chunk, p_index)
+        if base is None:
+            return None
+        streams = dict(base.streams)
+        invalid = base.invalid
+        for s, (sc, si), r in zip(self.parts[1:], sec, part_raw[1:]):
+            data = s.read_sequences(r, sc, si)
+            if data is None:
+                return None
+            streams.update(data.streams)
+            if data.invalid is not None:
+                invalid = data.invalid if invalid is None else (invalid | data.invalid)
+        return ChunkData(SequenceTable(keys, lengths), streams, invalid)
+
     def close(self) -> None:
         for d in self.parts:
             d.close()

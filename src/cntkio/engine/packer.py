@@ -62,11 +62,12 @@ def copy_segments(src: np.ndarray, src_starts: np.ndarray, dst: np.ndarray, dst_
 
 
 def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkData],
-                sel_chunk: np.ndarray, sel_index: np.ndarray, groups):
+                sel_chunk: np.ndarray, sel_index: np.ndarray, groups, owned: bool = False):
     """Lengths and packed arrays of one stream for the selected sequences.
 
     Whole sequences are contiguous in a chunk (rows, and for sparse streams their non-zeros), so
-    the gather copies one segment per sequence.
+    the gather copies one segment per sequence. ``owned``: the chunks were made for this call
+    alone, so a contiguous selection is returned as views instead of copies.
     """
     n = len(sel_chunk)
     if len(groups) == 1:
@@ -79,8 +80,11 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         if _contiguous(idx):
             a, b = int(row0[0]), int(off[idx[-1] + 1])
             if not st.is_sparse:
-                return lens, (st.values[a:b].copy(),)
+                return lens, (st.values[a:b] if owned else st.values[a:b].copy(),)
             p0, p1 = int(st.indptr[a]), int(st.indptr[b])
+            if owned:
+                return lens, (st.indptr[a:b + 1] - p0 if p0 else st.indptr[a:b + 1], st.indices[p0:p1],
+                              st.data[p0:p1])
             return lens, (st.indptr[a:b + 1] - p0, st.indices[p0:p1].copy(), st.data[p0:p1].copy())
         per = [(st, slice(None), row0, lens)]
     else:
@@ -150,11 +154,11 @@ def pack_sequences(stream_infos: Sequence[StreamInformation], chunks: Mapping[in
 
 def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
               sel_chunk: np.ndarray, sel_index: np.ndarray, groups, counts: Sequence[int],
-              end_of_sweep: Sequence[bool], dense: bool = False) -> list[Minibatch]:
+              end_of_sweep: Sequence[bool], dense: bool = False, owned: bool = False) -> list[Minibatch]:
     """Pack consecutive minibatches at once: the selection holds their sequences one after
     another, ``counts[j]`` of them for minibatch ``j``. One gather per stream and chunk; each
     minibatch's arrays are slices of the gathered ones (a sparse stream's row pointers are a
-    slice too, into the gathered non-zeros)."""
+    slice too, into the gathered non-zeros). ``owned``: see :func:`_gather_one`."""
     bounds = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=bounds[1:])
     bl = bounds.tolist()
@@ -164,7 +168,7 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
             for j, eos in enumerate(end_of_sweep):
                 out[j][info] = _empty(info, chunks, eos, dense)
             continue
-        lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups)
+        lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups, owned)
         if len(arrays) > 1 and dense:
             arrays = (_densify(info, *arrays),)
         starts = np.zeros(len(lens) + 1, np.int64)

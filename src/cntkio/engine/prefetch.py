@@ -35,8 +35,12 @@ class ChunkCache:
     ``loads`` counts ``get_chunk`` calls (tests use it to check that memory stays bounded).
     """
 
-    def __init__(self, deserializer: Deserializer, threads: int = 1, name: str = "cntkio-chunk") -> None:
+    def __init__(self, deserializer: Deserializer, threads: int = 1, name: str = "cntkio-chunk",
+                 loader: Callable[[int], object] | None = None,
+                 release: Callable[[object], None] | None = None) -> None:
         self.deserializer = deserializer
+        self._loader = loader if loader is not None else deserializer.get_chunk
+        self._release = release
         self._lock = threading.Lock()
         self._futures: dict[int, cf.Future] = {}
         self._pool = cf.ThreadPoolExecutor(max_workers=max(1, int(threads)), thread_name_prefix=name)
@@ -47,7 +51,7 @@ class ChunkCache:
     def _load(self, chunk_id: int) -> ChunkData:
         with self._lock:
             self.loads += 1
-        return self.deserializer.get_chunk(chunk_id)
+        return self._loader(chunk_id)
 
     def _future(self, chunk_id: int) -> cf.Future:
         with self._lock:
@@ -80,9 +84,14 @@ class ChunkCache:
         """Release every chunk not in ``chunk_ids``."""
         keep = {int(c) for c in chunk_ids}
         with self._lock:
-            for c in [c for c in self._futures if c not in keep]:
-                fut = self._futures.pop(c)
-                fut.cancel()
+            dropped = [self._futures.pop(c) for c in [c for c in self._futures if c not in keep]]
+        for fut in dropped:
+            fut.cancel()
+            self._released(fut)
+
+    def _released(self, fut: cf.Future) -> None:
+        if self._release is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+            self._release(fut.result())
 
     def clear(self) -> None:
         """Release every chunk."""
@@ -102,6 +111,8 @@ class ChunkCache:
         for f in futures:
             f.cancel()
         self._pool.shutdown(wait=True, cancel_futures=True)
+        for f in futures:
+            self._released(f)
 
 
 class Prefetcher:

@@ -22,6 +22,15 @@ uninterrupted one.
 Chunks are loaded when positions ahead need them (background loads) and released once no later
 position of the current sweep uses them, so memory is bounded by the randomization window.
 
+Random access (randomized reading without truncation, every deserializer ``random_access``, e.g.
+CTF): the window holds the chunks' raw bytes (read ahead in the background, released by the same
+rule) and each batch parses just its sequences, in delivery order, on the packing thread. The
+first minibatch then waits for the window's bytes to be read, not for the whole window to be
+parsed, and the parsing overlaps the consumer like chunk loads do when not randomized. A batch
+whose parse reports anything (a malformed line, a warning) is packed from whole parsed chunks
+instead, which counts and logs the issues exactly as chunk loading does; its chunks stay on chunk
+loading from then on. Both ways give the same minibatches.
+
 Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
 to 64 consecutive minibatches (about 16 MB of output, and never further than the next randomized
 chunk) are walked and gathered at once, then handed out one per call; the next batch is packed on
@@ -30,6 +39,7 @@ a background thread meanwhile. The checkpoint still names the position after the
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -78,7 +88,7 @@ class GlobalReader:
     def __init__(self, corpus: Deserializer, stream_infos: list[StreamInformation], *, randomize: bool,
                  window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
                  truncation_length: int, max_errors: int, loader_threads: int, prefetch: bool = True,
-                 trace_level: int = 1) -> None:
+                 trace_level: int = 1, random_access: bool = True) -> None:
         self.corpus = corpus
         self.stream_infos = stream_infos
         lengths = [corpus.sequence_infos(c.id).lengths for c in corpus.chunk_infos()]
@@ -101,6 +111,15 @@ class GlobalReader:
         self.prefetcher = Prefetcher() if prefetch and not self.T else None
         self.generation = 0
         self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
+        # read randomized batches sequence by sequence (module docstring); chunks whose direct
+        # read reported an issue go through chunk loading
+        self.direct = bool(random_access and randomize and not self.T
+                           and getattr(corpus, "random_access", False))
+        self._dirty: set[int] = set()
+        self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
+                              release=corpus.release_bytes) if self.direct else None
+        self._split = cf.ThreadPoolExecutor(1, thread_name_prefix="cntkio-parse") \
+            if self.direct and loader_threads > 1 else None
         if self.trace_level >= 2:
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
                      self.N, self.S, self.C,
@@ -276,8 +295,26 @@ class GlobalReader:
             if len(self._needed_cache) > 16:
                 self._needed_cache.clear()
             self._needed_cache[key] = need
-        later = {c for c in self.cache.held() if tl.last_use[c] >= i}
+        held = self.cache.held() if self.raw is None else set(self.cache.held()) | set(self.raw.held())
+        later = {c for c in held if tl.last_use[c] >= i}
         return need | later
+
+    def _prefetch(self, need: set[int]) -> None:
+        """Start loading the chunks of ``need`` (with random access: their bytes, and parsed only
+        those read by chunk)."""
+        if self.raw is not None:
+            self.raw.prefetch(sorted(need - self._dirty))
+            self.cache.prefetch(sorted(need & self._dirty))
+        else:
+            self.cache.prefetch(sorted(need))
+
+    def _retain(self, keep: set[int]) -> None:
+        self.cache.retain(keep)
+        if self.raw is not None:
+            self.raw.retain(keep)
+
+    def _clear(self) -> None:
+        self._retain(set())
 
     def _selection(self, plan: Plan):
         """``(chunk ids, indices in chunk, lengths)`` of a plan's sequences, in delivery order."""
@@ -337,7 +374,19 @@ class GlobalReader:
             sel_chunk = np.concatenate([c for c, _, _ in sels]) if len(sels) > 1 else sels[0][0]
             sel_index = np.concatenate([x for _, x, _ in sels]) if len(sels) > 1 else sels[0][1]
         groups = group_by_chunk(sel_chunk)
-        chunks = {c: self.cache.get(c) for c, _ in groups}
+        direct = None
+        if self.direct and groups and not any(c in self._dirty for c, _ in groups):
+            direct = self.corpus.read_sequences({c: self.raw.get(c) for c, _ in groups}, sel_chunk,
+                                                sel_index)
+            if direct is None:
+                self._dirty.update(c for c, _ in groups)
+        if direct is not None:
+            n = len(sel_chunk)
+            chunks = {0: direct}
+            sel_chunk, sel_index = np.zeros(n, np.int64), np.arange(n, dtype=np.int64)
+            groups = [(0, sel_index)]
+        else:
+            chunks = {c: self.cache.get(c) for c, _ in groups}
         invalid = [0] * len(plans)
         if any(chunks[c].invalid is not None for c, _ in groups):
             bad = np.zeros(len(sel_chunk), bool)
@@ -360,7 +409,7 @@ class GlobalReader:
                 sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
                 groups = group_by_chunk(sel_chunk)
         mbs = pack_many(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts,
-                        [p.end_of_sweep for p in plans])
+                        [p.end_of_sweep for p in plans], owned=direct is not None)
         return list(zip(mbs, invalid))
 
     def _count_invalid(self, n_invalid: int) -> None:
@@ -414,7 +463,19 @@ class GlobalReader:
             if plan.reached_end:
                 break
         real = [p for p in plans if not (p.num_sequences == 0 and p.reached_end)]
-        packed = self.execute_batch(real) if real else []
+        if self._split is not None and len(real) >= 2:
+            # random access: the first half of the batch is parsed and packed on the helper thread
+            # while this thread does the second half (the parser releases the GIL)
+            h = len(real) // 2
+            fut = self._split.submit(self.execute_batch, real[:h])
+            try:
+                rest = self.execute_batch(real[h:])
+            except BaseException:
+                cf.wait([fut])
+                raise
+            packed = fut.result() + rest
+        else:
+            packed = self.execute_batch(real) if real else []
         out = [(p, mb, n) for p, (mb, n) in zip(real, packed)]
         if len(real) < len(plans):
             out.append((plans[-1], None, 0))
@@ -431,7 +492,7 @@ class GlobalReader:
         if not self._queue or self._queue_key != key:
             self._queue.clear()
             if self._queue_key != key:  # first call with these settings: start the loads now
-                self.cache.prefetch(sorted(self._needed(self.cursor, W, r)))
+                self._prefetch(self._needed(self.cursor, W, r))
             batch = None
             if self.prefetcher is not None:
                 batch = self.prefetcher.take((key, self.cursor))
@@ -447,7 +508,7 @@ class GlobalReader:
             self._queue.clear()
             if self.prefetcher is not None:
                 self.prefetcher.discard()
-            self.cache.clear()
+            self._clear()
             return None
         self._count_invalid(n_invalid)
         return mb
@@ -459,12 +520,12 @@ class GlobalReader:
         if last_plan is None or self._queue[-1][1] is None:
             return
         if last_plan.reached_end:  # nothing more to read: the queued minibatches are packed
-            self.cache.clear()
+            self._clear()
             return
         start = self._normalize(*last_plan.end)
         keep = self._needed(start, W, r)  # the queued minibatches are packed already
-        self.cache.retain(keep)
-        self.cache.prefetch(sorted(keep))
+        self._retain(keep)
+        self._prefetch(keep)
         if self.prefetcher is not None:
             key = (self._queue_key, start)
             count = self._batch_size(budget)
@@ -497,10 +558,10 @@ class GlobalReader:
                     eos = True
                 self.cursor = self._normalize(k, i + 1)
         if self.slots.empty():
-            self.cache.clear()
+            self._clear()
             return None
         mb = self.slots.emit(eos)
-        self.cache.retain(self._needed(self.cursor, W, r))
+        self._retain(self._needed(self.cursor, W, r))
         return mb
 
     def _push(self, slot: int, k: int, i: int) -> None:
@@ -561,3 +622,7 @@ class GlobalReader:
         if self.prefetcher is not None:
             self.prefetcher.close()
         self.cache.close()
+        if self.raw is not None:
+            self.raw.close()
+        if self._split is not None:
+            self._split.shutdown(wait=True, cancel_futures=True)

@@ -405,15 +405,23 @@ class _Abort(Exception):
 
 
 def parse_chunk(buf, base, starts, first_lines, ids_mode, streams, double, error_limit,
-                warning_limit):
+                warning_limit, ends=None):
     """Parse the sequences ``starts[i]:starts[i+1]`` into columnar arrays, collecting issues.
+    With ``ends``, sequence ``i`` is ``starts[i]:ends[i]`` instead (any order, as a randomized
+    minibatch reads them out of a whole file).
 
     See the module docstring for the rules and the exact arguments and return value.
     """
     buf = bytes(buf)
     starts = [int(s) for s in np.asarray(starts)]
     first_lines = [int(x) for x in np.asarray(first_lines)]
-    n = len(starts) - 1
+    if ends is None:
+        ends = starts[1:]
+    else:
+        ends = [int(e) for e in np.asarray(ends)]
+        if len(ends) != len(starts):
+            raise ValueError("ends must hold one offset per start")
+    n = len(ends)
     lookup = {bytes(s[0]): k for k, s in enumerate(streams)}
     dims = [int(s[1]) for s in streams]
     sparse = [bool(s[2]) for s in streams]
@@ -493,7 +501,7 @@ def parse_chunk(buf, base, starts, first_lines, ids_mode, streams, double, error
     try:
         for seq in range(n):
             line_no = first_lines[seq]
-            for ls, le in _lines(buf, starts[seq] - base, starts[seq + 1] - base):
+            for ls, le in _lines(buf, starts[seq] - base, ends[seq] - base):
                 parse_line(buf[ls:le], line_no, ls + base, seq)
                 line_no += 1
     except _Abort:

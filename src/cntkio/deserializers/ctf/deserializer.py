@@ -10,6 +10,7 @@ errors are counted once, however often the chunk is loaded (every sweep loads it
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -295,6 +296,7 @@ class CNTKTextFormatDeserializer(Deserializer):
         self._chunk_cache: OrderedDict[int, ChunkData] = OrderedDict()
         self._fd: int | None = None
         self._data: bytes | None = None
+        self._map: mmap.mmap | None = None
 
         if not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
@@ -375,6 +377,13 @@ class CNTKTextFormatDeserializer(Deserializer):
         self._chunk_infos = [ChunkInfo(i, len(k), int(index.lengths[k].sum()))
                              for i, (_, _, k) in enumerate(chunks)]
         self._tables = [SequenceTable(index.keys[k], index.lengths[k]) for _, _, k in chunks]
+        # for read_sequences: the kept sequences of all chunks one after another, where each
+        # chunk's start in that array, and which chunks hold exactly their kept sequences (a chunk
+        # that also parses dropped sequences must be read whole: their errors count)
+        self._kept_all = np.concatenate([k for _, _, k in chunks]).astype(np.int64)
+        self._chunk_base = np.zeros(len(chunks) + 1, np.int64)
+        np.cumsum([len(k) for _, _, k in chunks], out=self._chunk_base[1:])
+        self._chunk_whole = np.array([len(k) == b - a for a, b, k in chunks], bool)
 
     def _warn_repeated_ids(self, index: CTFIndex, keep: np.ndarray) -> None:
         seqs = np.flatnonzero(keep)
@@ -425,6 +434,64 @@ class CNTKTextFormatDeserializer(Deserializer):
                     self._chunk_cache.popitem(last=False)
         return chunk
 
+    @property
+    def random_access(self) -> bool:
+        """Sequences can be parsed one by one (not with numChunksToCache: parsed chunks are then
+        kept and reused)."""
+        return not self.options["chunks_to_cache"]
+
+    def _mapping(self):
+        """The whole file mapped read-only (made once), or the in-memory data."""
+        if self._data is not None:
+            return memoryview(self._data)
+        with self._lock:
+            if self._map is None:
+                if self._fd is None:
+                    raise ValueError(f"{self.filename}: the deserializer is closed")
+                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            return self._map
+
+    def read_bytes(self, chunk_id: int):
+        """The chunk's bytes, unparsed: ``(buffer, begin, end)``, the file's mapping and the
+        chunk's byte range in it (read-ahead of that range is requested from the kernel)."""
+        a, b, _ = self._chunks[chunk_id]
+        begin, end = int(self.index.starts[a]), int(self.index.starts[b])
+        m = self._mapping()
+        _advise(m, begin, end, "MADV_WILLNEED")
+        return m, begin, end
+
+    def release_bytes(self, raw) -> None:
+        """The chunk's range is no longer needed: its pages leave this process's mapping (they
+        stay in the page cache), so resident memory stays bounded by the window."""
+        m, begin, end = raw
+        _advise(m, begin, end, "MADV_DONTNEED")
+
+    def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
+        """The sequences ``indices[i]`` of chunks ``chunk_ids[i]`` parsed, in that order, straight
+        out of the file's mapping (``raw`` from :meth:`read_bytes`) into one ChunkData. None (the
+        caller loads whole chunks with :meth:`get_chunk`, which counts and logs their issues) when
+        the parse finds any error or warning, or when a chunk also parses dropped (length-0)
+        sequences, whose errors count too."""
+        chunk_ids = np.asarray(chunk_ids, np.int64)
+        indices = np.asarray(indices, np.int64)
+        n = len(chunk_ids)
+        if n == 0 or not self._chunk_whole[chunk_ids].all():
+            return None
+        buf = raw[int(chunk_ids[0])][0]
+        index = self.index
+        if self._data is None and os.fstat(self._fd).st_size < int(index.starts[-1]):
+            # checked before each batch: a file cut short while mapped would fault (SIGBUS)
+            raise FormatError("the file changed after it was indexed (it is shorter now)",
+                              file=self.filename, expected=f"{int(index.starts[-1])} bytes",
+                              found=f"{os.fstat(self._fd).st_size} bytes")
+        g = self._kept_all[self._chunk_base[chunk_ids] + indices]
+        outputs, issues, num_warnings, aborted = self.backend.parse_chunk(
+            buf, 0, index.starts[g], index.first_lines[g], index.ids_mode, self._stream_args,
+            self.options["double"], 1, 0, index.starts[g + 1])
+        if issues or num_warnings or aborted:
+            return None
+        return self._assemble(outputs, None, n, SequenceTable(index.keys[g], index.lengths[g]))
+
     def _read(self, begin: int, end: int) -> tuple[Any, int]:
         if self._data is not None:
             return memoryview(self._data)[begin:end], begin
@@ -455,7 +522,7 @@ class CNTKTextFormatDeserializer(Deserializer):
             self.options["double"], error_limit, _WARNINGS_LOGGED_PER_CHUNK)
         if not counted:
             self._account(chunk_id, issues, num_warnings, aborted, buf, base)
-        return self._assemble(outputs, kept - a, b - a, chunk_id)
+        return self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
 
     def _account(self, chunk_id, issues, num_warnings, aborted, buf, base) -> None:
         errors = [i for i in issues if ref.is_error(i[0])]
@@ -488,8 +555,9 @@ class CNTKTextFormatDeserializer(Deserializer):
                     + f" (maxErrors = {self.max_errors})",)
         return exc
 
-    def _assemble(self, outputs, kept_local: np.ndarray, n: int, chunk_id: int) -> ChunkData:
-        drop = len(kept_local) != n
+    def _assemble(self, outputs, kept_local: np.ndarray | None, n: int,
+                  table: SequenceTable) -> ChunkData:
+        drop = kept_local is not None and len(kept_local) != n
         streams: dict[str, Any] = {}
         for spec, out in zip(self.specs, outputs):
             if spec.sparse:
@@ -510,12 +578,13 @@ class CNTKTextFormatDeserializer(Deserializer):
                     values = values[rows]
                     offsets = np.concatenate([[0], np.cumsum(counts[kept_local])]).astype(np.int64)
                 streams[spec.name] = DenseStream(values, offsets)
-        return ChunkData(self._tables[chunk_id], streams)
+        return ChunkData(table, streams)
 
     def __getstate__(self) -> dict:
         # picklable for worker processes: no file descriptor, lock or module object
         state = self.__dict__.copy()
         state["_fd"] = None
+        state["_map"] = None
         state["_lock"] = None
         state["backend"] = self.backend.__name__
         state.pop("_key_table_lock", None)
@@ -532,6 +601,12 @@ class CNTKTextFormatDeserializer(Deserializer):
 
     def close(self) -> None:
         """Close the file."""
+        m, self._map = self._map, None
+        if m is not None:
+            try:
+                m.close()
+            except BufferError:  # a parse still holds it: the mapping goes with the last view
+                pass
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
@@ -544,6 +619,18 @@ class CNTKTextFormatDeserializer(Deserializer):
 
     def __repr__(self) -> str:
         return f"CNTKTextFormatDeserializer({self.filename!r})"
+
+
+def _advise(m, begin: int, end: int, advice: str) -> None:
+    """madvise a byte range of an mmap (no-op for other buffers or where unsupported)."""
+    flag = getattr(mmap, advice, None)
+    if flag is None or not isinstance(m, mmap.mmap) or end <= begin:
+        return
+    start = begin - begin % mmap.PAGESIZE
+    try:
+        m.madvise(flag, start, end - start)
+    except (OSError, ValueError):  # advice only
+        pass
 
 
 def _array(obj, dtype) -> np.ndarray:
