@@ -8,7 +8,9 @@ torch's DataLoader over the same parsed arrays, and CNTK 2.7's measured reader f
 For each dataset (CTF file): ``parse`` = index + ``get_chunk`` of every chunk on one thread
 (the deserializer's own speed); ``source`` = index + one sweep through ``MinibatchSource``
 (``randomize=False``), minibatches of 256 samples, NumPy outputs; ``random`` = the same with
-``randomization_window_in_chunks=4``; ``DataLoader`` = ``torch.utils.data.DataLoader``
+``randomization_window_in_chunks=4`` (random access, the default: each batch's sequences
+parsed out of the mapped file); ``random, whole chunks`` = the same with ``random_access=False``
+(the window's chunks parsed whole, as CNTK did); ``DataLoader`` = ``torch.utils.data.DataLoader``
 (batch 256, no workers) over the arrays already parsed (so it excludes parsing). MB/s is file
 bytes (10^6) over wall time. ``--rss`` also reads a 1 GB dense file (dense.ctf repeated) with a
 4-chunk window of 32 MB chunks in a subprocess and reports its peak RSS.
@@ -60,9 +62,10 @@ def time_parse(path: str, name: str):
     return total, t_index, chunks
 
 
-def time_source(path: str, name: str, randomize: bool):
+def time_source(path: str, name: str, randomize: bool, random_access: bool = True):
     t0 = time.perf_counter()
-    kw = dict(randomization_window_in_chunks=4) if randomize else dict(randomize=False)
+    kw = dict(randomization_window_in_chunks=4, random_access=random_access) if randomize \
+        else dict(randomize=False)
     src = MinibatchSource(config(path, name), max_sweeps=1, **kw)
     samples = 0
     n = 0
@@ -112,7 +115,7 @@ def time_dataloader(chunks, name: str):
     return time.perf_counter() - t0, n
 
 
-def rss_run(data_dir: str) -> float:
+def rss_run(data_dir: str, random_access: bool = True) -> float:
     """Peak RSS (MB) of one randomized sweep of a 1 GB dense file in a fresh process."""
     big = os.path.join(data_dir, "dense1g.ctf")
     if not os.path.exists(big) or os.path.getsize(big) < 10**9:
@@ -137,7 +140,7 @@ def hwm():
     with open('/proc/self/status') as f:
         return next(int(l.split()[1]) for l in f if l.startswith('VmHWM:')) / 1024
 t0 = time.perf_counter()
-src = MinibatchSource(cfg, randomization_window_in_chunks=4, max_sweeps=1)
+src = MinibatchSource(cfg, randomization_window_in_chunks=4, max_sweeps=1, random_access={random_access!r})
 after_index = hwm()
 n = 0
 reading = 0.0
@@ -160,12 +163,12 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     print("| dataset | MB | parse MB/s | source MB/s | source/parse | x CNTK 2.7 | random MB/s | random/source "
-          "| DataLoader MB/s (parsed arrays) | minibatches |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| random, whole chunks MB/s | whole chunks/source | DataLoader MB/s (parsed arrays) | minibatches |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.only.split(","):
         path = os.path.join(args.data, name + ".ctf")
         mb = os.path.getsize(path) / 1e6
-        t_parse = t_dl = t_src = t_rnd = float("inf")
+        t_parse = t_dl = t_src = t_rnd = t_win = float("inf")
         for _ in range(args.repeat):
             tp, t_index, chunks = time_parse(path, name)
             t_parse = min(t_parse, tp)
@@ -174,21 +177,25 @@ def main() -> None:
         for _ in range(args.repeat):
             ts, n_src, samples = time_source(path, name, False)
             tr, n_rnd, samples_r = time_source(path, name, True)
-            t_src, t_rnd = min(t_src, ts), min(t_rnd, tr)
-        assert samples == samples_r, (samples, samples_r)
+            tw, n_win, samples_w = time_source(path, name, True, random_access=False)
+            t_src, t_rnd, t_win = min(t_src, ts), min(t_rnd, tr), min(t_win, tw)
+        assert samples == samples_r == samples_w, (samples, samples_r, samples_w)
         row = dict(dataset=name, mb=mb, parse=mb / t_parse, source=mb / t_src, random=mb / t_rnd,
+                   random_whole_chunks=mb / t_win,
                    dataloader=mb / t_dl, cntk=CNTK27[name], minibatches=n_src, index_s=t_index)
         rows.append(row)
         print(f"| {name} | {mb:.0f} | {row['parse']:.1f} | {row['source']:.1f} | {row['source'] / row['parse']:.0%} "
               f"| {row['source'] / CNTK27[name]:.1f}x | {row['random']:.1f} | {row['random'] / row['source']:.0%} "
+              f"| {row['random_whole_chunks']:.1f} | {row['random_whole_chunks'] / row['source']:.0%} "
               f"| {row['dataloader']:.1f} | {n_src} |", flush=True)
-    if args.rss:
-        rss, secs, size, after_index, reading = rss_run(args.data)
-        print(f"\n1 GB dense file ({size / 1e6:.0f} MB), window 4 chunks of 32 MB, one randomized sweep "
+    for random_access in ((True, False) if args.rss else ()):
+        rss, secs, size, after_index, reading = rss_run(args.data, random_access)
+        print(f"\n1 GB dense file ({size / 1e6:.0f} MB), window 4 chunks of 32 MB, one randomized sweep, "
+              f"{'random access' if random_access else 'whole chunks'} "
               f"({size / 1e6 / secs:.1f} MB/s): peak RSS {rss:.0f} MiB; peak RSS once the source is built "
               f"(indexing done) {after_index:.0f} MiB; largest RSS sampled while reading {reading:.0f} MiB")
-        rows.append(dict(rss_mb=rss, rss_seconds=secs, rss_file_mb=size / 1e6, rss_after_index_mb=after_index,
-                         rss_reading_mb=reading))
+        rows.append(dict(random_access=random_access, rss_mb=rss, rss_seconds=secs, rss_file_mb=size / 1e6,
+                         rss_after_index_mb=after_index, rss_reading_mb=reading))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
