@@ -32,7 +32,7 @@ instead, which counts and logs the issues exactly as chunk loading does; its chu
 loading from then on. Both ways give the same minibatches.
 
 Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
-to 64 consecutive minibatches (about 16 MB of output, and never further than the next randomized
+to 256 consecutive minibatches (about 16 MB of output, and never further than the next randomized
 chunk) are walked and gathered at once, then handed out one per call; the next batch is packed on
 a background thread meanwhile. The checkpoint still names the position after the last minibatch
 *returned*; a restore or a change of size or partition drops what was packed ahead.
@@ -423,8 +423,8 @@ class GlobalReader:
                                    f"specified maximum number '{self.max_errors}'")
 
     def _batch_size(self, budget: int) -> int:
-        """Minibatches packed together: up to 64, about 16 MB of output at most."""
-        return max(1, min(64, (16 << 20) // max(1, budget * self._sample_bytes)))
+        """Minibatches packed together: up to 256, about 16 MB of output at most."""
+        return max(1, min(256, (16 << 20) // max(1, budget * self._sample_bytes)))
 
     def _produce(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int):
         """Walk and pack up to ``count`` minibatches from ``cursor``: ``[(plan, mb|None, invalid)]``;
