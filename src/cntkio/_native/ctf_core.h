@@ -756,7 +756,8 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
         if (CTF_LIKELY(nv < dim)) {
 #ifdef CTF_HAVE_SWAR
             /* runs of zeros (image borders, one-hot vectors): "0 0 0 0 " four values at once */
-            if (c == '0' && dim - nv >= 4 && end - p >= 8 && ctf_load8(p) == 0x2030203020302030ULL) {
+            /* (no test of c first: whether a value starts with '0' is random in real-valued data) */
+            if (dim - nv >= 4 && end - p >= 8 && ctf_load8(p) == 0x2030203020302030ULL) {
                 if (dbl) memset(dst + (size_t)nv * sizeof(double), 0, 4 * sizeof(double));
                 else memset(dst + (size_t)nv * sizeof(float), 0, 4 * sizeof(float));
                 nv += 4;
@@ -764,7 +765,8 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
                 continue;
             }
 #endif
-            if (CTF_IS_DIGIT(c) && CTF_CH(p + 1) == ' ') { /* "0 ": the commonest token */
+            if (CTF_CH(p + 1) == ' ' && CTF_IS_DIGIT(c)) { /* "0 ": the commonest token (the space
+                                                              first: the sign of a value is random) */
                 CTF_STORE(dst, nv, (double)(c - '0'), dbl);
                 nv++;
                 p += 2;

@@ -204,15 +204,20 @@ static inline const char *ctf_parse_number(const char *p, const char *end, const
  * the fast path is compiled out). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define CTF_HAVE_SWAR 1
+#if defined(__GNUC__)
+#define CTF_SWAR_INLINE __attribute__((always_inline))
+#else
+#define CTF_SWAR_INLINE
+#endif
 
-static inline uint64_t ctf_load8(const char *p) {
+static inline CTF_SWAR_INLINE uint64_t ctf_load8(const char *p) {
     uint64_t x;
     memcpy(&x, p, 8);
     return x;
 }
 
 /* Number of leading ASCII digits in the 8 bytes of x (byte 0 first), 0..8. */
-static inline int ctf_digit_run8(uint64_t x) {
+static inline CTF_SWAR_INLINE int ctf_digit_run8(uint64_t x) {
     const uint64_t lo = 0x0F0F0F0F0F0F0F0FULL, hi = 0xF0F0F0F0F0F0F0F0ULL;
     uint64_t nd = ((x & hi) ^ 0x3030303030303030ULL) | (((x & lo) + 0x0606060606060606ULL) & 0x1010101010101010ULL);
     uint64_t m = (nd | ((nd & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL)) & 0x8080808080808080ULL;
@@ -220,7 +225,7 @@ static inline int ctf_digit_run8(uint64_t x) {
 }
 
 /* Value of the first n (1..8) digit bytes of x. */
-static inline uint64_t ctf_digits_value8(uint64_t x, int n) {
+static inline CTF_SWAR_INLINE uint64_t ctf_digits_value8(uint64_t x, int n) {
     x <<= (unsigned)(8 - n) * 8u; /* leading bytes become 0, i.e. leading zero digits */
     x &= 0x0F0F0F0F0F0F0F0FULL;
     x = (x * 2561u) >> 8;
