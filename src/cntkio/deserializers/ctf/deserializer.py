@@ -479,11 +479,8 @@ class CNTKTextFormatDeserializer(Deserializer):
             return None
         buf = raw[int(chunk_ids[0])][0]
         index = self.index
-        if self._data is None and os.fstat(self._fd).st_size < int(index.starts[-1]):
-            # checked before each batch: a file cut short while mapped would fault (SIGBUS)
-            raise FormatError("the file changed after it was indexed (it is shorter now)",
-                              file=self.filename, expected=f"{int(index.starts[-1])} bytes",
-                              found=f"{os.fstat(self._fd).st_size} bytes")
+        if self._data is None:
+            self._check_size()
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
         outputs, issues, num_warnings, aborted = self.backend.parse_chunk(
             buf, 0, index.starts[g], index.first_lines[g], index.ids_mode, self._stream_args,
@@ -492,27 +489,32 @@ class CNTKTextFormatDeserializer(Deserializer):
             return None
         return self._assemble(outputs, None, n, SequenceTable(index.keys[g], index.lengths[g]))
 
-    def _read(self, begin: int, end: int) -> tuple[Any, int]:
-        if self._data is not None:
-            return memoryview(self._data)[begin:end], begin
-        if hasattr(os, "pread"):
-            data = os.pread(self._fd, end - begin, begin)
-        else:  # pragma: no cover - platforms without pread
-            with self._lock:
-                os.lseek(self._fd, begin, os.SEEK_SET)
-                data = os.read(self._fd, end - begin)
-        if len(data) != end - begin:
+    def _check_size(self) -> None:
+        """Raise FormatError when the file is shorter than when it was indexed (checked before
+        each parse from the mapping: a mapped file cut short would fault, SIGBUS)."""
+        size = os.fstat(self._fd).st_size
+        if size < int(self.index.starts[-1]):
             raise FormatError("the file changed after it was indexed (it is shorter now)",
-                              file=self.filename, offset=begin,
-                              expected=f"{end - begin} bytes at offset {begin}",
-                              found=f"{len(data)} bytes")
-        return data, begin
+                              file=self.filename, expected=f"{int(self.index.starts[-1])} bytes",
+                              found=f"{size} bytes")
 
     def _load(self, chunk_id: int) -> ChunkData:
         a, b, kept = self._chunks[chunk_id]
         index = self.index
         starts = index.starts[a:b + 1]
-        buf, base = self._read(int(starts[0]), int(starts[-1]))
+        base, stop = int(starts[0]), int(starts[-1])
+        if self._data is None:
+            self._check_size()
+        mapping = self._mapping()
+        buf = memoryview(mapping)[base:stop]  # parsed in place: no copy of the chunk's bytes
+        try:
+            return self._parse_loaded(chunk_id, buf, base, starts, a, b, kept)
+        finally:
+            buf.release()
+            _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
+
+    def _parse_loaded(self, chunk_id, buf, base, starts, a, b, kept) -> ChunkData:
+        index = self.index
         with self._lock:
             counted = chunk_id in self._chunk_errors
             budget_left = self.max_errors - self._errors_total
