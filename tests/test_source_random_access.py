@@ -160,9 +160,12 @@ def test_max_errors_exceeded_surfaces_from_next_minibatch(tmp_path):
     src.close()
 
 
-def test_file_cut_short_after_indexing(tmp_path):
+@pytest.mark.parametrize("random_access", [True, False])
+@pytest.mark.parametrize("randomize", [True, False])
+def test_file_cut_short_after_indexing(tmp_path, random_access, randomize):
     path = _write(tmp_path / "cut.ctf", 300)
-    src = MinibatchSource(config(path, 200), max_sweeps=1, randomization_window_in_chunks=2)
+    src = MinibatchSource(config(path, 200), max_sweeps=1, randomization_window_in_chunks=2,
+                          randomize=randomize, random_access=random_access)
     size = os.path.getsize(path)
     with open(path, "r+b") as f:
         f.truncate(size // 2)
