@@ -92,15 +92,17 @@ def test_same_minibatches_as_whole_chunks(tmp_path, monkeypatch, backend, data, 
 
 @SETTINGS
 @given(data=ctf_files(), chunk_size=st.integers(1, 300), window=st.integers(1, 4),
-       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4))
-def test_resumes_exactly(tmp_path, data, chunk_size, window, sizes):
+       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4), parts=st.integers(1, 3),
+       seed=st.integers(0, 1000))
+def test_resumes_exactly(tmp_path, data, chunk_size, window, sizes, parts, seed):
     text, _, _ = data
     path = tmp_path / "gen.ctf"
     path.write_bytes(text)
     cfg = config(path, chunk_size)
+    rank = seed % parts
     assert_resumes_exactly(lambda: MinibatchSource(dict(cfg), max_sweeps=2,
                                                    randomization_window_in_chunks=window),
-                           sizes, max_minibatches=40)
+                           [(max(s, parts), parts, rank) for s in sizes], max_minibatches=40)
 
 
 def _write(path, n, bad_line=None, start=0):
