@@ -764,10 +764,12 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
             /* runs of zeros (image borders, one-hot vectors): "0 0 0 0 " four values at once */
             /* (no test of c first: whether a value starts with '0' is random in real-valued data) */
             if (dim - nv >= 4 && end - p >= 8 && ctf_load8(p) == 0x2030203020302030ULL) {
-                if (dbl) memset(dst + (size_t)nv * sizeof(double), 0, 4 * sizeof(double));
-                else memset(dst + (size_t)nv * sizeof(float), 0, 4 * sizeof(float));
-                nv += 4;
-                p += 8;
+                const int64_t nv0 = nv;
+                do { /* the whole run, then one memset */
+                    nv += 4;
+                    p += 8;
+                } while (dim - nv >= 4 && end - p >= 8 && ctf_load8(p) == 0x2030203020302030ULL);
+                memset(dst + (size_t)nv0 * esz, 0, (size_t)(nv - nv0) * esz);
                 continue;
             }
 #endif
