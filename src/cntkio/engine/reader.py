@@ -23,13 +23,13 @@ Chunks are loaded when positions ahead need them (background loads) and released
 position of the current sweep uses them, so memory is bounded by the randomization window.
 
 Random access (randomized reading without truncation, every deserializer ``random_access``, e.g.
-CTF): the window holds the chunks' raw bytes (read ahead in the background, released by the same
-rule) and each batch parses just its sequences, in delivery order, on the packing thread. The
-first minibatch then waits for the window's bytes to be read, not for the whole window to be
-parsed, and the parsing overlaps the consumer like chunk loads do when not randomized. A batch
-whose parse reports anything (a malformed line, a warning) is packed from whole parsed chunks
-instead, which counts and logs the issues exactly as chunk loading does; its chunks stay on chunk
-loading from then on. Both ways give the same minibatches.
+CTF): the window holds the chunks' raw bytes instead of parsed chunks (for CTF, byte ranges of the
+mapped file, read ahead by the kernel; held and released by the same rule), and each batch parses
+just its sequences, in delivery order, in two halves: one on the packing thread, one on a helper
+thread. The first minibatch then waits for the index, not for the whole window to be parsed. A
+batch whose parse reports anything (a malformed line, a warning) is packed from whole parsed
+chunks instead, which counts and logs the issues exactly as chunk loading does; its chunks stay on
+chunk loading from then on. Both ways give the same minibatches.
 
 Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
 to 256 consecutive minibatches (about 16 MB of output, and never further than the next randomized
@@ -471,7 +471,8 @@ class GlobalReader:
             try:
                 rest = self.execute_batch(real[h:])
             except BaseException:
-                cf.wait([fut])
+                if fut.exception() is not None:  # the earlier minibatches' error comes first
+                    raise fut.exception() from None
                 raise
             packed = fut.result() + rest
         else:

@@ -477,7 +477,7 @@ class CNTKTextFormatDeserializer(Deserializer):
         n = len(chunk_ids)
         if n == 0 or not self._chunk_whole[chunk_ids].all():
             return None
-        buf = raw[int(chunk_ids[0])][0]
+        buf = raw[int(chunk_ids[0])][0]  # every chunk's bytes are the one mapping
         index = self.index
         if self._data is None:
             self._check_size()
@@ -508,22 +508,18 @@ class CNTKTextFormatDeserializer(Deserializer):
         mapping = self._mapping()
         buf = memoryview(mapping)[base:stop]  # parsed in place: no copy of the chunk's bytes
         try:
-            return self._parse_loaded(chunk_id, buf, base, starts, a, b, kept)
+            with self._lock:
+                counted = chunk_id in self._chunk_errors
+                budget_left = self.max_errors - self._errors_total
+            error_limit = -1 if counted else budget_left + 1
+            outputs, issues, num_warnings, aborted = self.backend.parse_chunk(
+                buf, base, starts, index.first_lines[a:b], index.ids_mode, self._stream_args,
+                self.options["double"], error_limit, _WARNINGS_LOGGED_PER_CHUNK)
+            if not counted:
+                self._account(chunk_id, issues, num_warnings, aborted, buf, base)
         finally:
             buf.release()
             _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
-
-    def _parse_loaded(self, chunk_id, buf, base, starts, a, b, kept) -> ChunkData:
-        index = self.index
-        with self._lock:
-            counted = chunk_id in self._chunk_errors
-            budget_left = self.max_errors - self._errors_total
-        error_limit = -1 if counted else budget_left + 1
-        outputs, issues, num_warnings, aborted = self.backend.parse_chunk(
-            buf, base, starts, index.first_lines[a:b], index.ids_mode, self._stream_args,
-            self.options["double"], error_limit, _WARNINGS_LOGGED_PER_CHUNK)
-        if not counted:
-            self._account(chunk_id, issues, num_warnings, aborted, buf, base)
         return self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
 
     def _account(self, chunk_id, issues, num_warnings, aborted, buf, base) -> None:
