@@ -36,14 +36,14 @@
 #include <sys/mman.h>
 #define CTF_HAVE_MMAP 1
 /* Blocks from this size on are mmap'ed with transparent huge pages requested: the outputs of a
- * 32 MB chunk are tens of MB, and faulting them in 4 KiB pages costs as much as parsing. Not for
- * parses of less than CTF_HUGE_INPUT_MIN bytes of text (the batches of a randomized reader, made
- * and freed by the hundred): there, the kernel compacting memory for fresh huge pages cost more
- * than the 4 KiB faults (measured after a few GB of churn: the 1 GB randomized sweep went from
- * about 280 to about 550 MB/s without them). */
+ * 32 MB chunk are tens of MB, and faulting them in 4 KiB pages costs as much as parsing. */
 #define CTF_MMAP_MIN ((size_t)4 << 20)
-#define CTF_HUGE_INPUT_MIN ((int64_t)16 << 20)
 #endif
+/* Not for parses of less than this much text (the batches of a randomized reader, made and freed
+ * by the hundred): there, the kernel compacting memory for fresh huge pages cost more than the
+ * 4 KiB faults (after a few GB of allocation churn, the 1 GB randomized sweep of
+ * bench/source_throughput.py went from 271-279 to 483-527 MB/s without them). */
+#define CTF_HUGE_INPUT_MIN ((int64_t)16 << 20)
 
 typedef struct {
     char *data;
