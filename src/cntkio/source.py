@@ -73,12 +73,13 @@ class MinibatchSource:
         truncation_length: non-zero = truncated-BPTT packing with this many steps.
         randomize: ``False`` forces no randomization.
         max_errors: invalid sequences that may be dropped before raising.
-        random_access: cntkio only. When randomized, read each batch of minibatches' sequences
-            straight from the input in delivery order (one read per sequence) instead of loading
-            the whole chunks of the randomization window; same minibatches, no wait for the
-            window, less memory. Used when every deserializer supports it (CTF without
-            ``keepDataInMemory``/``numChunksToCache``). ``False`` loads whole chunks as CNTK did
-            (better on storage where random reads are slow: disks, network file systems).
+        random_access: cntkio only. When randomized, parse each batch of minibatches' sequences
+            straight out of the input in delivery order (CTF: out of a read-only mapping of the
+            file) instead of parsing the whole chunks of the randomization window first; same
+            minibatches, no wait for the window, less memory. Used when every deserializer
+            supports it (CTF, not with ``numChunksToCache``) and not with truncated BPTT.
+            ``False`` loads whole chunks as CNTK did (better on storage where random reads are
+            slow: disks, network file systems).
     """
 
     def __init__(self, deserializers, max_samples: int = INFINITELY_REPEAT, max_sweeps: int = INFINITELY_REPEAT,
