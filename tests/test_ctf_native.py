@@ -308,6 +308,23 @@ def test_runs_of_zeros_agree_at_every_dim_boundary(dim):
     check_file(buf.rstrip(b"\n"), [(b"a", dim, False), (b"b", 2, False)], error_limits=(-1,))
 
 
+@pytest.mark.parametrize("dim", [1, 3, 8])
+def test_integer_samples_agree(dim):
+    # the dense fast path reads an integer's digits 8 bytes at a time until the sample holds
+    # anything else: 1-9 digits, leading zeros, an integer at the line end (with and without the
+    # last newline), before '|', tab or CR, after a real value, signs, "1.", "2e3", too many values
+    lines = []
+    for digits in range(1, 10):
+        tok = "9876543210"[:digits]
+        for tail in ("", " ", "\t", " |b 1", "\r", " 0.5 7", " -3 12", " 1. 5", " 2e3", " 007 8"):
+            lines.append(f"|a {tok}{tail}")
+            lines.append(f"|a 0.25 {tok}{tail}")
+            lines.append(f"|a {tok} {tok} {tok} {tok}{tail}")
+    buf = ("\n".join(lines) + "\n").encode()
+    check_file(buf, [(b"a", dim, False), (b"b", 2, False)], error_limits=(-1,))
+    check_file(buf.rstrip(b"\n"), [(b"a", dim, False), (b"b", 2, False)], error_limits=(-1,))
+
+
 # --------------------------------------------------------------------------------------------
 # Specific behaviours, with expected values
 

@@ -750,6 +750,9 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
     const int dbl = ps->dbl;
     const size_t esz = dbl ? sizeof(double) : sizeof(float);
     int64_t nv = 0;
+#ifdef CTF_HAVE_SWAR
+    int ints = 1; /* every value so far was a plain integer */
+#endif
     char *dst;
     if (ctf_vec_reserve(&so->values, (size_t)dim * esz)) { *stop = -1; return NULL; }
     dst = so->values.data + so->values.len;
@@ -780,6 +783,21 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
                 p += 2;
                 continue;
             }
+#ifdef CTF_HAVE_SWAR
+            if (ints) { /* an unsigned integer of up to 7 digits (pixel values): its digits at
+                         * once, so that their varying number costs no mispredicted loop exit */
+                const uint64_t x = ps->bufend - p >= 8 ? ctf_load8(p) : 0;
+                const int nd = ctf_digit_run8(x);
+                /* (p[0] is no delimiter, so a delimiter at nd means 1..7 digits) */
+                if (nd < 8 && CTF_IS_DELIM(p[nd]) && (sent || p + nd < end)) {
+                    CTF_STORE(dst, nv, (double)ctf_digits_value8(x, nd), dbl);
+                    nv++;
+                    p += nd;
+                    continue;
+                }
+                ints = 0; /* not an integer sample: the general path for the rest of it */
+            }
+#endif
             e = ctf_value(ps, p, end, sent, &v);
             if (e != NULL) {
                 CTF_STORE(dst, nv, v, dbl);
