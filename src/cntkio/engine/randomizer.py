@@ -83,12 +83,7 @@ def full_range_shuffle(seed: int, n: int) -> np.ndarray:
     mod = _rand()
     if mod is not None:
         return mod.full_range_shuffle(seed, n)
-    rng = MT19937_64(seed)
-    order = list(range(n))
-    for i in range(n):
-        j = rng() % n
-        order[i], order[j] = order[j], order[i]
-    return np.array(order, dtype=np.int64)
+    return _py_shuffle(seed, n, full_range=True)
 
 
 def window_shuffle(seed: int, n: int) -> np.ndarray:
@@ -97,10 +92,16 @@ def window_shuffle(seed: int, n: int) -> np.ndarray:
     mod = _rand()
     if mod is not None:
         return mod.window_shuffle(seed, n)
+    return _py_shuffle(seed, n, full_range=False)
+
+
+def _py_shuffle(seed: int, n: int, full_range: bool) -> np.ndarray:
+    """The two shuffles without the C module: swap ``i`` with ``next64() % n`` (full range) or
+    ``i + next64() % (n - i)``."""
     rng = MT19937_64(seed)
     order = list(range(n))
     for i in range(n):
-        j = i + rng() % (n - i)
+        j = rng() % n if full_range else i + rng() % (n - i)
         order[i], order[j] = order[j], order[i]
     return np.array(order, dtype=np.int64)
 
