@@ -113,12 +113,8 @@ def match(src: Text, pos: int, end: int | None = None) -> int:
     i = pos + 1
     while i < end:
         c = text[i]
-        if c == '"':
-            j = text.find('"', i + 1, end)
-            if j < 0:
-                raise src.error('unterminated quoted string', i,
-                                hint='expected a closing \'"\' before the end of the text')
-            i = j + 1
+        if c == '"':  # skip the quoted text
+            i = match(src, i, end) + 1
             continue
         if c in OPEN:
             stack.append(i)
