@@ -11,6 +11,7 @@ from cntkio.config import parse_config
 from cntkio.deserializers import base
 from cntkio.errors import ConfigError, NotImplementedInCntkio
 from cntkio.readers import UnsupportedReaderError, build_reader, reader_spec
+from test_ctf_format import EXTENDED as EXTENDED_DATA  # the format page's extended example
 
 # --- the reader sections of the pages, as written there -----------------------------------------
 
@@ -74,19 +75,6 @@ reader = [
     ]
 ]
 '''
-EXTENDED_DATA = """\
-100 |a 1 2 3 |b 100 200
-100 |a 4 5 6 |b 101 201
-100 |b 102983 14532 |a 7 8 9
-100 |a 7 8 9
-200 |b 300 400 |a 10 20 30
-333 |b 500 100
-333 |b 600 -900
-400 |a 1 2 3 |b 100 200
-|a 4 5 6 |b 101 201
-|a 4 5 6 |b 101 201
-500 |a 1 2 3 |b 100 200
-"""
 
 COMPOSITE_CTF = r'''
 reader = {
