@@ -149,6 +149,7 @@ class CompositeDeserializer(Deserializer):
             self._keep.append(None if len(keep) == n else keep)
             self._sec_refs.append(refs)
             self._tables.append(SequenceTable(table.keys[keep], np.asarray(lengths, np.int64)))
+        self._chunk_ids = np.asarray(self._chunks, np.int64)
         self.dropped_sequences = dropped
         if dropped and self.trace_level >= 1:
             log.warning("%d sequence(s) of the primary deserializer have no match by key in another "
@@ -225,7 +226,12 @@ class CompositeDeserializer(Deserializer):
         n = len(chunk_ids)
         if n == 0:
             return None
-        p_chunk = np.asarray(self._chunks, np.int64)[chunk_ids]
+        p_chunk = self._chunk_ids[chunk_ids]
+        if len(self.parts) == 1:  # one deserializer: its chunks' sequences, keys and lengths
+            part_raw = {}
+            for r in raw.values():
+                part_raw.update(r[0])
+            return self.primary.read_sequences(part_raw, p_chunk, indices)
         p_index = indices.copy()
         sec = [(np.empty(n, np.int64), np.empty(n, np.int64)) for _ in self.parts[1:]]
         part_raw: list[dict] = [{} for _ in self.parts]

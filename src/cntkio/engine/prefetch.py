@@ -80,13 +80,22 @@ class ChunkCache:
         for c in chunk_ids:
             self._future(int(c))
 
-    def retain(self, chunk_ids: Iterable[int]) -> None:
-        """Release every chunk not in ``chunk_ids``."""
+    def retain(self, chunk_ids: Iterable[int], defer: bool = False) -> list:
+        """Release every chunk not in ``chunk_ids``. ``defer``: they leave the cache now, but their
+        ``release`` runs when the returned list is passed to :meth:`release`."""
         keep = {int(c) for c in chunk_ids}
         with self._lock:
             dropped = [self._futures.pop(c) for c in [c for c in self._futures if c not in keep]]
         for fut in dropped:
             fut.cancel()
+        if defer:
+            return dropped
+        self.release(dropped)
+        return []
+
+    def release(self, dropped: list) -> None:
+        """Run the release of chunks :meth:`retain` dropped with ``defer``."""
+        for fut in dropped:
             self._released(fut)
 
     def _released(self, fut: cf.Future) -> None:
