@@ -385,6 +385,9 @@ def _mask_from_lengths(lengths: np.ndarray, seq_starts: Any) -> np.ndarray:
     return mask
 
 
+_new_value = object.__new__
+
+
 class MinibatchData:
     """One stream's part of a minibatch (cntk.io's ``MinibatchData``).
 
@@ -417,19 +420,26 @@ class MinibatchData:
         (the valid cells' non-zeros are ``indices[indptr[0]:indptr[-1]]``). ``num_samples`` (the valid cells) may be given by a
         packer that knows it; otherwise it is counted from the mask when asked for. Called once
         per stream and minibatch, so it only assigns."""
-        self = cls.__new__(cls)
-        self.stream = stream
-        value = Value.__new__(Value)
-        value._mask = np.asarray(mask, dtype=np.int8)
+        return cls._packed(stream, np.asarray(mask, dtype=np.int8), values, indptr, indices, data,
+                           bool(end_of_sweep), num_samples)
+
+    @classmethod
+    def _packed(cls, stream, mask, values, indptr, indices, data, end_of_sweep, num_samples):
+        """:meth:`from_packed` for packers (positional; ``mask`` already int8): once per stream
+        and minibatch, so it only assigns."""
+        value = _new_value(Value)
+        value._mask = mask
         value._values, value._indptr, value._indices, value._data = values, indptr, indices, data
         value._sample_shape = stream.sample_shape
         value._dtype = values.dtype if values is not None else data.dtype
         value._seq_axis = True
         value._erased = False
+        self = _new_value(cls)
+        self.stream = stream
         self._value = value
         self._num_sequences = None
         self._num_samples = num_samples
-        self.end_of_sweep = bool(end_of_sweep)
+        self.end_of_sweep = end_of_sweep
         self._lengths = None
         return self
 

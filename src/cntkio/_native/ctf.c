@@ -14,6 +14,11 @@
 
 #include "ctf_core.h"
 
+#if !defined(_WIN32)
+#include <pthread.h>
+#define CTF_HAVE_THREADS 1
+#endif
+
 /* ------------------------------------------------------------------------------------------ */
 /* numpy arrays over malloc'ed blocks                                                          */
 
@@ -224,90 +229,116 @@ static PyObject *as_int64_array(PyObject *o, const char *what) {
     return a;
 }
 
-static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
-    PyObject *buf_o, *starts_o, *fl_o, *ids_o, *streams_o, *dbl_o, *ends_o = Py_None;
-    PyObject *starts_a = NULL, *fl_a = NULL, *ends_a = NULL, *outputs = NULL, *issues = NULL,
-             *result = NULL;
-    long long base, error_limit, warning_limit;
-    int ids_mode, dbl, rc;
+/* The converted arguments of a parse: valid (and their Python objects held) until released. */
+typedef struct {
+    PyObject *starts_a, *fl_a, *ends_a;
     Py_buffer view;
+    int have_view;
     alias_table at;
-    ctf_result r;
+    long long base, error_limit, warning_limit;
+    int ids_mode, dbl;
     npy_intp n;
-    const int64_t *starts, *first_lines, *ends = NULL;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OLOOOOOLL|O:parse_chunk", &buf_o, &base, &starts_o, &fl_o, &ids_o,
-                          &streams_o, &dbl_o, &error_limit, &warning_limit, &ends_o))
-        return NULL;
-    ids_mode = PyObject_IsTrue(ids_o);
-    dbl = PyObject_IsTrue(dbl_o);
-    if (ids_mode < 0 || dbl < 0) return NULL;
-    if (warning_limit < 0) warning_limit = 0;
-    starts_a = as_int64_array(starts_o, "starts");
-    if (starts_a == NULL) return NULL;
-    fl_a = as_int64_array(fl_o, "first_lines");
-    if (fl_a == NULL) { Py_DECREF(starts_a); return NULL; }
-    n = PyArray_SIZE((PyArrayObject *)starts_a) - 1;
+    const int64_t *starts, *first_lines, *ends;
+} parse_args;
+
+static void parse_args_release(parse_args *pa) {
+    if (pa->have_view) PyBuffer_Release(&pa->view);
+    pa->have_view = 0;
+    alias_table_free(&pa->at);
+    Py_CLEAR(pa->starts_a);
+    Py_CLEAR(pa->fl_a);
+    Py_CLEAR(pa->ends_a);
+}
+
+/* Convert and check parse_chunk's arguments into *pa (zeroed first); -1 with an exception set
+ * (and nothing held) on failure. */
+static int parse_args_from(PyObject *args, const char *fmt, parse_args *pa) {
+    PyObject *buf_o, *starts_o, *fl_o, *ids_o, *streams_o, *dbl_o, *ends_o = Py_None;
+    memset(pa, 0, sizeof *pa);
+    if (!PyArg_ParseTuple(args, fmt, &buf_o, &pa->base, &starts_o, &fl_o, &ids_o, &streams_o, &dbl_o,
+                          &pa->error_limit, &pa->warning_limit, &ends_o))
+        return -1;
+    pa->ids_mode = PyObject_IsTrue(ids_o);
+    pa->dbl = PyObject_IsTrue(dbl_o);
+    if (pa->ids_mode < 0 || pa->dbl < 0) return -1;
+    if (pa->warning_limit < 0) pa->warning_limit = 0;
+    pa->starts_a = as_int64_array(starts_o, "starts");
+    if (pa->starts_a == NULL) goto fail;
+    pa->fl_a = as_int64_array(fl_o, "first_lines");
+    if (pa->fl_a == NULL) goto fail;
+    pa->n = PyArray_SIZE((PyArrayObject *)pa->starts_a) - 1;
     if (ends_o != Py_None) { /* sequence i is [starts[i], ends[i]): n = len(starts) */
-        ends_a = as_int64_array(ends_o, "ends");
-        if (ends_a == NULL) goto fail_arrays;
-        n += 1;
-        if (PyArray_SIZE((PyArrayObject *)ends_a) != n) {
+        pa->ends_a = as_int64_array(ends_o, "ends");
+        if (pa->ends_a == NULL) goto fail;
+        pa->n += 1;
+        if (PyArray_SIZE((PyArrayObject *)pa->ends_a) != pa->n) {
             PyErr_SetString(PyExc_ValueError, "ends must hold one offset per start");
-            goto fail_arrays;
+            goto fail;
         }
-        ends = (const int64_t *)PyArray_DATA((PyArrayObject *)ends_a);
+        pa->ends = (const int64_t *)PyArray_DATA((PyArrayObject *)pa->ends_a);
     }
-    if (n < 0) {
+    if (pa->n < 0) {
         PyErr_SetString(PyExc_ValueError, "starts must hold n + 1 offsets (at least one)");
-        goto fail_arrays;
+        goto fail;
     }
-    if (PyArray_SIZE((PyArrayObject *)fl_a) < n) {
+    if (PyArray_SIZE((PyArrayObject *)pa->fl_a) < pa->n) {
         PyErr_Format(PyExc_ValueError, "first_lines has %zd entries, expected %zd",
-                     (Py_ssize_t)PyArray_SIZE((PyArrayObject *)fl_a), (Py_ssize_t)n);
-        goto fail_arrays;
+                     (Py_ssize_t)PyArray_SIZE((PyArrayObject *)pa->fl_a), (Py_ssize_t)pa->n);
+        goto fail;
     }
-    starts = (const int64_t *)PyArray_DATA((PyArrayObject *)starts_a);
-    first_lines = (const int64_t *)PyArray_DATA((PyArrayObject *)fl_a);
-    if (alias_table_from(streams_o, 1, &at, "streams") < 0) goto fail_arrays;
-    if (PyObject_GetBuffer(buf_o, &view, PyBUF_SIMPLE) < 0) { alias_table_free(&at); goto fail_arrays; }
-    for (npy_intp i = 0; ends != NULL && i < n; i++) {
-        if (starts[i] < base || starts[i] > ends[i] || ends[i] - base > (int64_t)view.len) {
+    pa->starts = (const int64_t *)PyArray_DATA((PyArrayObject *)pa->starts_a);
+    pa->first_lines = (const int64_t *)PyArray_DATA((PyArrayObject *)pa->fl_a);
+    if (alias_table_from(streams_o, 1, &pa->at, "streams") < 0) goto fail;
+    if (PyObject_GetBuffer(buf_o, &pa->view, PyBUF_SIMPLE) < 0) goto fail;
+    pa->have_view = 1;
+    for (npy_intp i = 0; pa->ends != NULL && i < pa->n; i++) {
+        if (pa->starts[i] < pa->base || pa->starts[i] > pa->ends[i] ||
+            pa->ends[i] - pa->base > (int64_t)pa->view.len) {
             PyErr_Format(PyExc_ValueError,
                          "sequence %zd = [%lld, %lld) is outside the buffer [%lld, %lld] or reversed",
-                         (Py_ssize_t)i, (long long)starts[i], (long long)ends[i], base,
-                         base + (long long)view.len);
-            PyBuffer_Release(&view);
-            alias_table_free(&at);
-            goto fail_arrays;
+                         (Py_ssize_t)i, (long long)pa->starts[i], (long long)pa->ends[i], pa->base,
+                         pa->base + (long long)pa->view.len);
+            goto fail;
         }
     }
-    for (npy_intp i = 0; ends == NULL && i <= n; i++) {
-        if (starts[i] < base || starts[i] - base > (int64_t)view.len || (i > 0 && starts[i] < starts[i - 1])) {
+    for (npy_intp i = 0; pa->ends == NULL && i <= pa->n; i++) {
+        if (pa->starts[i] < pa->base || pa->starts[i] - pa->base > (int64_t)pa->view.len ||
+            (i > 0 && pa->starts[i] < pa->starts[i - 1])) {
             PyErr_Format(PyExc_ValueError,
                          "starts[%zd] = %lld is outside the buffer [%lld, %lld] or not ascending",
-                         (Py_ssize_t)i, (long long)starts[i], base, base + (long long)view.len);
-            PyBuffer_Release(&view);
-            alias_table_free(&at);
-            goto fail_arrays;
+                         (Py_ssize_t)i, (long long)pa->starts[i], pa->base,
+                         pa->base + (long long)pa->view.len);
+            goto fail;
         }
     }
-    Py_BEGIN_ALLOW_THREADS
-    rc = ctf_parse_chunk((const char *)view.buf, (size_t)view.len, (int64_t)base, starts, ends, first_lines, (int64_t)n,
-                         ids_mode, at.al, at.n, dbl, (int64_t)error_limit, (int64_t)warning_limit, &r);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    if (rc) { alias_table_free(&at); PyErr_NoMemory(); goto fail_arrays; }
+    return 0;
+fail:
+    parse_args_release(pa);
+    return -1;
+}
 
-    outputs = PyList_New(at.n);
+/* The parse itself: no Python API, so it runs without the GIL, on any thread. */
+static int parse_args_run(const parse_args *pa, ctf_result *r) {
+    return ctf_parse_chunk((const char *)pa->view.buf, (size_t)pa->view.len, (int64_t)pa->base,
+                           pa->starts, pa->ends, pa->first_lines, (int64_t)pa->n, pa->ids_mode,
+                           pa->at.al, pa->at.n, pa->dbl, (int64_t)pa->error_limit,
+                           (int64_t)pa->warning_limit, r);
+}
+
+/* parse_chunk's return value from a finished parse (takes the result's blocks; frees the rest). */
+static PyObject *parse_result(const parse_args *pa, int rc, ctf_result *r) {
+    PyObject *outputs = NULL, *issues = NULL, *result = NULL;
+    const npy_intp n = pa->n;
+    if (rc) return PyErr_NoMemory();
+    outputs = PyList_New(pa->at.n);
     if (outputs == NULL) goto fail;
-    for (int k = 0; k < at.n; k++) {
-        ctf_stream_out *so = &r.out[k];
-        const int vt = dbl ? NPY_FLOAT64 : NPY_FLOAT32;
-        const size_t esz = dbl ? sizeof(double) : sizeof(float);
+    for (int k = 0; k < pa->at.n; k++) {
+        ctf_stream_out *so = &r->out[k];
+        const int vt = pa->dbl ? NPY_FLOAT64 : NPY_FLOAT32;
+        const size_t esz = pa->dbl ? sizeof(double) : sizeof(float);
         PyObject *offsets = vec_to_array(&so->offsets, NPY_INT64, n + 1), *t;
         if (offsets == NULL) goto fail;
-        if (at.al[k].sparse) {
+        if (pa->at.al[k].sparse) {
             PyObject *indptr = vec_to_array(&so->indptr, NPY_INT64,
                                             (npy_intp)CTF_VEC_COUNT(so->indptr, int64_t));
             PyObject *indices = vec_to_array(&so->indices, NPY_INT32,
@@ -330,8 +361,8 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(outputs, k, t);
     }
     {
-        Py_ssize_t ni = (Py_ssize_t)(r.issues.len / sizeof(ctf_issue));
-        const ctf_issue *is = (const ctf_issue *)(const void *)r.issues.data;
+        Py_ssize_t ni = (Py_ssize_t)(r->issues.len / sizeof(ctf_issue));
+        const ctf_issue *is = (const ctf_issue *)(const void *)r->issues.data;
         issues = PyList_New(ni);
         if (issues == NULL) goto fail;
         for (Py_ssize_t i = 0; i < ni; i++) {
@@ -343,18 +374,124 @@ static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
             PyList_SET_ITEM(issues, i, t);
         }
     }
-    result = Py_BuildValue("(OOLN)", outputs, issues, (long long)r.nwarnings,
-                           PyBool_FromLong(r.aborted));
+    result = Py_BuildValue("(OOLN)", outputs, issues, (long long)r->nwarnings,
+                           PyBool_FromLong(r->aborted));
 fail:
     Py_XDECREF(outputs);
     Py_XDECREF(issues);
-    ctf_result_free(&r);
-    alias_table_free(&at);
-fail_arrays:
-    Py_DECREF(starts_a);
-    Py_DECREF(fl_a);
-    Py_XDECREF(ends_a);
+    ctf_result_free(r);
     return result;
+}
+
+static PyObject *py_parse_chunk(PyObject *self, PyObject *args) {
+    parse_args pa;
+    ctf_result r;
+    int rc;
+    PyObject *result;
+    (void)self;
+    if (parse_args_from(args, "OLOOOOOLL|O:parse_chunk", &pa) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = parse_args_run(&pa, &r);
+    Py_END_ALLOW_THREADS
+    result = parse_result(&pa, rc, &r);
+    parse_args_release(&pa);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* parse_chunk_async: the same parse on a thread of its own (no GIL, no Python)               */
+
+typedef struct {
+    PyObject_HEAD
+    parse_args pa;
+    ctf_result r;
+    int rc;
+    int state; /* 0: running on its thread, 1: parsed (joined), 2: result taken */
+#ifdef CTF_HAVE_THREADS
+    pthread_t thread;
+#endif
+} ParseJob;
+
+#ifdef CTF_HAVE_THREADS
+static void *parse_job_main(void *arg) {
+    ParseJob *job = (ParseJob *)arg;
+    job->rc = parse_args_run(&job->pa, &job->r);
+    return NULL;
+}
+#endif
+
+/* Wait for the job's thread (without the GIL). */
+static void parse_job_join(ParseJob *job) {
+#ifdef CTF_HAVE_THREADS
+    if (job->state == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(job->thread, NULL);
+        Py_END_ALLOW_THREADS
+        job->state = 1;
+    }
+#endif
+}
+
+static void parse_job_dealloc(ParseJob *job) {
+    parse_job_join(job);
+    if (job->state == 1) ctf_result_free(&job->r);
+    parse_args_release(&job->pa);
+    Py_TYPE(job)->tp_free((PyObject *)job);
+}
+
+static PyObject *parse_job_result(ParseJob *job, PyObject *unused) {
+    PyObject *result;
+    (void)unused;
+    if (job->state == 2) {
+        PyErr_SetString(PyExc_RuntimeError, "parse_chunk_async: the result was already taken");
+        return NULL;
+    }
+    parse_job_join(job);
+    job->state = 2;
+    result = parse_result(&job->pa, job->rc, &job->r);
+    parse_args_release(&job->pa); /* the buffer and arrays are no longer read */
+    return result;
+}
+
+static PyMethodDef parse_job_methods[] = {
+    {"result", (PyCFunction)parse_job_result, METH_NOARGS,
+     "result()\n--\n\nWait for the parse (without the GIL) and return what parse_chunk returns. "
+     "Once only."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ParseJobType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cntkio._native._ctf.ParseJob",
+    .tp_basicsize = sizeof(ParseJob),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A parse_chunk running on a thread of its own (see parse_chunk_async).",
+    .tp_dealloc = (destructor)parse_job_dealloc,
+    .tp_methods = parse_job_methods,
+};
+
+static PyObject *py_parse_chunk_async(PyObject *self, PyObject *args) {
+    ParseJob *job;
+    (void)self;
+    job = PyObject_New(ParseJob, &ParseJobType);
+    if (job == NULL) return NULL;
+    job->state = 1;
+    job->rc = 0;
+    memset(&job->r, 0, sizeof job->r);
+    if (parse_args_from(args, "OLOOOOOLL|O:parse_chunk_async", &job->pa) < 0) {
+        memset(&job->pa, 0, sizeof job->pa);
+        job->state = 2;
+        Py_DECREF(job);
+        return NULL;
+    }
+#ifdef CTF_HAVE_THREADS
+    job->state = 0;
+    if (pthread_create(&job->thread, NULL, parse_job_main, job) == 0) return (PyObject *)job;
+    job->state = 1; /* no thread to be had: parse here */
+#endif
+    Py_BEGIN_ALLOW_THREADS
+    job->rc = parse_args_run(&job->pa, &job->r);
+    Py_END_ALLOW_THREADS
+    return (PyObject *)job;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -390,6 +527,12 @@ static PyMethodDef methods[] = {
      "Parse sequences into columnar arrays: (outputs, issues, num_warnings, aborted). Same "
      "contract as cntkio.deserializers.ctf._reference.parse_chunk; the GIL is released while "
      "parsing."},
+    {"parse_chunk_async", py_parse_chunk_async, METH_VARARGS,
+     "parse_chunk_async(buf, base, starts, first_lines, ids_mode, streams, double, error_limit, "
+     "warning_limit, ends=None)\n--\n\n"
+     "Start parse_chunk on a thread of its own (it takes neither the GIL nor Python objects) and "
+     "return a job whose result() waits for it and returns what parse_chunk returns. The "
+     "arguments are checked here; the buffer stays exported until the result is taken."},
     {"parse_number", py_parse_number, METH_VARARGS,
      "parse_number(token)\n--\n\n"
      "The float64 value of one CTF number token (correctly rounded, as float()); ValueError "
@@ -402,10 +545,20 @@ static struct PyModuleDef module = {
     -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__ctf(void) {
+    PyObject *m;
     import_array();
+    if (PyType_Ready(&ParseJobType) < 0) return NULL;
     if (ctf_number_init() != 0) {
         PyErr_SetString(PyExc_OSError, "cannot create the C locale for number parsing");
         return NULL;
     }
-    return PyModule_Create(&module);
+    m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&ParseJobType);
+    if (PyModule_AddObject(m, "ParseJob", (PyObject *)&ParseJobType) < 0) {
+        Py_DECREF(&ParseJobType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

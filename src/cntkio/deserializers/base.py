@@ -157,6 +157,14 @@ class Deserializer(ABC):
         the error accounting of :meth:`get_chunk`: the caller then loads whole chunks."""
         raise NotImplementedError(f"{type(self).__name__} has no random access")
 
+    def begin_read_sequences(self, raw: Mapping[int, Any], chunk_ids: np.ndarray,
+                             indices: np.ndarray) -> Callable[[], ChunkData | None]:
+        """Start :meth:`read_sequences` and return a function that waits for it and returns its
+        result (call it once, from any thread). A deserializer that parses without the GIL
+        starts now, so that the caller packs other minibatches meanwhile; this default reads when
+        the function is called."""
+        return lambda: self.read_sequences(raw, chunk_ids, indices)
+
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where the sequences with these keys are: ``(chunk_ids, index_in_chunk)``, -1 if absent.
 

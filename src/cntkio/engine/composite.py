@@ -221,17 +221,21 @@ class CompositeDeserializer(Deserializer):
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
         """The selected corpus sequences parsed by every deserializer from the chunks' bytes (see
         :meth:`Deserializer.read_sequences`); None as soon as one deserializer says None."""
+        return self.begin_read_sequences(raw, chunk_ids, indices)()
+
+    def begin_read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray):
+        """Every deserializer's read started (see :meth:`Deserializer.begin_read_sequences`)."""
         chunk_ids = np.asarray(chunk_ids, np.int64)
         indices = np.asarray(indices, np.int64)
         n = len(chunk_ids)
         if n == 0:
-            return None
+            return lambda: None
         p_chunk = self._chunk_ids[chunk_ids]
         if len(self.parts) == 1:  # one deserializer: its chunks' sequences, keys and lengths
             part_raw = {}
             for r in raw.values():
                 part_raw.update(r[0])
-            return self.primary.read_sequences(part_raw, p_chunk, indices)
+            return self.primary.begin_read_sequences(part_raw, p_chunk, indices)
         p_index = indices.copy()
         sec = [(np.empty(n, np.int64), np.empty(n, np.int64)) for _ in self.parts[1:]]
         part_raw: list[dict] = [{} for _ in self.parts]
@@ -253,19 +257,22 @@ class CompositeDeserializer(Deserializer):
                 lengths = np.empty(n, np.int64)
             keys[m] = t.keys[i]
             lengths[m] = t.lengths[i]
-        base = self.primary.read_sequences(part_raw[0], p_chunk, p_index)
-        if base is None:
-            return None
-        streams = dict(base.streams)
-        invalid = base.invalid
-        for s, (sc, si), r in zip(self.parts[1:], sec, part_raw[1:]):
-            data = s.read_sequences(r, sc, si)
-            if data is None:
+        pending = [self.primary.begin_read_sequences(part_raw[0], p_chunk, p_index)]
+        pending += [s.begin_read_sequences(r, sc, si)
+                    for s, (sc, si), r in zip(self.parts[1:], sec, part_raw[1:])]
+
+        def finish() -> ChunkData | None:
+            parts = [p() for p in pending]  # every one, so that none is left running
+            if any(d is None for d in parts):
                 return None
-            streams.update(data.streams)
-            if data.invalid is not None:
-                invalid = data.invalid if invalid is None else (invalid | data.invalid)
-        return ChunkData(SequenceTable(keys, lengths), streams, invalid)
+            streams: dict = {}
+            invalid = None
+            for d in parts:
+                streams.update(d.streams)
+                if d.invalid is not None:
+                    invalid = d.invalid if invalid is None else (invalid | d.invalid)
+            return ChunkData(SequenceTable(keys, lengths), streams, invalid)
+        return finish
 
     def close(self) -> None:
         for d in self.parts:

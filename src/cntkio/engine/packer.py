@@ -159,14 +159,16 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
     another, ``counts[j]`` of them for minibatch ``j``. One gather per stream and chunk; each
     minibatch's arrays are slices of the gathered ones (a sparse stream's row pointers are a
     slice too, into the gathered non-zeros). ``owned``: see :func:`_gather_one`."""
-    bounds = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    bl = bounds.tolist()
-    out = [Minibatch() for _ in counts]
+    nmb = len(counts)
+    bl = [0]
+    for c in counts:
+        bl.append(bl[-1] + c)
+    bounds = np.array(bl, np.int64)
+    columns = []  # per stream: its MinibatchData of every minibatch
+    packed = MinibatchData._packed
     for info in stream_infos:
         if not groups:
-            for j, eos in enumerate(end_of_sweep):
-                out[j][info] = _empty(info, chunks, eos, dense)
+            columns.append([_empty(info, chunks, eos, dense) for eos in end_of_sweep])
             continue
         lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups, owned)
         if len(arrays) > 1 and dense:
@@ -175,35 +177,39 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
         np.cumsum(lens, out=starts[1:])
         mask_all = make_mask(lens)
         # the widest row of every minibatch
-        if len(counts) == 1:
+        if nmb == 1:
             widths = [mask_all.shape[1]]
         else:
             nz = np.asarray(counts) > 0
-            widths = np.zeros(len(counts), np.int64)
+            widths = np.zeros(nmb, np.int64)
             if nz.any() and len(lens):
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
         rows = starts[bounds].tolist()
-        from_packed = MinibatchData.from_packed
-        sparse = len(arrays) > 1
-        if sparse:
+        col = []
+        if len(arrays) > 1:
             indptr, indices, data = arrays
+            for j, eos in enumerate(end_of_sweep):
+                s0, s1 = bl[j], bl[j + 1]
+                if s0 == s1:
+                    col.append(_empty(info, chunks, eos, dense))
+                    continue
+                r0, r1 = rows[j], rows[j + 1]
+                col.append(packed(info, mask_all[s0:s1, :widths[j]], None, indptr[r0:r1 + 1], indices, data,
+                                  eos, r1 - r0))
         else:
             values = arrays[0]
-        for j, eos in enumerate(end_of_sweep):
-            s0, s1 = bl[j], bl[j + 1]
-            if s0 == s1:
-                out[j][info] = _empty(info, chunks, eos, dense)
-                continue
-            r0, r1 = rows[j], rows[j + 1]
-            mask = mask_all[s0:s1, :widths[j]]
-            if sparse:
-                out[j][info] = from_packed(info, mask, indptr=indptr[r0:r1 + 1], indices=indices, data=data,
-                                           end_of_sweep=eos, num_samples=r1 - r0)
-            else:
-                out[j][info] = from_packed(info, mask, values=values[r0:r1], end_of_sweep=eos,
-                                           num_samples=r1 - r0)
-    return out
+            for j, eos in enumerate(end_of_sweep):
+                s0, s1 = bl[j], bl[j + 1]
+                if s0 == s1:
+                    col.append(_empty(info, chunks, eos, dense))
+                    continue
+                r0, r1 = rows[j], rows[j + 1]
+                col.append(packed(info, mask_all[s0:s1, :widths[j]], values[r0:r1], None, None, None, eos,
+                                  r1 - r0))
+        columns.append(col)
+    infos = list(stream_infos)
+    return [Minibatch(zip(infos, row)) for row in zip(*columns)] if columns else [Minibatch() for _ in counts]
 
 
 def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:

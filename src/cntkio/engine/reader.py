@@ -25,21 +25,26 @@ position of the current sweep uses them, so memory is bounded by the randomizati
 Random access (randomized reading without truncation, every deserializer ``random_access``, e.g.
 CTF): the window holds the chunks' raw bytes instead of parsed chunks (for CTF, byte ranges of the
 mapped file, read ahead by the kernel; held and released by the same rule), and each batch parses
-just its sequences, in delivery order, in two halves: one on the packing thread, one on a helper
-thread. The first minibatch then waits for the index, not for the whole window to be parsed. A
+just its sequences, in delivery order (``begin_read_sequences``; with two loader threads, in two
+halves at once). The C parser runs each half on a native thread of its own, which takes neither
+the GIL nor Python objects, and the batches are pipelined: once batch ``n`` is parsed, the
+background thread walks batch ``n + 1`` and starts its parse, then packs batch ``n``, so that
+parsing overlaps packing and the caller (a batch walked ahead stays within the chunks the window
+holds). The first minibatch then waits for the index, not for the whole window to be parsed. A
 batch whose parse reports anything (a malformed line, a warning) is packed from whole parsed
 chunks instead, which counts and logs the issues exactly as chunk loading does; its chunks stay on
-chunk loading from then on. Both ways give the same minibatches.
+chunk loading from then on (a batch already parsed cleanly ahead is still used: its sequences
+parsed alone are exactly what chunk loading would give). Both ways give the same minibatches.
 
 Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
 to 256 consecutive minibatches (about 16 MB of output, and never further than the next randomized
 chunk) are walked and gathered at once, then handed out one per call; the next batch is packed on
 a background thread meanwhile. The checkpoint still names the position after the last minibatch
-*returned*; a restore or a change of size or partition drops what was packed ahead.
+*returned*; a restore or a change of size or partition drops what was packed or parsed ahead
+(a native parse dropped runs to its end first: its thread is joined when its job goes).
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -82,6 +87,18 @@ class Plan:
     num_sequences: int = 0
 
 
+class _Batch:
+    """Consecutive plans being read: ``key`` (what the prefetcher is asked for), the plans (an
+    epoch-end marker last when the batch reaches it), the real ones, ``parts``: per half its
+    selection (:meth:`GlobalReader._prepare`) and its parse begun (:meth:`GlobalReader._begin`),
+    and the cursor after the batch (None at the epoch end)."""
+
+    __slots__ = ("key", "plans", "real", "parts", "end")
+
+    def __init__(self, key, plans: list, real: list, parts: list, end) -> None:
+        self.key, self.plans, self.real, self.parts, self.end = key, plans, real, parts, end
+
+
 class GlobalReader:
     """Randomizer walk + packing + chunk cache for built-in deserializers (module docstring)."""
 
@@ -118,8 +135,10 @@ class GlobalReader:
         self._dirty: set[int] = set()
         self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
                               release=corpus.release_bytes) if self.direct else None
-        self._split = cf.ThreadPoolExecutor(1, thread_name_prefix="cntkio-parse") \
-            if self.direct and loader_threads > 1 else None
+        # random access: a batch is parsed in two halves at once (given two cores), and the next
+        # batch's parse is started before this one is packed (module docstring)
+        self._halves = self.direct and loader_threads > 1
+        self._ahead: _Batch | None = None
         if self.trace_level >= 2:
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
                      self.N, self.S, self.C,
@@ -366,17 +385,45 @@ class GlobalReader:
         One gather per stream and chunk for all of them, then each minibatch is a slice (numpy
         overhead is paid once per batch, not once per minibatch).
         """
+        prep = self._prepare(plans)
+        return self._pack(prep, self._direct(prep, self._begin(prep)))
+
+    def _prepare(self, plans: list):
+        """The selection of consecutive plans: ``(plans, counts, sel_chunk, sel_index)``."""
         sel_chunk, sel_index, sel_len = self._selection(plans)
         if self.frame_mode:
             check_frame_mode(sel_len)
-        counts = [p.num_sequences for p in plans]
-        direct = None
-        if self.direct and len(sel_chunk):
-            ids = np.unique(sel_chunk).tolist()
-            if not any(c in self._dirty for c in ids):
-                direct = self.corpus.read_sequences({c: self.raw.get(c) for c in ids}, sel_chunk, sel_index)
-                if direct is None:
-                    self._dirty.update(ids)
+        return plans, [p.num_sequences for p in plans], sel_chunk, sel_index
+
+    def _begin(self, prep):
+        """With random access, start parsing the prepared sequences out of their chunks' bytes:
+        ``(chunk ids, pending read)``; None when they go through chunk loading (one of their
+        chunks fell back before)."""
+        _, _, sel_chunk, sel_index = prep
+        if not self.direct or not len(sel_chunk):
+            return None
+        ids = np.unique(sel_chunk).tolist()
+        if any(c in self._dirty for c in ids):
+            return None
+        return ids, self.corpus.begin_read_sequences({c: self.raw.get(c) for c in ids}, sel_chunk,
+                                                     sel_index)
+
+    def _direct(self, prep, begun):
+        """The parsed sequences of :meth:`_begin` (waiting for them), or None: chunk loading. A
+        parse that reports an issue makes its chunks fall back."""
+        if begun is None:
+            return None
+        ids, pending = begun
+        direct = pending()
+        if direct is None:
+            self._dirty.update(ids)
+        return direct
+
+    def _pack(self, prep, direct) -> list:
+        """Pack a prepared selection from ``direct`` (:meth:`_direct`), or else from the parsed
+        chunks: ``[(minibatch dict, invalid dropped)]``."""
+        plans, counts, sel_chunk, sel_index = prep
+        counts = list(counts)
         if direct is not None:
             n = len(sel_chunk)
             chunks = {0: direct}
@@ -424,17 +471,23 @@ class GlobalReader:
         """Minibatches packed together: up to 256, about 16 MB of output at most."""
         return max(1, min(256, (16 << 20) // max(1, budget * self._sample_bytes)))
 
-    def _produce(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int):
-        """Walk and pack up to ``count`` minibatches from ``cursor``: ``[(plan, mb|None, invalid)]``;
-        a None minibatch marks the epoch end."""
+    def _walk_batch(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int,
+                    bound: tuple[int, int] | None = None) -> list:
+        """The plans of up to ``count`` minibatches from ``cursor``, within one sweep; the last plan
+        is an empty one that reached the end when the epoch ends there. With ``bound`` (sweep,
+        position; :meth:`_bound`), only minibatches that start before it (none: ``[]``)."""
         plans = []
         k0, i0 = cursor
         if self.E is not None and k0 * self.S >= self.E:  # at the epoch end: no timeline to compute
-            return [(Plan(end=cursor, reached_end=True), None, 0)]
+            return [Plan(end=cursor, reached_end=True)]
         tl0 = self.randomizer.timeline(k0)
         # stay within the randomized chunk the batch starts in and the next one, so that a
         # batch never holds more chunks than the window does
         limit = int(tl0.rchunk_start[min(self.C, tl0.owner(i0) + 2)])
+        if bound is not None:
+            limit = min(limit, bound[1]) if bound[0] == k0 else (limit if bound[0] > k0 else 0)
+            if limit <= i0:
+                return []
         if W == 1:
             _, nE, _, cum = self._ctx(k0, 1, 0)
             start = tl0.start
@@ -460,25 +513,51 @@ class GlobalReader:
             cursor = self._normalize(*plan.end)
             if plan.reached_end:
                 break
+        return plans
+
+    def _start(self, plans: list, key=None) -> _Batch:
+        """Prepare a batch and, with random access, start parsing it: in two halves when there are
+        two parse threads (the C parser runs each on a thread of its own, without the GIL)."""
         real = [p for p in plans if not (p.num_sequences == 0 and p.reached_end)]
-        if self._split is not None and len(real) >= 2:
-            # random access: the first half of the batch is parsed and packed on the helper thread
-            # while this thread does the second half (the parser releases the GIL)
+        if self._halves and len(real) >= 2:
             h = len(real) // 2
-            fut = self._split.submit(self.execute_batch, real[:h])
-            try:
-                rest = self.execute_batch(real[h:])
-            except BaseException:
-                if fut.exception() is not None:  # the earlier minibatches' error comes first
-                    raise fut.exception() from None
-                raise
-            packed = fut.result() + rest
+            preps = [self._prepare(real[:h]), self._prepare(real[h:])]
         else:
-            packed = self.execute_batch(real) if real else []
-        out = [(p, mb, n) for p, (mb, n) in zip(real, packed)]
-        if len(real) < len(plans):
-            out.append((plans[-1], None, 0))
+            preps = [self._prepare(real)] if real else []
+        end = None if plans[-1].reached_end else self._normalize(*plans[-1].end)
+        return _Batch(key, plans, real, [(prep, self._begin(prep)) for prep in preps], end)
+
+    def _collect(self, batch: _Batch) -> list:
+        """Wait for a started batch's parses: ``[(prep, direct or None)]``."""
+        return [(prep, self._direct(prep, begun)) for prep, begun in batch.parts]
+
+    def _finish(self, batch: _Batch, parsed: list) -> list:
+        """Pack a batch: ``[(plan, mb|None, invalid)]``; a None minibatch marks the epoch end."""
+        packed = []
+        for prep, direct in parsed:
+            packed += self._pack(prep, direct)
+        out = [(p, mb, n) for p, (mb, n) in zip(batch.real, packed)]
+        if len(batch.real) < len(batch.plans):
+            out.append((batch.plans[-1], None, 0))
         return out
+
+    def _produce(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int):
+        """Walk and pack up to ``count`` minibatches from ``cursor`` (see :meth:`_finish`)."""
+        batch = self._start(self._walk_batch(cursor, budget, W, r, count))
+        return self._finish(batch, self._collect(batch))
+
+    def _bound(self, cursor: tuple[int, int], W: int) -> tuple[int, int]:
+        """Where the chunks :meth:`_needed` keeps for ``cursor`` end: (sweep, position) of the
+        randomized chunk after them. A batch walked ahead starts before it, so that its parse
+        reads chunks the window holds."""
+        k, i = cursor
+        tl = self.randomizer.timeline(k)
+        stop = tl.owner(i) + 3 * max(1, W)
+        if stop <= self.C:
+            return k, int(tl.rchunk_start[stop])
+        if self.E is not None and (k + 1) * self.S >= self.E:
+            return k + 1, 0
+        return k + 1, int(self.randomizer.timeline(k + 1).rchunk_start[min(self.C, stop - self.C)])
 
     def next(self, size: int, W: int, r: int):
         """One minibatch dict, or None at the epoch end."""
@@ -494,7 +573,9 @@ class GlobalReader:
                 self._prefetch(self._needed(self.cursor, W, r))
             batch = None
             if self.prefetcher is not None:
-                batch = self.prefetcher.take((key, self.cursor))
+                got = self.prefetcher.take((key, self.cursor))
+                if got is not None:
+                    batch, self._ahead = got
             if batch is None:
                 batch = self._produce(self.cursor, budget, W, r, 1 if self._queue_key != key else
                                       self._batch_size(budget))
@@ -507,6 +588,7 @@ class GlobalReader:
             self._queue.clear()
             if self.prefetcher is not None:
                 self.prefetcher.discard()
+            self._ahead = None
             self._clear()
             return None
         self._count_invalid(n_invalid)
@@ -529,8 +611,23 @@ class GlobalReader:
             key = (self._queue_key, start)
             count = self._batch_size(budget)
 
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None and ahead.key != key:
+                ahead = None
+            pipelined = self.direct
+
             def job():
-                return self._produce(start, budget, W, r, count)
+                # random access: once this batch is parsed, the next one is walked and its parse
+                # started, and it runs while this one is packed and handed out
+                batch = ahead if ahead is not None else self._start(
+                    self._walk_batch(start, budget, W, r, count), key)
+                parsed = self._collect(batch)
+                nxt = None
+                if pipelined and batch.end is not None:
+                    plans = self._walk_batch(batch.end, budget, W, r, count, self._bound(start, W))
+                    if plans:
+                        nxt = self._start(plans, (key[0], batch.end))
+                return self._finish(batch, parsed), nxt
             self.prefetcher.submit(key, job)
         release()  # after the submit: the next batch does not wait for it
 
@@ -600,6 +697,7 @@ class GlobalReader:
             self.prefetcher.discard()
         self._queue.clear()
         self._queue_key = None
+        self._ahead = None
         self.generation += 1
         k, off = divmod(pos, self.S)
         tl = self.randomizer.timeline(k)
@@ -624,5 +722,4 @@ class GlobalReader:
         self.cache.close()
         if self.raw is not None:
             self.raw.close()
-        if self._split is not None:
-            self._split.shutdown(wait=True, cancel_futures=True)
+        self._ahead = None  # its parses are waited for when it goes

@@ -472,22 +472,34 @@ class CNTKTextFormatDeserializer(Deserializer):
         caller loads whole chunks with :meth:`get_chunk`, which counts and logs their issues) when
         the parse finds any error or warning, or when a chunk also parses dropped (length-0)
         sequences, whose errors count too."""
+        return self.begin_read_sequences(raw, chunk_ids, indices)()
+
+    def begin_read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray):
+        """:meth:`read_sequences` started: with the C parser the parse runs now on a thread of its
+        own (``parse_chunk_async``: no GIL, no Python), and the returned function waits for it."""
         chunk_ids = np.asarray(chunk_ids, np.int64)
         indices = np.asarray(indices, np.int64)
         n = len(chunk_ids)
         if n == 0 or not self._chunk_whole[chunk_ids].all():
-            return None
+            return _nothing
         buf = raw[int(chunk_ids[0])][0]  # every chunk's bytes are the one mapping
         index = self.index
         if self._data is None:
             self._check_size()
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
-        outputs, issues, num_warnings, aborted = self.backend.parse_chunk(
-            buf, 0, index.starts[g], index.first_lines[g], index.ids_mode, self._stream_args,
-            self.options["double"], 1, 0, index.starts[g + 1])
-        if issues or num_warnings or aborted:
-            return None
-        return self._assemble(outputs, None, n, SequenceTable(index.keys[g], index.lengths[g]))
+        args = (buf, 0, index.starts[g], index.first_lines[g], index.ids_mode, self._stream_args,
+                self.options["double"], 1, 0, index.starts[g + 1])
+        start = getattr(self.backend, "parse_chunk_async", None)
+        job = start(*args) if start is not None else None
+        table = SequenceTable(index.keys[g], index.lengths[g])
+
+        def finish() -> ChunkData | None:
+            outputs, issues, num_warnings, aborted = (job.result() if job is not None
+                                                      else self.backend.parse_chunk(*args))
+            if issues or num_warnings or aborted:
+                return None
+            return self._assemble(outputs, None, n, table)
+        return finish
 
     def _check_size(self) -> None:
         """Raise FormatError when the file is shorter than when it was indexed (checked before
@@ -617,6 +629,10 @@ class CNTKTextFormatDeserializer(Deserializer):
 
     def __repr__(self) -> str:
         return f"CNTKTextFormatDeserializer({self.filename!r})"
+
+
+def _nothing() -> None:
+    return None
 
 
 def _advise(m, begin: int, end: int, advice: str) -> None:
