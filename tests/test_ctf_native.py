@@ -449,3 +449,74 @@ def test_two_threads_parse_two_chunks_to_the_same_result():
     for t in threads:
         t.join()
     assert_same(serial, results, "threaded")
+
+
+# --------------------------------------------------------------------------------------------
+# parse_chunk_async: parse_chunk on a native thread of its own
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ctf_documents(), st.sampled_from(STREAM_SETS), st.integers(-1, 2), st.integers(0, 3),
+       st.booleans(), st.randoms(use_true_random=False))
+def test_parse_chunk_async_returns_what_parse_chunk_returns(buf, streams, error_limit, warning_limit,
+                                                            with_ends, rnd):
+    c = _ctf.scan_index(buf, [s[0] for s in streams], False, -1, 1 << 30)
+    starts, fl = np.asarray(c[3]), np.asarray(c[4])
+    n = len(fl)
+    if with_ends:  # sequences in any order, as a randomized batch reads them
+        order = np.array(rnd.sample(range(n), n), np.int64)
+        args = (buf, 0, starts[order], fl[order], c[1], streams, False, error_limit, warning_limit,
+                starts[order + 1])
+    else:
+        args = (buf, 0, starts, fl, c[1], streams, False, error_limit, warning_limit)
+    jobs = [_ctf.parse_chunk_async(*args) for _ in range(3)]  # three threads at once
+    expected = _ctf.parse_chunk(*args)
+    for job in jobs:
+        assert_same(job.result(), expected, "async")
+
+
+def test_parse_chunk_async_result_once_and_arguments_checked_at_the_call():
+    job = _ctf.parse_chunk_async(b"|a 1\n", 0, [0, 5], [1], False, [(b"a", 1, False)], False, -1, 0)
+    outputs, issues, warnings, aborted = job.result()
+    assert np.asarray(outputs[0][0]).tolist() == [1.0] and issues == [] and not aborted
+    with pytest.raises(RuntimeError, match="already taken"):
+        job.result()
+    with pytest.raises(ValueError, match="outside the buffer"):
+        _ctf.parse_chunk_async(b"|a 1\n", 0, [0, 99], [1], False, [(b"a", 1, False)], False, -1, 0)
+    with pytest.raises(ValueError, match="ends"):
+        _ctf.parse_chunk_async(b"|a 1\n", 0, [0, 5], [1], False, [(b"a", 1, False)], False, -1, 0, [5])
+
+
+def test_parse_chunk_async_holds_its_input_until_the_result_is_taken():
+    buf = bytearray(_big_dense_file(4000))
+    streams = [(b"x", 100, False)]
+    c = _ctf.scan_index(buf, [b"x"], False, -1, 1 << 30)
+    job = _ctf.parse_chunk_async(buf, 0, c[3], c[4], c[1], streams, False, -1, 0)
+    with pytest.raises(BufferError):  # the parse reads it: it cannot be resized away
+        buf.extend(b"|x 1\n")
+    values = job.result()[0][0][0]
+    buf.extend(b"|x 1\n")  # released once parsed
+    assert values.shape == (400000,)
+    # a job dropped unread joins its thread and frees what it parsed
+    for _ in range(20):
+        _ctf.parse_chunk_async(buf, 0, c[3], c[4], c[1], streams, False, -1, 0)
+
+
+def test_parse_chunk_async_runs_while_the_caller_holds_the_gil():
+    buf = _big_dense_file(20000)
+    streams = [(b"x", 100, False)]
+    c = _ctf.scan_index(buf, [b"x"], False, -1, 1 << 30)
+    t0 = time.perf_counter()
+    _ctf.parse_chunk(buf, 0, c[3], c[4], c[1], streams, False, -1, 0)
+    alone = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(5):  # the best of five against a busy machine
+        t0 = time.perf_counter()
+        job = _ctf.parse_chunk_async(buf, 0, c[3], c[4], c[1], streams, False, -1, 0)
+        x = 0
+        while time.perf_counter() - t0 < alone:  # pure Python: holds the GIL throughout
+            x += 1
+        job.result()
+        best = min(best, time.perf_counter() - t0)
+    # had the parse needed the GIL, it would have started only after the loop: twice as long
+    assert best < 1.8 * alone, (best, alone)

@@ -248,3 +248,84 @@ def test_parse_chunk_ends_are_checked(backend):
             backend.parse_chunk(text, 0, [7], [2], True, streams, False, -1, 10, [99])
     out = backend.parse_chunk(text, 0, [7, 0], [2, 1], True, streams, False, -1, 10, [14, 7])
     assert np.asarray(out[0][0][0]).tolist() == [2.0, 1.0]
+
+
+@SETTINGS
+@given(data=ctf_files(), chunk_size=st.integers(1, 300), window=st.integers(1, 4),
+       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3), seed=st.integers(0, 3),
+       cuts=st.tuples(st.integers(0, 40), st.integers(0, 40)))
+def test_restore_on_the_same_source_while_a_batch_is_parsed_ahead(tmp_path, data, chunk_size, window,
+                                                                   sizes, seed, cuts):
+    text, _, _ = data
+    path = tmp_path / "gen.ctf"
+    path.write_bytes(text)
+
+    def make():
+        return MinibatchSource(config(path, chunk_size), max_sweeps=2, randomization_seed=seed,
+                               randomization_window_in_chunks=window)
+    src = make()
+    states, run = [], []
+    while True:
+        states.append(src.get_checkpoint_state())
+        mb = src.next_minibatch(sizes[len(run) % len(sizes)])
+        if not mb:
+            break
+        run.append(_snapshot(mb))
+    src.close()
+    back, ahead = min(cuts[0], len(run)), min(max(cuts), len(run))
+    src = make()
+    for i in range(ahead):  # reading on: the batches after the cursor are parsed ahead
+        src.next_minibatch(sizes[i % len(sizes)])
+    src.restore_from_checkpoint(states[back])
+    for i in range(back, len(run)):
+        diff = _difference(run[i], _snapshot(src.next_minibatch(sizes[i % len(sizes)])))
+        assert diff is None, f"minibatch {i} after a restore from {ahead} to {back}: {diff}"
+    assert not src.next_minibatch(sizes[0])
+    src.close()
+
+
+@pytest.mark.parametrize("backend", available_backends(), ids=lambda b: b.__name__.rsplit(".", 1)[-1])
+def test_reads_begun_together_equal_reads_one_at_a_time(tmp_path, monkeypatch, backend):
+    monkeypatch.setattr("cntkio.deserializers.ctf.deserializer.ctf_backend", lambda: backend)
+    path = _write(tmp_path / "f.ctf", 300)
+    src = MinibatchSource(config(path, 400), max_sweeps=1, randomization_window_in_chunks=2)
+    corpus = src._reader.corpus
+    raw = {c.id: corpus.read_bytes(c.id) for c in corpus.chunk_infos()}
+    rng = np.random.default_rng(0)
+    sels = []
+    for _ in range(6):
+        chunk_ids = rng.integers(0, len(raw), 40)
+        sels.append((chunk_ids, np.array([rng.integers(0, len(corpus.sequence_infos(int(c))))
+                                          for c in chunk_ids])))
+    pending = [corpus.begin_read_sequences(raw, c, i) for c, i in sels]  # all parsing at once
+    together = [p() for p in reversed(pending)][::-1]  # waited for in another order
+    for (c, i), got in zip(sels, together):
+        alone = corpus.read_sequences(raw, c, i)
+        assert got.sequences.keys.tolist() == alone.sequences.keys.tolist()
+        for name, st_alone in alone.streams.items():
+            st_got = got.streams[name]
+            for field in ("values", "indptr", "indices", "data", "offsets"):
+                if hasattr(st_alone, field):
+                    assert np.array_equal(getattr(st_got, field), getattr(st_alone, field)), (name, field)
+        assert [int(k) for k in got.sequences.keys] == [int(corpus.sequence_infos(int(a)).keys[b])
+                                                    for a, b in zip(c, i)]
+    src.close()
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 4])
+def test_bytes_held_stay_within_what_whole_chunk_loading_holds(tmp_path, window):
+    # the batch whose parse starts before the previous one is packed stays within the chunks the
+    # window holds: at most one chunk more at any moment than whole-chunk loading (whose last
+    # minibatch of a batch may also spill into the next randomized chunk)
+    path = _write(tmp_path / "f.ctf", 3000)  # 360 chunks of 200 bytes
+    peaks = {}
+    for ra in (True, False):
+        src = MinibatchSource(config(path, 200), max_sweeps=2, randomization_window_in_chunks=window,
+                              random_access=ra)
+        reader = src._reader
+        assert reader.direct is ra
+        while src.next_minibatch(16):
+            pass
+        peaks[ra] = (reader.raw if ra else reader.cache).peak_held
+        src.close()
+    assert peaks[True] <= peaks[False] + 1, peaks
