@@ -27,21 +27,26 @@ CTF): the window holds the chunks' raw bytes instead of parsed chunks (for CTF, 
 mapped file, read ahead by the kernel; held and released by the same rule), and each batch parses
 just its sequences, in delivery order (``begin_read_sequences``; with two loader threads, in two
 halves at once). The C parser runs each half on a native thread of its own, which takes neither
-the GIL nor Python objects, and the batches are pipelined: once batch ``n`` is parsed, the
-background thread walks batch ``n + 1`` and starts its parse, then packs batch ``n``, so that
-parsing overlaps packing and the caller (a batch walked ahead stays within the chunks the window
-holds). The first minibatch then waits for the index, not for the whole window to be parsed. A
-batch whose parse reports anything (a malformed line, a warning) is packed from whole parsed
-chunks instead, which counts and logs the issues exactly as chunk loading does; its chunks stay on
-chunk loading from then on (a batch already parsed cleanly ahead is still used: its sequences
-parsed alone are exactly what chunk loading would give). Both ways give the same minibatches.
+the GIL nor Python objects, and batches are pipelined on the caller's thread, without a packing
+thread: when the queue of packed minibatches runs out, the batch at the cursor (begun earlier) is
+collected, the window moves past it, the batches after it are walked and begun until two are
+being parsed ahead, and only then is it packed (packing is a few microseconds of Python per
+minibatch; the parse is the work, and it runs while minibatches are packed and handed out and
+while the caller trains on them). The second batch ahead starts before the last randomized chunk
+the window keeps, so no parse reads a chunk the window does not hold. The first minibatch waits
+for the index, not for the whole window to be parsed. A batch whose parse reports anything (a
+malformed line, a warning) is packed from whole parsed chunks instead, which counts and logs the
+issues exactly as chunk loading does; its chunks stay on chunk loading from then on (a batch
+already parsed cleanly ahead is still used: its sequences parsed alone are exactly what chunk
+loading would give). Both ways give the same minibatches.
 
 Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
 to 256 consecutive minibatches (about 16 MB of output, and never further than the next randomized
-chunk) are walked and gathered at once, then handed out one per call; the next batch is packed on
-a background thread meanwhile. The checkpoint still names the position after the last minibatch
-*returned*; a restore or a change of size or partition drops what was packed or parsed ahead
-(a native parse dropped runs to its end first: its thread is joined when its job goes).
+chunk) are walked and gathered at once, then handed out one per call; without random access the
+next batch is packed on a background thread meanwhile. The checkpoint still names the position
+after the last minibatch *returned*; a restore or a change of size or partition drops what was
+packed or parsed ahead (a native parse dropped runs to its end first: its thread is joined when
+its job goes).
 """
 from __future__ import annotations
 
@@ -88,7 +93,7 @@ class Plan:
 
 
 class _Batch:
-    """Consecutive plans being read: ``key`` (what the prefetcher is asked for), the plans (an
+    """Consecutive plans being read: ``key`` ((settings, start cursor) it was walked for), the plans (an
     epoch-end marker last when the batch reaches it), the real ones, ``parts``: per half its
     selection (:meth:`GlobalReader._prepare`) and its parse begun (:meth:`GlobalReader._begin`),
     and the cursor after the batch (None at the epoch end)."""
@@ -125,20 +130,25 @@ class GlobalReader:
         self.errors = 0
         self.cursor = (0, 0)
         self.cache = ChunkCache(corpus, threads=loader_threads)
-        self.prefetcher = Prefetcher() if prefetch and not self.T else None
-        self.generation = 0
-        self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
         # read randomized batches sequence by sequence (module docstring); chunks whose direct
         # read reported an issue go through chunk loading
         self.direct = bool(random_access and randomize and not self.T
                            and getattr(corpus, "random_access", False))
+        # random access with prefetching: each batch's parse runs on native threads while the
+        # batch before it is handed out (no packing thread: packing is a few microseconds per
+        # minibatch, the parse is the work)
+        self._pipeline = self.direct and bool(prefetch)
+        self.prefetcher = Prefetcher() if prefetch and not self.T and not self._pipeline else None
+        self.generation = 0
+        self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
         self._dirty: set[int] = set()
         self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
                               release=corpus.release_bytes) if self.direct else None
         # random access: a batch is parsed in two halves at once (given two cores), and the next
         # batch's parse is started before this one is packed (module docstring)
         self._halves = self.direct and loader_threads > 1
-        self._ahead: _Batch | None = None
+        self._ahead: deque = deque()  # batches begun ahead of the cursor, in order
+        self._depth = 2
         if self.trace_level >= 2:
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
                      self.N, self.S, self.C,
@@ -475,7 +485,7 @@ class GlobalReader:
                     bound: tuple[int, int] | None = None) -> list:
         """The plans of up to ``count`` minibatches from ``cursor``, within one sweep; the last plan
         is an empty one that reached the end when the epoch ends there. With ``bound`` (sweep,
-        position; :meth:`_bound`), only minibatches that start before it (none: ``[]``)."""
+        position), only minibatches that start before it (none: ``[]``)."""
         plans = []
         k0, i0 = cursor
         if self.E is not None and k0 * self.S >= self.E:  # at the epoch end: no timeline to compute
@@ -546,19 +556,6 @@ class GlobalReader:
         batch = self._start(self._walk_batch(cursor, budget, W, r, count))
         return self._finish(batch, self._collect(batch))
 
-    def _bound(self, cursor: tuple[int, int], W: int) -> tuple[int, int]:
-        """Where the chunks :meth:`_needed` keeps for ``cursor`` end: (sweep, position) of the
-        randomized chunk after them. A batch walked ahead starts before it, so that its parse
-        reads chunks the window holds."""
-        k, i = cursor
-        tl = self.randomizer.timeline(k)
-        stop = tl.owner(i) + 3 * max(1, W)
-        if stop <= self.C:
-            return k, int(tl.rchunk_start[stop])
-        if self.E is not None and (k + 1) * self.S >= self.E:
-            return k + 1, 0
-        return k + 1, int(self.randomizer.timeline(k + 1).rchunk_start[min(self.C, stop - self.C)])
-
     def next(self, size: int, W: int, r: int):
         """One minibatch dict, or None at the epoch end."""
         if self.no_data_for(W, r):
@@ -571,28 +568,75 @@ class GlobalReader:
             self._queue.clear()
             if self._queue_key != key:  # first call with these settings: start the loads now
                 self._prefetch(self._needed(self.cursor, W, r))
-            batch = None
-            if self.prefetcher is not None:
-                got = self.prefetcher.take((key, self.cursor))
-                if got is not None:
-                    batch, self._ahead = got
-            if batch is None:
-                batch = self._produce(self.cursor, budget, W, r, 1 if self._queue_key != key else
-                                      self._batch_size(budget))
-            self._queue.extend(batch)
-            self._queue_key = key
-            self._schedule(budget, W, r)
+            count = 1 if self._queue_key != key else self._batch_size(budget)
+            if self._pipeline:
+                self._queue.extend(self._read_pipelined(key, budget, W, r, count))
+                self._queue_key = key
+            else:
+                batch = self.prefetcher.take((key, self.cursor)) if self.prefetcher is not None else None
+                if batch is None:
+                    batch = self._produce(self.cursor, budget, W, r, count)
+                self._queue.extend(batch)
+                self._queue_key = key
+                self._schedule(budget, W, r)
         plan, mb, n_invalid = self._queue.popleft()
         self.cursor = self._normalize(*plan.end)
         if mb is None:
             self._queue.clear()
             if self.prefetcher is not None:
                 self.prefetcher.discard()
-            self._ahead = None
+            self._ahead.clear()
             self._clear()
             return None
         self._count_invalid(n_invalid)
         return mb
+
+    def _read_pipelined(self, key, budget: int, W: int, r: int, count: int) -> list:
+        """Random access: the batch at the cursor (begun by an earlier call when it walked from
+        here with these settings), packed. Before packing it, the window moves to the batch after
+        it, and batches are begun until ``_depth`` are being parsed ahead (on native threads, while
+        this one is packed and handed out); those beyond the next one start before
+        :meth:`_bound`, within the chunks the window holds."""
+        ahead = self._ahead
+        cursor = self.cursor
+        if not ahead or ahead[0].key != (key, cursor):
+            ahead.clear()
+            ahead.append(self._start(self._walk_batch(cursor, budget, W, r, count), (key, cursor)))
+        batch = ahead.popleft()
+        parsed = self._collect(batch)
+        if batch.end is None:  # the batch reaches the epoch end: nothing more to read
+            ahead.clear()
+            self._clear()
+        else:
+            keep = self._needed(batch.end, W, r)
+            release = self._retain(keep, defer=True)
+            self._prefetch(keep)
+            size = self._batch_size(budget)
+            bound = None
+            while len(ahead) < self._depth:
+                last = ahead[-1] if ahead else batch
+                if last.end is None:
+                    break
+                plans = self._walk_batch(last.end, budget, W, r, size, bound)
+                if not plans:
+                    break
+                ahead.append(self._start(plans, (key, last.end)))
+                bound = self._bound(batch.end, W)
+            release()  # after the parses started: they do not wait for the releases
+        return self._finish(batch, parsed)
+
+    def _bound(self, cursor: tuple[int, int], W: int) -> tuple[int, int]:
+        """(sweep, position) of the last randomized chunk whose chunks :meth:`_needed` keeps for
+        ``cursor``. Minibatches starting before it end in it at the latest, so that a batch walked
+        with this bound reads only chunks the window holds."""
+        k, i = cursor
+        tl = self.randomizer.timeline(k)
+        stop = tl.owner(i) + 3 * max(1, W) - 1
+        if stop <= self.C:
+            return k, int(tl.rchunk_start[stop])
+        if self.E is not None and (k + 1) * self.S >= self.E:
+            return k + 1, 0
+        return k + 1, int(self.randomizer.timeline(k + 1).rchunk_start[min(self.C, stop - self.C)])
 
     def _schedule(self, budget: int, W: int, r: int) -> None:
         """After a batch is queued: release chunks no longer needed, start loading the next ones
@@ -611,23 +655,8 @@ class GlobalReader:
             key = (self._queue_key, start)
             count = self._batch_size(budget)
 
-            ahead, self._ahead = self._ahead, None
-            if ahead is not None and ahead.key != key:
-                ahead = None
-            pipelined = self.direct
-
             def job():
-                # random access: once this batch is parsed, the next one is walked and its parse
-                # started, and it runs while this one is packed and handed out
-                batch = ahead if ahead is not None else self._start(
-                    self._walk_batch(start, budget, W, r, count), key)
-                parsed = self._collect(batch)
-                nxt = None
-                if pipelined and batch.end is not None:
-                    plans = self._walk_batch(batch.end, budget, W, r, count, self._bound(start, W))
-                    if plans:
-                        nxt = self._start(plans, (key[0], batch.end))
-                return self._finish(batch, parsed), nxt
+                return self._produce(start, budget, W, r, count)
             self.prefetcher.submit(key, job)
         release()  # after the submit: the next batch does not wait for it
 
@@ -697,7 +726,7 @@ class GlobalReader:
             self.prefetcher.discard()
         self._queue.clear()
         self._queue_key = None
-        self._ahead = None
+        self._ahead.clear()
         self.generation += 1
         k, off = divmod(pos, self.S)
         tl = self.randomizer.timeline(k)
@@ -717,9 +746,9 @@ class GlobalReader:
                         self.slots.offsets[s][name] = int(v)
 
     def close(self) -> None:
+        self._ahead.clear()  # first: its parses (which read the mapped file) are joined as it goes
         if self.prefetcher is not None:
             self.prefetcher.close()
         self.cache.close()
         if self.raw is not None:
             self.raw.close()
-        self._ahead = None  # its parses are waited for when it goes
