@@ -186,27 +186,23 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
         rows = starts[bounds].tolist()
-        col = []
-        if len(arrays) > 1:
+        sparse = len(arrays) > 1
+        if sparse:
             indptr, indices, data = arrays
-            for j, eos in enumerate(end_of_sweep):
-                s0, s1 = bl[j], bl[j + 1]
-                if s0 == s1:
-                    col.append(_empty(info, chunks, eos, dense))
-                    continue
-                r0, r1 = rows[j], rows[j + 1]
-                col.append(packed(info, mask_all[s0:s1, :widths[j]], None, indptr[r0:r1 + 1], indices, data,
-                                  eos, r1 - r0))
         else:
             values = arrays[0]
-            for j, eos in enumerate(end_of_sweep):
-                s0, s1 = bl[j], bl[j + 1]
-                if s0 == s1:
-                    col.append(_empty(info, chunks, eos, dense))
-                    continue
-                r0, r1 = rows[j], rows[j + 1]
-                col.append(packed(info, mask_all[s0:s1, :widths[j]], values[r0:r1], None, None, None, eos,
-                                  r1 - r0))
+        col = []
+        for j, eos in enumerate(end_of_sweep):
+            s0, s1 = bl[j], bl[j + 1]
+            if s0 == s1:
+                col.append(_empty(info, chunks, eos, dense))
+                continue
+            r0, r1 = rows[j], rows[j + 1]
+            mask = mask_all[s0:s1, :widths[j]]
+            if sparse:
+                col.append(packed(info, mask, None, indptr[r0:r1 + 1], indices, data, eos, r1 - r0))
+            else:
+                col.append(packed(info, mask, values[r0:r1], None, None, None, eos, r1 - r0))
         columns.append(col)
     infos = list(stream_infos)
     return [Minibatch(zip(infos, row)) for row in zip(*columns)] if columns else [Minibatch() for _ in counts]
