@@ -6,6 +6,7 @@ CNTK's conformance inputs. Number parsing is checked against Python's ``float()`
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 import threading
@@ -520,3 +521,45 @@ def test_parse_chunk_async_runs_while_the_caller_holds_the_gil():
         best = min(best, time.perf_counter() - t0)
     # had the parse needed the GIL, it would have started only after the loop: twice as long
     assert best < 1.8 * alone, (best, alone)
+
+
+def _in_forked_child(fn) -> int:
+    """Run ``fn()`` in a forked child; its exit code (0: it returned), or fail after 30 s."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise AssertionError("the forked child hangs on a thread it does not have")
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_job_copied_into_a_forked_child_is_orphaned_not_joined():
+    # a child forked while a parse runs has no thread to join: it must neither wait for one
+    # nor take (or free) the result the parent's thread was writing when it forked
+    buf = _big_dense_file(40000)
+    streams = [(b"x", 100, False)]
+    c = _ctf.scan_index(buf, [b"x"], False, -1, 1 << 30)
+    jobs = [_ctf.parse_chunk_async(buf, 0, c[3], c[4], c[1], streams, False, -1, 0)]
+
+    def drop():  # dropping the copied job returns at once
+        jobs.clear()
+
+    def take():
+        with pytest.raises(RuntimeError, match="forked"):
+            jobs[0].result()
+    assert _in_forked_child(drop) == 0
+    assert _in_forked_child(take) == 0
+    assert jobs[0].result()[0][0][0].shape == (4000000,)  # the parent's job is intact

@@ -16,6 +16,7 @@
 
 #if !defined(_WIN32)
 #include <pthread.h>
+#include <unistd.h>
 #define CTF_HAVE_THREADS 1
 #endif
 
@@ -406,9 +407,10 @@ typedef struct {
     parse_args pa;
     ctf_result r;
     int rc;
-    int state; /* 0: running on its thread, 1: parsed (joined), 2: result taken */
+    int state; /* 0: running on its thread, 1: parsed (joined), 2: result taken, 3: orphaned */
 #ifdef CTF_HAVE_THREADS
     pthread_t thread;
+    pid_t pid; /* the process that started the thread (a forked child has no such thread) */
 #endif
 } ParseJob;
 
@@ -420,9 +422,14 @@ static void *parse_job_main(void *arg) {
 }
 #endif
 
-/* Wait for the job's thread (without the GIL). */
+/* Wait for the job's thread (without the GIL). In a process forked while the job ran, the thread
+ * does not exist: the job is orphaned (its half-written result is left alone, never freed). */
 static void parse_job_join(ParseJob *job) {
 #ifdef CTF_HAVE_THREADS
+    if (job->state == 0 && getpid() != job->pid) {
+        job->state = 3;
+        return;
+    }
     if (job->state == 0) {
         Py_BEGIN_ALLOW_THREADS
         pthread_join(job->thread, NULL);
@@ -447,6 +454,11 @@ static PyObject *parse_job_result(ParseJob *job, PyObject *unused) {
         return NULL;
     }
     parse_job_join(job);
+    if (job->state == 3) {
+        PyErr_SetString(PyExc_RuntimeError, "parse_chunk_async: the parse was started by the process "
+                                            "this one was forked from; its thread is not here");
+        return NULL;
+    }
     job->state = 2;
     result = parse_result(&job->pa, job->rc, &job->r);
     parse_args_release(&job->pa); /* the buffer and arrays are no longer read */
@@ -485,6 +497,7 @@ static PyObject *py_parse_chunk_async(PyObject *self, PyObject *args) {
     }
 #ifdef CTF_HAVE_THREADS
     job->state = 0;
+    job->pid = getpid();
     if (pthread_create(&job->thread, NULL, parse_job_main, job) == 0) return (PyObject *)job;
     job->state = 1; /* no thread to be had: parse here */
 #endif
