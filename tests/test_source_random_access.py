@@ -328,3 +328,28 @@ def test_bytes_held_stay_within_what_whole_chunk_loading_holds(tmp_path, window)
         peaks[ra] = (reader.raw if ra else reader.cache).peak_held
         src.close()
     assert peaks[True] <= peaks[False], peaks
+
+
+@pytest.mark.parametrize("window", [1, 2, 4])
+@pytest.mark.parametrize("size", [4, 16])
+def test_batches_parsed_ahead_read_only_chunks_the_window_holds(tmp_path, monkeypatch, window, size):
+    # when a minibatch fits in a randomized chunk (40 sequences of 1 sample per 1000-byte chunk),
+    # every parse begun, the batches ahead included, reads chunks whose bytes the window already
+    # holds: nothing is loaded on demand behind the window's back
+    from cntkio.engine import reader as reader_module
+    outside = []
+    begin = reader_module.GlobalReader._begin
+
+    def checked(self, prep):
+        _, _, sel_chunk, _ = prep
+        if len(sel_chunk):
+            outside.extend(set(np.unique(sel_chunk).tolist()) - set(self.raw.held()))
+        return begin(self, prep)
+    monkeypatch.setattr(reader_module.GlobalReader, "_begin", checked)
+    path = _write(tmp_path / "f.ctf", 3000)
+    src = MinibatchSource(config(path, 1000), max_sweeps=2, randomization_window_in_chunks=window)
+    n = 0
+    while src.next_minibatch(size):
+        n += 1
+    src.close()
+    assert n >= 2 * 3000 // size and outside == []

@@ -144,8 +144,8 @@ class GlobalReader:
         self._dirty: set[int] = set()
         self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
                               release=corpus.release_bytes) if self.direct else None
-        # random access: a batch is parsed in two halves at once (given two cores), and the next
-        # batch's parse is started before this one is packed (module docstring)
+        # random access: a batch is parsed in two halves at once (given two cores), and two
+        # batches are being parsed ahead of the one handed out (module docstring)
         self._halves = self.direct and loader_threads > 1
         self._ahead: deque = deque()  # batches begun ahead of the cursor, in order
         self._depth = 2
@@ -344,7 +344,8 @@ class GlobalReader:
 
     def _retain(self, keep: set[int], defer: bool = False):
         """Release the chunks not in ``keep``; ``defer``: return a function that runs their
-        release (for CTF's byte ranges: a madvise, about 1 ms per 30 MB, under the GIL)."""
+        release (for CTF's byte ranges: a madvise, under the GIL), so that it can wait until the
+        next work has been started."""
         dropped = self.cache.retain(keep, defer)
         dropped_raw = self.raw.retain(keep, defer) if self.raw is not None else []
 
@@ -389,17 +390,10 @@ class GlobalReader:
         return np.concatenate(cs), np.concatenate(xs), np.concatenate(ls)
 
     # --- executing ----------------------------------------------------------------------------
-    def execute_batch(self, plans: list) -> list:
-        """Pack several consecutive plans at once: ``[(minibatch dict, invalid dropped)]``.
-
-        One gather per stream and chunk for all of them, then each minibatch is a slice (numpy
-        overhead is paid once per batch, not once per minibatch).
-        """
-        prep = self._prepare(plans)
-        return self._pack(prep, self._direct(prep, self._begin(prep)))
-
     def _prepare(self, plans: list):
-        """The selection of consecutive plans: ``(plans, counts, sel_chunk, sel_index)``."""
+        """The selection of consecutive plans: ``(plans, counts, sel_chunk, sel_index)``. They are
+        packed at once (:meth:`_pack`): one gather per stream and chunk for all of them, then each
+        minibatch is a slice, so numpy's overhead is paid once per batch, not once per minibatch."""
         sel_chunk, sel_index, sel_len = self._selection(plans)
         if self.frame_mode:
             check_frame_mode(sel_len)
@@ -612,16 +606,18 @@ class GlobalReader:
             release = self._retain(keep, defer=True)
             self._prefetch(keep)
             size = self._batch_size(budget)
-            bound = None
+            bound = self._bound(batch.end, W)
             while len(ahead) < self._depth:
                 last = ahead[-1] if ahead else batch
                 if last.end is None:
                     break
-                plans = self._walk_batch(last.end, budget, W, r, size, bound)
+                # the batch right after this one stays within the window by itself (a batch ends
+                # in the randomized chunk after the one it starts in); the ones after it start
+                # before the bound
+                plans = self._walk_batch(last.end, budget, W, r, size, None if last is batch else bound)
                 if not plans:
                     break
                 ahead.append(self._start(plans, (key, last.end)))
-                bound = self._bound(batch.end, W)
             release()  # after the parses started: they do not wait for the releases
         return self._finish(batch, parsed)
 
