@@ -385,7 +385,7 @@ def _mask_from_lengths(lengths: np.ndarray, seq_starts: Any) -> np.ndarray:
     return mask
 
 
-_new_value = object.__new__
+_alloc = object.__new__  # an instance without __init__ (packers fill every slot)
 
 
 class MinibatchData:
@@ -427,14 +427,14 @@ class MinibatchData:
     def _packed(cls, stream, mask, values, indptr, indices, data, end_of_sweep, num_samples):
         """:meth:`from_packed` for packers (positional; ``mask`` already int8): once per stream
         and minibatch, so it only assigns."""
-        value = _new_value(Value)
+        value = _alloc(Value)
         value._mask = mask
         value._values, value._indptr, value._indices, value._data = values, indptr, indices, data
         value._sample_shape = stream.sample_shape
         value._dtype = values.dtype if values is not None else data.dtype
         value._seq_axis = True
         value._erased = False
-        self = _new_value(cls)
+        self = _alloc(cls)
         self.stream = stream
         self._value = value
         self._num_sequences = None
