@@ -25,6 +25,13 @@ SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
+@pytest.fixture(autouse=True)
+def parse_small_reads_on_threads(monkeypatch):
+    """The files here are small: parse every direct read on a native thread (the C parser's
+    ``parse_chunk_async``), as the reads of real files are, instead of when it is asked for."""
+    monkeypatch.setattr("cntkio.deserializers.ctf.deserializer._ASYNC_MIN_BYTES", 0)
+
+
 def config(path, chunk_size, max_errors=10**6, defining=None, **extra):
     cfg = {"type": "CNTKTextFormatDeserializer", "file": str(path), "maxErrors": max_errors,
            "traceLevel": 0, "chunkSizeInBytes": chunk_size,
@@ -353,3 +360,57 @@ def test_batches_parsed_ahead_read_only_chunks_the_window_holds(tmp_path, monkey
         n += 1
     src.close()
     assert n >= 2 * 3000 // size and outside == []
+
+
+def test_small_reads_are_parsed_when_asked_for_not_on_a_thread(tmp_path, monkeypatch):
+    # a thread costs more than a few KiB of text: reads under _ASYNC_MIN_BYTES parse in the
+    # caller when their result is asked for, larger ones start on a native thread
+    from cntkio._native import _ctf  # the C module itself, also under CNTKIO_PURE_PYTHON
+    from cntkio.deserializers.ctf import deserializer as ctf_module
+    path = _write(tmp_path / "f.ctf", 300)  # about 8 KiB
+    src = MinibatchSource(config(path, 400), max_sweeps=1, randomization_window_in_chunks=2)
+    corpus = src._reader.corpus
+    raw = {c.id: corpus.read_bytes(c.id) for c in corpus.chunk_infos()}
+    started = []
+    backend = _ctf
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(backend, name)
+
+        def parse_chunk_async(self, *args):
+            started.append(len(args[2]))
+            return backend.parse_chunk_async(*args)
+    corpus.primary.backend = Counting()
+    ids = np.zeros(10, np.int64)
+    idx = np.arange(10)
+    for limit, threads in ((1 << 16, 0), (0, 1)):
+        monkeypatch.setattr(ctf_module, "_ASYNC_MIN_BYTES", limit)
+        started.clear()
+        got = corpus.begin_read_sequences(raw, ids, idx)()
+        assert len(started) == threads and len(got.sequences) == 10
+    src.close()
+
+
+def test_settings_changing_every_call_begin_one_small_batch_ahead(tmp_path, monkeypatch):
+    # alternating minibatch sizes drop what was begun ahead at every call: the first call with
+    # new settings begins one batch of at most _FIRST_AHEAD minibatches, not two full ones
+    from cntkio.engine import reader as reader_module
+    begun = []
+    start = reader_module.GlobalReader._start
+
+    def counting(self, plans, key=None):
+        batch = start(self, plans, key)
+        begun.append(len(batch.real))
+        return batch
+    monkeypatch.setattr(reader_module.GlobalReader, "_start", counting)
+    path = _write(tmp_path / "f.ctf", 3000)
+    src = MinibatchSource(config(path, 20000), max_sweeps=1, randomization_window_in_chunks=2)
+    for i in range(40):
+        assert src.next_minibatch((7, 12)[i % 2])
+    assert len(begun) <= 2 * 40 and max(begun) <= reader_module._FIRST_AHEAD
+    begun.clear()
+    for _ in range(300):  # the same settings from call to call: full batches, two ahead
+        assert src.next_minibatch(3)
+    assert max(begun) > reader_module._FIRST_AHEAD
+    src.close()

@@ -67,6 +67,8 @@ __all__ = ["GlobalReader", "Plan", "worker_budget", "POSITION_KEY", "TBPTT_KEY"]
 log = logging.getLogger("cntkio.engine.reader")
 
 POSITION_KEY = "minibatchSourcePosition"
+#: minibatches of the batch begun ahead by the first call with new settings (random access)
+_FIRST_AHEAD = 16
 TBPTT_KEY = "truncatedBpttSlots"
 
 
@@ -564,7 +566,8 @@ class GlobalReader:
                 self._prefetch(self._needed(self.cursor, W, r))
             count = 1 if self._queue_key != key else self._batch_size(budget)
             if self._pipeline:
-                self._queue.extend(self._read_pipelined(key, budget, W, r, count))
+                self._queue.extend(self._read_pipelined(key, budget, W, r, count,
+                                                        settled=self._queue_key == key))
                 self._queue_key = key
             else:
                 batch = self.prefetcher.take((key, self.cursor)) if self.prefetcher is not None else None
@@ -585,12 +588,15 @@ class GlobalReader:
         self._count_invalid(n_invalid)
         return mb
 
-    def _read_pipelined(self, key, budget: int, W: int, r: int, count: int) -> list:
+    def _read_pipelined(self, key, budget: int, W: int, r: int, count: int, settled: bool) -> list:
         """Random access: the batch at the cursor (begun by an earlier call when it walked from
         here with these settings), packed. Before packing it, the window moves to the batch after
         it, and batches are begun until ``_depth`` are being parsed ahead (on native threads, while
         this one is packed and handed out); those beyond the next one start before
-        :meth:`_bound`, within the chunks the window holds."""
+        :meth:`_bound`, within the chunks the window holds. The first call with new settings
+        (not ``settled``) begins one small batch only: settings that change from call to call
+        (alternating minibatch sizes) would otherwise parse two full batches per call for
+        nothing (and wait for them when they are dropped)."""
         ahead = self._ahead
         cursor = self.cursor
         if not ahead or ahead[0].key != (key, cursor):
@@ -605,9 +611,9 @@ class GlobalReader:
             keep = self._needed(batch.end, W, r)
             release = self._retain(keep, defer=True)
             self._prefetch(keep)
-            size = self._batch_size(budget)
+            size = self._batch_size(budget) if settled else min(self._batch_size(budget), _FIRST_AHEAD)
             bound = self._bound(batch.end, W)
-            while len(ahead) < self._depth:
+            while len(ahead) < (self._depth if settled else 1):
                 last = ahead[-1] if ahead else batch
                 if last.end is None:
                     break

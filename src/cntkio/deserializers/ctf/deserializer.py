@@ -476,7 +476,8 @@ class CNTKTextFormatDeserializer(Deserializer):
 
     def begin_read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray):
         """:meth:`read_sequences` started: with the C parser the parse runs now on a thread of its
-        own (``parse_chunk_async``: no GIL, no Python), and the returned function waits for it."""
+        own (``parse_chunk_async``: no GIL, no Python), and the returned function waits for it;
+        less than 64 KiB of text is parsed by the returned function itself."""
         chunk_ids = np.asarray(chunk_ids, np.int64)
         indices = np.asarray(indices, np.int64)
         n = len(chunk_ids)
@@ -490,6 +491,8 @@ class CNTKTextFormatDeserializer(Deserializer):
         args = (buf, 0, index.starts[g], index.first_lines[g], index.ids_mode, self._stream_args,
                 self.options["double"], 1, 0, index.starts[g + 1])
         start = getattr(self.backend, "parse_chunk_async", None)
+        if start is not None and int((args[9] - args[2]).sum()) < _ASYNC_MIN_BYTES:
+            start = None  # a thread costs more than parsing this little text when it is asked for
         job = start(*args) if start is not None else None
         table = SequenceTable(index.keys[g], index.lengths[g])
 
@@ -629,6 +632,10 @@ class CNTKTextFormatDeserializer(Deserializer):
 
     def __repr__(self) -> str:
         return f"CNTKTextFormatDeserializer({self.filename!r})"
+
+
+#: below this much text, begin_read_sequences parses when the result is asked for, not on a thread
+_ASYNC_MIN_BYTES = 1 << 16
 
 
 def _nothing() -> None:
