@@ -33,7 +33,9 @@ collected, the window moves past it, the batches after it are walked and begun u
 being parsed ahead, and only then is it packed (packing is a few microseconds of Python per
 minibatch; the parse is the work, and it runs while minibatches are packed and handed out and
 while the caller trains on them). The second batch ahead starts before the last randomized chunk
-the window keeps, so no parse reads a chunk the window does not hold. The first minibatch waits
+the window keeps, so no parse reads a chunk the window does not hold. The first call with new
+settings begins one small batch ahead only (settings that change at every call would otherwise
+have two full batches parsed and dropped per call). The first minibatch waits
 for the index, not for the whole window to be parsed. A batch whose parse reports anything (a
 malformed line, a warning) is packed from whole parsed chunks instead, which counts and logs the
 issues exactly as chunk loading does; its chunks stay on chunk loading from then on (a batch
