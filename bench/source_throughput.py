@@ -12,8 +12,12 @@ For each dataset (CTF file): ``parse`` = index + ``get_chunk`` of every chunk on
 parsed out of the mapped file); ``random, whole chunks`` = the same with ``random_access=False``
 (the window's chunks parsed whole, as CNTK did); ``DataLoader`` = ``torch.utils.data.DataLoader``
 (batch 256, no workers) over the arrays already parsed (so it excludes parsing). MB/s is file
-bytes (10^6) over wall time. ``--rss`` also reads a 1 GB dense file (dense.ctf repeated) with a
-4-chunk window of 32 MB chunks in a subprocess and reports its peak RSS.
+bytes (10^6) over wall time; every column is the best of ``--repeat`` runs, and ``random/source``
+is the ratio of those bests. ``random/source, median of pairs`` is the median over the repeats of
+source time / random time of the two runs made back to back in that repeat: on a shared machine
+whose speed drifts, a ratio of two bests taken minutes apart moves more than one of paired runs.
+``--rss`` also reads a 1 GB dense file (dense.ctf repeated) with a 4-chunk window of 32 MB chunks
+in a subprocess and reports its peak RSS.
 """
 from __future__ import annotations
 
@@ -167,8 +171,9 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     print("| dataset | MB | parse MB/s | source MB/s | source/parse | x CNTK 2.7 | random MB/s | random/source "
-          "| random, whole chunks MB/s | whole chunks/source | DataLoader MB/s (parsed arrays) | minibatches |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| random/source, median of pairs | random, whole chunks MB/s | whole chunks/source "
+          "| DataLoader MB/s (parsed arrays) | minibatches |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.only.split(","):
         path = os.path.join(args.data, name + ".ctf")
         mb = os.path.getsize(path) / 1e6
@@ -179,6 +184,7 @@ def main() -> None:
             t_parse = min(t_parse, tp)
             t_dl = min(t_dl, time_dataloader(chunks, name)[0])
             del chunks
+        pairs = []  # per repeat: source time / random time, the two run back to back
         for _ in range(args.repeat):
             ts, n_src, samples = time_source(path, name, False)
             f_src = min(f_src, time_source.first)
@@ -187,14 +193,17 @@ def main() -> None:
             tw, n_win, samples_w = time_source(path, name, True, random_access=False)
             f_win = min(f_win, time_source.first)
             t_src, t_rnd, t_win = min(t_src, ts), min(t_rnd, tr), min(t_win, tw)
+            pairs.append(ts / tr)
         assert samples == samples_r == samples_w, (samples, samples_r, samples_w)
         row = dict(dataset=name, mb=mb, parse=mb / t_parse, source=mb / t_src, random=mb / t_rnd,
                    random_whole_chunks=mb / t_win, first_source_s=f_src, first_random_s=f_rnd,
                    first_whole_chunks_s=f_win,
-                   dataloader=mb / t_dl, cntk=CNTK27[name], minibatches=n_src, index_s=t_index)
+                   dataloader=mb / t_dl, cntk=CNTK27[name], minibatches=n_src, index_s=t_index,
+                   random_source_paired=float(np.median(pairs)), random_source_pairs=pairs)
         rows.append(row)
         print(f"| {name} | {mb:.0f} | {row['parse']:.1f} | {row['source']:.1f} | {row['source'] / row['parse']:.0%} "
               f"| {row['source'] / CNTK27[name]:.1f}x | {row['random']:.1f} | {row['random'] / row['source']:.0%} "
+              f"| {row['random_source_paired']:.0%} "
               f"| {row['random_whole_chunks']:.1f} | {row['random_whole_chunks'] / row['source']:.0%} "
               f"| {row['dataloader']:.1f} | {n_src} |", flush=True)
     print("\nSeconds from construction to the first minibatch (best of the same runs):\n")
