@@ -401,7 +401,7 @@ def test_settings_changing_every_call_begin_one_small_batch_ahead(tmp_path, monk
 
     def counting(self, plans, key=None):
         batch = start(self, plans, key)
-        begun.append(len(batch.real))
+        begun.append(len(batch.entries))
         return batch
     monkeypatch.setattr(reader_module.GlobalReader, "_start", counting)
     path = _write(tmp_path / "f.ctf", 3000)
@@ -413,4 +413,26 @@ def test_settings_changing_every_call_begin_one_small_batch_ahead(tmp_path, monk
     for _ in range(300):  # the same settings from call to call: full batches, two ahead
         assert src.next_minibatch(3)
     assert max(begun) > reader_module._FIRST_AHEAD
+    src.close()
+
+
+@pytest.mark.parametrize("randomize", [True, False])
+def test_minibatch_objects_are_made_when_handed_out(tmp_path, randomize):
+    # the queue of packed minibatches holds arrays and numbers, not Minibatch/MinibatchData
+    # objects: those are made by next_minibatch, so they die young when the caller drops them
+    # (hundreds waiting in a queue would reach the garbage collector's oldest generation, whose
+    # full collections are slow in a process with many long-lived objects)
+    import gc
+
+    from cntkio.minibatch import MinibatchData
+    path = _write(tmp_path / "f.ctf", 3000)
+    src = MinibatchSource(config(path, 20000), max_sweeps=1, randomize=randomize)
+    for _ in range(3):
+        assert src.next_minibatch(4)
+    assert len(src._reader._queue) > 10  # many minibatches packed ahead
+    gc.collect()
+    alive = [o for o in gc.get_objects() if isinstance(o, MinibatchData)]
+    assert alive == []
+    mb = src.next_minibatch(4)
+    assert len([o for o in gc.get_objects() if isinstance(o, MinibatchData)]) == len(mb)
     src.close()

@@ -155,6 +155,14 @@ def pack_sequences(stream_infos: Sequence[StreamInformation], chunks: Mapping[in
 def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
               sel_chunk: np.ndarray, sel_index: np.ndarray, groups, counts: Sequence[int],
               end_of_sweep: Sequence[bool], dense: bool = False, owned: bool = False) -> list[Minibatch]:
+    """The minibatches of :func:`pack_batch`, made at once."""
+    batch = pack_batch(stream_infos, chunks, sel_chunk, sel_index, groups, counts, end_of_sweep, dense, owned)
+    return [batch.get(j) for j in range(len(counts))]
+
+
+def pack_batch(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
+               sel_chunk: np.ndarray, sel_index: np.ndarray, groups, counts: Sequence[int],
+               end_of_sweep: Sequence[bool], dense: bool = False, owned: bool = False) -> "PackedBatch":
     """Pack consecutive minibatches at once: the selection holds their sequences one after
     another, ``counts[j]`` of them for minibatch ``j``. One gather per stream and chunk; each
     minibatch's arrays are slices of the gathered ones (a sparse stream's row pointers are a
@@ -164,11 +172,10 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
     for c in counts:
         bl.append(bl[-1] + c)
     bounds = np.array(bl, np.int64)
-    columns = []  # per stream: its MinibatchData of every minibatch
-    packed = MinibatchData._packed
+    streams = []
     for info in stream_infos:
         if not groups:
-            columns.append([_empty(info, chunks, eos, dense) for eos in end_of_sweep])
+            streams.append((info, None, None, None, None))
             continue
         lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups, owned)
         if len(arrays) > 1 and dense:
@@ -185,27 +192,45 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
             if nz.any() and len(lens):
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
-        rows = starts[bounds].tolist()
-        sparse = len(arrays) > 1
-        if sparse:
-            indptr, indices, data = arrays
-        else:
-            values = arrays[0]
-        col = []
-        for j, eos in enumerate(end_of_sweep):
-            s0, s1 = bl[j], bl[j + 1]
-            if s0 == s1:
-                col.append(_empty(info, chunks, eos, dense))
+        streams.append((info, mask_all, widths, starts[bounds].tolist(), arrays))
+    return PackedBatch(streams, bl, list(end_of_sweep), dense)
+
+
+class PackedBatch:
+    """Consecutive minibatches packed at once, made one by one when asked for (:meth:`get`).
+
+    The batch holds a few arrays per stream (all minibatches' rows, their mask, the bounds); the
+    objects of a minibatch (``Minibatch``, ``MinibatchData``, ``Value``) are made when it is handed
+    out, so that they die young when the caller drops them instead of waiting, hundreds at a time,
+    in a queue long enough for the garbage collector to promote them to its oldest generation
+    (whose full collections, in a process with many long-lived objects, cost tens of ms).
+    """
+
+    __slots__ = ("streams", "bounds", "end_of_sweep", "dense")
+
+    def __init__(self, streams: list, bounds: list, end_of_sweep: list, dense: bool) -> None:
+        self.streams, self.bounds, self.end_of_sweep, self.dense = streams, bounds, end_of_sweep, dense
+
+    def __len__(self) -> int:
+        return len(self.end_of_sweep)
+
+    def get(self, j: int) -> Minibatch:
+        """Minibatch ``j``: slices of the batch's arrays."""
+        s0, s1 = self.bounds[j], self.bounds[j + 1]
+        eos = self.end_of_sweep[j]
+        mb = Minibatch()
+        packed = MinibatchData._packed
+        for info, mask_all, widths, rows, arrays in self.streams:
+            if s0 == s1 or mask_all is None:
+                mb[info] = _empty(info, eos, self.dense)
                 continue
             r0, r1 = rows[j], rows[j + 1]
             mask = mask_all[s0:s1, :widths[j]]
-            if sparse:
-                col.append(packed(info, mask, None, indptr[r0:r1 + 1], indices, data, eos, r1 - r0))
+            if len(arrays) > 1:
+                mb[info] = packed(info, mask, None, arrays[0][r0:r1 + 1], arrays[1], arrays[2], eos, r1 - r0)
             else:
-                col.append(packed(info, mask, values[r0:r1], None, None, None, eos, r1 - r0))
-        columns.append(col)
-    infos = list(stream_infos)
-    return [Minibatch(zip(infos, row)) for row in zip(*columns)] if columns else [Minibatch() for _ in counts]
+                mb[info] = packed(info, mask, arrays[0][r0:r1], None, None, None, eos, r1 - r0)
+        return mb
 
 
 def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:
@@ -217,7 +242,7 @@ def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:
     return out.reshape((n,) + tuple(info.sample_shape))
 
 
-def _empty(info: StreamInformation, chunks, end_of_sweep: bool, dense: bool) -> MinibatchData:
+def _empty(info: StreamInformation, end_of_sweep: bool, dense: bool) -> MinibatchData:
     mask = np.zeros((0, 0), np.int8)
     dtype = np.dtype(info.dtype)
     if info.is_sparse and not dense:

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..deserializers.base import Deserializer
 from ..streams import StreamInformation
-from .packer import TruncatedSlots, check_frame_mode, group_by_chunk, pack_many, sequence_arrays
+from .packer import TruncatedSlots, check_frame_mode, group_by_chunk, pack_batch, sequence_arrays
 from .prefetch import ChunkCache, Prefetcher
 from .randomizer import BlockRandomizer, NoRandomizer, Timeline
 
@@ -97,15 +97,18 @@ class Plan:
 
 
 class _Batch:
-    """Consecutive plans being read: ``key`` ((settings, start cursor) it was walked for), the plans (an
-    epoch-end marker last when the batch reaches it), the real ones, ``parts``: per half its
-    selection (:meth:`GlobalReader._prepare`) and its parse begun (:meth:`GlobalReader._begin`),
-    and the cursor after the batch (None at the epoch end)."""
+    """Consecutive minibatches being read: ``key`` ((settings, start cursor) they were walked
+    for); ``entries``, one queue entry per minibatch (:meth:`GlobalReader._entries`; its part and
+    index filled in when packed), the epoch-end marker last when the batch reaches it; ``parts``:
+    per half its selection (:meth:`GlobalReader._prepare`) and its parse begun
+    (:meth:`GlobalReader._begin`); ``end``: the cursor after the batch (None at the epoch end).
+    No Plan object outlives the walk: the entries are tuples of numbers, which the garbage
+    collector stops tracking."""
 
-    __slots__ = ("key", "plans", "real", "parts", "end")
+    __slots__ = ("key", "entries", "parts", "end")
 
-    def __init__(self, key, plans: list, real: list, parts: list, end) -> None:
-        self.key, self.plans, self.real, self.parts, self.end = key, plans, real, parts, end
+    def __init__(self, key, entries: list, parts: list, end) -> None:
+        self.key, self.entries, self.parts, self.end = key, entries, parts, end
 
 
 class GlobalReader:
@@ -163,7 +166,8 @@ class GlobalReader:
         self._local_cache: dict = {}
         self._needed_cache: dict = {}
         self._ctx_cache: dict = {}
-        self._queue: deque = deque()
+        self._queue: deque = deque()  # entries of _finish, handed out one per call
+        self._queue_parts: list = []  # the PackedBatch objects the entries index
         self._queue_key = None
         self._sample_bytes = sum(
             (int(np.prod(i.sample_shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize) if not i.is_sparse else 64
@@ -395,13 +399,14 @@ class GlobalReader:
 
     # --- executing ----------------------------------------------------------------------------
     def _prepare(self, plans: list):
-        """The selection of consecutive plans: ``(plans, counts, sel_chunk, sel_index)``. They are
-        packed at once (:meth:`_pack`): one gather per stream and chunk for all of them, then each
-        minibatch is a slice, so numpy's overhead is paid once per batch, not once per minibatch."""
+        """The selection of consecutive plans: ``(end_of_sweep flags, counts, sel_chunk,
+        sel_index)``. They are packed at once (:meth:`_pack`): one gather per stream and chunk for
+        all of them, then each minibatch is a slice, so numpy's overhead is paid once per batch,
+        not once per minibatch."""
         sel_chunk, sel_index, sel_len = self._selection(plans)
         if self.frame_mode:
             check_frame_mode(sel_len)
-        return plans, [p.num_sequences for p in plans], sel_chunk, sel_index
+        return [p.end_of_sweep for p in plans], [p.num_sequences for p in plans], sel_chunk, sel_index
 
     def _begin(self, prep):
         """With random access, start parsing the prepared sequences out of their chunks' bytes:
@@ -430,7 +435,7 @@ class GlobalReader:
     def _pack(self, prep, direct) -> list:
         """Pack a prepared selection from ``direct`` (:meth:`_direct`), or else from the parsed
         chunks: ``[(minibatch dict, invalid dropped)]``."""
-        plans, counts, sel_chunk, sel_index = prep
+        eos, counts, sel_chunk, sel_index = prep
         counts = list(counts)
         if direct is not None:
             n = len(sel_chunk)
@@ -440,7 +445,7 @@ class GlobalReader:
         else:
             groups = group_by_chunk(sel_chunk)
             chunks = {c: self.cache.get(c) for c, _ in groups}
-        invalid = [0] * len(plans)
+        invalid = [0] * len(counts)
         if any(chunks[c].invalid is not None for c, _ in groups):
             bad = np.zeros(len(sel_chunk), bool)
             for c, pos in groups:
@@ -461,9 +466,8 @@ class GlobalReader:
                     start += n
                 sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
                 groups = group_by_chunk(sel_chunk)
-        mbs = pack_many(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts,
-                        [p.end_of_sweep for p in plans], owned=direct is not None)
-        return list(zip(mbs, invalid))
+        return pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
+                          owned=direct is not None), invalid
 
     def _count_invalid(self, n_invalid: int) -> None:
         if n_invalid:
@@ -533,21 +537,30 @@ class GlobalReader:
         else:
             preps = [self._prepare(real)] if real else []
         end = None if plans[-1].reached_end else self._normalize(*plans[-1].end)
-        return _Batch(key, plans, real, [(prep, self._begin(prep)) for prep in preps], end)
+        entries = [(*p.end, p.reached_end) for p in real]
+        if len(real) < len(plans):
+            entries.append((*plans[-1].end, True))
+        return _Batch(key, entries, [(prep, self._begin(prep)) for prep in preps], end)
 
     def _collect(self, batch: _Batch) -> list:
         """Wait for a started batch's parses: ``[(prep, direct or None)]``."""
         return [(prep, self._direct(prep, begun)) for prep, begun in batch.parts]
 
-    def _finish(self, batch: _Batch, parsed: list) -> list:
-        """Pack a batch: ``[(plan, mb|None, invalid)]``; a None minibatch marks the epoch end."""
-        packed = []
-        for prep, direct in parsed:
-            packed += self._pack(prep, direct)
-        out = [(p, mb, n) for p, (mb, n) in zip(batch.real, packed)]
-        if len(batch.real) < len(batch.plans):
-            out.append((batch.plans[-1], None, 0))
-        return out
+    def _finish(self, batch: _Batch, parsed: list):
+        """Pack a batch: ``(packed parts, queue entries)``. An entry is ``(sweep, position after
+        it, reached the epoch end, part, index in part, invalid sequences dropped)``; part -1 marks
+        the epoch end (no minibatch). Minibatch objects are made when handed out
+        (:class:`~cntkio.engine.packer.PackedBatch`)."""
+        packed, entries, e = [], [], 0
+        for part, (prep, direct) in enumerate(parsed):
+            pb, invalid = self._pack(prep, direct)
+            packed.append(pb)
+            for j, n in enumerate(invalid):
+                entries.append(batch.entries[e] + (part, j, n))
+                e += 1
+        if e < len(batch.entries):  # the epoch-end marker
+            entries.append(batch.entries[e] + (-1, 0, 0))
+        return packed, entries
 
     def _produce(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int):
         """Walk and pack up to ``count`` minibatches from ``cursor`` (see :meth:`_finish`)."""
@@ -568,27 +581,30 @@ class GlobalReader:
                 self._prefetch(self._needed(self.cursor, W, r))
             count = 1 if self._queue_key != key else self._batch_size(budget)
             if self._pipeline:
-                self._queue.extend(self._read_pipelined(key, budget, W, r, count,
-                                                        settled=self._queue_key == key))
+                self._queue_parts, entries = self._read_pipelined(key, budget, W, r, count,
+                                                                  settled=self._queue_key == key)
+                self._queue.extend(entries)
                 self._queue_key = key
             else:
                 batch = self.prefetcher.take((key, self.cursor)) if self.prefetcher is not None else None
                 if batch is None:
                     batch = self._produce(self.cursor, budget, W, r, count)
-                self._queue.extend(batch)
+                self._queue_parts, entries = batch
+                self._queue.extend(entries)
                 self._queue_key = key
                 self._schedule(budget, W, r)
-        plan, mb, n_invalid = self._queue.popleft()
-        self.cursor = self._normalize(*plan.end)
-        if mb is None:
+        k, i, _, part, j, n_invalid = self._queue.popleft()
+        self.cursor = self._normalize(k, i)
+        if part < 0:
             self._queue.clear()
+            self._queue_parts = []
             if self.prefetcher is not None:
                 self.prefetcher.discard()
             self._ahead.clear()
             self._clear()
             return None
         self._count_invalid(n_invalid)
-        return mb
+        return self._queue_parts[part].get(j)
 
     def _read_pipelined(self, key, budget: int, W: int, r: int, count: int, settled: bool) -> list:
         """Random access: the batch at the cursor (begun by an earlier call when it walked from
@@ -645,13 +661,13 @@ class GlobalReader:
     def _schedule(self, budget: int, W: int, r: int) -> None:
         """After a batch is queued: release chunks no longer needed, start loading the next ones
         and pack the next batch on the background thread."""
-        last_plan = self._queue[-1][0] if self._queue else None
-        if last_plan is None or self._queue[-1][1] is None:
+        if not self._queue or self._queue[-1][3] < 0:
             return
-        if last_plan.reached_end:  # nothing more to read: the queued minibatches are packed
+        k, i, reached_end = self._queue[-1][:3]
+        if reached_end:  # nothing more to read: the queued minibatches are packed
             self._clear()
             return
-        start = self._normalize(*last_plan.end)
+        start = self._normalize(k, i)
         keep = self._needed(start, W, r)  # the queued minibatches are packed already
         release = self._retain(keep, defer=True)
         self._prefetch(keep)
@@ -729,6 +745,7 @@ class GlobalReader:
         if self.prefetcher is not None:
             self.prefetcher.discard()
         self._queue.clear()
+        self._queue_parts = []
         self._queue_key = None
         self._ahead.clear()
         self.generation += 1
@@ -751,6 +768,8 @@ class GlobalReader:
 
     def close(self) -> None:
         self._ahead.clear()  # first: its parses (which read the mapped file) are joined as it goes
+        self._queue.clear()
+        self._queue_parts = []
         if self.prefetcher is not None:
             self.prefetcher.close()
         self.cache.close()
