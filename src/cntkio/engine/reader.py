@@ -45,7 +45,10 @@ loading would give). Both ways give the same minibatches.
 Minibatches are packed in batches: while the minibatch size and the partition stay the same, up
 to 256 consecutive minibatches (about 16 MB of output, and never further than the next randomized
 chunk) are walked and gathered at once, then handed out one per call; without random access the
-next batch is packed on a background thread meanwhile. The checkpoint still names the position
+next batch is packed on a background thread meanwhile. A packed batch is a few arrays per stream
+(:class:`~cntkio.engine.packer.PackedBatch`); each minibatch's objects are made when it is handed
+out, and the queue holds tuples of numbers, so nothing queued lives long enough to reach the
+garbage collector's oldest generation. The checkpoint still names the position
 after the last minibatch *returned*; a restore or a change of size or partition drops what was
 packed or parsed ahead (a native parse dropped runs to its end first: its thread is joined when
 its job goes).
