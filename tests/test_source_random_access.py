@@ -431,8 +431,8 @@ def test_minibatch_objects_are_made_when_handed_out(tmp_path, randomize):
         assert src.next_minibatch(4)
     assert len(src._reader._queue) > 10  # many minibatches packed ahead
     gc.collect()
-    alive = [o for o in gc.get_objects() if isinstance(o, MinibatchData)]
+    alive = [o for o in gc.get_objects() if type(o) is MinibatchData]
     assert alive == []
     mb = src.next_minibatch(4)
-    assert len([o for o in gc.get_objects() if isinstance(o, MinibatchData)]) == len(mb)
+    assert len([o for o in gc.get_objects() if type(o) is MinibatchData]) == len(mb)
     src.close()
