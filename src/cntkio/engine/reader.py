@@ -101,8 +101,9 @@ class Plan:
 
 class _Batch:
     """Consecutive minibatches being read: ``key`` ((settings, start cursor) they were walked
-    for); ``entries``, one queue entry per minibatch (:meth:`GlobalReader._entries`; its part and
-    index filled in when packed), the epoch-end marker last when the batch reaches it; ``parts``:
+    for); ``entries``, per minibatch ``(sweep, position after it, reached the epoch end)`` (its
+    part and index added when packed, :meth:`GlobalReader._finish`), the epoch-end marker last when
+    the batch reaches it; ``parts``:
     per half its selection (:meth:`GlobalReader._prepare`) and its parse begun
     (:meth:`GlobalReader._begin`); ``end``: the cursor after the batch (None at the epoch end).
     No Plan object outlives the walk: the entries are tuples of numbers, which the garbage
@@ -435,9 +436,9 @@ class GlobalReader:
             self._dirty.update(ids)
         return direct
 
-    def _pack(self, prep, direct) -> list:
+    def _pack(self, prep, direct):
         """Pack a prepared selection from ``direct`` (:meth:`_direct`), or else from the parsed
-        chunks: ``[(minibatch dict, invalid dropped)]``."""
+        chunks: ``(PackedBatch, invalid sequences dropped per minibatch)``."""
         eos, counts, sel_chunk, sel_index = prep
         counts = list(counts)
         if direct is not None:
@@ -599,19 +600,17 @@ class GlobalReader:
         k, i, _, part, j, n_invalid = self._queue.popleft()
         self.cursor = self._normalize(k, i)
         if part < 0:
-            self._queue.clear()
-            self._queue_parts = []
             if self.prefetcher is not None:
                 self.prefetcher.discard()
-            self._ahead.clear()
+            self._drop_queued()
             self._clear()
             return None
         self._count_invalid(n_invalid)
         return self._queue_parts[part].get(j)
 
-    def _read_pipelined(self, key, budget: int, W: int, r: int, count: int, settled: bool) -> list:
+    def _read_pipelined(self, key, budget: int, W: int, r: int, count: int, settled: bool):
         """Random access: the batch at the cursor (begun by an earlier call when it walked from
-        here with these settings), packed. Before packing it, the window moves to the batch after
+        here with these settings), packed (:meth:`_finish`). Before packing it, the window moves to the batch after
         it, and batches are begun until ``_depth`` are being parsed ahead (on native threads, while
         this one is packed and handed out); those beyond the next one start before
         :meth:`_bound`, within the chunks the window holds. The first call with new settings
@@ -647,6 +646,13 @@ class GlobalReader:
                 ahead.append(self._start(plans, (key, last.end)))
             release()  # after the parses started: they do not wait for the releases
         return self._finish(batch, parsed)
+
+    def _drop_queued(self) -> None:
+        """Drop the packed minibatches not handed out and the batches begun ahead (their native
+        parses are joined as they go)."""
+        self._ahead.clear()
+        self._queue.clear()
+        self._queue_parts = []
 
     def _bound(self, cursor: tuple[int, int], W: int) -> tuple[int, int]:
         """(sweep, position) of the last randomized chunk whose chunks :meth:`_needed` keeps for
@@ -747,10 +753,8 @@ class GlobalReader:
             raise ValueError(f"Checkpoint field {POSITION_KEY} must be >= 0, got {pos}")
         if self.prefetcher is not None:
             self.prefetcher.discard()
-        self._queue.clear()
-        self._queue_parts = []
+        self._drop_queued()
         self._queue_key = None
-        self._ahead.clear()
         self.generation += 1
         k, off = divmod(pos, self.S)
         tl = self.randomizer.timeline(k)
@@ -770,9 +774,7 @@ class GlobalReader:
                         self.slots.offsets[s][name] = int(v)
 
     def close(self) -> None:
-        self._ahead.clear()  # first: its parses (which read the mapped file) are joined as it goes
-        self._queue.clear()
-        self._queue_parts = []
+        self._drop_queued()  # first: the parses begun ahead read the mapped file; they are joined
         if self.prefetcher is not None:
             self.prefetcher.close()
         self.cache.close()

@@ -488,10 +488,11 @@ class CNTKTextFormatDeserializer(Deserializer):
         if self._data is None:
             self._check_size()
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
-        args = (buf, 0, index.starts[g], index.first_lines[g], index.ids_mode, self._stream_args,
-                self.options["double"], 1, 0, index.starts[g + 1])
+        starts, ends = index.starts[g], index.starts[g + 1]
+        args = (buf, 0, starts, index.first_lines[g], index.ids_mode, self._stream_args,
+                self.options["double"], 1, 0, ends)
         start = getattr(self.backend, "parse_chunk_async", None)
-        if start is not None and int((args[9] - args[2]).sum()) < _ASYNC_MIN_BYTES:
+        if start is not None and int((ends - starts).sum()) < _ASYNC_MIN_BYTES:
             start = None  # a thread costs more than parsing this little text when it is asked for
         job = start(*args) if start is not None else None
         table = SequenceTable(index.keys[g], index.lengths[g])
