@@ -4,7 +4,9 @@
  * This file converts arguments, releases the GIL around the whole scan/parse, and hands the
  * malloc'ed outputs to numpy without copying (each array owns its block through a capsule).
  * The functions mirror cntkio/deserializers/ctf/_reference.py exactly (same names, arguments,
- * results); that module's docstring is the specification.
+ * results); that module's docstring is the specification. One is C only: parse_chunk_async, the
+ * same parse on a pthread of its own (CNTKTextFormatDeserializer.begin_read_sequences calls
+ * parse_chunk when a backend has no such function).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
