@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["INFINITELY_REPEAT", "FULL_DATA_SWEEP", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "TraceLevel"]
+__all__ = ["INFINITELY_REPEAT", "FULL_DATA_SWEEP", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "TraceLevel",
+           "POSITION_KEY", "TBPTT_KEY", "LT_BASE_KEYS", "LT_NO_RANDOMIZER_KEYS", "LT_TUMBLING_KEYS"]
 
 #: No limit on samples or sweeps (SIZE_MAX), the default of both.
 INFINITELY_REPEAT: int = 2**64 - 1
@@ -11,6 +12,18 @@ INFINITELY_REPEAT: int = 2**64 - 1
 FULL_DATA_SWEEP: int = 2**64 - 2
 #: Default randomization window in chunks (4 GB of 32 MB chunks).
 DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS: int = 128
+
+# --- checkpoint state keys (cntk-io-semantics 2.7) -------------------------------------------------
+#: A global-timeline source's position: the global sample position after the last minibatch.
+POSITION_KEY: str = "minibatchSourcePosition"
+#: cntkio: the truncated-BPTT slots (sequences in flight and their offsets), both timelines.
+TBPTT_KEY: str = "truncatedBpttSlots"
+#: A local-timeline (UserDeserializer) source's counts at the cursor.
+LT_BASE_KEYS: tuple[str, ...] = ("baseSweepCount", "baseSampleCount", "baseCurrentSequencePositionInWindow")
+#: ... plus the window position of the LT no-randomizer ...
+LT_NO_RANDOMIZER_KEYS: tuple[str, ...] = ("currentChunkPosition", "currentSequencePosition")
+#: ... or of the LT tumbling-window randomizer.
+LT_TUMBLING_KEYS: tuple[str, ...] = ("chunkPosition", "sweepIndex")
 
 
 class TraceLevel(enum.IntEnum):
