@@ -4,6 +4,7 @@ from __future__ import annotations
 import enum
 
 __all__ = ["INFINITELY_REPEAT", "FULL_DATA_SWEEP", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "TraceLevel",
+           "DEFAULT_CHUNK_SIZE_IN_BYTES", "LEGACY_RANDOMIZATION_WINDOW_IN_BYTES",
            "POSITION_KEY", "TBPTT_KEY", "LT_BASE_KEYS", "LT_NO_RANDOMIZER_KEYS", "LT_TUMBLING_KEYS"]
 
 #: No limit on samples or sweeps (SIZE_MAX), the default of both.
@@ -12,6 +13,13 @@ INFINITELY_REPEAT: int = 2**64 - 1
 FULL_DATA_SWEEP: int = 2**64 - 2
 #: Default randomization window in chunks (4 GB of 32 MB chunks).
 DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS: int = 128
+
+# --- sizes ------------------------------------------------------------------------------------------
+#: Default chunk size of the CTF deserializer (``chunkSizeInBytes``): 32 MiB.
+DEFAULT_CHUNK_SIZE_IN_BYTES: int = 32 * 1024 * 1024
+#: A legacy CNTKTextFormatReader section without ``randomizationWindow`` randomizes over this many
+#: bytes' worth of chunks (ctf-text-format-reader: 4 GB, 128 of the default chunks).
+LEGACY_RANDOMIZATION_WINDOW_IN_BYTES: int = 4 * 1024 ** 3
 
 # --- checkpoint state keys (cntk-io-semantics 2.7) -------------------------------------------------
 #: A global-timeline source's position: the global sample position after the last minibatch.

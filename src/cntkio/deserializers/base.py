@@ -1,124 +1,54 @@
-"""The deserializer protocol and the columnar chunk containers every format fills.
+"""A convenience base class for deserializers, and the names this module has always exported.
 
-A deserializer indexes its input into *chunks* of *sequences* and loads one chunk on request.
-The engine (composite, randomizer, packer) only ever sees this protocol, so every format gets
-randomization, checkpoints and distribution for free (DESIGN.md, Contracts).
+The contract itself is :mod:`cntkio.deserializers.protocol` (the ``Deserializer`` protocol, the
+optional ``RandomAccessDeserializer`` capability and the columnar chunk containers). A format may
+implement it from scratch; subclassing :class:`DeserializerBase` gives the parts that follow from
+the rest: :meth:`~DeserializerBase.lookup` (a key index built from ``sequence_infos``, for joins),
+:meth:`~DeserializerBase.close`, and, for a random-access format, ``release_bytes`` and
+``begin_read_sequences``.
 
-Chunk data is columnar: per stream one values array for all samples of the chunk plus sequence
-offsets. No Python object per sample or per sequence; packing is slicing arrays.
+The registry of types by config name is :mod:`cntkio.registry`; ``register_deserializer``,
+``build_deserializer`` and ``registered_deserializers`` are re-exported here as before.
+``Deserializer`` here is :class:`DeserializerBase` (the class formats subclassed before the
+protocol existed); the protocol is ``cntkio.deserializers.protocol.Deserializer``.
 """
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..registry import _DESERIALIZERS, build_deserializer, register_deserializer, registered_deserializers
 from ..streams import StreamInformation
+from .protocol import (ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream, StreamData,
+                       Timeline)
 
 __all__ = [
     "ChunkInfo", "SequenceTable", "DenseStream", "SparseStream", "StreamData", "ChunkData",
-    "Deserializer", "register_deserializer", "build_deserializer", "registered_deserializers",
+    "DeserializerBase", "Deserializer", "register_deserializer", "build_deserializer",
+    "registered_deserializers",
 ]
 
-
-@dataclass(frozen=True)
-class ChunkInfo:
-    """One chunk: its id (0..C-1 in input order), sequence count and timeline samples."""
-
-    id: int
-    num_sequences: int
-    num_samples: int
+#: the registry's table of deserializer types (kept under its old name; see cntkio.registry)
+_REGISTRY = _DESERIALIZERS
 
 
-@dataclass
-class SequenceTable:
-    """The sequences of one chunk, in input order, without their data.
+class DeserializerBase(ABC):
+    """A base for formats implementing the :class:`~cntkio.deserializers.protocol.Deserializer`
+    protocol: implement :meth:`stream_infos`, :meth:`chunk_infos`, :meth:`sequence_infos` and
+    :meth:`get_chunk` (thread-safe: the engine loads chunks on a pool).
 
-    ``keys``: int64/uint64 array for numeric keys, object array of str for string keys.
-    ``lengths``: int64 timeline lengths (cntk-io-semantics 2.2: the defining stream's sample
-    count, or the largest count over the streams).
-    """
-
-    keys: np.ndarray
-    lengths: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.lengths.shape[0])
-
-
-@dataclass
-class DenseStream:
-    """Dense samples of one stream in one chunk.
-
-    ``values[total_samples, *sample_shape]``; sequence ``i`` owns rows
-    ``offsets[i]:offsets[i+1]`` (``offsets`` is int64 of length num_sequences + 1).
-    """
-
-    values: np.ndarray
-    offsets: np.ndarray
-
-    @property
-    def is_sparse(self) -> bool:
-        return False
-
-    @property
-    def num_samples(self) -> int:
-        return int(self.offsets[-1])
-
-
-@dataclass
-class SparseStream:
-    """Sparse samples of one stream in one chunk, CSR over samples.
-
-    Sample ``s`` has the non-zeros ``indices[indptr[s]:indptr[s+1]]`` with values ``data[...]``
-    (indices into the flattened sample of size ``dim``); sequence ``i`` owns samples
-    ``offsets[i]:offsets[i+1]``. ``indptr`` and ``offsets`` are int64, ``indices`` int32.
-    """
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-    offsets: np.ndarray
-    dim: int
-
-    @property
-    def is_sparse(self) -> bool:
-        return True
-
-    @property
-    def num_samples(self) -> int:
-        return int(self.offsets[-1])
-
-
-StreamData = Union[DenseStream, SparseStream]
-
-
-@dataclass
-class ChunkData:
-    """The loaded data of one chunk: the sequence table and one container per stream name.
-
-    ``invalid`` (optional bool array, one per sequence) marks sequences that failed to load
-    (e.g. an image that does not decode); the source drops them and counts them against its
-    ``max_errors``.
-    """
-
-    sequences: SequenceTable
-    streams: dict[str, StreamData]
-    invalid: np.ndarray | None = None
-
-
-class Deserializer(ABC):
-    """A format reader: indexes the input into chunks and loads a chunk on request.
-
-    Subclasses must be safe to call ``get_chunk`` from several threads at once (the C parser
-    releases the GIL, so two chunks parse on two cores). ``key_kind`` is ``'numeric'`` or
-    ``'string'`` (a composite joins by key; HTK/MLF keys are strings).
+    ``key_kind`` is ``'numeric'`` or ``'string'``; ``timeline`` is ``'global'`` (counts known
+    after indexing). A random-access format also implements ``supports_random_access``,
+    ``read_bytes`` and ``read_sequences`` (see
+    :class:`~cntkio.deserializers.protocol.RandomAccessDeserializer`); this class then supplies
+    :meth:`release_bytes` and :meth:`begin_read_sequences`.
     """
 
     key_kind: str = "numeric"
+    timeline: Timeline = "global"
 
     @abstractmethod
     def stream_infos(self) -> list[StreamInformation]:
@@ -136,34 +66,17 @@ class Deserializer(ABC):
     def get_chunk(self, chunk_id: int) -> ChunkData:
         """Load a chunk's data."""
 
-    #: True when the deserializer can parse single sequences out of a chunk's raw bytes
-    #: (:meth:`read_bytes`, :meth:`read_sequences`): the engine then parses a randomized batch's
-    #: sequences in delivery order instead of parsing the window's chunks whole first.
-    random_access: bool = False
-
-    def read_bytes(self, chunk_id: int):
-        """A chunk's raw input, unparsed (an opaque object for :meth:`read_sequences`)."""
-        raise NotImplementedError(f"{type(self).__name__} has no random access")
-
     def release_bytes(self, raw) -> None:
-        """The engine no longer needs a :meth:`read_bytes` result (the default does nothing)."""
+        """The engine no longer needs a ``read_bytes`` result (the default does nothing)."""
         return None
-
-    def read_sequences(self, raw: Mapping[int, Any], chunk_ids: np.ndarray,
-                       indices: np.ndarray) -> ChunkData | None:
-        """The sequences ``indices[i]`` of chunks ``chunk_ids[i]``, in that order, parsed into one
-        :class:`ChunkData` (its table holds their keys and lengths) from ``raw[chunk id]``
-        (:meth:`read_bytes`); None when they cannot be parsed alone with exactly the result and
-        the error accounting of :meth:`get_chunk`: the caller then loads whole chunks."""
-        raise NotImplementedError(f"{type(self).__name__} has no random access")
 
     def begin_read_sequences(self, raw: Mapping[int, Any], chunk_ids: np.ndarray,
                              indices: np.ndarray) -> Callable[[], ChunkData | None]:
-        """Start :meth:`read_sequences` and return a function that waits for it and returns its
+        """Start ``read_sequences`` and return a function that waits for it and returns its
         result (call it once, from any thread). A deserializer that parses without the GIL
         starts now, so that the caller packs other minibatches meanwhile; this default reads when
         the function is called."""
-        return lambda: self.read_sequences(raw, chunk_ids, indices)
+        return lambda: self.read_sequences(raw, chunk_ids, indices)  # type: ignore[attr-defined]
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where the sequences with these keys are: ``(chunk_ids, index_in_chunk)``, -1 if absent.
@@ -221,35 +134,5 @@ class Deserializer(ABC):
         """Release files and memory. The default does nothing."""
 
 
-DeserializerFactory = Callable[..., Deserializer]
-_REGISTRY: dict[str, DeserializerFactory] = {}
-
-
-def register_deserializer(type_name: str, factory: DeserializerFactory) -> None:
-    """Make a deserializer type buildable from its config dict (``{'type': type_name, ...}``).
-
-    ``factory(config, **source_options)`` returns a Deserializer; ``source_options`` carries
-    options of the MinibatchSource the deserializer may need (``frame_mode``, ``trace_level``).
-    """
-    _REGISTRY[type_name] = factory
-
-
-def registered_deserializers() -> list[str]:
-    """The deserializer types cntkio implements."""
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def build_deserializer(config: Mapping, **source_options) -> Deserializer:
-    """Build a deserializer from its config dict (as the cntk.io factories return)."""
-    _load_builtin()
-    type_name = config.get("type")
-    if type_name not in _REGISTRY:
-        raise ValueError(f"unknown deserializer type {type_name!r}; cntkio implements: "
-                         + ", ".join(sorted(_REGISTRY)))
-    return _REGISTRY[type_name](config, **source_options)
-
-
-def _load_builtin() -> None:
-    # Importing a format package registers it. Imported lazily to keep `import cntkio` light.
-    from . import ctf  # noqa: F401
+#: The name formats subclassed before the protocol existed.
+Deserializer = DeserializerBase

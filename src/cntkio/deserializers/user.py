@@ -3,13 +3,15 @@
 A user subclasses :class:`UserDeserializer` and implements ``stream_infos()``, ``num_chunks()``
 and ``get_chunk(chunk_id)``; a ``MinibatchSource`` then randomizes, packs, checkpoints and
 distributes the data like a built-in format's. :class:`UserDeserializerAdapter` turns it into the
-engine's :class:`~cntkio.deserializers.base.Deserializer` protocol: each chunk the user returns
+engine's :class:`~cntkio.deserializers.protocol.Deserializer` protocol: each chunk the user returns
 (``{stream name: array | CSR | list of those}``) is checked with CNTK's rules and converted to the
 columnar containers. The adapter keeps no reference to a chunk after converting it.
 
 User chunks cannot be described before they are loaded, so ``chunk_infos()`` reports unknown
 (-1) sequence and sample counts and the source reads user deserializers with the local-timeline
-randomizers (section 2.7), which load chunk by chunk; ``is_user_deserializer`` tells the source.
+randomizers (section 2.7), which load chunk by chunk: both classes declare ``timeline = "local"``
+(:class:`~cntkio.deserializers.protocol.LocalTimelineDeserializer`;
+:func:`~cntkio.deserializers.protocol.is_local_timeline` tells the source).
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ import numpy as np
 from .._log import TraceLogger
 from ..minibatch import _is_csr
 from ..streams import Record, StreamInformation
-from .base import ChunkData, ChunkInfo, DenseStream, Deserializer, SequenceTable, SparseStream
+from .base import DeserializerBase
+from .protocol import (ChunkData, ChunkInfo, DenseStream, LocalTimelineDeserializer, SequenceTable, SparseStream,
+                       Timeline)
 
 __all__ = ["UserDeserializer", "UserDeserializerAdapter", "as_deserializer", "convert_chunk"]
 
@@ -44,6 +48,8 @@ class UserDeserializer:
     """
 
     #: Tells ``MinibatchSource`` to use the local-timeline randomizers (section 2.7).
+    timeline: Timeline = "local"
+    #: cntkio's earlier spelling of the same declaration (still read).
     is_user_deserializer = True
 
     def __init__(self) -> None:
@@ -227,7 +233,7 @@ def convert_chunk(chunk_id: int, streams: list[StreamInformation], chunk: Any) -
     return ChunkData(SequenceTable(keys, lengths.astype(np.int64, copy=False)), out)
 
 
-class UserDeserializerAdapter(Deserializer):
+class UserDeserializerAdapter(DeserializerBase, LocalTimelineDeserializer):
     """A :class:`UserDeserializer` seen through the engine's Deserializer protocol.
 
     Validates ``stream_infos()`` (at least one, unique names, at most one ``defines_mb_size``)
@@ -236,6 +242,7 @@ class UserDeserializerAdapter(Deserializer):
     ``sequence_infos(chunk_id)`` loads the chunk to answer.
     """
 
+    timeline: Timeline = "local"
     is_user_deserializer = True
 
     def __init__(self, user: UserDeserializer, trace_level: int = 1) -> None:

@@ -7,8 +7,9 @@ survives construction raises CNTK's RuntimeError. Stream names must be unique ov
 deserializers. The joined timeline length of a sequence is the defining stream's deserializer's
 length when one stream ``defines_mb_size``, else the maximum over the deserializers (2.2).
 
-The composite is itself a :class:`~cntkio.deserializers.base.Deserializer`, so the randomizers
-and packers see one protocol whatever the number of inputs.
+The composite is itself a :class:`~cntkio.deserializers.protocol.Deserializer` (and a
+:class:`~cntkio.deserializers.protocol.RandomAccessDeserializer`, supported when every part
+supports it), so the randomizers and packers see one protocol whatever the number of inputs.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import logging
 
 import numpy as np
 
-from ..deserializers.base import ChunkData, ChunkInfo, DenseStream, Deserializer, SequenceTable, SparseStream
+from ..deserializers.base import DeserializerBase
+from ..deserializers.protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, RandomAccessDeserializer,
+                                     SequenceTable, SparseStream, has_random_access)
 from ..streams import StreamInformation
 
 __all__ = ["CompositeDeserializer", "gather_stream", "ranges"]
@@ -59,7 +62,7 @@ def gather_stream(stream, seq_indices: np.ndarray):
 
 def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tuple[np.ndarray, np.ndarray]:
     """Find primary keys in a secondary, converting between numeric and string keys."""
-    kind = getattr(secondary, "key_kind", "numeric")
+    kind = secondary.key_kind
     if kind == primary_kind:
         return secondary.lookup(keys)
     if kind == "string":
@@ -71,7 +74,7 @@ def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tup
     return np.where(numeric, chunk, -1), np.where(numeric, index, -1)
 
 
-class CompositeDeserializer(Deserializer):
+class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
     """Deserializers joined by sequence key, the first one primary (see module docstring)."""
 
     def __init__(self, deserializers: list[Deserializer], trace_level: int = 1) -> None:
@@ -80,7 +83,7 @@ class CompositeDeserializer(Deserializer):
         self.parts = list(deserializers)
         self.primary = self.parts[0]
         self.trace_level = int(trace_level)
-        self.key_kind = "string" if any(getattr(d, "key_kind", "numeric") == "string" for d in self.parts) \
+        self.key_kind = "string" if any(d.key_kind == "string" for d in self.parts) \
             else "numeric"
         # streams: unique names, ids renumbered in order
         infos: list[StreamInformation] = []
@@ -101,7 +104,7 @@ class CompositeDeserializer(Deserializer):
 
     # --- index --------------------------------------------------------------------------------
     def _build_index(self) -> None:
-        primary_kind = getattr(self.primary, "key_kind", "numeric")
+        primary_kind = self.primary.key_kind
         secondaries = self.parts[1:]
         sec_tables: list[dict[int, SequenceTable]] = [dict() for _ in secondaries]
         self._chunks: list[int] = []          # primary chunk id of each corpus chunk
@@ -202,9 +205,14 @@ class CompositeDeserializer(Deserializer):
                 invalid = sec_invalid if invalid is None else (invalid | sec_invalid)
         return ChunkData(table, streams, invalid)
 
+    def supports_random_access(self) -> bool:
+        """True when every part has random access (:func:`has_random_access`)."""
+        return all(has_random_access(d) for d in self.parts)
+
     @property
     def random_access(self) -> bool:
-        return all(getattr(d, "random_access", False) for d in self.parts)
+        """The same as :meth:`supports_random_access` (read by engines written before it)."""
+        return self.supports_random_access()
 
     def read_bytes(self, chunk_id: int):
         """Per deserializer, ``{its chunk id: its read_bytes}`` of the chunks this chunk joins."""
@@ -220,11 +228,11 @@ class CompositeDeserializer(Deserializer):
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
         """The selected corpus sequences parsed by every deserializer from the chunks' bytes (see
-        :meth:`Deserializer.read_sequences`); None as soon as one deserializer says None."""
+        :meth:`RandomAccessDeserializer.read_sequences`); None as soon as one deserializer says None."""
         return self.begin_read_sequences(raw, chunk_ids, indices)()
 
     def begin_read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray):
-        """Every deserializer's read started (see :meth:`Deserializer.begin_read_sequences`)."""
+        """Every deserializer's read started (see :meth:`RandomAccessDeserializer.begin_read_sequences`)."""
         chunk_ids = np.asarray(chunk_ids, np.int64)
         indices = np.asarray(indices, np.int64)
         n = len(chunk_ids)

@@ -28,12 +28,13 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .._log import get_logger
+from ..constants import POSITION_KEY
 
 __all__ = ["EpochReader", "sweep_size"]
 
 _log = get_logger("readers.epochs")
 
-_POSITION = "minibatchSourcePosition"
+_POSITION = POSITION_KEY
 
 
 def sweep_size(source: Any) -> int:

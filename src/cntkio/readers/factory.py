@@ -11,7 +11,8 @@ composite-readers-deserializers-transforms.txt):
 
 Both build the same engine objects as the Python API: one deserializer config dict per
 deserializer (the dicts cntk.io's factories produce, built by
-:func:`cntkio.deserializers.build_deserializer`) and the MinibatchSource keyword arguments.
+:func:`cntkio.registry.build_deserializer`) and the MinibatchSource keyword arguments. Type
+names (``type = ...``, ``readerType = ...``) resolve through :mod:`cntkio.registry`.
 Every key is looked up as CNTK does: in the section, then in the enclosing ones
 (:class:`~cntkio.readers.section.Section`).
 """
@@ -20,7 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import registry
 from .._log import get_logger
+from ..constants import (DEFAULT_CHUNK_SIZE_IN_BYTES, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
+                         LEGACY_RANDOMIZATION_WINDOW_IN_BYTES)
 from ..errors import ConfigError, NotImplementedInCntkio
 from .section import Section, as_section
 
@@ -32,21 +36,16 @@ _log = get_logger("readers")
 CTF_TYPE = "CNTKTextFormatDeserializer"
 CBF_TYPE = "CNTKBinaryFormatDeserializer"
 
-#: legacy ``readerType`` values whose reader section is one deserializer's configuration
-READER_TYPES: dict[str, str] = {
-    "CNTKTextFormatReader": CTF_TYPE,
-    "CNTKBinaryReader": CBF_TYPE,
-}
-COMPOSITE = "CompositeDataReader"
+#: legacy ``readerType`` values whose reader section is one deserializer's configuration: the
+#: registry's table (:func:`cntkio.registry.register_reader` adds to it)
+READER_TYPES: dict[str, str] = registry._READERS
+COMPOSITE = registry.COMPOSITE_READER
 
 # CTF options a deserializer reads (from its own section or an enclosing one, as CNTK does)
 _CTF_OPTIONS = {
     "skipSequenceIds": "bool", "maxErrors": "int", "traceLevel": "int", "chunkSizeInBytes": "int",
     "keepDataInMemory": "bool", "cacheIndex": "bool", "numChunksToCache": "int",
 }
-_FOUR_GB = 4 * 1024 ** 3
-_DEFAULT_CHUNK_SIZE = 32 * 1024 ** 2
-DEFAULT_WINDOW_IN_CHUNKS = 128
 
 
 class UnsupportedReaderError(ConfigError, NotImplementedInCntkio):
@@ -71,20 +70,10 @@ class ReaderSpec:
     path: str = "reader"
 
 
-def _registered() -> list[str]:
-    from ..deserializers.base import registered_deserializers
-    return registered_deserializers()
-
-
-def _factory(type_name: str):
-    from ..deserializers import base
-    base._load_builtin()
-    return base._REGISTRY.get(type_name)
-
-
-def _implemented_reader_types() -> list[str]:
-    reg = set(_registered())
-    return [COMPOSITE] + [r for r, d in READER_TYPES.items() if d in reg]
+# types resolve through cntkio.registry: the one table of config type names
+_registered = registry.registered_deserializers
+_factory = registry.deserializer_factory
+_implemented_reader_types = registry.implemented_reader_types
 
 
 def _unsupported_type(kind: str, name: str, sec: Section, key: str) -> UnsupportedReaderError:
@@ -100,13 +89,6 @@ def _unsupported_type(kind: str, name: str, sec: Section, key: str) -> Unsupport
     file, line = sec.where(key)
     return UnsupportedReaderError(msg, path=sec.key_path(key), file=file, line=line,
                                   hint=f"did you mean {close[0]!r}?" if close else None)
-
-
-def _canonical_type(name: str, known: list[str]) -> str | None:
-    for k in known:
-        if k.lower() == name.lower():
-            return k
-    return None
 
 
 # --- the reader section -----------------------------------------------------------------------
@@ -142,11 +124,11 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
             raise reader.error("readerType", "a reader section needs readerType = ... or deserializers = (...)",
                                f"implemented reader types: {', '.join(_implemented_reader_types())}")
         rt_given = reader.str("readerType")
-        rt = _canonical_type(rt_given, list(READER_TYPES))
-        if rt is None or READER_TYPES[rt] not in _registered():
+        resolved = registry.reader_deserializer_type(rt_given)
+        if resolved is None or resolved[1] not in _registered():
             raise _unsupported_type("readerType", rt_given, reader, "readerType")
-        spec.reader_type = rt
-        dconf = _deserializer_config(reader, spec, legacy=True, type_name=READER_TYPES[rt])
+        spec.reader_type, dtype = resolved
+        dconf = _deserializer_config(reader, spec, legacy=True, type_name=dtype)
         spec.deserializers.append(dconf)
         legacy = True
 
@@ -158,7 +140,7 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
                          type_name: str | None = None) -> dict:
     if type_name is None:
         given = dsec.str("type", inherit=False)
-        type_name = _canonical_type(given, _registered())
+        type_name = registry.canonical_name(given, _registered())
         if type_name is None:
             raise _unsupported_type("deserializer", given, dsec, "type")
     config: dict[str, Any] = {"type": type_name}
@@ -218,8 +200,7 @@ def _transforms(isec: Section, type_name: str, factory) -> list[dict]:
     raw = isec.raw("transforms", inherit=False)
     items = raw if isinstance(raw, list) else [raw]
     if not getattr(factory, "supports_transforms", False):
-        from ..deserializers import base
-        supporting = [t for t in _registered() if getattr(base._REGISTRY.get(t), "supports_transforms", False)]
+        supporting = [t for t in _registered() if getattr(_factory(t), "supports_transforms", False)]
         where = (f"transforms are applied by: {', '.join(supporting)}" if supporting else
                  "no deserializer implemented in cntkio applies transforms yet (CNTK's come with the "
                  "ImageDeserializer)")
@@ -249,10 +230,10 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool) -> dict[str,
         window = reader.int("randomizationWindow", minimum=1)
     elif not sample_based and legacy and has_ctf:
         # ctf-text-format-reader: 4 GB worth of chunks (128 for the default 32 MB chunks)
-        chunk = int(spec.deserializers[0].get("chunkSizeInBytes", _DEFAULT_CHUNK_SIZE))
-        window = max(1, _FOUR_GB // max(1, chunk))
+        chunk = int(spec.deserializers[0].get("chunkSizeInBytes", DEFAULT_CHUNK_SIZE_IN_BYTES))
+        window = max(1, LEGACY_RANDOMIZATION_WINDOW_IN_BYTES // max(1, chunk))
     elif has_ctf and not (explicit_sample_based and sample_based):
-        window = DEFAULT_WINDOW_IN_CHUNKS
+        window = DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS
     else:
         window = None                   # the whole dataset, in samples or in chunks
         spec.whole_dataset_window = "samples" if sample_based else "chunks"
@@ -337,13 +318,12 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
     """
     spec = reader_spec(config, path)
     path = spec.path
-    from ..deserializers.base import build_deserializer
     kw = dict(spec.source_kwargs)
     trace = kw.get("trace_level", 1)
     deserializers = []
     for i, dconf in enumerate(spec.deserializers):
         try:
-            deserializers.append(build_deserializer(dconf, frame_mode=kw.get("frame_mode", False),
+            deserializers.append(registry.build_deserializer(dconf, frame_mode=kw.get("frame_mode", False),
                                                     trace_level=trace))
         except OSError:
             raise

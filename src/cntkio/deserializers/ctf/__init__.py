@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..base import register_deserializer
 from .deserializer import CNTKTextFormatDeserializer, available_backends, ctf_backend, parse_options
 
 __all__ = ["CTFDeserializer", "CNTKTextFormatDeserializer", "available_backends", "ctf_backend",
-           "parse_options",
-           "TYPE_NAME"]
+           "parse_options", "build", "TYPE_NAME"]
 
 #: The deserializer type name in configs.
 TYPE_NAME = "CNTKTextFormatDeserializer"
@@ -43,8 +41,6 @@ def CTFDeserializer(filename: str, streams: Mapping[str, Any]) -> dict:
     return {"type": TYPE_NAME, "file": filename, "input": inputs}
 
 
-def _build(config: Mapping, **source_options: Any) -> CNTKTextFormatDeserializer:
+def build(config: Mapping, **source_options: Any) -> CNTKTextFormatDeserializer:
+    """The registry's factory of ``CNTKTextFormatDeserializer`` (see :mod:`cntkio.registry`)."""
     return CNTKTextFormatDeserializer(config, **source_options)
-
-
-register_deserializer(TYPE_NAME, _build)

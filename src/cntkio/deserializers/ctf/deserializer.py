@@ -20,9 +20,11 @@ import numpy as np
 
 from ..._log import TraceLogger
 from ..._native import native
+from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...errors import ConfigError, FormatError, MaxErrorsExceeded
 from ...streams import StreamInformation
-from ..base import ChunkData, ChunkInfo, DenseStream, Deserializer, SequenceTable, SparseStream
+from ..base import DeserializerBase
+from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
 from . import _reference as ref
 from .index import CTFIndex, build_index
 
@@ -33,7 +35,7 @@ __all__ = ["CNTKTextFormatDeserializer", "CTFStreamSpec", "ctf_backend", "availa
 #: CNTK's text when the error budget is exhausted (the file's base name is filled in).
 MAX_ERRORS_MESSAGE = "Reached the maximum number of allowed errors while reading the input file ({})."
 
-DEFAULT_CHUNK_SIZE = 32 * 1024 * 1024
+DEFAULT_CHUNK_SIZE = DEFAULT_CHUNK_SIZE_IN_BYTES
 _WARNINGS_LOGGED_PER_CHUNK = 20
 _REPEATS_LOGGED = 20
 
@@ -265,7 +267,7 @@ def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple
 
 # ------------------------------------------------------------------------------------------------
 
-class CNTKTextFormatDeserializer(Deserializer):
+class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
     """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
 
     ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
@@ -434,11 +436,15 @@ class CNTKTextFormatDeserializer(Deserializer):
                     self._chunk_cache.popitem(last=False)
         return chunk
 
-    @property
-    def random_access(self) -> bool:
+    def supports_random_access(self) -> bool:
         """Sequences can be parsed one by one (not with numChunksToCache: parsed chunks are then
         kept and reused)."""
         return not self.options["chunks_to_cache"]
+
+    @property
+    def random_access(self) -> bool:
+        """The same as :meth:`supports_random_access` (read by engines written before it)."""
+        return self.supports_random_access()
 
     def _mapping(self):
         """The whole file mapped read-only (made once), or the in-memory data."""
