@@ -95,7 +95,11 @@ def register_transform(type_name: str, factory: FactorySpec) -> None:
 def register_reader(reader_type: str, deserializer_type: str) -> None:
     """Make a legacy ``readerType = reader_type`` section read as one ``deserializer_type``
     deserializer configured by the reader section itself."""
-    _check("reader", reader_type, deserializer_type)
+    if not isinstance(reader_type, str) or not reader_type:
+        raise TypeError(f"register_reader: the reader type must be a non-empty str, got {reader_type!r}")
+    if not isinstance(deserializer_type, str) or not deserializer_type:
+        raise TypeError(f"register_reader({reader_type!r}): the deserializer type must be a non-empty "
+                        f"str (a name registered with register_deserializer), got {deserializer_type!r}")
     if reader_type.lower() == COMPOSITE_READER.lower():
         raise ValueError(f"register_reader: {COMPOSITE_READER} is the reader of deserializers = (...) "
                          "sections and cannot be redefined")

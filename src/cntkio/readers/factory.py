@@ -162,7 +162,7 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
     else:
         # another registered format: its section as written, keys it reads resolved by its factory
         for key, value in dsec.items():
-            if key.lower() in ("module", "input"):
+            if key.lower() in ("module", "input", "type"):   # type: resolved above
                 continue
             config[key] = value
         if dsec.has_local("input"):
