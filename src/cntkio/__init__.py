@@ -20,6 +20,7 @@ _LAZY = {
     "Value": "minibatch",
     "MinibatchSource": "source",
     "CTFDeserializer": "deserializers.ctf",
+    "CBFDeserializer": "deserializers.cbf",
     "UserDeserializer": "deserializers.user",
     "UserMinibatchSource": "user_source",
     "MinibatchSourceFromData": "user_source",

@@ -1,0 +1,339 @@
+"""``CNTKBinaryFormatDeserializer``: reads CNTK binary format (CBF) files.
+
+The file is memory-mapped; the header and chunk table are read once (they are the index: nothing
+is built or cached). A chunk is loaded by walking its blocks (``layout.walk_chunk``) and
+assembling columnar containers: a dense stream's values are a zero-copy NumPy view of the map
+when the layout allows it (a chunk with one sequence of the stream, or where every sequence has
+exactly one sample of it), otherwise one gather of the payload segments; sparse streams become
+CSR by a few vectorized gathers (values, row indices, per-sample counts). Sparse row indices and
+all counts are validated; errors name the file, the chunk, the stream and the field.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..._log import TraceLogger
+from ...errors import ConfigError, FormatError
+from ...streams import StreamInformation
+from ..base import DeserializerBase
+from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
+from .layout import CBFHeader, chunk_lengths, gather_words, read_header, walk_chunk
+
+__all__ = ["CNTKBinaryFormatDeserializer", "parse_options"]
+
+
+def _ci(mapping: Mapping) -> dict[str, Any]:
+    return {str(k).lower(): v for k, v in mapping.items()}
+
+
+def _to_bool(value: Any, path: str) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ConfigError(f"expected a boolean, found {value!r}", path=path, hint="use true or false")
+
+
+def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
+    """Validate a ``CNTKBinaryFormatDeserializer`` config dict: ``file``, optional ``input``
+    (``{name: {alias: file_stream}}``: renames), ``precision``, ``traceLevel``,
+    ``keepDataInMemory``. Keys match case-insensitively; raises ConfigError naming the key."""
+    opts = _ci(config)
+    file = opts.get("file")
+    if file is None or str(file) == "":
+        raise ConfigError("the input file is not specified", path="file",
+                          hint='set file = "path/to/data.cbf"')
+    inputs = opts.get("input", {}) or {}
+    if not isinstance(inputs, Mapping):
+        raise ConfigError(f"expected a section of inputs, found {inputs!r}", path="input")
+    renames: dict[str, str] = {}  # file stream -> output name (a later name on one alias wins)
+    for name, decl in inputs.items():
+        path = f"input.{name}"
+        if decl is None:
+            decl = {}
+        if not isinstance(decl, Mapping):
+            raise ConfigError(f"expected a section such as [alias = \"name in the file\"], found {decl!r}",
+                              path=path)
+        d = _ci(decl)
+        if "alias" not in d:
+            continue
+        alias = d["alias"]
+        if alias is None or str(alias) == "":
+            raise ConfigError("ParseValue: No value given for 'alias'.", path=path + ".alias",
+                              hint="name the stream of the file this input reads")
+        renames[str(alias)] = str(name)
+    precision = str(opts.get("precision", source_options.get("precision", "float"))).strip().lower()
+    if precision not in ("float", "double"):
+        raise ConfigError(f"expected 'float' or 'double', found {precision!r}", path="precision")
+    trace = opts.get("tracelevel", source_options.get("trace_level", 1))
+    try:
+        trace = int(trace)
+    except (TypeError, ValueError):
+        raise ConfigError(f"expected an integer, found {trace!r}", path="traceLevel") from None
+    return {"file": os.fspath(file), "renames": renames, "double": precision == "double",
+            "trace_level": trace,
+            "keep_in_memory": _to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
+
+
+class CNTKBinaryFormatDeserializer(DeserializerBase):
+    """Reads a CBF file (the ``CNTKBinaryFormatDeserializer`` config type).
+
+    Streams come from the file's header, in header order, renamed by the config's ``input``
+    aliases (streams not named there keep their file names). Sequence keys are the 0-based
+    ordinals of the sequences in the file. Sequences with no sample in any stream are dropped (as
+    the CTF deserializer drops them), and so are chunks left empty.
+    """
+
+    key_kind = "numeric"
+
+    def __init__(self, config: Mapping, **source_options: Any) -> None:
+        self.options = o = parse_options(config, **source_options)
+        self.filename: str = o["file"]
+        self.trace = TraceLogger("deserializers.cbf", o["trace_level"])
+        self.dtype = np.dtype(np.float64 if o["double"] else np.float32)
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._map: mmap.mmap | None = None
+        self._data: bytes | None = None
+        if not os.path.exists(self.filename):
+            raise FileNotFoundError(2, f"CBF input file does not exist: {self.filename!r} "
+                                       "(the 'file' of a CNTKBinaryFormatDeserializer)", self.filename)
+        if os.path.isdir(self.filename):
+            raise IsADirectoryError(21, f"CBF input is a directory, not a file: {self.filename!r}",
+                                    self.filename)
+        self._open()
+        buf = self._buffer()
+        self.header: CBFHeader = read_header(buf, self.filename)
+        self._size = self.header.size
+        self._names = self._output_names()
+        self._index(buf)
+        self.trace.info("%s: %d sequences in %d chunks, %d streams", self.filename,
+                        sum(len(t) for t in self._tables), len(self._chunk_ids), len(self._names))
+
+    # -- file ---------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self.options["keep_in_memory"]:
+            with open(self.filename, "rb") as f:
+                self._data = f.read()
+            return
+        self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        if os.fstat(self._fd).st_size == 0:
+            self._data = b""  # mmap cannot map an empty file
+
+    def _buffer(self):
+        if self._data is not None:
+            return memoryview(self._data)
+        with self._lock:
+            if self._map is None:
+                if self._fd is None:
+                    raise ValueError(f"{self.filename}: the deserializer is closed")
+                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            return self._map
+
+    def _check_size(self) -> None:
+        """A mapped file cut short after opening would fault (SIGBUS): check before each load."""
+        if self._fd is None:
+            return
+        size = os.fstat(self._fd).st_size
+        if size < self._size:
+            raise FormatError("the file changed after it was opened (it is shorter now)",
+                              file=self.filename, expected=f"{self._size} bytes", found=f"{size} bytes")
+
+    # -- index --------------------------------------------------------------------------------
+
+    def _output_names(self) -> list[str]:
+        renames = self.options["renames"]
+        names = [renames.get(s.name, s.name) for s in self.header.streams]
+        seen: dict[str, str] = {}
+        for s, name in zip(self.header.streams, names):
+            if name in seen:
+                raise ConfigError(f"two streams of the file would be delivered as {name!r}: "
+                                  f"{seen[name]!r} and {s.name!r}", path=f"input.{name}.alias",
+                                  hint="rename one of them with another input's alias")
+            seen[name] = s.name
+        for alias in renames:
+            if alias not in {s.name for s in self.header.streams}:
+                self.trace.warning("%s: input alias %r names no stream of the file (streams: %s); "
+                                   "ignored", self.filename, alias,
+                                   ", ".join(s.name for s in self.header.streams))
+        return names
+
+    def _index(self, buf) -> None:
+        h = self.header
+        key0 = 0
+        chunk_ids, infos, tables, keeps = [], [], [], []
+        dropped = 0
+        for c in range(len(h.offsets)):
+            lengths = chunk_lengths(buf, h, c, self.filename)
+            keys = np.arange(key0, key0 + len(lengths), dtype=np.int64)
+            key0 += len(lengths)
+            keep = lengths > 0
+            if not keep.all():
+                dropped += int((~keep).sum())
+                keys, lengths = keys[keep], lengths[keep]
+            if not len(lengths):
+                continue
+            chunk_ids.append(c)
+            keeps.append(None if keep.all() else keep)
+            infos.append(ChunkInfo(len(infos), len(lengths), int(lengths.sum())))
+            tables.append(SequenceTable(keys, lengths))
+        if dropped:
+            self.trace.warning("%s: %d sequence(s) have no sample in any stream and are dropped",
+                               self.filename, dropped)
+        if not chunk_ids:
+            raise FormatError("the file holds no data", file=self.filename,
+                              expected="at least one sequence with a sample",
+                              found=f"{len(h.offsets)} chunks, {key0} sequences")
+        self._chunk_ids, self._infos, self._tables, self._keeps = chunk_ids, infos, tables, keeps
+
+    # -- protocol -----------------------------------------------------------------------------
+
+    def stream_infos(self) -> list[StreamInformation]:
+        """The file's streams in header order, under their output names."""
+        return [StreamInformation(name, i, "sparse" if s.sparse else "dense", self.dtype, (s.dim,))
+                for i, (name, s) in enumerate(zip(self._names, self.header.streams))]
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        """The file's chunks (those with a sequence), in file order."""
+        return list(self._infos)
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        """Keys (ordinals in the file) and lengths of a chunk's sequences."""
+        return self._tables[chunk_id]
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        """Load a chunk from the map. Thread-safe (no shared state is written)."""
+        c = self._chunk_ids[chunk_id]
+        self._check_size()
+        buf = self._buffer()
+        h = self.header
+        lengths = np.frombuffer(buf, "<u4", count=int(h.num_sequences[c]),
+                                offset=int(h.offsets[c])).astype(np.int64)
+        lay = walk_chunk(buf, h, c, lengths, self.filename)
+        keep = self._keeps[chunk_id]
+        streams: dict[str, Any] = {}
+        for k, (name, st) in enumerate(zip(self._names, h.streams)):
+            starts, counts = lay.starts[k], lay.counts[k]
+            if keep is not None:  # dropped sequences have no sample in any stream
+                starts, counts = starts[keep], counts[keep]
+            offsets = np.zeros(len(counts) + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            if st.sparse:
+                nnz = lay.nnz[k] if keep is None else lay.nnz[k][keep]
+                streams[name] = self._sparse(lay.words, st, starts, counts, nnz, offsets, c)
+            else:
+                streams[name] = DenseStream(self._dense(lay.words, st, starts, counts), offsets)
+        return ChunkData(self._tables[chunk_id], streams)
+
+    def _dense(self, words: np.ndarray, st, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        ew, dim = st.value_words, st.dim
+        sample_words = dim * ew
+        nonempty = np.flatnonzero(counts)
+        if len(nonempty) == 1:  # one block: a view of the map, no copy
+            s = int(starts[nonempty[0]]) + 1
+            flat = words[s:s + int(counts[nonempty[0]]) * sample_words]
+            values = flat.view(st.dtype)
+        elif len(counts) and ew == 1 and bool((counts == 1).all()) and len(counts) > 1 and \
+                bool((np.diff(starts) == 1 + sample_words).all()):
+            # every sequence one sample: the samples lie at a fixed stride, a strided view
+            base = words[int(starts[0]) + 1:]
+            values = np.lib.stride_tricks.as_strided(
+                base.view(st.dtype), shape=(len(counts), dim),
+                strides=((1 + sample_words) * 4, 4), writeable=False)
+            return values if values.dtype == self.dtype else values.astype(self.dtype)
+        else:
+            values = gather_words(words, starts + 1, counts * sample_words).view(st.dtype)
+        values = values.reshape(-1, dim)
+        if values.dtype != self.dtype:
+            values = values.astype(self.dtype)
+        return values
+
+    def _sparse(self, words, st, starts, counts, nnz, offsets, c) -> SparseStream:
+        ew = st.value_words
+        data = gather_words(words, starts + 2, nnz * ew).view(st.dtype)
+        indices = gather_words(words, starts + 2 + nnz * ew, nnz).view(np.int32)
+        sizes = gather_words(words, starts + 2 + nnz * (ew + 1), counts).view(np.int32)
+        indptr = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        nz_off = np.zeros(len(nnz) + 1, np.int64)
+        np.cumsum(nnz, out=nz_off[1:])
+        if len(sizes) and int(sizes.min()) < 0:
+            s = int(np.flatnonzero(sizes < 0)[0])
+            i = int(np.searchsorted(offsets, s, "right") - 1)
+            raise self._sparse_error(c, st, i, s - int(offsets[i]), "negative non-zero count of a "
+                                     "sample", "nnz_per_sample >= 0", str(int(sizes[s])))
+        bad = np.flatnonzero(indptr[offsets] != nz_off)
+        if len(bad):
+            i = int(bad[0]) - 1
+            got = int(indptr[offsets[i + 1]] - indptr[offsets[i]])
+            raise self._sparse_error(c, st, i, None, "the counts do not add up: the per-sample "
+                                     "non-zero counts do not sum to the sequence's nnz",
+                                     f"nnz = {got} (the sum of nnz_per_sample)",
+                                     f"nnz = {int(nnz[i])}")
+        if len(indices):
+            lo, hi = int(indices.min()), int(indices.max())
+            if lo < 0 or hi >= st.dim:
+                e = int(np.flatnonzero((indices < 0) | (indices >= st.dim))[0])
+                sample = int(np.searchsorted(indptr, e, "right") - 1)
+                i = int(np.searchsorted(offsets, sample, "right") - 1)
+                raise self._sparse_error(c, st, i, sample - int(offsets[i]), "sparse index out of "
+                                         "range", f"an index in [0, {st.dim}) (dim = {st.dim})",
+                                         str(int(indices[e])))
+        if data.dtype != self.dtype:
+            data = data.astype(self.dtype)
+        return SparseStream(indptr, indices, data, offsets, st.dim)
+
+    def _sparse_error(self, c, st, i, sample, message, expected, found) -> FormatError:
+        where = f"chunk {c}, stream {st.name!r}, sequence {i}"
+        if sample is not None:
+            where += f", sample {sample}"
+        return FormatError(f"{where}: {message}", file=self.filename, expected=expected, found=found)
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_fd"] = None
+        state["_map"] = None
+        state["_lock"] = None
+        state.pop("_key_table_lock", None)
+        state.pop("_key_table_cache", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        if self._data is None:
+            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+
+    def close(self) -> None:
+        """Release the map and the file (arrays still viewing the map keep it alive)."""
+        m, self._map = self._map, None
+        if m is not None:
+            try:
+                m.close()
+            except BufferError:
+                pass
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"CNTKBinaryFormatDeserializer({self.filename!r})"

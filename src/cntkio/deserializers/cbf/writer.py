@@ -1,0 +1,516 @@
+"""Writing CBF files, and the converters ``ctf2bin`` (CTF -> CBF) and ``bin2ctf`` (CBF -> CTF).
+
+:class:`CBFWriter` takes columnar chunks (``ChunkData``, as every deserializer produces) and
+encodes each chunk with a few vectorized copies into one word array. The file is written under a
+temporary name next to the target and renamed when complete, so a failed conversion never leaves
+a half-written file under the target name.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import struct
+import tempfile
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..._native import native
+from ...errors import ConfigError, FormatError
+from ..protocol import ChunkData, DenseStream, SparseStream
+from .layout import FLOAT32, FLOAT64, MAGIC, VERSION, CBFStream, gather_words
+
+__all__ = ["CBFWriter", "ctf2bin", "bin2ctf", "infer_ctf_streams", "read_header_file",
+           "DEFAULT_CHUNK_SIZE"]
+
+#: bytes of a written chunk before a new one starts (as ctf2bin.py's --chunk_size)
+DEFAULT_CHUNK_SIZE = 32 * 1024 * 1024
+#: files larger than this show a progress bar by default
+_PROGRESS_MIN_BYTES = 64 * 1024 * 1024
+
+
+class CBFWriter:
+    """Writes a CBF file chunk by chunk.
+
+    ``streams``: ``(name, dim, is_sparse)`` triples in header order. ``precision``: ``"float"``
+    (float32 values, as CNTK reads by default) or ``"double"``. ``chunk_size``: a chunk is closed
+    once it holds at least this many bytes (sequences are never split); ``None`` writes every
+    :meth:`write` call as one chunk. Use as a context manager: the file appears under ``path``
+    only when the writer closes without an error.
+    """
+
+    def __init__(self, path: str, streams: Sequence[tuple[str, int, bool]], precision: str = "float",
+                 chunk_size: int | None = DEFAULT_CHUNK_SIZE) -> None:
+        if precision not in ("float", "double"):
+            raise ConfigError(f"expected 'float' or 'double', found {precision!r}", path="precision")
+        if chunk_size is not None and chunk_size < 1:
+            raise ConfigError(f"expected a chunk size >= 1, found {chunk_size}", path="chunk_size")
+        if not streams:
+            raise ConfigError("a CBF file needs at least one stream", path="streams")
+        etype = FLOAT64 if precision == "double" else FLOAT32
+        self.streams = [CBFStream(str(n), bool(sp), etype, int(d)) for n, d, sp in streams]
+        for s in self.streams:
+            if not 1 <= s.dim <= 0x7FFFFFFF:
+                raise ConfigError(f"stream {s.name!r}: dim must be in [1, 2**31 - 1], found {s.dim}",
+                                  path=f"streams.{s.name}.dim")
+        if len({s.name for s in self.streams}) != len(self.streams):
+            raise ConfigError("two streams have the same name", path="streams")
+        self.path = os.fspath(path)
+        self.chunk_size = chunk_size
+        folder = os.path.dirname(os.path.abspath(self.path))
+        fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".",
+                                         suffix=".tmp", dir=folder)
+        self._f = os.fdopen(fd, "wb")
+        self._f.write(struct.pack("<QI", MAGIC, VERSION))
+        self._table: list[tuple[int, int, int]] = []
+        self._pending: list[tuple[np.ndarray, list[np.ndarray]]] = []  # (lengths, words per stream)
+        self._pending_bytes = 0
+        self.num_sequences = 0
+        self.num_samples = 0
+        self._closed = False
+
+    # -- encoding -----------------------------------------------------------------------------
+
+    def _encode(self, chunk: ChunkData, names: Sequence[str]) -> tuple[np.ndarray, list, np.ndarray]:
+        """Per stream the blocks of every sequence as one word array, with the sequences' lengths
+        and byte sizes (to cut chunks at sequence boundaries)."""
+        n = len(chunk.sequences)
+        counts = []
+        for st, name in zip(self.streams, names):
+            data = chunk.streams[name]
+            if data.is_sparse != st.sparse:
+                raise ConfigError(f"stream {st.name!r} is {'sparse' if st.sparse else 'dense'} in the "
+                                  "CBF header but the data is not", path=f"streams.{st.name}")
+            counts.append(np.diff(np.asarray(data.offsets, np.int64)))
+        lengths = np.max(np.stack(counts), axis=0) if n else np.zeros(0, np.int64)
+        blocks, sizes = [], 4 * np.ones(n, np.int64)
+        for st, name, cnt in zip(self.streams, names, counts):
+            words, block = self._encode_stream(st, chunk.streams[name], cnt)
+            blocks.append((words, block))
+            sizes += 4 * block
+        return lengths, blocks, sizes
+
+    def _encode_stream(self, st: CBFStream, data, cnt: np.ndarray):
+        ew = st.value_words
+        n = len(cnt)
+        if not st.sparse:
+            vals = np.ascontiguousarray(np.asarray(data.values).reshape(-1, st.dim), st.dtype)
+            if int(np.asarray(data.offsets)[0]) != 0:
+                vals = vals[int(data.offsets[0]):]
+            block = 1 + cnt * (st.dim * ew)
+            start = np.zeros(n, np.int64)
+            if n > 1:
+                np.cumsum(block[:-1], out=start[1:])
+            words = np.empty(int(block.sum()), "<u4")
+            words[start] = cnt
+            src = vals.reshape(-1).view("<u4")
+            seg = cnt * (st.dim * ew)
+            src_start = np.zeros(n, np.int64)
+            if n > 1:
+                np.cumsum(seg[:-1], out=src_start[1:])
+            _scatter(words, src, src_start, start + 1, seg)
+            return words, block
+        indptr = np.asarray(data.indptr, np.int64)
+        off = np.asarray(data.offsets, np.int64)
+        nnz = indptr[off[1:]] - indptr[off[:-1]]
+        e0 = indptr[off[:-1]]
+        if len(data.indices) and (int(np.min(data.indices)) < 0 or int(np.max(data.indices)) >= st.dim):
+            bad = int(np.flatnonzero((np.asarray(data.indices) < 0) |
+                                     (np.asarray(data.indices) >= st.dim))[0])
+            raise FormatError(f"stream {st.name!r}: sparse index out of range",
+                              expected=f"an index below dim = {st.dim}",
+                              found=str(int(data.indices[bad])))
+        block = 2 + nnz * (ew + 1) + cnt
+        start = np.zeros(n, np.int64)
+        if n > 1:
+            np.cumsum(block[:-1], out=start[1:])
+        words = np.empty(int(block.sum()), "<u4")
+        words[start] = cnt
+        words[start + 1] = nnz
+        values = np.ascontiguousarray(data.data, st.dtype).view("<u4")
+        indices = np.ascontiguousarray(data.indices, "<i4").view("<u4")
+        sizes = np.diff(indptr).astype("<i4").view("<u4")
+        _scatter(words, values, e0 * ew, start + 2, nnz * ew)
+        _scatter(words, indices, e0, start + 2 + nnz * ew, nnz)
+        _scatter(words, sizes, off[:-1], start + 2 + nnz * (ew + 1), cnt)
+        return words, block
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def write(self, chunk: ChunkData, names: Sequence[str] | None = None) -> None:
+        """Append the sequences of a chunk (``names[i]`` is the chunk's stream for header stream
+        ``i``; default: the header names). Sequences with no sample in any stream are skipped."""
+        names = [s.name for s in self.streams] if names is None else list(names)
+        lengths, blocks, sizes = self._encode(chunk, names)
+        keep = lengths > 0
+        if not keep.all():
+            chunk = _select(chunk, np.flatnonzero(keep), names)
+            lengths, blocks, sizes = self._encode(chunk, names)
+        n = len(lengths)
+        if n == 0:
+            return
+        if self.chunk_size is None:
+            self._add(lengths, blocks, 0, n)
+            self._flush()
+            return
+        ends = np.cumsum(sizes)
+        begin = 0
+        while begin < n:
+            need = self.chunk_size - self._pending_bytes
+            base = int(ends[begin - 1]) if begin else 0
+            # the first sequence at which the pending chunk reaches chunk_size closes it
+            cut = int(np.searchsorted(ends, base + need, "left")) + 1
+            if cut > n:
+                self._add(lengths, blocks, begin, n)
+                self._pending_bytes += int(ends[-1]) - base
+                return
+            self._add(lengths, blocks, begin, cut)
+            self._flush()
+            begin = cut
+
+    def _add(self, lengths, blocks, a: int, b: int) -> None:
+        parts = []
+        for words, block in blocks:
+            w0 = int(block[:a].sum())
+            w1 = w0 + int(block[a:b].sum())
+            parts.append(words[w0:w1])
+        self._pending.append((lengths[a:b], parts))
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        offset = self._f.tell()
+        lengths = np.concatenate([p[0] for p in self._pending])
+        self._f.write(lengths.astype("<u4").tobytes())
+        for k in range(len(self.streams)):
+            for _, parts in self._pending:
+                self._f.write(parts[k].tobytes())
+        nseq, nsamp = len(lengths), int(lengths.sum())
+        if nsamp > 0xFFFFFFFF:
+            raise FormatError("a chunk holds more than 2**32 - 1 samples; use a smaller chunk size",
+                              file=self.path, expected="at most 4294967295 samples per chunk",
+                              found=str(nsamp))
+        self._table.append((offset, nseq, nsamp))
+        self.num_sequences += nseq
+        self.num_samples += nsamp
+        self._pending, self._pending_bytes = [], 0
+
+    def close(self) -> None:
+        """Write the last chunk, the header and the chunk table, and rename into place."""
+        if self._closed:
+            return
+        try:
+            self._flush()
+            f = self._f
+            header = f.tell()
+            out = [struct.pack("<QII", MAGIC, len(self._table), len(self.streams))]
+            for s in self.streams:
+                name = s.name.encode("utf-8")
+                out.append(struct.pack("<BI", 1 if s.sparse else 0, len(name)) + name
+                           + struct.pack("<BI", s.element_type, s.dim))
+            for off, nseq, nsamp in self._table:
+                out.append(struct.pack("<qII", off, nseq, nsamp))
+            out.append(struct.pack("<q", header))
+            f.write(b"".join(out))
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+
+    def abort(self) -> None:
+        """Discard the temporary file; nothing appears under ``path``."""
+        self._closed = True
+        try:
+            self._f.close()
+        finally:
+            if os.path.exists(self._tmp):
+                os.unlink(self._tmp)
+
+    def __enter__(self) -> "CBFWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _scatter(dst: np.ndarray, src: np.ndarray, src_starts, dst_starts, lengths) -> None:
+    """``dst[d:d+n] = src[s:s+n]`` for every segment (C memcpy when the C core is built)."""
+    lengths = np.asarray(lengths, np.int64)
+    if not len(lengths) or int(lengths.sum()) == 0:
+        return
+    src_starts = np.asarray(src_starts, np.int64)
+    dst_starts = np.asarray(dst_starts, np.int64)
+    mod = native("rand")
+    if mod is not None and src.flags.c_contiguous and src.flags.aligned:
+        mod.copy_segments(src, src_starts, dst, dst_starts, lengths)
+        return
+    flat = gather_words(src, src_starts, lengths)
+    pos = np.zeros(len(lengths), np.int64)
+    if len(lengths) > 1:
+        np.cumsum(lengths[:-1], out=pos[1:])
+    idx = np.arange(len(flat), dtype=np.int64)
+    idx += np.repeat(dst_starts - pos, lengths)
+    dst[idx] = flat
+
+
+def _select(chunk: ChunkData, kept: np.ndarray, names) -> ChunkData:
+    from ...engine.composite import gather_stream  # the engine's own selection of sequences
+    streams = {name: gather_stream(chunk.streams[name], kept) for name in names}
+    seq = chunk.sequences
+    return ChunkData(type(seq)(seq.keys[kept], seq.lengths[kept]), streams)
+
+
+# ------------------------------------------------------------------------------------------------
+# stream definitions for the converter
+
+def read_header_file(path: str) -> list[tuple[str, str, bool, int]]:
+    """CNTK ``ctf2bin.py``'s header file: one stream a line, ``name alias dense|sparse dim``
+    (white-space separated; blank lines and ``#`` comments skipped)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for no, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            parts = text.split()
+            if len(parts) != 4 or parts[2].lower() not in ("dense", "sparse") or not parts[3].isdigit() \
+                    or int(parts[3]) < 1:
+                raise ConfigError("expected 'name alias dense|sparse dim'", file=path, line=no,
+                                  path="header", hint=f"found {text!r}")
+            out.append((parts[0], parts[1], parts[2].lower() == "sparse", int(parts[3])))
+    if not out:
+        raise ConfigError("the header file declares no stream", file=path, path="header")
+    return out
+
+
+_SAMPLE = re.compile(rb"\|\s*([^\s|#][^\s|]*)([^|\n]*)")
+
+
+def infer_ctf_streams(path: str, probe_bytes: int = 4 * 1024 * 1024) -> list[tuple[str, str, bool, int]]:
+    """Stream definitions guessed from the first ``probe_bytes`` of a CTF file: every alias seen,
+    sparse when its values are ``index:value`` pairs, the dim the largest value count (dense) or
+    index + 1 (sparse) seen. ``(name, alias, is_sparse, dim)`` with name = alias, in order of
+    first appearance. A sparse dim is raised to the largest index of the whole file by ctf2bin."""
+    with open(path, "rb") as f:
+        head = f.read(probe_bytes)
+    if len(head) == probe_bytes:
+        cut = head.rfind(b"\n")
+        head = head[:cut + 1] if cut >= 0 else head
+    found: dict[bytes, list] = {}
+    for m in _SAMPLE.finditer(head):
+        alias, vals = m.group(1), m.group(2).split()
+        entry = found.setdefault(alias, [False, 0, False])
+        if not vals:
+            continue
+        if b":" in vals[0]:
+            entry[0] = True
+            try:
+                top = max(int(v.split(b":", 1)[0]) for v in vals)
+            except ValueError:
+                continue
+            entry[1] = max(entry[1], top + 1)
+        else:
+            entry[2] = True
+            entry[1] = max(entry[1], len(vals))
+    out = []
+    for alias, (sparse, dim, _) in found.items():
+        name = alias.decode("utf-8", "replace")
+        out.append((name, name, sparse, max(dim, 1)))
+    if not out:
+        raise FormatError("no stream found to convert", file=path,
+                          expected="samples such as '|x 1 2 3' or '|y 4:1'",
+                          found="no '|name' in the first " + f"{len(head)} bytes")
+    return out
+
+
+def _normalize_streams(streams) -> list[tuple[str, str, bool, int]]:
+    """``(name, alias, is_sparse, dim)`` from a config ``input`` section ({name: {alias, dim,
+    format}}), a StreamDefs mapping, or a list of tuples."""
+    if isinstance(streams, Mapping):
+        out = []
+        for name, d in streams.items():
+            if hasattr(d, "stream_alias") or (isinstance(d, Mapping) and "stream_alias" in d):
+                alias = d["stream_alias"] or name
+                dim, sparse = d.get("dim"), bool(d.get("is_sparse", False))
+            elif isinstance(d, Mapping):
+                low = {str(k).lower(): v for k, v in d.items()}
+                alias = low.get("alias") or name
+                dim = low.get("dim")
+                sparse = str(low.get("format", "dense")).strip().lower() == "sparse"
+            else:
+                raise ConfigError(f"expected a stream definition, found {d!r}", path=f"input.{name}")
+            if dim is None:
+                raise ConfigError("dim is required", path=f"input.{name}.dim")
+            dim = int(math.prod(dim)) if isinstance(dim, (list, tuple)) else int(dim)
+            out.append((str(name), str(alias), sparse, dim))
+        return out
+    out = []
+    for t in streams:
+        if len(t) != 4:
+            raise ConfigError(f"expected (name, alias, is_sparse, dim), found {t!r}", path="streams")
+        name, alias, sparse, dim = t
+        if isinstance(sparse, str):
+            sparse = sparse.strip().lower() == "sparse"
+        out.append((str(name), str(alias), bool(sparse), int(dim)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# converters
+
+def _progress(total: int, desc: str, enabled: bool | None):
+    if enabled is None:
+        enabled = total >= _PROGRESS_MIN_BYTES
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="B", unit_scale=True, desc=desc)
+
+
+def ctf2bin(input_path: str, output_path: str, streams: Any = None, *, header: str | None = None,
+            chunk_size: int | None = DEFAULT_CHUNK_SIZE, precision: str = "float",
+            ctf_chunk_size: int | None = None, ctf_options: Mapping | None = None,
+            progress: bool | None = None) -> dict:
+    """Convert a CTF file to CBF.
+
+    Streams: ``streams`` (a config ``input`` section ``{name: {alias, dim, format}}``, a
+    ``StreamDefs`` mapping, or ``(name, alias, is_sparse, dim)`` tuples), or ``header`` (CNTK
+    ``ctf2bin.py``'s header file), or else guessed from the file (:func:`infer_ctf_streams`; a
+    guessed sparse dim becomes the largest index in the file + 1). The CTF is parsed by cntkio's
+    CTF deserializer, chunk by chunk (``ctf_chunk_size`` bytes of text, its default otherwise);
+    ``chunk_size=None`` keeps those chunks as the CBF chunks (the same randomization as reading
+    the CTF with that ``chunkSizeInBytes``). Returns a summary dict.
+    """
+    from ..ctf.deserializer import CNTKTextFormatDeserializer
+
+    guessed = streams is None and header is None
+    if header is not None:
+        defs = read_header_file(header)
+    elif streams is not None:
+        defs = _normalize_streams(streams)
+    else:
+        defs = infer_ctf_streams(input_path)
+    names = [d[0] for d in defs]
+    if len(set(names)) != len(names):
+        raise ConfigError("two streams have the same name: " + ", ".join(names), path="streams")
+    big = 0x7FFFFFFF
+    inputs = {name: {"alias": alias, "dim": (big if (guessed and sparse) else dim),
+                     "format": "sparse" if sparse else "dense"}
+              for name, alias, sparse, dim in defs}
+    config: dict[str, Any] = {"type": "CNTKTextFormatDeserializer", "file": os.fspath(input_path),
+                              "input": inputs, "precision": precision}
+    if ctf_chunk_size is not None:
+        config["chunkSizeInBytes"] = ctf_chunk_size
+    if ctf_options:
+        config.update(ctf_options)
+    reader = CNTKTextFormatDeserializer(config)
+    size = os.path.getsize(input_path)
+    bar = _progress(size, f"ctf2bin {os.path.basename(input_path)}", progress)
+    max_index = {name: -1 for name, _, sparse, _ in defs if sparse}
+    try:
+        writer = CBFWriter(output_path, [(n, (d if not (guessed and sp) else big), sp)
+                                         for n, _, sp, d in defs],
+                           precision=precision, chunk_size=chunk_size)
+        try:
+            for info in reader.chunk_infos():
+                chunk = reader.get_chunk(info.id)
+                for name in max_index:
+                    ix = chunk.streams[name].indices
+                    if len(ix):
+                        max_index[name] = max(max_index[name], int(ix.max()))
+                writer.write(chunk, names)
+                if bar is not None:
+                    a, b, _ = reader._chunks[info.id]
+                    bar.update(int(reader.index.starts[b]) - int(reader.index.starts[a]))
+            if guessed:  # the header is written last: a guessed sparse dim is the largest index + 1
+                writer.streams = [CBFStream(s.name, s.sparse, s.element_type,
+                                            max(max_index[s.name] + 1, 1) if s.sparse else s.dim)
+                                  for s in writer.streams]
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+    finally:
+        reader.close()
+        if bar is not None:
+            bar.close()
+    return {"sequences": writer.num_sequences, "samples": writer.num_samples,
+            "chunks": len(writer._table),
+            "streams": [(s.name, "sparse" if s.sparse else "dense", s.dim) for s in writer.streams]}
+
+
+def _fmt(values: np.ndarray, double: bool) -> list[str]:
+    spec = "%.17g" if double else "%.9g"
+    return [spec % v for v in values.tolist()]
+
+
+def bin2ctf(input_path: str, output_path: str, *, progress: bool | None = None) -> dict:
+    """Write a CBF file as CTF text (for inspection): one line per sample position, the sequence's
+    ordinal as its id, each stream under its CBF name; float32 values with 9 significant digits
+    (they read back to the same float32), float64 with 17."""
+    from .deserializer import CNTKBinaryFormatDeserializer
+
+    reader = CNTKBinaryFormatDeserializer({"file": os.fspath(input_path), "precision": "double"})
+    double = any(s.element_type == FLOAT64 for s in reader.header.streams)
+    names = [s.name for s in reader.header.streams]
+    bar = _progress(reader.header.size, f"bin2ctf {os.path.basename(input_path)}", progress)
+    folder = os.path.dirname(os.path.abspath(output_path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(output_path) + ".", suffix=".tmp",
+                               dir=folder)
+    nseq = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            for info in reader.chunk_infos():
+                chunk = reader.get_chunk(info.id)
+                out.write(_chunk_text(chunk, names, reader, double))
+                nseq += info.num_sequences
+                if bar is not None:
+                    c = reader._chunk_ids[info.id]
+                    bar.update(int(reader.header.ends[c]) - int(reader.header.offsets[c]))
+        os.replace(tmp, output_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    finally:
+        reader.close()
+        if bar is not None:
+            bar.close()
+    return {"sequences": nseq, "streams": names}
+
+
+def _chunk_text(chunk: ChunkData, names: Iterable[str], reader, double: bool) -> str:
+    lines: list[str] = []
+    keys = chunk.sequences.keys
+    streams = [(n, chunk.streams[n]) for n in names]
+    text = {}
+    for name, st in streams:
+        if isinstance(st, DenseStream):
+            flat = _fmt(np.asarray(st.values).reshape(-1), double)
+            dim = int(np.prod(st.values.shape[1:]))
+            text[name] = [" ".join(flat[r * dim:(r + 1) * dim]) for r in range(len(st.values))]
+        else:
+            assert isinstance(st, SparseStream)
+            vals = _fmt(np.asarray(st.data), double)
+            idx = st.indices.tolist()
+            ptr = st.indptr.tolist()
+            text[name] = [" ".join(f"{idx[e]}:{vals[e]}" for e in range(ptr[r], ptr[r + 1]))
+                          for r in range(len(ptr) - 1)]
+    for i, key in enumerate(keys.tolist()):
+        for t in range(int(chunk.sequences.lengths[i])):
+            parts = [str(key)]
+            for name, st in streams:
+                a, b = int(st.offsets[i]), int(st.offsets[i + 1])
+                if t < b - a:
+                    sample = text[name][a + t]
+                    parts.append(f"|{name} {sample}" if sample else f"|{name}")
+            lines.append(" ".join(parts))
+    return "\n".join(lines) + "\n" if lines else ""
