@@ -50,6 +50,7 @@ COMPOSITE_READER = "CompositeDataReader"
 # --- built-in types: one line each ------------------------------------------------------------
 _DESERIALIZERS: dict[str, FactorySpec] = {
     "CNTKTextFormatDeserializer": "cntkio.deserializers.ctf:build",
+    "CNTKBinaryFormatDeserializer": "cntkio.deserializers.cbf:build",
 }
 _TRANSFORMS: dict[str, FactorySpec] = {}
 #: legacy readerType -> the deserializer type its reader section configures
