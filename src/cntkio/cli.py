@@ -4,6 +4,7 @@
 
     cntkio configFile=x.cntk [configFile=y.cntk | configFile=x.cntk+y.cntk] [name=value ...]
     cntkio show-config configFile=x.cntk [name=value ...]
+    cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | cntkio convert bin2ctf IN.cbf OUT.ctf
     cntkio --help | --version
 
 Arguments are applied in order (later ones win, parameter sets merge); the configuration's
@@ -32,6 +33,7 @@ def usage() -> str:
     lines = [
         "usage: cntkio configFile=FILE[+FILE...] [configFile=FILE ...] [name=value ...]",
         "       cntkio show-config configFile=FILE [name=value ...]",
+        "       cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | bin2ctf IN.cbf OUT.ctf",
         "       cntkio --help | --version",
         "",
         "Runs the sections named by the configuration's command=a:b, each through its action=...,",
@@ -78,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args[0] in ("show-config", "showConfig", "--show-config"):
             return _show_config(args[1:])
+        if args[0] == "convert":  # docs/binary.md
+            from .deserializers.cbf.cli import main as convert
+            return convert(args[1:])
         for a in args:
             if "=" not in a:
                 sys.stderr.write(f"cntkio: error: argument {a!r} is not name=value "
