@@ -1,8 +1,9 @@
 """Low-level text handling of the CNTK configuration language.
 
-Comment removal, bracket and quote matching, and splitting a region of text at separator
-characters outside brackets. Everything here works on plain strings and offsets; the meaning of
-the pieces (parameter set, array, string) is decided in :mod:`cntkio.config.parser`.
+Comment removal, bracket and quote matching, splitting a region of text at separator characters
+outside brackets, and telling a bracket group that holds parameters from one that holds array
+elements. Everything here works on plain strings and offsets; the tree built from the pieces
+(parameter sets, values) is made in :mod:`cntkio.config.parser` and :mod:`cntkio.config.params`.
 
 The rules are CNTK's (``Source/Common/Include/Config.h``):
 
@@ -15,6 +16,8 @@ The rules are CNTK's (``Source/Common/Include/Config.h``):
 from __future__ import annotations
 
 import bisect
+import difflib
+import re
 
 from ..errors import ConfigError
 
@@ -27,6 +30,8 @@ PAIR = {"[": "]", "{": "}", "(": ")"}
 # characters that can start an ordinary value ('$' of $var$, '_', '-', '+', '.', '*' of "*2"),
 # so that "{-1:2}" is the array (-1, 2) and not an array split at '-'.
 CUSTOM_SEPARATORS = "`~!@%^&|:;,?#"
+# a bracket body that begins with "name =" holds parameters, not array elements
+_DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
 
 
 class Text:
@@ -186,3 +191,46 @@ def is_group(src: Text, start: int, end: int) -> bool:
 def is_quoted(src: Text, start: int, end: int) -> bool:
     """True when ``text[start:end]`` is exactly one quoted string."""
     return end - start >= 2 and src.text[start] == '"' and match(src, start, end) == end - 1
+
+
+def group_body(src: Text, start: int, end: int, default_sep: str) -> tuple[int, int, str]:
+    """Body offsets and separator of the bracket group ``text[start:end]``.
+
+    A character of :data:`CUSTOM_SEPARATORS` right after the opening bracket becomes the
+    separator; otherwise ``default_sep``.
+    """
+    body = start + 1
+    sep = default_sep
+    if body < end - 1 and src.text[body] in CUSTOM_SEPARATORS:
+        sep = src.text[body]
+        body += 1
+    return body, end - 1, sep
+
+
+def is_dict_group(src: Text, start: int, end: int) -> bool:
+    """True when the bracket group ``text[start:end]`` is a parameter set.
+
+    ``[..]`` always is; ``{..}``/``(..)`` are when their body starts with ``name=``; ``{}`` is an
+    empty parameter set and ``()`` an empty array.
+    """
+    opener = src.text[start]
+    if opener == "[":
+        return True
+    body, body_end, _ = group_body(src, start, end, ";")
+    if opener == "{" and not src.text[body:body_end].strip():
+        return True
+    return _DICT_START.match(src.text, body, body_end) is not None
+
+
+def join_path(path: str | None, name: str) -> str:
+    """The dotted key path of ``name`` inside the set at ``path``."""
+    return f"{path}.{name}" if path else name
+
+
+def closest(name: str, candidates) -> str | None:
+    """The candidate closest to ``name`` (compared in lower case), for "did you mean" hints."""
+    lowered = {}
+    for c in candidates:
+        lowered.setdefault(c.lower(), c)
+    hit = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[hit[0]] if hit else None

@@ -15,7 +15,9 @@ from typing import Iterable, NamedTuple
 
 from .._log import get_logger
 from ..errors import ConfigError
-from .params import ConfigParameters, _closest
+from ..values import to_path
+from ._text import closest
+from .params import ConfigParameters
 from .parser import ParseContext, load_file_into, parse_text_into
 
 __all__ = ["parse_config", "load_config", "load_config_file", "command_sections", "Command"]
@@ -92,7 +94,7 @@ def _apply_arguments(root: ConfigParameters, ctx: ParseContext, argv, base_dir: 
                                   file="<command line>", line=index)
             for piece in value.split("+"):
                 piece = piece.strip()
-                path = piece if os.path.isabs(piece) else os.path.join(base_dir, piece)
+                path = to_path(piece, "configFile", base_dir, file="<command line>", line=index)
                 if not os.path.isfile(path):
                     raise ConfigError(f"configuration file {piece!r} not found (looked for {path})",
                                       path="configFile", file="<command line>", line=index)
@@ -141,7 +143,7 @@ def command_sections(cfg: ConfigParameters) -> list[Command]:
                               line=commands.line)
         if not root.exists_current(name):
             sections = [k for k, v in root.items() if isinstance(v, ConfigParameters)]
-            guess = _closest(name, sections)
+            guess = closest(name, sections)
             raise ConfigError(f"command {name!r} names no section of the configuration", path="command",
                               file=commands.file, line=commands.line,
                               hint=f"did you mean {guess!r}?" if guess else

@@ -9,46 +9,27 @@ A :class:`ConfigValue` is a ``str`` that remembers where it was written (file, l
 It is converted only when a consumer asks: ``as_int()``, ``as_float()``, ``as_bool()``,
 ``as_array()``, ``as_params()``. ``$name$`` references are replaced when a value is looked up,
 so that the last assignment of a variable wins wherever it is.
+
+Conversions of text to numbers and booleans are :mod:`cntkio.values`' (the one place for CNTK
+option values); the text -> tree parsing is :mod:`~cntkio.config.parser`'s, printing
+:mod:`~cntkio.config.printer`'s and ``$var$`` substitution :mod:`~cntkio.config.variables`'.
 """
 from __future__ import annotations
 
-import difflib
-import math
-import re
 from typing import Any, Iterator
 
+from .. import values
 from ..errors import ConfigError
-from ._text import OPEN, Text, find_top, is_group, is_quoted, match, split, strip_span
+from ._node import ParameterSet
+from ._text import (OPEN, Text, closest, find_top, group_body, is_dict_group, is_group, is_quoted,
+                    join_path, split, strip_span)
+from .parser import ParseContext, make_value, parse_body, parse_text_into
+from .printer import dump, format_value
+from .variables import substitute
 
 __all__ = ["ConfigParameters", "ConfigValue", "ConfigArray"]
 
 _MISSING = object()
-_INT_RE = re.compile(r"[+-]?\d+\Z")
-_FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)\Z")
-_SPECIAL_FLOATS = {
-    "1#inf": math.inf, "+1#inf": math.inf, "-1#inf": -math.inf,
-    "1#ind": math.nan, "-1#ind": math.nan, "1#qnan": math.nan, "-1#qnan": math.nan,
-    "1#snan": math.nan, "-1#snan": math.nan,
-    "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
-    "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan,
-}
-_TRUE = {"t", "true", "1"}
-_FALSE = {"f", "false", "0", ""}
-_VAR_RE = re.compile(r"\$([A-Za-z_][\w.\-]*)\$")
-_REPEAT_RE = re.compile(r"\*[ \t]*(\d+)\Z")
-_MAX_REPEAT = 1_000_000  # v*N builds N elements; a typo like 1e-3*10000000000 should not exhaust memory
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _closest(name: str, candidates) -> str | None:
-    lowered = {}
-    for c in candidates:
-        lowered.setdefault(c.lower(), c)
-    hit = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    return lowered[hit[0]] if hit else None
 
 
 class ConfigValue(str):
@@ -75,7 +56,7 @@ class ConfigValue(str):
             return self._path
         if self._key is None:
             return None
-        return _join(self._scope.path if self._scope is not None else "", self._key)
+        return join_path(self._scope.path if self._scope is not None else "", self._key)
 
     @property
     def scope(self) -> "ConfigParameters | None":
@@ -97,35 +78,19 @@ class ConfigValue(str):
         return str(self)
 
     def as_int(self) -> int:
-        """The value as an integer (``[-]digits``; a float text that is integral is accepted)."""
-        s = self.strip()
-        if _INT_RE.match(s):
-            return int(s)
-        if _FLOAT_RE.match(s):
-            f = float(s)
-            if f.is_integer():
-                return int(f)
-        raise self._error(f"expected an integer, found {str(self)!r}")
+        """The value as an integer (``[-]digits``; a float text that is integral is accepted):
+        :func:`cntkio.values.to_int`."""
+        return values.to_int(self, self.path, file=self.file, line=self.line)
 
     def as_float(self) -> float:
-        """The value as a float (``[-]ddd.ddd[e[+-]ddd]``, ``1#INF``, ``inf``, ``nan``)."""
-        s = self.strip()
-        if _FLOAT_RE.match(s):
-            return float(s)
-        special = _SPECIAL_FLOATS.get(s.lower())
-        if special is not None:
-            return special
-        raise self._error(f"expected a floating-point number, found {str(self)!r}")
+        """The value as a float (``[-]ddd.ddd[e[+-]ddd]``, ``1#INF``, ``inf``, ``nan``):
+        :func:`cntkio.values.to_float`."""
+        return values.to_float(self, self.path, file=self.file, line=self.line)
 
     def as_bool(self) -> bool:
         """The value as a boolean: T/True/1 or F/False/0 in any case, "" is false (as in CNTK);
-        a bare flag name is true."""
-        s = self.strip().lower()
-        if s in _TRUE:
-            return True
-        if s in _FALSE:
-            return False
-        raise self._error(f"expected a boolean (true/false, T/F, 1/0), found {str(self)!r}")
+        a bare flag name is true (the parser writes it ``true``): :func:`cntkio.values.to_bool`."""
+        return values.to_bool(self, self.path, file=self.file, line=self.line)
 
     def as_array(self, separator: str | None = None) -> "ConfigArray":
         """The value as an array (CNTK's ConfigArray).
@@ -137,8 +102,6 @@ class ConfigValue(str):
         ConfigValue (a nested array stays a string until its own ``as_array()``). A quoted value
         is a one-element array.
         """
-        from .parser import group_body, is_dict_group
-
         if self.quoted:
             return ConfigArray([self], path=self.path)
         src = Text(str(self), file=self.file, first_line=self.line or 1, strip=False)
@@ -149,8 +112,6 @@ class ConfigValue(str):
         return ConfigArray(self._elements(src, s, e, sep), path=self.path)
 
     def _elements(self, src: Text, start: int, end: int, sep: str) -> list:
-        from .parser import group_body, is_dict_group, parse_body
-
         out: list = []
         base = self.path or "value"
         for ts, te in split(src, start, end, sep + "\n"):
@@ -158,14 +119,12 @@ class ConfigValue(str):
             if ts == te:
                 continue
             repeat = 1
-            star = find_top(src, ts, te, "*")
+            star = find_top(src, ts, te, "*")   # the first '*' outside brackets
             if star > ts:
-                m = _REPEAT_RE.match(src.text, star, te)
-                if m is not None:
-                    repeat = int(m.group(1))
-                    if repeat > _MAX_REPEAT:
-                        raise ConfigError(f"repeat count {repeat} is too large (at most {_MAX_REPEAT})",
-                                          path=self.path, file=self.file, line=src.line_of(ts))
+                _, count = values.split_repeat(src.text[ts:te], self.path, star=star - ts,
+                                               file=self.file, line=src.line_of(ts))
+                if count is not None:
+                    repeat = count
                     ts, te = strip_span(src.text, ts, star)
             line = src.line_of(ts)
             for _ in range(repeat):
@@ -185,8 +144,6 @@ class ConfigValue(str):
 
     def as_params(self) -> "ConfigParameters":
         """The value read as a parameter set (``[a=1;b=2]``, ``{a=1}`` or ``a=1;b=2``)."""
-        from .parser import group_body, parse_body
-
         src = Text(str(self), file=self.file, first_line=self.line or 1, strip=False)
         s, e = strip_span(src.text, 0, len(src.text))
         sep = ";"
@@ -202,8 +159,6 @@ class ConfigValue(str):
     def is_array_literal(self) -> bool:
         """True when the text is written as an array: a ``{..}``/``(..)`` group that is not a
         parameter set, or ``:``-separated elements of which one is bracketed or quoted."""
-        from .parser import is_dict_group
-
         if self.quoted:
             return False
         src = Text(str(self), strip=False)
@@ -250,7 +205,7 @@ class ConfigArray(list):
         return [str(v) for v in self]
 
 
-class ConfigParameters:
+class ConfigParameters(ParameterSet):
     """One parameter set of a CNTK configuration (CNTK's ConfigParameters).
 
     ``cfg(name)`` returns the value of ``name`` in this set or, failing that, in the nearest
@@ -271,8 +226,6 @@ class ConfigParameters:
     def from_dict(cls, tree: dict, name: str = "") -> "ConfigParameters":
         """A configuration built from a plain tree (dicts, lists, strings, numbers, bools), the
         inverse of :meth:`to_dict`; strings are taken as values, not as configuration text."""
-        from .printer import format_value
-
         root = cls(name, None, file="<dict>")
         for key, value in tree.items():
             root.insert(str(key), format_value(value) if isinstance(value, str) else value)
@@ -302,7 +255,7 @@ class ConfigParameters:
         """The dotted key path of this set ('' for the root)."""
         if self._parent is None:
             return self._name
-        return _join(self._parent.path, self._name)
+        return join_path(self._parent.path, self._name)
 
     def _set(self, name: str, value) -> None:
         key = name.lower()
@@ -399,11 +352,11 @@ class ConfigParameters:
                     name = part
                     break
                 node = node._entries[part.lower()][1]
-        guess = _closest(name.split(".")[-1], candidates)
+        guess = closest(name.split(".")[-1], candidates)
         hint = f"did you mean {guess!r}?" if guess else None
         where = scope.path or "the root"
         return ConfigError(f"required parameter {name!r} not found in {where} or its parent sections",
-                           path=_join(scope.path, name), file=scope.file or self.root.file,
+                           path=join_path(scope.path, name), file=scope.file or self.root.file,
                            line=scope.line, hint=hint)
 
     def __call__(self, name: str, default: Any = _MISSING):
@@ -443,7 +396,6 @@ class ConfigParameters:
         if isinstance(default, bool):
             text = "true" if default else "false"
         elif isinstance(default, (list, tuple)):
-            from .printer import format_value
             text = format_value(list(default))
         else:
             text = str(default)
@@ -471,17 +423,16 @@ class ConfigParameters:
             return value
         marker = (id(owner), key)
         if marker in stack:
-            raise ConfigError("circular $variable$ reference", path=_join(owner.path, name),
+            raise ConfigError("circular $variable$ reference", path=join_path(owner.path, name),
                               file=value.file, line=value.line,
                               hint="a variable's value refers back to itself")
-        return _substitute(value, owner, key, stack + (marker,))
+        return substitute(value, owner, key, stack + (marker,))
 
     def resolve(self, text: str, name: str = "value") -> str:
         """``text`` with every ``$var$`` replaced by its value as seen from this set."""
         v = ConfigValue(text, scope=self, key=name)
-        out = _substitute(v, self, name.lower(), ((id(self), "\0"),), self_skip=False)
+        out = substitute(v, self, name.lower(), ((id(self), "\0"),), self_skip=False)
         if isinstance(out, ConfigParameters):
-            from .printer import dump
             return "[\n" + dump(out, indent=1) + "]"
         return str(out)
 
@@ -494,9 +445,6 @@ class ConfigParameters:
         text (``"[file=x]"``, ``"a:b"``, ``'"quoted"'``); dicts and lists become sets and arrays.
         With one argument, ``name`` is ``"name=value"`` text.
         """
-        from .parser import assign, make_value, parse_text_into, ParseContext
-        from .printer import format_value
-
         if value is _MISSING:
             parse_text_into(name, self, ParseContext(), file="<insert>")
             return
@@ -511,12 +459,43 @@ class ConfigParameters:
             else:
                 text = format_value(value)
             src = Text(text, file="<insert>", strip=False)
-            value = make_value(src, 0, len(src.text), None, name.split(".")[-1])
-        assign(self, name, value)
+            value = make_value(src, 0, len(src.text), None, name.split(".")[-1], self)
+        self._assign(name, value)
 
     def remove(self, name: str) -> None:
         """Delete ``name`` from this set (not from parents); absent names are ignored."""
         self._entries.pop(name.lower(), None)
+
+    # the parser builds the tree through these (see cntkio.config.parser)
+    def _new_set(self, name: str, *, file: str | None, line: int | None) -> "ConfigParameters":
+        return ConfigParameters(name, None, file=file, line=line)
+
+    def _new_value(self, text: str, *, file: str | None, line: int | None, quoted: bool) -> ConfigValue:
+        return ConfigValue(text, file=file, line=line, quoted=quoted)
+
+    def _assign(self, name: str, value) -> None:
+        """Set ``name`` to ``value`` (a node), merging parameter sets (CNTK's Insert); a dotted
+        ``name`` walks (and creates) the sets on the way."""
+        parts = name.split(".")
+        if any(p.lower() == "include" for p in parts):
+            raise ConfigError("'include' is reserved: include=file pastes a configuration file",
+                              path=join_path(self.path, name), file=value.file, line=value.line,
+                              hint="use another name")
+        target = self
+        for part in parts[:-1]:
+            entry = target._entries.get(part.lower())
+            if entry is None or not isinstance(entry[1], ConfigParameters):
+                child = ConfigParameters(part, None, file=value.file, line=value.line)
+                target._set(part, child)
+                target = child
+            else:
+                target = entry[1]
+        entry = target._entries.get(parts[-1].lower())
+        if entry is not None and isinstance(entry[1], ConfigParameters) and isinstance(value, ConfigParameters):
+            for sub_name, sub_value in list(value._entries.values()):
+                entry[1]._assign(sub_name, sub_value)
+            return
+        target._set(parts[-1], value)
 
     def copy(self, name: str | None = None, parent: "ConfigParameters | None" = None) -> "ConfigParameters":
         """A deep copy (values keep their provenance), detached or under ``parent``."""
@@ -571,7 +550,6 @@ class ConfigParameters:
 
     def dump(self) -> str:
         """Configuration text that parses back to the same tree (after substitutions)."""
-        from .printer import dump
         return dump(self)
 
 
@@ -581,81 +559,3 @@ def _plain(value):
     if value.is_array_literal():
         return [_plain(v) for v in value.as_array()]
     return str(value)
-
-
-def _substitute(value: ConfigValue, owner: ConfigParameters, key: str, stack: tuple,
-                self_skip: bool = True):
-    """Replace ``$var$`` in ``value`` (defined as ``owner``'s entry ``key``).
-
-    Variables are looked up from ``owner`` up to the root, skipping the entry itself (so that
-    ``file=$file$`` inside a section refers to an outer ``file``). Text inside parameter sets
-    nested in the value is left alone: it is substituted when that set's values are looked up,
-    from that set's own scope.
-    """
-    text = str(value)
-    skip = (owner, key) if self_skip else None
-    whole = _VAR_RE.fullmatch(text.strip())
-    if whole is not None:
-        target = _lookup_var(whole.group(1), value, owner, skip, stack)
-        if isinstance(target, ConfigParameters):
-            return target.copy(owner._entries[key][0] if key in owner._entries else key, owner)
-        return value._derive(str(target), quoted=value.quoted or target.quoted)
-    pieces = []
-    pos = 0
-    for a, b in _substitutable_regions(text):
-        seg = text[a:b]
-        out = []
-        last = 0
-        for m in _VAR_RE.finditer(seg):
-            target = _lookup_var(m.group(1), value, owner, skip, stack)
-            if isinstance(target, ConfigParameters):
-                from .printer import dump
-                rep = "[\n" + dump(target, indent=1) + "]"
-            else:
-                rep = str(target)
-            out.append(seg[last:m.start()])
-            out.append(rep)
-            last = m.end()
-        out.append(seg[last:])
-        pieces.append(text[pos:a])
-        pieces.append("".join(out))
-        pos = b
-    pieces.append(text[pos:])
-    return value._derive("".join(pieces))
-
-
-def _substitutable_regions(text: str) -> list[tuple[int, int]]:
-    """Offsets of the text outside nested parameter sets (where ``$var$`` is replaced now)."""
-    from .parser import is_dict_group
-
-    src = Text(text, strip=False)
-    regions = []
-    start = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c in OPEN:
-            try:
-                j = match(src, i)
-            except ConfigError:
-                break
-            if is_dict_group(src, i, j + 1):
-                regions.append((start, i))
-                start = i = j + 1
-                continue
-        i += 1
-    regions.append((start, n))
-    return regions
-
-
-def _lookup_var(name: str, value: ConfigValue, owner: ConfigParameters, skip, stack):
-    found = owner._find(name, skip)
-    if found is None:
-        guess = _closest(name.split(".")[-1], owner._visible_names())
-        raise ConfigError(f"undefined variable ${name}$", path=value.path, file=value.file,
-                          line=value.line,
-                          hint=(f"did you mean ${guess}$?" if guess else
-                                f"define {name} in this section, a parent section or on the command line"))
-    vowner, vkey = found
-    return owner._resolved(vowner, vkey, stack)

@@ -13,6 +13,15 @@ one with ``as_array()``. What is decided here is the structure that the syntax f
 * ``include=file`` pastes another file's parameters at that point (once per file);
 * ``a.b.c=v`` is the same as ``a=[b=[c=v]]`` (a cntkio extension, handy on the command line);
 * a repeated name replaces the earlier value, except that two parameter sets merge.
+
+The parser sits below :mod:`cntkio.config.params`, whose lazy conversions (``as_array()``,
+``as_params()``, ``insert()``) call it. It makes the tree through the parameter set it fills
+(``target``), so it needs none of the tree's classes:
+
+* ``target._new_set(name, file=, line=)``: an empty, detached set of the same kind;
+* ``target._new_value(text, file=, line=, quoted=)``: a value;
+* ``target._assign(name, value)``: set ``name`` (dotted names walk down), merging two sets, as
+  CNTK's Insert; and ``target.path`` for error messages.
 """
 from __future__ import annotations
 
@@ -21,13 +30,13 @@ import re
 
 from .._log import get_logger
 from ..errors import ConfigError
-from ._text import CUSTOM_SEPARATORS, Text, find_top, is_group, is_quoted, match, split, strip_span
+from ..values import to_path
+from ._text import (Text, find_top, group_body, is_dict_group, is_group, is_quoted, join_path, match,
+                    split, strip_span)
 
 _log = get_logger("config")
 
 NAME_RE = re.compile(r"[A-Za-z0-9_][\w\-]*(\.[A-Za-z0-9_][\w\-]*)*\Z")
-# a bracket body that begins with "name =" holds parameters, not array elements
-_DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
 
 
 class ParseContext:
@@ -37,54 +46,24 @@ class ParseContext:
         self.included: set[str] = set()
 
 
-def group_body(src: Text, start: int, end: int, default_sep: str) -> tuple[int, int, str]:
-    """Body offsets and separator of the bracket group ``text[start:end]``.
-
-    A character of :data:`CUSTOM_SEPARATORS` right after the opening bracket becomes the
-    separator; otherwise ``default_sep``.
-    """
-    body = start + 1
-    sep = default_sep
-    if body < end - 1 and src.text[body] in CUSTOM_SEPARATORS:
-        sep = src.text[body]
-        body += 1
-    return body, end - 1, sep
-
-
-def is_dict_group(src: Text, start: int, end: int) -> bool:
-    """True when the bracket group ``text[start:end]`` is a parameter set.
-
-    ``[..]`` always is; ``{..}``/``(..)`` are when their body starts with ``name=``; ``{}`` is an
-    empty parameter set and ``()`` an empty array.
-    """
-    opener = src.text[start]
-    if opener == "[":
-        return True
-    body, body_end, _ = group_body(src, start, end, ";")
-    if opener == "{" and not src.text[body:body_end].strip():
-        return True
-    return _DICT_START.match(src.text, body, body_end) is not None
-
-
-def make_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: str):
-    """The value written at ``text[start:end]``: a ConfigParameters or a ConfigValue."""
-    from .params import ConfigParameters, ConfigValue
-
+def make_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: str, maker):
+    """The value written at ``text[start:end]``: a parameter set or a value, made by ``maker``
+    (a parameter set: its ``_new_set``/``_new_value``)."""
     start, end = strip_span(src.text, start, end)
     line = src.line_of(start)
     if start < end and is_group(src, start, end) and is_dict_group(src, start, end):
         body, body_end, sep = group_body(src, start, end, ";")
-        params = ConfigParameters(key, None, file=src.file, line=line)
+        params = maker._new_set(key, file=src.file, line=line)
         parse_body(src, body, body_end, sep, params, ctx)
         return params
     if is_quoted(src, start, end):
-        return ConfigValue(src.text[start + 1:end - 1], file=src.file, line=line, quoted=True)
-    return ConfigValue(src.text[start:end], file=src.file, line=line)
+        return maker._new_value(src.text[start + 1:end - 1], file=src.file, line=line, quoted=True)
+    return maker._new_value(src.text[start:end], file=src.file, line=line, quoted=False)
 
 
 def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseContext | None) -> None:
     """Parse the parameters in ``text[start:end]`` (separated by ``sep`` or line breaks) into
-    ``target``, a ConfigParameters."""
+    ``target``, a parameter set."""
     text = src.text
     for s, e in split(src, start, end, sep + "\n"):
         s, e = strip_span(text, s, e)
@@ -104,74 +83,38 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
             found = text[s:e] if len(text[s:e]) <= 40 else text[s:s + 37] + "..."
             if not name:
                 raise src.error(f"expected a parameter name before '=', found {found!r}", s,
-                                path=_join(target.path, "?"))
+                                path=join_path(target.path, "?"))
             raise src.error(f"expected 'name=value' or a flag name, found {found!r}", s,
                             path=target.path or None,
                             hint="parameter names are letters, digits, '_', '-' and '.'")
         if value_start == e and eq < 0:
-            from .params import ConfigValue
             if name.lower() == "include":
-                raise src.error("include needs a file name: include=file", s, path=_join(target.path, name))
-            assign(target, name, ConfigValue("true", file=src.file, line=src.line_of(s)))
+                raise src.error("include needs a file name: include=file", s, path=join_path(target.path, name))
+            target._assign(name, target._new_value("true", file=src.file, line=src.line_of(s), quoted=False))
             continue
         if not text[value_start:e].strip():
-            raise src.error(f"expected a value after '{name}='", s, path=_join(target.path, name),
+            raise src.error(f"expected a value after '{name}='", s, path=join_path(target.path, name),
                             hint=f'write {name}="" for an empty string')
         if name.lower() == "include":
             _include(src, value_start, e, target, ctx)
             continue
-        value = make_value(src, value_start, e, ctx, name.split(".")[-1])
-        assign(target, name, value)
-
-
-def assign(target, name: str, value) -> None:
-    """Set ``name`` in ``target`` to ``value``, merging parameter sets (CNTK's Insert).
-
-    A dotted ``name`` walks (and creates) the parameter sets on the way.
-    """
-    from .params import ConfigParameters
-
-    parts = name.split(".")
-    if any(p.lower() == "include" for p in parts):
-        raise ConfigError("'include' is reserved: include=file pastes a configuration file",
-                          path=_join(target.path, name), file=getattr(value, "file", None),
-                          line=getattr(value, "line", None), hint="use another name")
-    for part in parts[:-1]:
-        entry = target._entries.get(part.lower())
-        if entry is None or not isinstance(entry[1], ConfigParameters):
-            child = ConfigParameters(part, None, file=getattr(value, "file", None),
-                                     line=getattr(value, "line", None))
-            target._set(part, child)
-            target = child
-        else:
-            target = entry[1]
-    key = parts[-1]
-    entry = target._entries.get(key.lower())
-    if entry is not None and isinstance(entry[1], ConfigParameters) and isinstance(value, ConfigParameters):
-        existing = entry[1]
-        for sub_name, sub_value in list(value._entries.values()):
-            assign(existing, sub_name, sub_value)
-        return
-    target._set(key, value)
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+        value = make_value(src, value_start, e, ctx, name.split(".")[-1], target)
+        target._assign(name, value)
 
 
 def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) -> None:
     start, end = strip_span(src.text, start, end)
     raw = src.text[start + 1:end - 1] if is_quoted(src, start, end) else src.text[start:end]
     if not raw:
-        raise src.error("include= needs a file name", start, path=_join(target.path, "include"))
+        raise src.error("include= needs a file name", start, path=join_path(target.path, "include"))
     if "$" in raw:
         raise src.error("$variables$ are not supported in include= (as in CNTK)", start,
-                        path=_join(target.path, "include"), hint="write the path of the file")
+                        path=join_path(target.path, "include"), hint="write the path of the file")
     base = src.base_dir or (os.path.dirname(os.path.abspath(src.file)) if src.file and not
                             src.file.startswith("<") else os.getcwd())
     for piece in raw.split("+"):
         piece = piece.strip()
-        path = piece if os.path.isabs(piece) else os.path.join(base, piece)
+        path = to_path(piece, join_path(target.path, "include"), base, file=src.file, line=src.line_of(start))
         real = os.path.realpath(path)
         if ctx is None:
             ctx = ParseContext()
@@ -181,7 +124,7 @@ def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) 
             continue
         if not os.path.isfile(path):
             raise src.error(f"included file {piece!r} not found (looked for {path})", start,
-                            path=_join(target.path, "include"))
+                            path=join_path(target.path, "include"))
         ctx.included.add(real)
         _log.info("config: including %s", path)
         load_file_into(path, target, ctx)
@@ -212,5 +155,5 @@ def parse_text_into(text: str, target, ctx: ParseContext, *, file: str | None = 
     parse_body(src, 0, len(src.text), ";", target, ctx)
 
 
-__all__ = ["ParseContext", "make_value", "parse_body", "assign", "group_body", "is_dict_group",
+__all__ = ["ParseContext", "make_value", "parse_body", "group_body", "is_dict_group",
            "load_file_into", "parse_text_into", "read_text", "match"]

@@ -4,6 +4,9 @@
 ``[ ]``, after ``$var$`` substitution; parsing the output gives the same tree (the property the
 tests check). ``format_value`` writes a Python value (dict, list, str, number, bool) as a value
 text, for ``ConfigParameters.insert`` and command-line overrides built from Python.
+
+The printer sits below :mod:`cntkio.config.params` (which prints sets and values with it): it
+knows a parameter set by its base class :class:`~cntkio.config._node.ParameterSet`.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import math
 import re
 
 from ..errors import ConfigError
+from ._node import ParameterSet
 from ._text import CLOSE, OPEN, Text, split
 
 __all__ = ["dump", "format_value", "needs_quotes"]
@@ -61,13 +65,11 @@ def _value_text(value, path: str | None) -> str:
 
 def dump(params, indent: int = 0) -> str:
     """The configuration text of ``params`` (resolved), nested sets indented."""
-    from .params import ConfigParameters
-
     pad = _PAD * indent
     lines = []
     for key, (name, _) in params._entries.items():
         value = params._resolved(params, key, ())
-        if isinstance(value, ConfigParameters):
+        if isinstance(value, ParameterSet):
             lines.append(f"{pad}{name} = {_open_bracket(value)}\n")
             lines.append(dump(value, indent + 1))
             lines.append(f"{pad}]\n")
@@ -85,12 +87,10 @@ def dump(params, indent: int = 0) -> str:
 def _array_text(value, indent: int) -> str:
     """An array whose parameter sets still hold ``$var$`` (substituted from their own scope),
     written element by element with those sets resolved."""
-    from .params import ConfigParameters
-
     pad = _PAD * (indent + 1)
     parts = []
     for item in value.as_array():
-        if isinstance(item, ConfigParameters):
+        if isinstance(item, ParameterSet):
             parts.append(f"{pad}{_open_bracket(item)}\n{dump(item, indent + 2)}{pad}]\n")
         elif item.quoted:
             parts.append(f"{pad}{_quote(str(item), item.path)}\n")
@@ -101,11 +101,9 @@ def _array_text(value, indent: int) -> str:
 
 def _open_bracket(params) -> str:
     """'[' or '[<sep>' when a value of ``params`` contains ';' outside brackets."""
-    from .params import ConfigParameters
-
     used = []
     for _, value in params._entries.values():
-        if not isinstance(value, ConfigParameters) and not value.quoted:
+        if not isinstance(value, ParameterSet) and not value.quoted:
             used.append(str(value))
     if not any(_top_level_has(t, ";") for t in used):
         return "["
@@ -118,9 +116,7 @@ def _open_bracket(params) -> str:
 
 def format_value(value, *, in_array: bool = False) -> str:
     """Configuration text for a Python value: dict -> ``[..]``, list/tuple -> ``(..)``."""
-    from .params import ConfigParameters
-
-    if isinstance(value, ConfigParameters):
+    if isinstance(value, ParameterSet):
         return "[\n" + dump(value, 1) + "]"
     if isinstance(value, dict):
         body = "".join(f"{_PAD}{k} = {format_value(v)}\n" for k, v in value.items())
