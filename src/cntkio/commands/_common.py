@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 import numpy as np
-import torch
+from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import ConfigError, NotImplementedInCntkio
@@ -116,7 +116,7 @@ def _close_process_group() -> None:
     """Tear down the process group this module created (a gloo group left open aborts the process
     at exit). No barrier: a process that exits on an error must not wait for the others (they may
     be blocked in a collective); its exit lets torchrun stop the rest."""
-    import torch.distributed as td
+    from ..integrations.torch_backend import distributed as td
     if td.is_available() and td.is_initialized():
         td.destroy_process_group()
 
@@ -125,7 +125,7 @@ def dist_context() -> Dist:
     """The current torch.distributed context. Under ``torchrun`` (``WORLD_SIZE`` > 1 and
     ``MASTER_ADDR`` set) a process group is created if none exists yet: ``nccl`` when CUDA is there,
     ``gloo`` on CPU."""
-    import torch.distributed as td
+    from ..integrations.torch_backend import distributed as td
     if not td.is_available():
         return Dist()
     if not td.is_initialized():

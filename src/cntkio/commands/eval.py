@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import torch
+from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import ConfigError

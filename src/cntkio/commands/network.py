@@ -7,7 +7,7 @@ never a silent fallback.
 """
 from __future__ import annotations
 
-import torch
+from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from ..models import NetworkSpec, SimpleNetwork, load_model

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import torch
+from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from ._params import get_bool, get_float, get_int, get_schedule, get_str, has, key_path, schedule_value

@@ -27,7 +27,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-import torch
+from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import CntkioError, ConfigError, NotImplementedInCntkio

@@ -18,7 +18,7 @@ import re
 import sys
 
 import numpy as np
-import torch
+from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from ..models import load_model

@@ -16,7 +16,7 @@ import warnings
 from typing import Any, Iterator, Mapping
 
 import numpy as np
-import torch
+from .torch_backend import torch
 
 from .._log import get_logger
 from ..minibatch import MinibatchData, Value

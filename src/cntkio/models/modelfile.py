@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
+from ..integrations.torch_backend import torch
 
 from ..errors import CntkioError
 from .simple import NetworkSpec, SimpleNetwork

@@ -23,8 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-import torch
-from torch import nn
+from ..integrations.torch_backend import nn, torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 
