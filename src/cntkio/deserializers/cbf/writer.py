@@ -11,7 +11,7 @@ import math
 import os
 import re
 import struct
-import tempfile
+import uuid
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -58,10 +58,8 @@ class CBFWriter:
             raise ConfigError("two streams have the same name", path="streams")
         self.path = os.fspath(path)
         self.chunk_size = chunk_size
-        folder = os.path.dirname(os.path.abspath(self.path))
-        fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".",
-                                         suffix=".tmp", dir=folder)
-        self._f = os.fdopen(fd, "wb")
+        self._tmp = _temp_name(self.path)
+        self._f = open(self._tmp, "xb")
         self._f.write(struct.pack("<QI", MAGIC, VERSION))
         self._table: list[tuple[int, int, int]] = []
         self._pending: list[tuple[np.ndarray, list[np.ndarray]]] = []  # (lengths, words per stream)
@@ -239,6 +237,13 @@ class CBFWriter:
             self.close()
         else:
             self.abort()
+
+
+def _temp_name(path: str) -> str:
+    """A new name beside ``path`` for writing before the rename (created with 'x': the umask's
+    permissions, as a plain open would give)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{base}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
 
 
 def _scatter(dst: np.ndarray, src: np.ndarray, src_starts, dst_starts, lengths) -> None:
@@ -462,12 +467,10 @@ def bin2ctf(input_path: str, output_path: str, *, progress: bool | None = None) 
     double = any(s.element_type == FLOAT64 for s in reader.header.streams)
     names = [s.name for s in reader.header.streams]
     bar = _progress(reader.header.size, f"bin2ctf {os.path.basename(input_path)}", progress)
-    folder = os.path.dirname(os.path.abspath(output_path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(output_path) + ".", suffix=".tmp",
-                               dir=folder)
+    tmp = _temp_name(output_path)
     nseq = 0
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+        with open(tmp, "x", encoding="utf-8", newline="\n") as out:
             for info in reader.chunk_infos():
                 chunk = reader.get_chunk(info.id)
                 out.write(_chunk_text(chunk, names, reader, double))
