@@ -3,21 +3,21 @@
 CNTK values stay text until a component asks for them with a type; these helpers ask. They accept
 a ``ConfigParameters`` section (lookups go up the parent chain, as the spec says: ``modelPath`` at
 the root is seen by every command section) and give errors that name the key path and what was
-expected.
+expected. The conversions are :mod:`cntkio.values`' (a ConfigValue converts itself with them).
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from .. import values
+from ..config import ConfigParameters, ConfigValue
 from ..errors import ConfigError
 
 __all__ = ["has", "get_str", "get_int", "get_float", "get_bool", "get_list", "get_schedule",
            "schedule_value", "minibatch_size", "key_path", "section"]
 
 _MISSING = object()
-_TRUE = {"true", "t", "1", "yes"}
-_FALSE = {"false", "f", "0", "no"}
+_NODE = (ConfigValue, ConfigParameters)     # converted by their own as_int() & co (file and line)
 
 
 def key_path(cfg, key: str) -> str:
@@ -67,53 +67,33 @@ def get_str(cfg, key: str, default: Any = _MISSING) -> str | None:
 
 def get_int(cfg, key: str, default: Any = _MISSING) -> int | None:
     v = _raw(cfg, key, default)
-    if v is None or isinstance(v, int):
+    if v is None:
         return v
-    if hasattr(v, "as_int"):
+    if isinstance(v, _NODE):
         return v.as_int()
-    try:
-        return int(_text(v))
-    except ValueError:
-        try:
-            f = float(_text(v))
-        except ValueError:
-            f = math.nan
-        if f.is_integer():
-            return int(f)
-        raise ConfigError(f"expected an integer, found {_text(v)!r}", path=key_path(cfg, key)) from None
+    return values.to_int(_text(v) if isinstance(v, str) else v, key_path(cfg, key))
 
 
 def get_float(cfg, key: str, default: Any = _MISSING) -> float | None:
     v = _raw(cfg, key, default)
-    if v is None or isinstance(v, float):
+    if v is None:
         return v
-    if hasattr(v, "as_float"):
+    if isinstance(v, _NODE):
         return v.as_float()
     return _to_float(v, key_path(cfg, key))
 
 
 def _to_float(v, path: str) -> float:
-    s = _text(v)
-    if s.lower() in ("1#inf", "inf", "+inf", "infinity"):
-        return math.inf
-    try:
-        return float(s)
-    except ValueError:
-        raise ConfigError(f"expected a number, found {s!r}", path=path) from None
+    return values.to_float(_text(v) if isinstance(v, str) else v, path)
 
 
 def get_bool(cfg, key: str, default: Any = _MISSING) -> bool | None:
     v = _raw(cfg, key, default)
-    if v is None or isinstance(v, bool):
+    if v is None:
         return v
-    if hasattr(v, "as_bool"):
-        return v.as_bool()
-    s = _text(v).lower()
-    if s == "" or s in _TRUE:  # a bare flag (``makeMode``) means true
-        return True
-    if s in _FALSE:
-        return False
-    raise ConfigError(f"expected a boolean (true/false), found {_text(v)!r}", path=key_path(cfg, key))
+    if isinstance(v, _NODE):
+        return v.as_bool()      # a bare flag (``makeMode``) was written "true" by the parser
+    return values.to_bool(_text(v) if isinstance(v, str) else v, key_path(cfg, key))
 
 
 def get_list(cfg, key: str, default: Any = _MISSING) -> list | None:
@@ -125,42 +105,13 @@ def get_list(cfg, key: str, default: Any = _MISSING) -> list | None:
 
 
 def to_list(v) -> list:
-    """A config value as a flat list of text items, ``v*N`` expanded."""
-    if isinstance(v, (list, tuple)):
-        out: list = []
-        for item in v:
-            e = to_list(item) if isinstance(item, (list, tuple)) else _expand_one(item)
-            out.extend(e if isinstance(e, list) else [e])
-        return out
-    if hasattr(v, "as_array"):
-        return to_list(list(v.as_array()))
-    s = _text(v)
-    if s.startswith("(") and s.endswith(")") and len(s) >= 2:
-        sep, body = s[1], s[2:-1]
-    elif s.startswith("{") and s.endswith("}") and len(s) >= 2:
-        sep, body = s[1], s[2:-1]
-        if sep.isalnum() or sep in "-.+":
-            sep, body = ":", s[1:-1]
-    else:
-        sep, body = ":", s
-    parts = [p.strip() for p in body.split(sep) if p.strip() != ""] if sep.strip() else body.split()
-    out: list = []
-    for p in parts:
-        e = _expand_one(p)
-        out.extend(e if isinstance(e, list) else [e])
-    return out
-
-
-def _expand_one(item):
-    s = _text(item)
-    if "*" in s:
-        value, _, count = s.rpartition("*")
-        try:
-            n = int(count)
-        except ValueError:
-            return s
-        return [value.strip()] * n
-    return s
+    """A config value as a flat list of text items, ``v*N`` expanded (a ConfigValue by its own
+    ``as_array()``, other text by :func:`cntkio.values.to_array`)."""
+    if isinstance(v, _NODE):
+        v = list(v.as_array())
+    elif isinstance(v, str):
+        v = _text(v)
+    return [_text(item) for item in values.to_array(v)]
 
 
 def get_schedule(cfg, key: str, default: Any = _MISSING) -> list[float] | None:

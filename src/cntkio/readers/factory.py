@@ -99,9 +99,7 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
     reader = as_section(config, path)
     spec = ReaderSpec(path=reader.path or path)
 
-    precision = reader.str("precision", "float").lower()
-    if precision not in ("float", "double"):
-        raise reader.error("precision", f"precision must be float or double, found {precision!r}")
+    precision = reader.choice("precision", ("float", "double"), "float")
     spec.dtype = "float32" if precision == "float" else "float64"
 
     if reader.has_local("deserializers"):
@@ -182,9 +180,7 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
 
 
 def _ctf_input(isec: Section, type_name: str, factory) -> dict:
-    fmt = isec.str("format", inherit=False).lower()
-    if fmt not in ("dense", "sparse"):
-        raise isec.error("format", f"format must be dense or sparse, found {fmt!r}")
+    fmt = isec.choice("format", ("dense", "sparse"), inherit=False)
     entry: dict[str, Any] = {
         "dim": isec.int("dim", inherit=False, minimum=1),
         "format": fmt,

@@ -5,13 +5,15 @@ CNTK looks a name up in the section first and then in each enclosing section up 
 (``precision`` or ``traceLevel`` written at the top of a file reach every reader), and compares
 names case-insensitively (``sparse.cntk`` defines ``defMbSize`` and uses ``$defMBSize$``). The
 reader factory reads every key through this view so that both rules hold whatever the config came
-from, and every error names the key path (``mnistTrain.reader.input.features.dim``).
+from, and every error names the key path (``mnistTrain.reader.input.features.dim``). Values are
+converted by :mod:`cntkio.values`; errors get the file and line where the key was written.
 """
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
+from .. import values
 from ..errors import ConfigError
 
 __all__ = ["Section", "as_section"]
@@ -145,55 +147,38 @@ class Section:
             return default
         return value
 
-    def str(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
+    def value(self, name: str, convert: Callable, default: Any = _MISSING, *, inherit: bool = True,
+              **options: Any) -> Any:
+        """``name``'s value converted by ``convert(value, key_path, **options)`` (a function of
+        :mod:`cntkio.values`); ``default`` when absent (returned as it is). A conversion error
+        gets the file and line where the key was written."""
         value = self.raw(name, default, inherit=inherit)
         if value is default and default is not _MISSING:
             return value
-        if isinstance(value, (dict, list)):
-            raise self.error(name, f"expected a single value, found {_describe(value)}")
-        return str(value).strip()
+        try:
+            return convert(value, self.key_path(name), **options)
+        except ConfigError as e:
+            raise self.error(name, e.reason, e.hint) from None
+
+    def str(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
+        return self.value(name, values.to_str, default, inherit=inherit)
 
     def int(self, name: str, default: Any = _MISSING, *, minimum: int | None = None,
             inherit: bool = True) -> Any:
-        value = self.raw(name, default, inherit=inherit)
-        if value is default and default is not _MISSING:
-            return value
-        text = str(value).strip() if not isinstance(value, (dict, list)) else None
-        try:
-            if text is None:
-                raise ValueError
-            result = int(text) if text.lstrip("+-").isdigit() else int(float(text)) \
-                if float(text).is_integer() else None
-            if result is None:
-                raise ValueError
-        except ValueError:
-            raise self.error(name, f"expected an integer, found {_describe(value)}") from None
-        if minimum is not None and result < minimum:
-            raise self.error(name, f"expected an integer >= {minimum}, found {result}")
-        return result
+        return self.value(name, values.to_int, default, inherit=inherit, minimum=minimum)
 
     def bool(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
-        value = self.raw(name, default, inherit=inherit)
-        if value is default and default is not _MISSING:
-            return value
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower() if not isinstance(value, (dict, list)) else None
-        if text in ("t", "true", "1", ""):      # a bare name (`frameMode`) is true
-            return True
-        if text in ("f", "false", "0"):
-            return False
-        raise self.error(name, f"expected a boolean (true/false), found {_describe(value)}")
+        return self.value(name, values.to_bool, default, inherit=inherit)
+
+    def choice(self, name: str, choices: Sequence[str], default: Any = _MISSING, *,
+               inherit: bool = True) -> Any:
+        """One of ``choices`` in any case, returned as spelt in ``choices``."""
+        return self.value(name, values.to_choice, default, inherit=inherit, choices=choices)
 
     def list(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
-        value = self.raw(name, default, inherit=inherit)
-        if value is default and default is not _MISSING:
-            return value
-        if isinstance(value, (list, tuple)):
-            return list(value)
-        if isinstance(value, dict):
-            return [value]
-        return [v for v in str(value).split(":")] if str(value) else []
+        """An array: ``a:b`` text split (``v*N`` repeats), an array literal as its elements, a set
+        as a one-element list."""
+        return self.value(name, values.to_array, default, inherit=inherit)
 
     def section(self, name: str, *, inherit: bool = False) -> "Section":
         """The sub-section ``name`` (by default only this section's own)."""

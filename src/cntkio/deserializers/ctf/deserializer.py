@@ -23,6 +23,7 @@ from ..._native import native
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...errors import ConfigError, FormatError, MaxErrorsExceeded
 from ...streams import StreamInformation
+from ...values import to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
 from . import _reference as ref
@@ -86,46 +87,6 @@ def _ci(mapping: Mapping) -> dict[str, tuple[str, Any]]:
     return {str(k).lower(): (str(k), v) for k, v in mapping.items()}
 
 
-def _to_bool(value: Any, path: str) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0",
-                                                            "no", "off"):
-        return value.strip().lower() in ("true", "1", "yes", "on")
-    raise ConfigError(f"expected a boolean, found {value!r}", path=path,
-                      hint="use true or false")
-
-
-def _to_int(value: Any, path: str, minimum: int | None = None) -> int:
-    try:
-        if isinstance(value, (bool, np.bool_)):
-            raise ValueError
-        if isinstance(value, str):
-            result = int(value.strip())
-        elif isinstance(value, (int, np.integer)):
-            result = int(value)
-        elif isinstance(value, float) and value.is_integer():
-            result = int(value)
-        else:
-            raise ValueError
-    except ValueError:
-        raise ConfigError(f"expected an integer, found {value!r}", path=path) from None
-    if minimum is not None and result < minimum:
-        raise ConfigError(f"expected an integer >= {minimum}, found {result}", path=path)
-    return result
-
-
-def _to_shape(value: Any, path: str) -> tuple[int, ...]:
-    if isinstance(value, (list, tuple)):
-        shape = tuple(_to_int(v, path, 1) for v in value)
-        if not shape:
-            raise ConfigError("expected a positive dimension, found an empty shape", path=path)
-        return shape
-    return (_to_int(value, path, 1),)
-
-
 def _get(opts: dict, key: str, default: Any = None) -> Any:
     item = opts.get(key.lower())
     return default if item is None else item[1]
@@ -135,7 +96,8 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
     """Validate a ``CNTKTextFormatDeserializer`` config dict and return normalised options.
 
     Keys are matched case-insensitively, and values may be strings as read from a CNTK config
-    file (``"true"``, ``"10000"``). Raises ``ConfigError`` naming the key path.
+    file (``"true"``, ``"10000"``), converted by :mod:`cntkio.values`. Raises ``ConfigError``
+    naming the key path.
     """
     opts = _ci(config)
     file = _get(opts, "file")
@@ -156,10 +118,8 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
         dim = _get(d, "dim")
         if dim is None:
             raise ConfigError("dim is required", path=path + ".dim")
-        shape = _to_shape(dim, path + ".dim")
-        fmt = _get(d, "format", "dense")
-        if str(fmt).strip().lower() not in ("dense", "sparse"):
-            raise ConfigError(f"expected 'dense' or 'sparse', found {fmt!r}", path=path + ".format")
+        shape = to_dims(dim, path + ".dim")
+        fmt = to_choice(_get(d, "format", "dense"), path + ".format", ("dense", "sparse"))
         alias = _get(d, "alias")
         alias = str(name) if alias is None or str(alias) == "" else str(alias)
         if any(c in alias for c in " \t\r\n|") or alias.startswith("#"):
@@ -169,34 +129,32 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
             raise ConfigError(f"alias {alias!r} is also used by input {aliases[alias]!r}",
                               path=path + ".alias")
         aliases[alias] = str(name)
-        defines = _to_bool(_get(d, "definesMBSize", False), path + ".definesMBSize")
-        specs.append(CTFStreamSpec(str(name), alias, shape,
-                                   str(fmt).strip().lower() == "sparse", defines))
+        defines = to_bool(_get(d, "definesMBSize", False), path + ".definesMBSize")
+        specs.append(CTFStreamSpec(str(name), alias, shape, fmt == "sparse", defines))
     defining = [i for i, s in enumerate(specs) if s.defines_mb_size]
     if len(defining) > 1:
         raise ConfigError("more than one input defines the minibatch size: "
                           + ", ".join(specs[i].name for i in defining),
                           path="input", hint="set definesMBSize on one input only")
-    precision = str(_get(opts, "precision", source_options.get("precision", "float"))).strip().lower()
-    if precision not in ("float", "double"):
-        raise ConfigError(f"expected 'float' or 'double', found {precision!r}", path="precision")
+    precision = to_choice(_get(opts, "precision", source_options.get("precision", "float")), "precision",
+                          ("float", "double"))
     trace = _get(opts, "traceLevel", source_options.get("trace_level", 1))
     cache_chunks = _get(opts, "numChunksToCache", 0)
     return {
-        "file": os.fspath(file),
+        "file": to_path(file, "file"),
         "streams": specs,
         "defining_stream": defining[0] if defining else -1,
-        "skip_ids": _to_bool(_get(opts, "skipSequenceIds", False), "skipSequenceIds"),
-        "max_errors": _to_int(_get(opts, "maxErrors", 0), "maxErrors", 0),
-        "trace_level": _to_int(trace, "traceLevel"),
-        "chunk_size": _to_int(_get(opts, "chunkSizeInBytes", DEFAULT_CHUNK_SIZE),
-                              "chunkSizeInBytes", 1),
-        "keep_in_memory": _to_bool(_get(opts, "keepDataInMemory", False), "keepDataInMemory"),
-        "cache_index": _to_bool(_get(opts, "cacheIndex", False), "cacheIndex"),
+        "skip_ids": to_bool(_get(opts, "skipSequenceIds", False), "skipSequenceIds"),
+        "max_errors": to_int(_get(opts, "maxErrors", 0), "maxErrors", minimum=0),
+        "trace_level": to_int(trace, "traceLevel"),
+        "chunk_size": to_int(_get(opts, "chunkSizeInBytes", DEFAULT_CHUNK_SIZE),
+                             "chunkSizeInBytes", minimum=1),
+        "keep_in_memory": to_bool(_get(opts, "keepDataInMemory", False), "keepDataInMemory"),
+        "cache_index": to_bool(_get(opts, "cacheIndex", False), "cacheIndex"),
         "double": precision == "double",
-        "frame_mode": _to_bool(_get(opts, "frameMode", source_options.get("frame_mode", False)),
-                               "frameMode"),
-        "chunks_to_cache": _to_int(cache_chunks, "numChunksToCache", 0),
+        "frame_mode": to_bool(_get(opts, "frameMode", source_options.get("frame_mode", False)),
+                              "frameMode"),
+        "chunks_to_cache": to_int(cache_chunks, "numChunksToCache", minimum=0),
     }
 
 
