@@ -70,8 +70,8 @@ def main() -> None:
         streams[name] = StreamDef(field=name, shape=int(dim), is_sparse=bool(sparse))
     src = MinibatchSource(CTFDeserializer(args.file, StreamDefs(**streams)), max_sweeps=1,
                           randomization_window_in_chunks=4)
-    reader = src._reader
-    corpus, tl = reader.corpus, reader.randomizer.timeline(0)
+    reader = src._reader.policy
+    corpus, tl = reader.corpus, reader.walker.timeline(0)
     d = corpus.primary
     g = d._kept_all[d._chunk_base[corpus._chunk_ids[tl.chunk]] + tl.index]
     index, m = d.index, d._mapping()

@@ -138,8 +138,8 @@ def test_lt_releases_chunks_at_epoch_end():
     d = UserLike([[1, 1]] * 3)
     src = MinibatchSource(d, randomize=False, max_sweeps=1)
     while src.next_minibatch(3):
-        assert len(src._reader.cache.held()) <= 2
-    assert src._reader.cache.held() == []
+        assert len(src._reader.policy.cache.held()) <= 2
+    assert src._reader.policy.cache.held() == []
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -164,7 +164,7 @@ def test_randomized_worker_rank_beyond_chunks_gets_nothing_even_without_limit():
 def test_randomized_partition_is_by_source_chunk():
     d = FakeDeserializer([[1] * 3] * 4)
     src = MinibatchSource(d, randomization_window_in_chunks=2, max_sweeps=1)
-    tl = src._reader.randomizer.timeline(0)
+    tl = src._reader.policy.walker.timeline(0)
     mine = {int(c) * 3 + int(i) for c, i, rc in zip(tl.chunk, tl.index, tl.rchunk) if rc % 2 == 1}
     got = [q for m in read_all(src, 2, num_data_partitions=2, partition_index=1) for q in ids_of(m)]
     assert sorted(got) == sorted(mine) and len(got) == 6
@@ -309,15 +309,15 @@ def test_memory_bounded_by_window():
     src = MinibatchSource(d, randomization_window_in_chunks=4, max_sweeps=1)
     peak = 0
     for _ in src.iter(minibatch_size=7):
-        peak = max(peak, len(src._reader.cache.held()))
+        peak = max(peak, len(src._reader.policy.window.cache.held()))
     assert peak <= 8
     assert len(d.loads) == 40  # every chunk parsed once per sweep
-    assert src._reader.cache.held() == []
+    assert src._reader.policy.window.cache.held() == []
     nr = FakeDeserializer([[1] * 5] * 40)
     src = MinibatchSource(nr, randomize=False, max_sweeps=1)
     for _ in src.iter(minibatch_size=7):
         # the chunk under the cursor, the next one, and the one a packed-ahead batch reaches into
-        assert len(src._reader.cache.held()) <= 4
+        assert len(src._reader.policy.window.cache.held()) <= 4
     assert sorted(nr.loads) == list(range(40))
 
 

@@ -124,15 +124,15 @@ def _write(path, n, bad_line=None, start=0):
 def test_clean_file_parses_no_whole_chunk(tmp_path):
     path = _write(tmp_path / "clean.ctf", 300)
     src = MinibatchSource(config(path, 200), max_sweeps=1, randomization_window_in_chunks=3)
-    reader = src._reader
-    assert reader.direct and reader.raw is not None
+    reader = src._reader.policy
+    assert reader.direct and reader.window.raw is not None
     seen = []
     while (mb := src.next_minibatch(16)):
         seen.extend(int(v) for v in mb[src.streams.B].as_csr().data)
-        assert len(reader.raw.held()) <= 3 + 3 * 1  # the window ahead, in bytes ranges only
+        assert len(reader.window.raw.held()) <= 3 + 3 * 1  # the window ahead, in bytes ranges only
     src.close()
     assert sorted(seen) == list(range(300))
-    assert reader.cache.loads == 0 and reader.raw.loads > 0
+    assert reader.window.cache.loads == 0 and reader.window.raw.loads > 0
 
 
 def test_a_malformed_line_goes_through_chunk_loading_and_counts_once(tmp_path, caplog):
@@ -144,11 +144,11 @@ def test_a_malformed_line_goes_through_chunk_loading_and_counts_once(tmp_path, c
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="cntkio"):
             src = MinibatchSource(cfg, random_access=ra, **kw)
-            reader = src._reader
+            reader = src._reader.policy
             runs[ra] = read_all(src, [16])
         assert runs[ra][1] is None
         if ra:
-            assert reader._dirty and reader.cache.loads >= 1  # the bad chunk was parsed whole
+            assert reader.window.dirty and reader.window.cache.loads >= 1  # the bad chunk was parsed whole
         logged = [r.getMessage() for r in caplog.records if "bad.ctf:124:" in r.getMessage()]
         assert len(logged) == 1, logged  # logged once: its chunk is counted once
     assert_same_runs(runs[True], runs[False])
@@ -197,7 +197,7 @@ def test_composite_joined_by_key(tmp_path):
     for ra in (True, False):
         src = MinibatchSource([config(left, 250), dict(sec)], max_sweeps=1, random_access=ra,
                               randomization_window_in_chunks=2, trace_level=0)
-        assert src._reader.direct is ra
+        assert src._reader.policy.direct is ra
         runs.append(read_all(src, [7, 12]))
     assert_same_runs(*runs)
     got = [(int(b), int(c)) for s in runs[0][0]
@@ -211,10 +211,10 @@ def test_off_when_not_randomized_or_truncated_or_chunks_cached(tmp_path):
              (dict(random_access=False), {}), ({}, {"numChunksToCache": 2})]
     for kw, extra in cases:
         src = MinibatchSource(config(path, 100, **extra), **kw)
-        assert not src._reader.direct and src._reader.raw is None, (kw, extra)
+        assert not src._reader.policy.direct and src._reader.policy.window.raw is None, (kw, extra)
         src.close()
     src = MinibatchSource(config(path, 100, keepDataInMemory=True), max_sweeps=1)
-    assert src._reader.direct  # the bytes are in memory: sequences are cut out of them
+    assert src._reader.policy.direct  # the bytes are in memory: sequences are cut out of them
     assert sum(mb[src.streams.A].num_samples for mb in src.iter(minibatch_size=8)) == 50
     src.close()
 
@@ -296,7 +296,7 @@ def test_reads_begun_together_equal_reads_one_at_a_time(tmp_path, monkeypatch, b
     monkeypatch.setattr("cntkio.deserializers.ctf.deserializer.ctf_backend", lambda: backend)
     path = _write(tmp_path / "f.ctf", 300)
     src = MinibatchSource(config(path, 400), max_sweeps=1, randomization_window_in_chunks=2)
-    corpus = src._reader.corpus
+    corpus = src._reader.policy.corpus
     raw = {c.id: corpus.read_bytes(c.id) for c in corpus.chunk_infos()}
     rng = np.random.default_rng(0)
     sels = []
@@ -328,11 +328,11 @@ def test_bytes_held_stay_within_what_whole_chunk_loading_holds(tmp_path, window)
     for ra in (True, False):
         src = MinibatchSource(config(path, 200), max_sweeps=2, randomization_window_in_chunks=window,
                               random_access=ra)
-        reader = src._reader
+        reader = src._reader.policy
         assert reader.direct is ra
         while src.next_minibatch(16):
             pass
-        peaks[ra] = (reader.raw if ra else reader.cache).peak_held
+        peaks[ra] = (reader.window.raw if ra else reader.window.cache).peak_held
         src.close()
     assert peaks[True] <= peaks[False], peaks
 
@@ -343,16 +343,16 @@ def test_batches_parsed_ahead_read_only_chunks_the_window_holds(tmp_path, monkey
     # when a minibatch fits in a randomized chunk (40 sequences of 1 sample per 1000-byte chunk),
     # every parse begun, the batches ahead included, reads chunks whose bytes the window already
     # holds: nothing is loaded on demand behind the window's back
-    from cntkio.engine import reader as reader_module
+    from cntkio.engine.schedule import BatchScheduler
     outside = []
-    begin = reader_module.GlobalReader._begin
+    begin = BatchScheduler.begin
 
     def checked(self, prep):
         _, _, sel_chunk, _ = prep
         if len(sel_chunk):
-            outside.extend(set(np.unique(sel_chunk).tolist()) - set(self.raw.held()))
+            outside.extend(set(np.unique(sel_chunk).tolist()) - set(self.window.raw.held()))
         return begin(self, prep)
-    monkeypatch.setattr(reader_module.GlobalReader, "_begin", checked)
+    monkeypatch.setattr(BatchScheduler, "begin", checked)
     path = _write(tmp_path / "f.ctf", 3000)
     src = MinibatchSource(config(path, 1000), max_sweeps=2, randomization_window_in_chunks=window)
     n = 0
@@ -369,7 +369,7 @@ def test_small_reads_are_parsed_when_asked_for_not_on_a_thread(tmp_path, monkeyp
     from cntkio.deserializers.ctf import deserializer as ctf_module
     path = _write(tmp_path / "f.ctf", 300)  # about 8 KiB
     src = MinibatchSource(config(path, 400), max_sweeps=1, randomization_window_in_chunks=2)
-    corpus = src._reader.corpus
+    corpus = src._reader.policy.corpus
     raw = {c.id: corpus.read_bytes(c.id) for c in corpus.chunk_infos()}
     started = []
     backend = _ctf
@@ -394,25 +394,25 @@ def test_small_reads_are_parsed_when_asked_for_not_on_a_thread(tmp_path, monkeyp
 
 def test_settings_changing_every_call_begin_one_small_batch_ahead(tmp_path, monkeypatch):
     # alternating minibatch sizes drop what was begun ahead at every call: the first call with
-    # new settings begins one batch of at most _FIRST_AHEAD minibatches, not two full ones
-    from cntkio.engine import reader as reader_module
+    # new settings begins one batch of at most FIRST_AHEAD minibatches, not two full ones
+    from cntkio.engine import schedule
     begun = []
-    start = reader_module.GlobalReader._start
+    start = schedule.BatchScheduler.start
 
     def counting(self, plans, key=None):
         batch = start(self, plans, key)
         begun.append(len(batch.entries))
         return batch
-    monkeypatch.setattr(reader_module.GlobalReader, "_start", counting)
+    monkeypatch.setattr(schedule.BatchScheduler, "start", counting)
     path = _write(tmp_path / "f.ctf", 3000)
     src = MinibatchSource(config(path, 20000), max_sweeps=1, randomization_window_in_chunks=2)
     for i in range(40):
         assert src.next_minibatch((7, 12)[i % 2])
-    assert len(begun) <= 2 * 40 and max(begun) <= reader_module._FIRST_AHEAD
+    assert len(begun) <= 2 * 40 and max(begun) <= schedule.FIRST_AHEAD
     begun.clear()
     for _ in range(300):  # the same settings from call to call: full batches, two ahead
         assert src.next_minibatch(3)
-    assert max(begun) > reader_module._FIRST_AHEAD
+    assert max(begun) > schedule.FIRST_AHEAD
     src.close()
 
 
@@ -429,7 +429,7 @@ def test_minibatch_objects_are_made_when_handed_out(tmp_path, randomize):
     src = MinibatchSource(config(path, 20000), max_sweeps=1, randomize=randomize)
     for _ in range(3):
         assert src.next_minibatch(4)
-    assert len(src._reader._queue) > 10  # many minibatches packed ahead
+    assert len(src._reader.policy.handoff.queue) > 10  # many minibatches packed ahead
     gc.collect()
     alive = [o for o in gc.get_objects() if type(o) is MinibatchData]
     assert alive == []

@@ -18,9 +18,13 @@ from collections.abc import Mapping
 from typing import Any, Iterator
 
 from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
-from .deserializers.base import Deserializer, build_deserializer
+from .deserializers.protocol import Deserializer, is_local_timeline
 from .engine.composite import CompositeDeserializer
+from .engine.global_timeline import GlobalTimeline
+from .engine.local_timeline import LTNoRandomizer, LTTumblingWindowRandomizer
 from .engine.prefetch import default_pool_size
+from .engine.reader import Reader
+from .registry import build_deserializer
 from .streams import Record, StreamInformation
 
 __all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
@@ -41,10 +45,6 @@ def _flatten(deserializers) -> list:
             out.extend(_flatten(d))
         return out
     return [deserializers]
-
-
-def _is_user(d) -> bool:
-    return bool(getattr(d, "is_user_deserializer", False))
 
 
 def _as_int(name: str, value) -> int:
@@ -93,7 +93,7 @@ class MinibatchSource:
         items = _flatten(deserializers)
         if not items:
             raise ValueError("MinibatchSource: at least one deserializer is required")
-        if any(_is_user(d) for d in items) and len(items) > 1:
+        if any(is_local_timeline(d) for d in items) and len(items) > 1:
             raise ValueError(_USER_COMPOSITION_ERROR)
         max_samples = _as_int("max_samples", max_samples)
         max_sweeps = _as_int("max_sweeps", max_sweeps)
@@ -133,7 +133,7 @@ class MinibatchSource:
 
         built = [self._build(d) for d in items]
         self._deserializers = built
-        if _is_user(built[0]):
+        if is_local_timeline(built[0]):
             self._init_user(built[0], threads)
         else:
             self._init_builtin(built, threads)
@@ -143,10 +143,10 @@ class MinibatchSource:
 
     # --- construction -------------------------------------------------------------------------
     def _build(self, d) -> Deserializer:
-        if _is_user(d) and not isinstance(d, Deserializer):
+        if is_local_timeline(d) and not isinstance(d, Deserializer):
             from .deserializers.user import as_deserializer  # checks and converts user chunks
             return as_deserializer(d, trace_level=self.trace_level)
-        if isinstance(d, Deserializer) or _is_user(d):
+        if isinstance(d, Deserializer) or is_local_timeline(d):
             return d
         if isinstance(d, Mapping):
             if "input" in d and not d["input"] and d.get("type") != "CNTKBinaryFormatDeserializer":
@@ -178,20 +178,23 @@ class MinibatchSource:
         return None
 
     def _init_builtin(self, built: list[Deserializer], threads: int) -> None:
-        from .engine.reader import GlobalReader
         corpus = CompositeDeserializer(built, trace_level=self.trace_level)
         self._corpus = corpus
         self._stream_infos = self._output_infos(corpus.stream_infos())
         sweep = sum(c.num_samples for c in corpus.chunk_infos())
-        self._reader = GlobalReader(
+        policy = GlobalTimeline(
             corpus, self._stream_infos, randomize=self.randomize, window=self.randomization_window,
             sample_based=self.sample_based_window, seed=self.randomization_seed,
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
-            truncation_length=self.truncation_length, max_errors=self.max_errors, loader_threads=threads,
+            truncated=bool(self.truncation_length), max_errors=self.max_errors, loader_threads=threads,
             trace_level=self.trace_level, random_access=self.random_access)
+        self._reader = self._make_reader(policy)
+
+    def _make_reader(self, policy) -> Reader:
+        return Reader(policy, self._stream_infos, truncation_length=self.truncation_length,
+                      frame_mode=self.frame_mode, trace_level=self.trace_level)
 
     def _init_user(self, d, threads: int) -> None:
-        from .engine.lt_randomizer import LTNoRandomizer, LTTumblingWindowRandomizer
         self._corpus = d
         infos = list(d.stream_infos())
         self._stream_infos = self._output_infos(infos)
@@ -202,13 +205,14 @@ class MinibatchSource:
         elif self.max_samples != INFINITELY_REPEAT:
             max_samples = self.max_samples
         common = dict(max_samples=max_samples, max_sweeps=max_sweeps, frame_mode=self.frame_mode,
-                      truncation_length=self.truncation_length, loader_threads=threads)
+                      loader_threads=threads)
         if self.randomize:
-            self._reader = LTTumblingWindowRandomizer(d, self._stream_infos, window=self.randomization_window,
-                                                      sample_based=self.sample_based_window,
-                                                      seed=self.randomization_seed, **common)
+            policy = LTTumblingWindowRandomizer(d, self._stream_infos, window=self.randomization_window,
+                                                sample_based=self.sample_based_window,
+                                                seed=self.randomization_seed, **common)
         else:
-            self._reader = LTNoRandomizer(d, self._stream_infos, **common)
+            policy = LTNoRandomizer(d, self._stream_infos, **common)
+        self._reader = self._make_reader(policy)
 
     # --- streams ------------------------------------------------------------------------------
     def stream_infos(self) -> list[StreamInformation]:
@@ -312,14 +316,14 @@ class MinibatchSource:
     @property
     def sweep_size(self) -> int | None:
         """Samples in one sweep (None for a user deserializer, whose size is unknown up front)."""
-        return getattr(self._reader, "S", None)
+        return None if self._reader is None else self._reader.sweep_size
 
     @property
     def epoch_end(self) -> int | None:
         """The global sample position where the epoch ends (from ``max_samples``/``max_sweeps`` or
         :meth:`set_epoch_end`); None when it never ends."""
         self._require_global("epoch_end")
-        return self._reader.E
+        return self._reader.epoch_end
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: endless), keeping the
@@ -336,7 +340,7 @@ class MinibatchSource:
     def _require_global(self, what: str) -> None:
         if self._reader is None:
             raise RuntimeError("MinibatchSource is closed")
-        if not hasattr(self._reader, "set_epoch_end"):
+        if not self._reader.global_timeline:
             raise TypeError(f"MinibatchSource.{what}: a source over a UserDeserializer has no global "
                             "timeline; only built-in deserializers support it")
 

@@ -1,6 +1,10 @@
-"""The engine between deserializers and the training loop (DESIGN.md): composite join,
-randomizers (block, sequential, local-timeline), packers and prefetch.
+"""The engine between deserializers and the training loop (docs/architecture.md).
 
-It knows the deserializer protocol (``cntkio.deserializers.base``) and nothing of config syntax
-or torch.
+``reader.Reader`` is the one interface ``MinibatchSource`` uses. It reads through a window policy:
+``global_timeline.GlobalTimeline`` (built-in deserializers; its jobs are split into ``walk``,
+``window``, ``schedule`` and ``handoff``) or ``local_timeline.LocalTimeline`` (user
+deserializers). Beside them: ``composite`` (the join by key), ``randomizer`` (CNTK's block
+randomizer), ``packer`` (sequence, frame and truncated-BPTT packing) and ``prefetch`` (loader
+threads). The engine knows the deserializer protocol (``cntkio.deserializers.protocol``) and
+nothing of config syntax or torch.
 """

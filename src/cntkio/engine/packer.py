@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .._native import native
-from ..deserializers.base import ChunkData
+from ..deserializers.protocol import ChunkData
 from ..minibatch import Minibatch, MinibatchData
 from ..streams import StreamInformation
 from .composite import ranges

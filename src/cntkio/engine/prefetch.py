@@ -15,7 +15,7 @@ import os
 import threading
 from typing import Callable, Iterable
 
-from ..deserializers.base import ChunkData, Deserializer
+from ..deserializers.protocol import ChunkData, Deserializer
 
 __all__ = ["ChunkCache", "Prefetcher", "default_pool_size"]
 

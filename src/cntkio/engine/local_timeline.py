@@ -1,4 +1,4 @@
-"""Local-timeline randomizers for ``UserDeserializer`` sources (cntk-io-semantics 2.4, 2.6, 2.7).
+"""The local-timeline window policies of ``UserDeserializer`` sources (cntk-io-semantics 2.4, 2.6, 2.7).
 
 User deserializers only say how many chunks they have; sequence counts are known once a chunk is
 loaded. So CNTK reads them on a *local* timeline, a window of chunks at a time:
@@ -23,6 +23,10 @@ Checkpoints hold CNTK's keys (``baseSweepCount``, ``baseSampleCount``,
 ``baseCurrentSequencePositionInWindow`` and ``currentChunkPosition``/``currentSequencePosition`` or
 ``chunkPosition``/``sweepIndex``); the window is recomputed on restore. In cntkio the ``base``
 counts are the counts at the cursor (not at the window start), so a restore continues exactly.
+
+Both are window policies of the one :class:`~cntkio.engine.reader.Reader` (its interface:
+:class:`~cntkio.engine.reader.WindowPolicy`), which does their truncated-BPTT packing and adds the
+truncated-BPTT slots to their checkpoints, as for the global timeline.
 """
 from __future__ import annotations
 
@@ -31,18 +35,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..deserializers.base import Deserializer
+from ..constants import LT_BASE_KEYS, LT_NO_RANDOMIZER_KEYS, LT_TUMBLING_KEYS
+from ..deserializers.protocol import LocalTimelineDeserializer
 from ..streams import StreamInformation
-from .packer import TruncatedSlots, check_frame_mode, pack_sequences, sequence_arrays
+from .packer import check_frame_mode, pack_sequences, sequence_arrays
 from .prefetch import ChunkCache
 from .randomizer import full_range_shuffle, window_shuffle
-from .reader import worker_budget
 
-__all__ = ["LTNoRandomizer", "LTTumblingWindowRandomizer", "LTReader"]
+__all__ = ["LocalTimeline", "LTNoRandomizer", "LTTumblingWindowRandomizer"]
 
-log = logging.getLogger("cntkio.engine.lt_randomizer")
-
-TBPTT_KEY = "truncatedBpttSlots"
+log = logging.getLogger("cntkio.engine.local_timeline")
 
 
 @dataclass
@@ -61,26 +63,23 @@ class _Window:
         return len(self.chunk) + (1 if self.marker >= 0 else 0)
 
 
-def _num_chunks(d: Deserializer) -> int:
-    fn = getattr(d, "num_chunks", None)
-    return int(fn()) if callable(fn) else len(d.chunk_infos())
+class LocalTimeline:
+    """Walking, packing and checkpoints of the local-timeline window policies (module docstring);
+    the subclasses say how windows are built and advanced."""
 
-
-class _LTBase:
-    """Shared walking, packing and checkpoints of the local-timeline randomizers."""
-
+    global_timeline = False
+    sweep_size = None  # unknown up front: sequence counts are known once a chunk is loaded
     keys: tuple[str, ...] = ()
 
-    def __init__(self, deserializer: Deserializer, stream_infos: list[StreamInformation], *,
+    def __init__(self, deserializer: LocalTimelineDeserializer, stream_infos: list[StreamInformation], *,
                  max_samples: int | None, max_sweeps: int | None, frame_mode: bool,
-                 truncation_length: int = 0, loader_threads: int = 1) -> None:
+                 loader_threads: int = 1) -> None:
         self.d = deserializer
         self.stream_infos = stream_infos
-        self.C = _num_chunks(deserializer)
+        self.C = int(deserializer.num_chunks())
         self.max_samples = max_samples
         self.max_sweeps = max_sweeps
         self.frame_mode = bool(frame_mode)
-        self.T = int(truncation_length)
         self.cache = ChunkCache(deserializer, threads=loader_threads, name="cntkio-user-chunk")
         self.sweep_count = 0
         self.sample_count = 0
@@ -88,7 +87,13 @@ class _LTBase:
         self._win: _Window | None = None
         self._win_key = None
         self._taken_chunks: dict = {}
-        self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
+
+    @property
+    def epoch_end(self):
+        raise TypeError("a local timeline has no global sample positions")
+
+    def set_epoch_end(self, end) -> None:
+        raise TypeError("a local timeline has no global sample positions")
 
     # subclasses: window identity, building, advancing, state
     def _window_id(self):
@@ -103,7 +108,7 @@ class _LTBase:
     def _next_window_chunks(self, W: int, r: int) -> list[int]:
         return []
 
-    def _has_data(self, W: int, r: int) -> bool:
+    def has_data(self, W: int, r: int) -> bool:
         return True
 
     def _lengths(self, c: int) -> np.ndarray:
@@ -211,18 +216,13 @@ class _LTBase:
         """Sweeps in a row without a local sequence after which a worker is out of data."""
         return 1
 
-    def next(self, size: int, W: int, r: int):
-        """One minibatch dict, or None at the end of the epoch."""
-        if not self._has_data(W, r):
-            return None
-        if self.T:
-            return self._next_truncated(size, W, r)
+    def next_minibatch(self, budget: int, W: int, r: int):
+        """One minibatch dict of ``budget`` local samples, or None at the end of the epoch."""
         self._taken_chunks = {}
         try:
-            got = self.walk(worker_budget(size, W, r), W, r)
+            got = self.walk(budget, W, r)
             if got is None:
-                self.cache.clear()
-                self._win = None
+                self.release()
                 return None
             sel_c, sel_i, sel_l, eos = got
             if self.frame_mode:
@@ -231,52 +231,46 @@ class _LTBase:
         finally:
             self._taken_chunks = {}
         if self._ended(W, r):
-            self.cache.clear()
-            self._win = None
+            self.release()
         return mb
 
-    # --- truncated BPTT -----------------------------------------------------------------------
-    def _next_truncated(self, size: int, W: int, r: int):
-        slots = max(1, size // self.T)
-        if W > slots:
-            raise ValueError("Too many workers for minibatch size; please increase minibatch size or "
-                             "decrease number of workers.")
-        self.slots.resize(slots // W + (1 if r < slots % W else 0))
-        eos = False
-        for s in range(len(self.slots.queues)):
-            while self.slots.needs(s):
-                self._taken_chunks = {}
-                got = self.walk(1, W, r)
-                if got is None:
-                    break
-                sel_c, sel_i, sel_l, e = got
-                eos |= e
-                for c, i, l in zip(sel_c.tolist(), sel_i.tolist(), sel_l.tolist()):
-                    self._push(s, c, i, l)
+    # --- truncated BPTT (the reader fills its slots from these) ---------------------------------
+    def next_sequences(self, W: int, r: int):
+        """``([(ref, length, data)], crossed a sweep end)`` of the next local sequence(s), None at
+        the end; ``ref`` is ``[chunk, index in chunk]``."""
         self._taken_chunks = {}
-        if self.slots.empty():
-            self.cache.clear()
-            return None
-        return self.slots.emit(eos)
+        try:
+            got = self.walk(1, W, r)
+            if got is None:
+                return None
+            sel_c, sel_i, sel_l, eos = got
+            return [self._sequence(c, i, l) for c, i, l in zip(sel_c.tolist(), sel_i.tolist(), sel_l.tolist())], eos
+        finally:
+            self._taken_chunks = {}
 
-    def _push(self, slot: int, c: int, i: int, length: int) -> None:
-        if self.frame_mode:
-            check_frame_mode(np.array([length]))
+    def sequence(self, ref):
+        c, i = int(ref[0]), int(ref[1])
+        return self._sequence(c, i, int(self.cache.get(c).sequences.lengths[i]))
+
+    def _sequence(self, c: int, i: int, length: int):
         chunk = self._taken_chunks.get(c) or self.cache.get(c)
-        data = {info.name: sequence_arrays(info, chunk, i) for info in self.stream_infos}
-        self.slots.push(slot, [c, i], length, data)
+        return [c, i], length, {info.name: sequence_arrays(info, chunk, i) for info in self.stream_infos}
+
+    def after_truncated(self, W: int, r: int) -> None:
+        return None
+
+    def release(self) -> None:
+        self.cache.clear()
+        self._win = None
 
     # --- state --------------------------------------------------------------------------------
-    def get_state(self) -> dict:
-        state = {"baseSweepCount": self.sweep_count, "baseSampleCount": self.sample_count,
-                 "baseCurrentSequencePositionInWindow": self.pos}
+    def position_state(self) -> dict:
+        state = dict(zip(LT_BASE_KEYS, (self.sweep_count, self.sample_count, self.pos)))
         state.update(self._inner_state())
-        if self.slots is not None:
-            state[TBPTT_KEY] = self.slots.state()
         return state
 
-    def set_state(self, state) -> None:
-        for key in ("baseSweepCount", "baseSampleCount", "baseCurrentSequencePositionInWindow") + self.keys:
+    def restore(self, state) -> None:
+        for key in LT_BASE_KEYS + self.keys:
             if key not in state:
                 raise ValueError(f"Checkpoint misses required field {key}")
         self.sweep_count = int(state["baseSweepCount"])
@@ -284,19 +278,6 @@ class _LTBase:
         self._set_inner_state(state)
         self.pos = int(state["baseCurrentSequencePositionInWindow"])
         self._win = None
-        if self.slots is not None:
-            self.slots.resize(0)
-            slot_state = state.get(TBPTT_KEY) or []
-            self.slots.resize(len(slot_state))
-            for s, (refs, toff, offs) in enumerate(slot_state):
-                for c, i in refs:
-                    chunk = self.cache.get(int(c))
-                    length = int(chunk.sequences.lengths[int(i)])
-                    self._push(s, int(c), int(i), length)
-                self.slots.toffset[s] = int(toff)
-                for name, v in dict(offs).items():
-                    if name in self.slots.offsets[s]:
-                        self.slots.offsets[s][name] = int(v)
 
     def _inner_state(self) -> dict:
         raise NotImplementedError
@@ -309,10 +290,10 @@ class _LTBase:
         self.cache.close()
 
 
-class LTNoRandomizer(_LTBase):
+class LTNoRandomizer(LocalTimeline):
     """Chunks in order, one per window, round-robin dealing by position in the sweep."""
 
-    keys = ("currentChunkPosition", "currentSequencePosition")
+    keys = LT_NO_RANDOMIZER_KEYS
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -348,10 +329,10 @@ class LTNoRandomizer(_LTBase):
         self.seq_pos = int(state["currentSequencePosition"])
 
 
-class LTTumblingWindowRandomizer(_LTBase):
+class LTTumblingWindowRandomizer(LocalTimeline):
     """Chunks shuffled per sweep, tumbling windows of this worker's chunks, sequences shuffled."""
 
-    keys = ("chunkPosition", "sweepIndex")
+    keys = LT_TUMBLING_KEYS
 
     def __init__(self, *args, window: int, sample_based: bool, seed: int, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -370,7 +351,7 @@ class LTTumblingWindowRandomizer(_LTBase):
             o = self._orders[s] = full_range_shuffle(self.seed + s, self.C)
         return o
 
-    def _has_data(self, W: int, r: int) -> bool:
+    def has_data(self, W: int, r: int) -> bool:
         return r < self.C
 
     def _idle_limit(self) -> int:
@@ -466,5 +447,3 @@ class LTTumblingWindowRandomizer(_LTBase):
         self.chunk_pos = int(state["chunkPosition"])
         self.sweep = int(state["sweepIndex"])
 
-
-LTReader = _LTBase

@@ -1,0 +1,156 @@
+"""The global-timeline window policy: CNTK's block randomizer over built-in deserializers.
+
+Every sequence has a place on one global timeline of sweeps (:mod:`~cntkio.engine.randomizer`);
+the position ``(sweep, sequence in sweep)`` is the whole state. The jobs are split by module:
+
+* :mod:`~cntkio.engine.walk` — which sequences a call takes (budgets, partitions, sweep flags,
+  the epoch end);
+* :mod:`~cntkio.engine.window` — which chunks (or raw bytes) are held, loaded ahead, released;
+* :mod:`~cntkio.engine.schedule` — what is parsed and packed ahead of the caller, and where;
+* :mod:`~cntkio.engine.handoff` — packed minibatches handed out one per call, invalid sequences
+  counted against ``max_errors``;
+
+and this module ties them to a cursor and its checkpoint: the checkpoint is the global sample
+position after the last returned minibatch; a restore goes to the first sequence starting at or
+after it in its sweep, and the order is re-derived from the seed, so a restore on a fresh reader
+continues exactly (cntkio differs from CNTK's restore quirk on purpose). A restore or a change of
+settings drops what was packed or parsed ahead.
+"""
+from __future__ import annotations
+
+import logging
+
+from ..constants import POSITION_KEY
+from ..deserializers.protocol import Deserializer, has_random_access
+from ..streams import StreamInformation
+from .handoff import Handoff
+from .packer import sequence_arrays
+from .schedule import BatchScheduler
+from .walk import TimelineWalker
+from .window import ChunkWindow
+
+__all__ = ["GlobalTimeline"]
+
+log = logging.getLogger("cntkio.engine.reader")
+
+
+class GlobalTimeline:
+    """The window policy of built-in deserializers (module docstring); see
+    :class:`~cntkio.engine.reader.WindowPolicy` for the interface."""
+
+    global_timeline = True
+
+    def __init__(self, corpus: Deserializer, stream_infos: list[StreamInformation], *, randomize: bool,
+                 window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
+                 truncated: bool, max_errors: int, loader_threads: int, prefetch: bool = True,
+                 trace_level: int = 1, random_access: bool = True) -> None:
+        self.corpus = corpus
+        self.stream_infos = stream_infos
+        lengths = [corpus.sequence_infos(c.id).lengths for c in corpus.chunk_infos()]
+        self.walker = TimelineWalker(lengths, randomize=randomize, window=window, sample_based=sample_based,
+                                     seed=seed, epoch_end=epoch_end)
+        # read randomized batches sequence by sequence (:mod:`~cntkio.engine.schedule`); chunks
+        # whose direct read reported an issue go through chunk loading
+        direct = bool(random_access and randomize and not truncated and has_random_access(corpus))
+        self.window = ChunkWindow(corpus, self.walker, threads=loader_threads, direct=direct)
+        self.handoff = Handoff(stream_infos, max_errors=max_errors, trace_level=trace_level)
+        # random access: a batch is parsed in two halves at once (given two cores)
+        self.scheduler = BatchScheduler(corpus, self.walker, self.window, self.handoff, frame_mode=frame_mode,
+                                        prefetch=prefetch and not truncated, halves=loader_threads > 1)
+        self.generation = 0
+        self.cursor = (0, 0)
+        if trace_level >= 2:
+            w = self.walker
+            log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
+                     w.N, w.S, w.C,
+                     (f"block randomizer, window {window} {'samples' if sample_based else 'chunks'}, seed {seed}"
+                      if randomize else "no randomization"),
+                     "none" if epoch_end is None else f"at sample {epoch_end}",
+                     "truncated BPTT" if truncated else ("frame" if frame_mode else "sequence"))
+
+    @property
+    def direct(self) -> bool:
+        """Whether randomized batches are parsed sequence by sequence (random access)."""
+        return self.window.raw is not None
+
+    @property
+    def sweep_size(self) -> int:
+        return self.walker.S
+
+    @property
+    def epoch_end(self) -> int | None:
+        return self.walker.E
+
+    def has_data(self, W: int, r: int) -> bool:
+        return not self.walker.no_data_for(W, r)
+
+    # --- sequence and frame mode ----------------------------------------------------------------
+    def next_minibatch(self, budget: int, W: int, r: int):
+        key = (self.generation, budget, W, r)
+        handoff = self.handoff
+        if not handoff.ready(key):
+            self.scheduler.refill(key, self.cursor, budget, W, r)
+        k, i, _, part, j, n_invalid = handoff.pop()
+        self.cursor = self.walker.normalize(k, i)
+        if part < 0:
+            self._drop_ahead()
+            self.window.clear()
+            return None
+        return handoff.get(part, j, n_invalid)
+
+    def _drop_ahead(self, forget_settings: bool = False) -> None:
+        """Drop what was packed or begun ahead (the only place that does)."""
+        self.scheduler.drop()
+        self.handoff.drop(forget_settings)
+
+    # --- truncated BPTT -------------------------------------------------------------------------
+    def next_sequences(self, W: int, r: int):
+        """The next local sequence for a truncated-BPTT slot: ``([(ref, length, data)], crossed a
+        sweep end)``, or None at the end. ``ref`` is its global sequence number."""
+        walker = self.walker
+        nxt = walker.next_local(self.cursor, W, r)
+        if nxt is None:
+            return None
+        k, i, crossed = nxt
+        seq = self.sequence(k * walker.N + i)
+        self.cursor = walker.normalize(k, i + 1)
+        return [seq], crossed or i + 1 >= walker.N
+
+    def sequence(self, ref):
+        """``(ref, length, data)`` of the sequence with global sequence number ``ref``."""
+        k, i = divmod(int(ref), self.walker.N)
+        tl = self.walker.timeline(k)
+        chunk = self.window.chunk(int(tl.chunk[i]))
+        idx = int(tl.index[i])
+        return int(ref), int(tl.length[i]), {info.name: sequence_arrays(info, chunk, idx)
+                                             for info in self.stream_infos}
+
+    def after_truncated(self, W: int, r: int) -> None:
+        self.window.retain(self.window.needed(self.cursor, W, r))
+
+    def release(self) -> None:
+        self.window.clear()
+
+    # --- state ----------------------------------------------------------------------------------
+    def position_state(self) -> dict:
+        return {POSITION_KEY: self.walker.position(self.cursor)}
+
+    def restore(self, state) -> None:
+        if POSITION_KEY not in state:
+            raise ValueError(f"Checkpoint misses required field {POSITION_KEY}")
+        pos = int(state[POSITION_KEY])
+        if pos < 0:
+            raise ValueError(f"Checkpoint field {POSITION_KEY} must be >= 0, got {pos}")
+        self._drop_ahead(forget_settings=True)
+        self.generation += 1
+        self.cursor = self.walker.cursor_at(pos)
+
+    def set_epoch_end(self, end: int | None) -> None:
+        """Move the epoch end (the reader then restores its own state: what was planned or
+        prefetched under the old end is dropped; the cursor stays where it is)."""
+        self.walker.set_epoch_end(end)
+
+    def close(self) -> None:
+        self.scheduler.close()  # first: the parses begun ahead read the mapped file; they are joined
+        self.handoff.drop()
+        self.window.close()

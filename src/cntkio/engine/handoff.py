@@ -1,0 +1,148 @@
+"""The packing hand-off: minibatches packed in batches, handed out one per call.
+
+While the minibatch size and the partition stay the same, up to 256 consecutive minibatches (about
+16 MB of output) are packed at once (:func:`~cntkio.engine.packer.pack_batch`: one gather per
+stream and chunk, then each minibatch is a slice), then handed out one per call. A packed batch is
+a few arrays per stream (:class:`~cntkio.engine.packer.PackedBatch`); each minibatch's objects are
+made when it is handed out, and the queue holds tuples of numbers, so nothing queued lives long
+enough to reach the garbage collector's oldest generation.
+
+Sequences that failed to load (``ChunkData.invalid``) are dropped here and counted against
+``max_errors`` when their minibatch is handed out (CNTK empties a minibatch whose sequences are
+all invalid without counting them).
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Callable
+
+import numpy as np
+
+from ..streams import StreamInformation
+from .packer import PackedBatch, group_by_chunk, pack_batch
+
+__all__ = ["Handoff", "MAX_BATCH_MINIBATCHES"]
+
+log = logging.getLogger("cntkio.engine.handoff")
+
+#: Minibatches packed together at most (and about 16 MB of output at most).
+MAX_BATCH_MINIBATCHES = 256
+_BATCH_OUTPUT_BYTES = 16 << 20
+
+
+class Handoff:
+    """The queue of packed minibatches and the invalid-sequence budget (module docstring).
+
+    A queue entry is ``(sweep, position after it, reached the epoch end, part, index in part,
+    invalid sequences dropped)``; part -1 marks the epoch end (no minibatch). ``key`` names the
+    settings the queue was packed for.
+    """
+
+    def __init__(self, stream_infos: list[StreamInformation], *, max_errors: int, trace_level: int) -> None:
+        self.stream_infos = stream_infos
+        self.max_errors = int(max_errors)
+        self.trace_level = int(trace_level)
+        self.errors = 0
+        self.queue: deque = deque()
+        self.parts: list = []  # the PackedBatch objects the entries index
+        self.key = None
+        self._sample_bytes = sum(
+            (int(np.prod(i.sample_shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize) if not i.is_sparse else 64
+            for i in stream_infos) or 4
+
+    def batch_size(self, budget: int) -> int:
+        """Minibatches packed together: up to 256, about 16 MB of output at most."""
+        return max(1, min(MAX_BATCH_MINIBATCHES, _BATCH_OUTPUT_BYTES // max(1, budget * self._sample_bytes)))
+
+    def pack(self, prep, direct, chunk: Callable[[int], object]) -> tuple[PackedBatch, list]:
+        """Pack a prepared selection ``(end_of_sweep flags, counts, sel_chunk, sel_index)`` from
+        ``direct`` (its sequences parsed in order), or else from the parsed chunks ``chunk(id)``:
+        ``(PackedBatch, invalid sequences dropped per minibatch)``."""
+        eos, counts, sel_chunk, sel_index = prep
+        counts = list(counts)
+        if direct is not None:
+            n = len(sel_chunk)
+            chunks = {0: direct}
+            sel_chunk, sel_index = np.zeros(n, np.int64), np.arange(n, dtype=np.int64)
+            groups = [(0, sel_index)]
+        else:
+            groups = group_by_chunk(sel_chunk)
+            chunks = {c: chunk(c) for c, _ in groups}
+        invalid = [0] * len(counts)
+        if any(chunks[c].invalid is not None for c, _ in groups):
+            bad = np.zeros(len(sel_chunk), bool)
+            for c, pos in groups:
+                inv = chunks[c].invalid
+                if inv is not None:
+                    bad[pos] = inv[sel_index[pos]]
+            if bad.any():
+                keep = np.ones(len(sel_chunk), bool)
+                start = 0
+                for j, n in enumerate(counts):
+                    nb = int(bad[start:start + n].sum())
+                    if nb == n:  # CNTK empties the minibatch without counting
+                        keep[start:start + n] = False
+                    elif nb:
+                        keep[start:start + n] = ~bad[start:start + n]
+                        invalid[j] = nb
+                    counts[j] = int(keep[start:start + n].sum())
+                    start += n
+                sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
+                groups = group_by_chunk(sel_chunk)
+        return pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
+                          owned=direct is not None), invalid
+
+    def finish(self, entries: list, parsed: list, chunk: Callable[[int], object]) -> tuple[list, list]:
+        """Pack a batch's parts ``[(prep, direct or None)]`` whose minibatches end at ``entries``
+        (``(sweep, position after it, reached the epoch end)``, the epoch-end marker last when
+        the batch reaches it): ``(packed parts, queue entries)``."""
+        packed, out, e = [], [], 0
+        for part, (prep, direct) in enumerate(parsed):
+            pb, invalid = self.pack(prep, direct, chunk)
+            packed.append(pb)
+            for j, n in enumerate(invalid):
+                out.append(entries[e] + (part, j, n))
+                e += 1
+        if e < len(entries):  # the epoch-end marker
+            out.append(entries[e] + (-1, 0, 0))
+        return packed, out
+
+    def put(self, key, packed: tuple[list, list]) -> None:
+        """Queue a packed batch (:meth:`finish`) for the settings ``key``."""
+        self.parts, entries = packed
+        self.queue.extend(entries)
+        self.key = key
+
+    def ready(self, key) -> bool:
+        """Whether minibatches packed for ``key`` are waiting."""
+        return bool(self.queue) and self.key == key
+
+    def pop(self) -> tuple:
+        """The next entry; its minibatch is :meth:`get` ``(part, index)``."""
+        return self.queue.popleft()
+
+    def last(self) -> tuple | None:
+        return self.queue[-1] if self.queue else None
+
+    def get(self, part: int, j: int, n_invalid: int):
+        """The minibatch ``j`` of packed part ``part``, its dropped sequences counted."""
+        self.count_invalid(n_invalid)
+        return self.parts[part].get(j)
+
+    def count_invalid(self, n_invalid: int) -> None:
+        if n_invalid:
+            self.errors += n_invalid
+            if self.trace_level >= 1:
+                log.warning("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
+                            n_invalid, self.errors, self.max_errors)
+            if self.errors > self.max_errors:
+                raise RuntimeError(f"Number of invalid sequences '{self.errors}' in the input exceeded the "
+                                   f"specified maximum number '{self.max_errors}'")
+
+    def drop(self, forget_key: bool = False) -> None:
+        """Drop the packed minibatches not handed out (``forget_key``: and the settings)."""
+        self.queue.clear()
+        self.parts = []
+        if forget_key:
+            self.key = None

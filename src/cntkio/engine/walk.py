@@ -1,0 +1,356 @@
+"""Walking the global timeline: which sequences one call takes, for which worker, with which flags.
+
+A :class:`TimelineWalker` answers questions about positions ``(sweep, position in sweep)`` on the
+global timeline of a :mod:`~cntkio.engine.randomizer` (cntk-io-semantics 2.3, 2.4, 2.6;
+cntk-ctf-behaviours 10-20). It holds no chunk and reads no data:
+
+* whole sequences; the first one of a call is always taken (when randomized: only in the sweep
+  the call starts in), later ones while ``taken + length <= budget``; minibatches cross sweeps;
+* a sequence is delivered iff its start on the global timeline is before the epoch end ``E``;
+* ``end_of_sweep`` iff the call's range on the global timeline reaches or crosses a sweep end;
+* workers (partition budgets): randomized, a sequence is local iff its source randomized chunk
+  id % W == rank; not randomized, iff its global sequence number % W == rank; budget
+  ``size // W`` (+1 for ranks below ``size % W``, at least 1); non-local sequences still move the
+  global position. Positions count from the start of the global timeline (not from the last
+  restore as CNTK did), so a restored reader deals sequences to workers exactly as the
+  uninterrupted one;
+* the chunks the positions just ahead of a cursor need (:meth:`TimelineWalker.span`), which the
+  chunk window (:mod:`~cntkio.engine.window`) loads and keeps.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .randomizer import BlockRandomizer, NoRandomizer, Timeline
+
+__all__ = ["TimelineWalker", "Plan", "worker_budget"]
+
+log = logging.getLogger("cntkio.engine.walk")
+
+
+def worker_budget(size: int, workers: int, rank: int, trace_level: int = 1) -> int:
+    """A worker's share of a minibatch of ``size`` samples (2.3): at least 1."""
+    budget = size // workers + (1 if rank < size % workers else 0)
+    if budget < 1:
+        if trace_level >= 1:
+            log.warning("minibatch size %d is smaller than the number of workers %d; each worker "
+                        "reads at least one sequence", size, workers)
+        budget = 1
+    return budget
+
+
+@dataclass
+class Plan:
+    """What one call takes: ``segs`` [(sweep, a, b, loc)], the cursor after it, the flags."""
+
+    segs: list = field(default_factory=list)
+    end: tuple[int, int] = (0, 0)
+    end_of_sweep: bool = False
+    reached_end: bool = False
+    num_sequences: int = 0
+
+
+class TimelineWalker:
+    """Positions, partitions, budgets and sweep flags on the global timeline (module docstring).
+
+    ``N`` sequences and ``S`` samples per sweep in ``C`` chunks; ``E`` the epoch end (global
+    sample position, None: endless).
+    """
+
+    def __init__(self, chunk_lengths: Sequence[np.ndarray], *, randomize: bool, window: int,
+                 sample_based: bool, seed: int, epoch_end: int | None) -> None:
+        self.randomizer = (BlockRandomizer(chunk_lengths, window, sample_based, seed) if randomize
+                           else NoRandomizer(chunk_lengths))
+        self.randomized = bool(randomize)
+        self.N = self.randomizer.num_sequences
+        self.S = self.randomizer.sweep_samples
+        self.C = self.randomizer.num_chunks
+        if self.S <= 0:
+            raise RuntimeError("The input has no samples: every sequence is empty")
+        self.E = epoch_end
+        self._local_cache: dict = {}
+        self._span_cache: dict = {}
+        self._ctx_cache: dict = {}
+
+    def timeline(self, sweep: int) -> Timeline:
+        return self.randomizer.timeline(sweep)
+
+    # --- positions ----------------------------------------------------------------------------
+    def position(self, cursor: tuple[int, int]) -> int:
+        """Global sample position of ``cursor``."""
+        k, i = cursor
+        return k * self.S + int(self.randomizer.timeline(k).start[i])
+
+    def cursor_at(self, position: int) -> tuple[int, int]:
+        """The first sequence starting at or after global sample ``position``, in its sweep."""
+        k, off = divmod(int(position), self.S)
+        tl = self.randomizer.timeline(k)
+        return self.normalize(k, int(np.searchsorted(tl.start[:self.N + 1], off, side="left")))
+
+    def normalize(self, k: int, i: int) -> tuple[int, int]:
+        return (k + 1, 0) if i >= self.N else (k, i)
+
+    def set_epoch_end(self, end: int | None) -> None:
+        self.E = None if end is None else int(end)
+        self._ctx_cache.clear()
+        self._local_cache.clear()
+        self._span_cache.clear()
+
+    def at_epoch_end(self, sweep: int) -> bool:
+        """Whether sweep ``sweep`` starts at or after the epoch end."""
+        return self.E is not None and sweep * self.S >= self.E
+
+    def _n_before_end(self, k: int, tl: Timeline) -> int:
+        """How many sequences of sweep ``k`` start before the epoch end."""
+        if self.E is None:
+            return self.N
+        rem = self.E - k * self.S
+        if rem <= 0:
+            return 0
+        if rem > self.S:
+            return self.N
+        return int(np.searchsorted(tl.start[:self.N], rem, side="left"))
+
+    def _local(self, k: int, W: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted local positions of sweep ``k`` and the inclusive cumulative sum of their lengths."""
+        key = (k if (self.randomized or W > 1) else 0, W, r)
+        hit = self._local_cache.get(key)
+        if hit is not None:
+            return hit
+        tl = self.randomizer.timeline(k)
+        if W == 1:
+            loc = np.arange(self.N, dtype=np.int64)
+            cum = tl.start[1:]
+        else:
+            if self.randomized:
+                mask = (tl.rchunk % W) == r
+            else:
+                mask = ((k * self.N + np.arange(self.N, dtype=np.int64)) % W) == r
+            loc = np.flatnonzero(mask).astype(np.int64)
+            cum = np.cumsum(tl.length[loc])
+        if len(self._local_cache) > 8:
+            self._local_cache.clear()
+        self._local_cache[key] = (loc, cum)
+        return loc, cum
+
+    def no_data_for(self, W: int, r: int) -> bool:
+        """A randomized worker whose rank >= the number of chunks gets nothing (fact 18)."""
+        return self.randomized and W > 1 and r >= self.C
+
+    # --- walking ------------------------------------------------------------------------------
+    def _ctx(self, k: int, W: int, r: int):
+        """``(timeline, n_before_end, local positions or None (all), inclusive cumsum)`` of sweep k."""
+        key = (k, W, r)
+        ctx = self._ctx_cache.get(key)
+        if ctx is None:
+            tl = self.randomizer.timeline(k)
+            nE = self._n_before_end(k, tl)
+            if W == 1:
+                ctx = (tl, nE, None, tl.start[1:])
+            else:
+                loc, cum = self._local(k, W, r)
+                ctx = (tl, nE, loc, cum)
+            if len(self._ctx_cache) > 8:
+                self._ctx_cache.clear()
+            self._ctx_cache[key] = ctx
+        return ctx
+
+    def walk(self, cursor: tuple[int, int], budget: int, W: int, r: int) -> Plan:
+        """The sequences one call of ``budget`` local samples takes from ``cursor``.
+
+        ``plan.segs`` holds ``(sweep, a, b, loc)``: local positions ``loc[a:b]`` of that sweep
+        (``loc`` None: all positions, so the positions are ``a..b-1``).
+        """
+        k, i = cursor
+        k0 = k
+        plan = Plan()
+        taken = 0
+        idle_sweeps = 0
+        searchsorted = np.searchsorted
+        while True:
+            tl, nE, loc, cum = self._ctx(k, W, r)
+            if i >= nE:
+                plan.end, plan.reached_end = (k, i), True
+                return plan
+            if loc is None:
+                a, hi = i, nE
+            else:
+                a = int(searchsorted(loc, i))
+                hi = int(searchsorted(loc, nE))
+            if a < hi:
+                idle_sweeps = 0
+                base = int(cum[a - 1]) if a else 0
+                b = int(searchsorted(cum, base + budget - taken, side="right"))
+                if b > hi:
+                    b = hi
+                if b <= a:
+                    b = a
+                    if plan.num_sequences == 0 and (not self.randomized or k == k0):
+                        b = a + 1
+                if b > a:
+                    plan.segs.append((k, a, b, loc))
+                    taken += int(cum[b - 1]) - base
+                    plan.num_sequences += b - a
+                if b < hi:
+                    plan.end = (k, b if loc is None else int(loc[b]))
+                    return plan
+            else:
+                idle_sweeps += 1
+            if nE < self.N:
+                plan.end, plan.reached_end = (k, nE), True
+                return plan
+            plan.end_of_sweep = True
+            k, i = k + 1, 0
+            if self.at_epoch_end(k) or idle_sweeps > W + 1:
+                plan.end, plan.reached_end = (k, 0), True
+                return plan
+
+    def walk_batch(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int,
+                   bound: tuple[int, int] | None = None) -> list:
+        """The plans of up to ``count`` minibatches from ``cursor``, within one sweep; the last plan
+        is an empty one that reached the end when the epoch ends there. With ``bound`` (sweep,
+        position), only minibatches that start before it (none: ``[]``)."""
+        plans = []
+        k0, i0 = cursor
+        if self.at_epoch_end(k0):  # at the epoch end: no timeline to compute
+            return [Plan(end=cursor, reached_end=True)]
+        tl0 = self.randomizer.timeline(k0)
+        # stay within the randomized chunk the batch starts in and the next one, so that a
+        # batch never holds more chunks than the window does
+        limit = int(tl0.rchunk_start[min(self.C, tl0.owner(i0) + 2)])
+        if bound is not None:
+            limit = min(limit, bound[1]) if bound[0] == k0 else (limit if bound[0] > k0 else 0)
+            if limit <= i0:
+                return []
+        if W == 1:
+            _, nE, _, cum = self._ctx(k0, 1, 0)
+            start = tl0.start
+        for _ in range(count):
+            if cursor[0] != k0 or cursor[1] >= limit:
+                break
+            if W == 1:
+                # fast path of walk() for one worker: a minibatch that ends inside the sweep
+                i = cursor[1]
+                if i < nE:
+                    b = int(cum.searchsorted(int(start[i]) + budget, side="right"))
+                    if b <= i:
+                        b = i + 1
+                    if b < nE:
+                        plans.append(Plan([(k0, i, b, None)], (k0, b), False, False, b - i))
+                        cursor = (k0, b)
+                        continue
+            plan = self.walk(cursor, budget, W, r)
+            if plan.num_sequences == 0 and plan.reached_end:
+                plans.append(plan)
+                break
+            plans.append(plan)
+            cursor = self.normalize(*plan.end)
+            if plan.reached_end:
+                break
+        return plans
+
+    def next_local(self, cursor: tuple[int, int], W: int, r: int):
+        """``(sweep, position, crossed_sweep_end)`` of the next local sequence, or None at the end."""
+        k, i = cursor
+        crossed = False
+        idle = 0
+        while True:
+            tl = self.randomizer.timeline(k)
+            nE = self._n_before_end(k, tl)
+            if i >= nE:
+                return None
+            loc, _ = self._local(k, W, r)
+            a = int(np.searchsorted(loc, i))
+            if a < len(loc) and loc[a] < nE:
+                return k, int(loc[a]), crossed
+            if nE < self.N:
+                return None
+            idle += 1
+            crossed = True
+            k, i = k + 1, 0
+            if self.at_epoch_end(k) or idle > W + 1:
+                return None
+
+    def selection(self, plans: list):
+        """``(chunk ids, indices in chunk, lengths)`` of the plans' sequences, in delivery order."""
+        if len(plans) == 1 and len(plans[0].segs) == 1 and plans[0].segs[0][3] is None:
+            k, a, b, _ = plans[0].segs[0]
+            tl = self.randomizer.timeline(k)
+            return tl.chunk[a:b], tl.index[a:b], tl.length[a:b]
+        first = plans[0].segs[0] if plans and plans[0].segs else None
+        if first is not None and first[3] is None:
+            # consecutive plans of one worker in one sweep usually make one range of positions
+            k, prev = first[0], first[1]
+            for p in plans:
+                if len(p.segs) != 1 or p.segs[0][0] != k or p.segs[0][3] is not None or p.segs[0][1] != prev:
+                    break
+                prev = p.segs[0][2]
+            else:
+                tl = self.randomizer.timeline(k)
+                a = first[1]
+                return tl.chunk[a:prev], tl.index[a:prev], tl.length[a:prev]
+        cs, xs, ls = [], [], []
+        for plan in plans:
+            for k, a, b, loc in plan.segs:
+                tl = self.randomizer.timeline(k)
+                pos = slice(a, b) if loc is None else loc[a:b]
+                cs.append(tl.chunk[pos])
+                xs.append(tl.index[pos])
+                ls.append(tl.length[pos])
+        if not cs:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        return np.concatenate(cs), np.concatenate(xs), np.concatenate(ls)
+
+    # --- the chunks ahead ---------------------------------------------------------------------
+    def span(self, cursor: tuple[int, int], W: int, r: int) -> set[int]:
+        """Chunks the positions just ahead of ``cursor`` need: those of the current and next two
+        randomized chunks (the next 3W when distributed), into the next sweep when it runs out."""
+        k, i = cursor
+        tl = self.randomizer.timeline(k)
+        o = tl.owner(i)
+        key = (k if self.randomized or W > 1 else 0, o, W, r)
+        need = self._span_cache.get(key)
+        if need is None:
+            span = 3 * max(1, W)
+            stop = min(self.C, o + span)
+            loc, _ = self._local(k, W, r)
+            lo, hi = np.searchsorted(loc, [tl.rchunk_start[o], tl.rchunk_start[stop]])
+            need = self._chunks_of(tl, loc, lo, hi)
+            if o + span > self.C and (self.E is None or (k + 1) * self.S < self.E):
+                tl2 = self.randomizer.timeline(k + 1)
+                loc2, _ = self._local(k + 1, W, r)
+                end2 = tl2.rchunk_start[min(self.C, o + span - self.C)]
+                need |= self._chunks_of(tl2, loc2, 0, int(np.searchsorted(loc2, end2)))
+            if len(self._span_cache) > 16:
+                self._span_cache.clear()
+            self._span_cache[key] = need
+        return need
+
+    def used_later(self, cursor: tuple[int, int], chunks) -> set[int]:
+        """The chunks of ``chunks`` that a position at or after ``cursor`` in its sweep uses."""
+        k, i = cursor
+        last_use = self.randomizer.timeline(k).last_use
+        return {c for c in chunks if last_use[c] >= i}
+
+    def _chunks_of(self, tl: Timeline, loc: np.ndarray, lo: int, hi: int) -> set[int]:
+        """The chunks of the local positions ``loc[lo:hi]`` (a count per chunk: no sort)."""
+        ids = tl.chunk[lo:hi] if len(loc) == self.N else tl.chunk[loc[lo:hi]]
+        return set(np.flatnonzero(np.bincount(ids, minlength=self.C)).tolist())
+
+    def bound(self, cursor: tuple[int, int], W: int) -> tuple[int, int]:
+        """(sweep, position) of the last randomized chunk whose chunks :meth:`span` covers for
+        ``cursor``. Minibatches starting before it end in it at the latest, so that a batch walked
+        with this bound reads only chunks the window holds."""
+        k, i = cursor
+        tl = self.randomizer.timeline(k)
+        stop = tl.owner(i) + 3 * max(1, W) - 1
+        if stop <= self.C:
+            return k, int(tl.rchunk_start[stop])
+        if self.at_epoch_end(k + 1):
+            return k + 1, 0
+        return k + 1, int(self.randomizer.timeline(k + 1).rchunk_start[min(self.C, stop - self.C)])
