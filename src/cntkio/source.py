@@ -26,6 +26,7 @@ from .engine.prefetch import default_pool_size
 from .engine.reader import Reader
 from .registry import build_deserializer
 from .streams import Record, StreamInformation
+from .values import check_int
 
 __all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
 
@@ -48,13 +49,7 @@ def _flatten(deserializers) -> list:
 
 
 def _as_int(name: str, value) -> int:
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"MinibatchSource: {name} must be an int, got {value!r}") from None
-    if v < 0:
-        raise ValueError(f"MinibatchSource: {name} must be >= 0, got {v}")
-    return v
+    return check_int(value, name, owner="MinibatchSource")
 
 
 class MinibatchSource:
