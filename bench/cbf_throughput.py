@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""CBF throughput: one sweep of each benchmark dataset converted to CBF, through cntkio's
+MinibatchSource, beside CNTK 2.7's CBF reader (the cntk27 rig), ``read()`` of the same bytes and
+cntkio's CTF read of the same data; and the conversion speed against the CTF parse speed.
+
+    python /work/shared/bench/gen_data.py bench/data               # once (git-ignored)
+    bash /work/shared/cntk27/setup_cntk27.sh .cache/cntk27          # once, for the CNTK column
+    python bench/cbf_throughput.py bench/data [--only dense,seq] [--repeat 3] [--json out.json]
+
+Per dataset (``<name>.ctf`` from gen_data.py, converted once to ``<name>.cbf`` beside it with
+``ctf2bin``, 32 MiB chunks; reused while newer than the CTF):
+
+* ``convert``: ``ctf2bin`` of the CTF file, CTF MB/s (10^6 bytes of text per second), beside
+  ``ctf parse``: the CTF deserializer's index + ``get_chunk`` of every chunk (the CTF parse speed);
+* ``read()``: reading the CBF file's bytes into memory (page cache warm);
+* ``cbf source``: ``MinibatchSource`` over ``CBFDeserializer``, ``randomize=False``, one sweep of
+  256-sample minibatches, NumPy outputs; ``cbf random``: the same randomized (4-chunk window);
+* ``ctf source``: the same sweep over the CTF file with cntkio (``randomize=False``);
+* ``cntk27 cbf``: CNTK 2.7's CBF reader through the rig (``randomize=False``, one sweep, 256), in
+  a subprocess (CNTK may abort the whole process on errors).
+
+MB/s is the CBF file's size over wall time (CTF size for ``convert``/``ctf parse``/``ctf
+source``); ratios compare times of one sweep. Each figure is the best of ``--repeat`` runs.
+``--small`` runs a smoke test on tiny generated data (no gen_data.py needed).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "src"))
+
+from cntkio import CBFDeserializer, CTFDeserializer, MinibatchSource, StreamDef  # noqa: E402
+from cntkio.deserializers.cbf import ctf2bin  # noqa: E402
+from cntkio.registry import build_deserializer  # noqa: E402
+
+STREAMS = {
+    "dense": dict(features=StreamDef(field="features", shape=784), labels=StreamDef(field="labels", shape=10)),
+    "sparse": dict(src=StreamDef(field="src", shape=50000, is_sparse=True),
+                   tgt=StreamDef(field="tgt", shape=50000, is_sparse=True)),
+    "seq": dict(word=StreamDef(field="word", shape=40000, is_sparse=True),
+                tag=StreamDef(field="tag", shape=45, is_sparse=True)),
+    "float": dict(x=StreamDef(field="x", shape=150), y=StreamDef(field="y", shape=1)),
+}
+MB_SIZE = 256
+CHUNK = 32 * 1024 * 1024
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def sweep(cfg, randomize=False):
+    kw = dict(randomize=randomize, max_sweeps=1)
+    if randomize:
+        kw["randomization_window_in_chunks"] = 4
+    src = MinibatchSource(cfg, **kw)
+    n = 0
+    while True:
+        mb = src.next_minibatch(MB_SIZE)
+        if not mb:
+            break
+        for d in mb.values():  # materialize the NumPy outputs
+            d.asarray() if not d.is_sparse else d.as_csr()
+        n += 1
+    src.close()
+    return n
+
+
+def ctf_parse(ctf, name):
+    d = build_deserializer(CTFDeserializer(ctf, STREAMS[name]))
+    for c in d.chunk_infos():
+        d.get_chunk(c.id)
+    d.close()
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        while f.read(64 << 20):
+            pass
+
+
+_CNTK_SCRIPT = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import cntk27
+t0 = time.perf_counter()
+src = cntk27.MinibatchSource([cntk27.cbf_deserializer(sys.argv[2], ())], randomize=False, max_sweeps=1)
+while src.next_minibatch(int(sys.argv[3])):
+    pass
+print(time.perf_counter() - t0)
+"""
+
+
+def cntk27_cbf(cbf, rig, repeat):
+    shim = os.path.join(rig, "shim")
+    if not os.path.isdir(shim):
+        return None
+    env = dict(os.environ, LD_PRELOAD=os.path.join(rig, "stub", "libnosleep.so"))
+    times = []
+    for _ in range(repeat):
+        r = subprocess.run([sys.executable, "-c", _CNTK_SCRIPT, shim, cbf, str(MB_SIZE)],
+                           capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            raise RuntimeError(f"CNTK 2.7's CBF reader failed on {cbf}: {r.stderr[-2000:]}")
+        times.append(float(r.stdout.strip().splitlines()[-1]))
+    return min(times)
+
+
+def small_data(folder):
+    """Tiny stand-ins for the four datasets (smoke runs only)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "dense.ctf"), "w") as f:
+        for _ in range(300):
+            f.write("|features " + " ".join(str(int(v)) for v in rng.integers(0, 255, 784))
+                    + f" |labels {' '.join('1' if i == 3 else '0' for i in range(10))}\n")
+    with open(os.path.join(folder, "sparse.ctf"), "w") as f:
+        for i in range(300):
+            f.write(f"{i} |src " + " ".join(f"{j}:1" for j in rng.integers(0, 50000, 5))
+                    + " |tgt " + " ".join(f"{j}:1" for j in rng.integers(0, 50000, 5)) + "\n")
+    with open(os.path.join(folder, "seq.ctf"), "w") as f:
+        for i in range(200):
+            for _ in range(int(rng.integers(1, 20))):
+                f.write(f"{i} |word {int(rng.integers(0, 40000))}:1 |tag {int(rng.integers(0, 45))}:1\n")
+    with open(os.path.join(folder, "float.ctf"), "w") as f:
+        for _ in range(500):
+            f.write("|x " + " ".join("%.6g" % v for v in rng.normal(size=150)) + f" |y {rng.normal():.6g}\n")
+
+
+def measure(name, ctf, cbf, args) -> dict:
+    ctf_mb, t_conv = os.path.getsize(ctf) / 1e6, None
+    if not os.path.exists(cbf) or os.path.getmtime(cbf) < os.path.getmtime(ctf):
+        t_conv = best(lambda: ctf2bin(ctf, cbf, STREAMS[name], chunk_size=CHUNK, progress=False),
+                      args.repeat)
+    cbf_mb = os.path.getsize(cbf) / 1e6
+    t_parse = best(lambda: ctf_parse(ctf, name), args.repeat)
+    t_read = best(lambda: read_bytes(cbf), args.repeat)
+    t_cbf = best(lambda: sweep(CBFDeserializer(cbf)), args.repeat)
+    t_rand = best(lambda: sweep(CBFDeserializer(cbf), randomize=True), args.repeat)
+    t_ctf = best(lambda: sweep(CTFDeserializer(ctf, STREAMS[name])), args.repeat)
+    t_cntk = None if args.no_cntk else cntk27_cbf(cbf, args.rig, args.repeat)
+    row = dict(ctf_MB=ctf_mb, cbf_MB=cbf_mb,
+               convert_MBps=None if t_conv is None else ctf_mb / t_conv, ctf_parse_MBps=ctf_mb / t_parse,
+               read_MBps=cbf_mb / t_read, cbf_source_MBps=cbf_mb / t_cbf, cbf_random_MBps=cbf_mb / t_rand,
+               ctf_source_s=t_ctf, cbf_source_s=t_cbf,
+               cntk27_cbf_MBps=None if t_cntk is None else cbf_mb / t_cntk,
+               vs_cntk27=None if t_cntk is None else t_cntk / t_cbf,
+               vs_read=t_read / t_cbf, vs_ctf=t_ctf / t_cbf)
+
+    def f(v, p="%.1f"):
+        return "-" if v is None else p % v
+    print(f"{name:7s} ctf {ctf_mb:8.1f} MB  cbf {cbf_mb:8.1f} MB | convert {f(row['convert_MBps'])} MB/s "
+          f"(ctf parse {f(row['ctf_parse_MBps'])}) | read() {f(row['read_MBps'])} | cbf source "
+          f"{f(row['cbf_source_MBps'])} random {f(row['cbf_random_MBps'])} | cntk27 cbf "
+          f"{f(row['cntk27_cbf_MBps'])} | x cntk27 {f(row['vs_cntk27'], '%.2f')} "
+          f"x read() {f(row['vs_read'], '%.2f')} x ctf {f(row['vs_ctf'], '%.2f')}", flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data", help="folder written by gen_data.py (with --small: a scratch folder)")
+    ap.add_argument("--only", default="dense,sparse,seq,float")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--rig", default=os.path.join(ROOT, ".cache", "cntk27"))
+    ap.add_argument("--no-cntk", action="store_true", help="skip CNTK 2.7's column")
+    ap.add_argument("--small", action="store_true", help="smoke run on tiny generated data")
+    ap.add_argument("--json", help="write the numbers here too")
+    args = ap.parse_args()
+    if args.small:
+        small_data(args.data)
+    rows = {}
+    for name in args.only.split(","):
+        rows[name] = measure(name, os.path.join(args.data, name + ".ctf"),
+                             os.path.join(args.data, name + ".cbf"), args)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
