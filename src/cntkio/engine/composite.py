@@ -209,11 +209,6 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
         """True when every part has random access (:func:`has_random_access`)."""
         return all(has_random_access(d) for d in self.parts)
 
-    @property
-    def random_access(self) -> bool:
-        """The same as :meth:`supports_random_access` (read by engines written before it)."""
-        return self.supports_random_access()
-
     def read_bytes(self, chunk_id: int):
         """Per deserializer, ``{its chunk id: its read_bytes}`` of the chunks this chunk joins."""
         out = [{self._chunks[chunk_id]: self.primary.read_bytes(self._chunks[chunk_id])}]

@@ -399,11 +399,6 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         kept and reused)."""
         return not self.options["chunks_to_cache"]
 
-    @property
-    def random_access(self) -> bool:
-        """The same as :meth:`supports_random_access` (read by engines written before it)."""
-        return self.supports_random_access()
-
     def _mapping(self):
         """The whole file mapped read-only (made once), or the in-memory data."""
         if self._data is not None:
