@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import cntkio
-from cntkio.commands.runner import run
+from cntkio.actions.runner import run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(ROOT, "examples", "digits")

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 import cntkio
-from cntkio.commands.runner import run
-from cntkio.models import load_model
+from cntkio.actions.runner import run
+from cntkio.actions.models import load_model
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
 TIMEOUT_S = 120

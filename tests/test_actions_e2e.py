@@ -1,5 +1,5 @@
 """End to end: each config action on small CTF data, through the command runner
-(``cntkio.commands.runner.run``, what ``cntkio configFile=...`` does)."""
+(``cntkio.actions.runner.run``, what ``cntkio configFile=...`` does)."""
 from __future__ import annotations
 
 import io
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from cntkio.commands.runner import run
+from cntkio.actions.runner import run
 from cntkio.errors import ConfigError, NotImplementedInCntkio
-from cntkio.models import load_model
+from cntkio.actions.models import load_model
 
 N_TRAIN, N_TEST = 90, 30
 

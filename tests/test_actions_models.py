@@ -10,12 +10,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cntkio.commands._params import get_list, get_schedule, schedule_value, to_list
-from cntkio.commands.network import spec_from_config
-from cntkio.commands.sgd import CntkSGD, SGDParams
+from cntkio.actions._params import get_list, get_schedule, schedule_value, to_list
+from cntkio.actions.network import spec_from_config
+from cntkio.actions.sgd import CntkSGD, SGDParams
 from cntkio.config import parse_config
 from cntkio.errors import CntkioError, ConfigError, NotImplementedInCntkio
-from cntkio.models import NetworkSpec, SimpleNetwork, epoch_model_path, load_model, save_model
+from cntkio.actions.models import NetworkSpec, SimpleNetwork, epoch_model_path, load_model, save_model
 
 
 # --- network ---------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def test_schedule_text_expands_per_epoch(pairs, epoch):
 
 # --- device, precision, threads --------------------------------------------------------------------
 def test_device_and_precision():
-    from cntkio.commands._common import resolve_device, resolve_dtype
+    from cntkio.actions._common import resolve_device, resolve_dtype
     assert resolve_device(parse_config("deviceId=cpu")) == torch.device("cpu")
     assert resolve_device(parse_config("deviceId=-1")) == torch.device("cpu")
     auto = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
@@ -264,7 +264,7 @@ def test_device_and_precision():
 
 
 def test_num_cpu_threads():
-    from cntkio.commands._common import apply_cpu_threads
+    from cntkio.actions._common import apply_cpu_threads
     before = torch.get_num_threads()
     try:
         apply_cpu_threads(parse_config("numCPUThreads=1"))
@@ -281,7 +281,7 @@ def test_num_cpu_threads():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 4), st.data())
 def test_write_format_reads_back_exactly(rows, cols, data):
-    from cntkio.commands.write import format_rows
+    from cntkio.actions.write import format_rows
     import numpy as np
     vals = data.draw(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=rows * cols,
                               max_size=rows * cols))

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import cntkio
-from cntkio.commands.runner import run
-from cntkio.commands.train import first_missing_epoch
-from cntkio.models import load_model
+from cntkio.actions.runner import run
+from cntkio.actions.train import first_missing_epoch
+from cntkio.actions.models import load_model
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
 

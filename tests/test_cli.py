@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cntkio.cli import main
-from cntkio.commands import get_action, known_actions, register_action
-from cntkio.commands.runner import DeviceId, parse_device_id, run, stderr_log_path
+from cntkio.actions import get_action, known_actions, register_action
+from cntkio.actions.runner import DeviceId, parse_device_id, run, stderr_log_path
 from cntkio.errors import ConfigError
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -209,7 +209,7 @@ def test_python_dash_m_and_exit_status(tmp_path):
 
 
 def test_every_builtin_action_resolves_to_its_function():
-    from cntkio.commands import BUILTIN_ACTIONS
+    from cntkio.actions import BUILTIN_ACTIONS
     for name, target in BUILTIN_ACTIONS.items():
         fn = get_action(name)
         assert callable(fn), name

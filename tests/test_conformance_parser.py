@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from cntkio.commands.dump import first_fit_layout
+from cntkio.actions.dump import first_fit_layout
 from cntkio.deserializers.ctf import CNTKTextFormatDeserializer, available_backends
 from cntkio.errors import MaxErrorsExceeded
 import shared_paths

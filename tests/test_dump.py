@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cntkio.commands.dump import dump_minibatches, first_fit_layout, format_minibatch, format_stream
+from cntkio.actions.dump import dump_minibatches, first_fit_layout, format_minibatch, format_stream
 from cntkio.minibatch import MinibatchData
 from cntkio.streams import StreamInformation
 import shared_paths

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from cntkio.cli import main
-from cntkio.commands.runner import run
+from cntkio.actions.runner import run
 from cntkio.errors import ConfigError
 
 

@@ -28,7 +28,7 @@ Documentation:
 
 def usage() -> str:
     """The ``--help`` text: syntax, the known actions, where the docs are."""
-    from .commands import ACTION_SUMMARIES, known_actions
+    from .actions import ACTION_SUMMARIES, known_actions
 
     lines = [
         "usage: cntkio configFile=FILE[+FILE...] [configFile=FILE ...] [name=value ...]",
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stderr.write(f"cntkio: error: argument {a!r} is not name=value "
                                  f"(a configuration file is given as configFile={a})\n")
                 return 2
-        from .commands.runner import run
+        from .actions.runner import run
         run(args)
         return 0
     except CntkioError as e:

@@ -21,7 +21,7 @@ section 3: ``1x1_2_dense`` reads 6 copies of a 1-sample file in 3 epochs of 2; `
 reads 3+3+1 samples per epoch of 7 with minibatches of 3).
 
 :class:`EpochReader` is used by the ``dumpReader`` action and by the ``train``/``eval``/``cv``
-actions (cntkio.commands), so that every config command sees the same epochs.
+actions (cntkio.actions), so that every config command sees the same epochs.
 """
 from __future__ import annotations
 

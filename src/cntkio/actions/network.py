@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
-from ..models import NetworkSpec, SimpleNetwork, load_model
+from .models import NetworkSpec, SimpleNetwork, load_model
 from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
 
 __all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]

@@ -17,14 +17,14 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import ConfigError
-from ..models import SimpleNetwork, load_model
+from .models import SimpleNetwork, load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_int, get_list, get_str, key_path, minibatch_size
 
 __all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
 
-_log = get_logger("commands.eval")
+_log = get_logger("actions.eval")
 
 
 @dataclass

@@ -19,9 +19,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..integrations.torch_backend import torch
+from ...integrations.torch_backend import torch
 
-from ..errors import CntkioError
+from ...errors import CntkioError
 from .simple import NetworkSpec, SimpleNetwork
 
 __all__ = ["ModelFile", "save_model", "load_model", "epoch_model_path", "FORMAT", "VERSION"]

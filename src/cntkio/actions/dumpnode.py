@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from ..errors import ConfigError
-from ..models import load_model
+from .models import load_model
 from ._common import dist_context, report
 from ._params import get_bool, get_str, key_path
 from .write import format_rows

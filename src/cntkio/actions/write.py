@@ -21,7 +21,7 @@ import numpy as np
 from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
-from ..models import load_model
+from .models import load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_list, get_str, has, key_path, minibatch_size

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from ..integrations.torch_backend import nn, torch
+from ...integrations.torch_backend import nn, torch
 
-from ..errors import ConfigError, NotImplementedInCntkio
+from ...errors import ConfigError, NotImplementedInCntkio
 
 __all__ = ["NetworkSpec", "SimpleNetwork", "LAYER_TYPES", "TRAINING_CRITERIA", "EVAL_CRITERIA"]
 

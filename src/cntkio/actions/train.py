@@ -31,7 +31,7 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import CntkioError, ConfigError, NotImplementedInCntkio
-from ..models import SimpleNetwork, epoch_model_path, load_model, save_model
+from .models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_bool, get_str, has, key_path, section
@@ -41,7 +41,7 @@ from .sgd import CntkSGD, SGDParams
 
 __all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
 
-_log = get_logger("commands.train")
+_log = get_logger("actions.train")
 
 
 @dataclass

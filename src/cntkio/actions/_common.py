@@ -19,7 +19,7 @@ from ._params import get_bool, get_int, get_str, has, key_path
 __all__ = ["resolve_device", "resolve_dtype", "Dist", "dist_context", "stream_samples", "batch_tensors",
            "open_reader", "epoch_minibatches", "report", "fmt_criteria", "trace_level", "apply_cpu_threads"]
 
-_log = get_logger("commands")
+_log = get_logger("actions")
 
 
 # --- device and precision ------------------------------------------------------------------------

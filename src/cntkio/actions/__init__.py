@@ -25,17 +25,17 @@ _ACTIONS: dict[str, Action] = {}
 
 #: action name -> "module:function" implementing it (imported on first use)
 BUILTIN_ACTIONS: dict[str, str] = {
-    "dumpReader": "cntkio.commands.dump:dump_reader",
-    "train": "cntkio.commands.train:train",
-    "test": "cntkio.commands.eval:test",
-    "eval": "cntkio.commands.eval:eval",
-    "cv": "cntkio.commands.cv:cv",
-    "write": "cntkio.commands.write:write",
-    "createLabelMap": "cntkio.commands.labelmap:create_label_map",
-    "dumpnode": "cntkio.commands.dumpnode:dumpnode",
-    "adapt": "cntkio.commands.train:adapt",
-    "edit": "cntkio.commands.unsupported:edit",
-    "testUnroll": "cntkio.commands.unsupported:test_unroll",
+    "dumpReader": "cntkio.actions.dump:dump_reader",
+    "train": "cntkio.actions.train:train",
+    "test": "cntkio.actions.eval:test",
+    "eval": "cntkio.actions.eval:eval",
+    "cv": "cntkio.actions.cv:cv",
+    "write": "cntkio.actions.write:write",
+    "createLabelMap": "cntkio.actions.labelmap:create_label_map",
+    "dumpnode": "cntkio.actions.dumpnode:dumpnode",
+    "adapt": "cntkio.actions.train:adapt",
+    "edit": "cntkio.actions.unsupported:edit",
+    "testUnroll": "cntkio.actions.unsupported:test_unroll",
 }
 
 #: one line per action for ``cntkio --help``
@@ -115,7 +115,7 @@ def get_action(name: str, *, path: str | None = None) -> Action:
         raise ConfigError(f"action {canon!r} needs the Python package {dep!r}, which is not installed"
                           + (" (pip install 'cntkio[torch]')" if dep == "torch" else ""), path=path)
     raise ConfigError(f"action {canon!r} is not available in this installation of cntkio "
-                      f"(no module of cntkio.commands implements it)", path=path)
+                      f"(no module of cntkio.actions implements it)", path=path)
 
 
 def _discover() -> list[BaseException]:

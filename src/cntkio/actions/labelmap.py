@@ -25,7 +25,7 @@ from ._params import get_str, has, key_path, minibatch_size, section as get_sect
 
 __all__ = ["create_label_map", "label_categories"]
 
-_log = get_logger("commands.labelmap")
+_log = get_logger("actions.labelmap")
 
 
 def label_categories(values: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from .._log import get_logger
 
 __all__ = ["first_fit_layout", "format_minibatch", "format_stream", "dump_minibatches", "dump_reader"]
 
-_log = get_logger("commands.dump")
+_log = get_logger("actions.dump")
 
 #: How many minibatches per epoch CNTK's test harness dumps (``m_maxMiniBatchCount``).
 DEFAULT_MAX_MINIBATCHES_PER_EPOCH = 10

@@ -9,7 +9,7 @@
 3. with ``stderr=<prefix>``, send the log and standard error to ``<prefix>_<cmd1>_<cmd2>.log``
    (directories created, the file overwritten), as CNTK does;
 4. run the sections named by ``command=a:b`` in order, each through its ``action``
-   (:mod:`cntkio.commands` registry).
+   (:mod:`cntkio.actions` registry).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from . import get_action
 
 __all__ = ["run", "run_config", "parse_device_id", "DeviceId", "stderr_log_path", "check_precision"]
 
-_log = get_logger("commands")
+_log = get_logger("actions")
 
 
 @dataclass(frozen=True)

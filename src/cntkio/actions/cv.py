@@ -16,14 +16,14 @@ import time
 
 from .._log import get_logger
 from ..errors import ConfigError
-from ..models import load_model
+from .models import load_model
 from ._common import dist_context, epoch_minibatches, open_reader, progress_enabled, report, resolve_device, resolve_dtype
 from ._params import get_float, get_int, get_list, get_str, key_path, minibatch_size
 from .eval import EvalResult, criterion_nodes, evaluate
 
 __all__ = ["cv"]
 
-_log = get_logger("commands.cv")
+_log = get_logger("actions.cv")
 
 
 def cv(section, name: str = "cv") -> dict[str, EvalResult]:
