@@ -17,10 +17,6 @@ from cntkio.errors import ConfigError, MaxErrorsExceeded
 BACKENDS = available_backends()
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda b: b.__name__.rsplit(".", 1)[-1])
-def backend(request):
-    return request.param
-
 
 def write(tmp_path, text, name="d.ctf"):
     p = tmp_path / name

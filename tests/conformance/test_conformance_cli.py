@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 from cntkio.cli import main
-import shared_paths
+import paths
 
-ROOT = shared_paths.CONFORMANCE
+ROOT = paths.CONFORMANCE
 CONFIG = ROOT / "Config" / "CNTKTextFormatReader"
 DATA = ROOT / "Data" / "CNTKTextFormatReader"
 CONTROL = ROOT / "Control" / "CNTKTextFormatReader"
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = paths.SRC
 
 # name, config, section, epochSize, minibatchSize, epochs, control (README section 4, ✔ rows)
 MATCH_CASES = [

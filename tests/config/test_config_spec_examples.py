@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from cntkio.config import ConfigError, ConfigParameters, command_sections, load_config, parse_config
-import shared_paths
+import paths
 
-SHARED = shared_paths.SHARED
-CONFORMANCE = shared_paths.CONFORMANCE / "Config"
+SHARED = paths.SHARED
+CONFORMANCE = paths.CONFORMANCE / "Config"
 
 SAMPLE = """\
 # sample configuration file for CNTK 

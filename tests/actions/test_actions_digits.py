@@ -9,8 +9,9 @@ import sys
 
 import cntkio
 from cntkio.actions.runner import run
+import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(paths.REPO)
 DIGITS = os.path.join(ROOT, "examples", "digits")
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
 

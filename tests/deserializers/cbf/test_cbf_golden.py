@@ -15,8 +15,9 @@ import pytest
 
 from cntkio import CBFDeserializer, MinibatchSource, StreamDef
 from cntkio.deserializers.cbf import ctf2bin
+import paths
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "cbf")
+DATA = str(paths.DATA / "cbf")
 GOLDEN = json.load(open(os.path.join(DATA, "golden.json")))
 CASES = sorted(GOLDEN)
 

@@ -8,6 +8,7 @@ import pytest
 
 from cntkio.engine.prefetch import ChunkCache, Prefetcher
 from fakes import FakeDeserializer
+import paths
 
 
 def test_chunk_cache_loads_once_and_releases():
@@ -58,7 +59,7 @@ def test_interpreter_exits_with_a_source_left_open(tmp_path):
         src = MinibatchSource(FakeDeserializer([[1] * 50] * 20), randomization_window_in_chunks=4)
         src.next_minibatch(3)
         print("ok")
-    """ % str(__import__("pathlib").Path(__file__).parent))
+    """ % str(paths.TESTS))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 

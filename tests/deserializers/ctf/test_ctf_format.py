@@ -14,10 +14,6 @@ from cntkio.errors import FormatError, MaxErrorsExceeded
 BACKENDS = available_backends()
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda b: b.__name__.rsplit(".", 1)[-1])
-def backend(request):
-    return request.param
-
 
 def dense(dim, alias=None, defines=False):
     d = {"dim": dim, "format": "dense", "definesMBSize": defines}

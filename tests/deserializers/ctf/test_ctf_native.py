@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from cntkio.deserializers.ctf import _reference as ref
 
-import shared_paths
+import paths
 from cntkio._native import _ctf  # noqa: E402  (the C module itself, even under CNTKIO_PURE_PYTHON)
 
-CONFORMANCE = shared_paths.CONFORMANCE / "Data" / "CNTKTextFormatReader"
+CONFORMANCE = paths.CONFORMANCE / "Data" / "CNTKTextFormatReader"
 _NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 

@@ -2,9 +2,9 @@
 import os
 import re
 import warnings
-from pathlib import Path
+import paths
 
-GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
+GUIDE = paths.DOCS / "guide.md"
 
 
 def blocks():

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cntkio.engine import randomizer as R
-import shared_paths
+import paths
 
 EVERYTHING = 2**64 - 1
-SPEC = shared_paths.SPEC / "cntk_randomizer_reference.py"
+SPEC = paths.SPEC / "cntk_randomizer_reference.py"
 
 
 def _reference():

@@ -16,8 +16,9 @@ import subprocess
 import sysconfig
 
 import pytest
+import paths
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = paths.REPO
 HARNESS = ROOT / "tests" / "fuzz" / "ctf_fuzz_main.c"
 CORPUS = ROOT / "tests" / "fuzz" / "corpus"
 NATIVE = ROOT / "src" / "cntkio" / "_native"

@@ -11,9 +11,9 @@ from hypothesis import given, settings, strategies as st
 from cntkio.actions.dump import dump_minibatches, first_fit_layout, format_minibatch, format_stream
 from cntkio.minibatch import MinibatchData
 from cntkio.streams import StreamInformation
-import shared_paths
+import paths
 
-DATA = shared_paths.CONFORMANCE / "Data" / "CNTKTextFormatReader"
+DATA = paths.CONFORMANCE / "Data" / "CNTKTextFormatReader"
 
 
 def dense_mb(name, seqs, dtype=np.float32, dim=None):

@@ -14,8 +14,9 @@ from cntkio.cli import main
 from cntkio.actions import get_action, known_actions, register_action
 from cntkio.actions.runner import DeviceId, parse_device_id, run, stderr_log_path
 from cntkio.errors import ConfigError
+import paths
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = paths.SRC
 
 CALLS: list[tuple[str, str, dict]] = []
 

@@ -19,10 +19,6 @@ BACKENDS = available_backends()
 TEXT = "".join(f"{i // 2} |x {i} |y {i % 3}:1\n" for i in range(40))
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda b: b.__name__.rsplit(".", 1)[-1])
-def backend(request):
-    return request.param
-
 
 class NoScan:
     """A backend that parses but must not scan (proves the index came from the cache)."""

@@ -16,18 +16,14 @@ import numpy as np
 import pytest
 
 from cntkio.actions.dump import first_fit_layout
-from cntkio.deserializers.ctf import CNTKTextFormatDeserializer, available_backends
+from cntkio.deserializers.ctf import CNTKTextFormatDeserializer
 from cntkio.errors import MaxErrorsExceeded
-import shared_paths
+import paths
 
-ROOT = shared_paths.CONFORMANCE
+ROOT = paths.CONFORMANCE
 DATA = ROOT / "Data" / "CNTKTextFormatReader"
 CONTROL = ROOT / "Control" / "CNTKTextFormatReader"
 
-
-@pytest.fixture(params=available_backends(), ids=lambda b: b.__name__.rsplit(".", 1)[-1])
-def backend(request):
-    return request.param
 
 
 def dense(dim, alias=None):
