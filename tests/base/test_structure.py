@@ -1,0 +1,137 @@
+"""The package's shape (docs/architecture.md, "Rules the imports follow"), read from its source."""
+import ast
+import re
+
+import pytest
+
+import paths
+
+PKG = paths.SRC / "cntkio"
+#: the layers that stand on the core and may import the optional integrations at module level
+TOP = ("cntkio.actions", "cntkio.cli", "cntkio.__main__", "cntkio.integrations")
+#: the base every other part speaks; it imports nothing of cntkio above it
+BASE = ("cntkio.streams", "cntkio.errors", "cntkio.constants", "cntkio.values",
+        "cntkio.deserializers.protocol")
+MAX_LINES = 650  # "no module over ~600 lines", with a margin
+
+
+def _modules():
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(paths.SRC).with_suffix("")
+        name = ".".join(rel.parts)
+        out[name[:-9] if name.endswith(".__init__") else name] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name, path):
+    """``[(target module, at module level)]`` of the cntkio modules ``name`` imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    top_ids = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
+            top_ids.update(id(n) for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            stems = [a.name for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            base = name if is_pkg else name.rsplit(".", 1)[0]
+            for _ in range(max(0, n.level - 1)):
+                base = base.rsplit(".", 1)[0]
+            stem = (base + ("." + n.module if n.module else "")) if n.level else (n.module or "")
+            stems = [stem] + [f"{stem}.{a.name}" for a in n.names]
+        else:
+            continue
+        for t in stems:
+            if t in MODULES and t != name and not t.startswith(name + "."):
+                out.append((t, id(n) in top_ids))
+    return out
+
+
+IMPORTS = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_walker_finds_modules_and_imports():
+    # the checks below are only as good as the import graph: it must see what is there
+    assert "cntkio.engine.reader" in MODULES and "cntkio.source" in MODULES
+    assert ("cntkio.engine.reader", True) in IMPORTS["cntkio.source"]
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+
+
+def test_no_import_cycles_at_module_level_or_through_function_level_imports():
+    # a lazy forward into the optional integrations (MinibatchData.to_torch) is the one exception
+    graph = {m: {t for t, top in imps if top or not t.startswith("cntkio.integrations")}
+             for m, imps in IMPORTS.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_core_never_imports_the_integrations_at_module_level():
+    bad = [(m, t) for m, imps in IMPORTS.items() for t, top in imps
+           if top and t.startswith("cntkio.integrations") and not m.startswith(TOP)]
+    assert bad == []
+
+
+@pytest.mark.parametrize("base", BASE)
+def test_the_base_imports_only_the_base(base):
+    assert [t for t, _ in IMPORTS[base] if not t.startswith(BASE)] == []
+
+
+def test_the_engine_knows_the_protocol_not_the_formats():
+    # the protocol, and the implementers' base class (the composite is a deserializer too)
+    allowed = ("cntkio.deserializers.protocol", "cntkio.deserializers.base")
+    bad = [(m, t) for m, imps in IMPORTS.items() if m.startswith("cntkio.engine")
+           for t, _ in imps if t.startswith("cntkio.deserializers") and t not in allowed]
+    assert bad == []
+
+
+def test_torch_is_imported_in_one_place():
+    pattern = re.compile(r"^\s*(import torch\b|from torch\b)", re.M)
+    importers = sorted(m for m, p in MODULES.items() if pattern.search(p.read_text(encoding="utf-8")))
+    assert importers == ["cntkio.integrations.torch_backend"]
+
+
+def test_no_module_over_the_size_limit():
+    sizes = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in MODULES.items()}
+    assert {m: n for m, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_the_source_talks_to_the_reader_interface_only():
+    text = (PKG / "source.py").read_text(encoding="utf-8")
+    assert re.findall(r"_reader\._\w+", text) == []      # no private fields of the reader
+    assert re.findall(r"hasattr\(self\._\w+", text) == []  # no dispatch on what the reader has
+    assert re.findall(r"getattr\(self\._reader", text) == []
