@@ -20,6 +20,7 @@ import numpy as np
 from ..._log import TraceLogger
 from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
+from ...values import to_bool, to_choice, to_int
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
 from .layout import CBFHeader, chunk_lengths, gather_words, read_header, walk_chunk
@@ -29,19 +30,6 @@ __all__ = ["CNTKBinaryFormatDeserializer", "parse_options"]
 
 def _ci(mapping: Mapping) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in mapping.items()}
-
-
-def _to_bool(value: Any, path: str) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise ConfigError(f"expected a boolean, found {value!r}", path=path, hint="use true or false")
 
 
 def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
@@ -72,17 +60,12 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
             raise ConfigError("ParseValue: No value given for 'alias'.", path=path + ".alias",
                               hint="name the stream of the file this input reads")
         renames[str(alias)] = str(name)
-    precision = str(opts.get("precision", source_options.get("precision", "float"))).strip().lower()
-    if precision not in ("float", "double"):
-        raise ConfigError(f"expected 'float' or 'double', found {precision!r}", path="precision")
-    trace = opts.get("tracelevel", source_options.get("trace_level", 1))
-    try:
-        trace = int(trace)
-    except (TypeError, ValueError):
-        raise ConfigError(f"expected an integer, found {trace!r}", path="traceLevel") from None
+    precision = to_choice(opts.get("precision", source_options.get("precision", "float")), "precision",
+                          ("float", "double"))
+    trace = to_int(opts.get("tracelevel", source_options.get("trace_level", 1)), "traceLevel")
     return {"file": os.fspath(file), "renames": renames, "double": precision == "double",
             "trace_level": trace,
-            "keep_in_memory": _to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
+            "keep_in_memory": to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
 
 
 class CNTKBinaryFormatDeserializer(DeserializerBase):
