@@ -278,10 +278,10 @@ def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str) -
                 cnt = lengths
                 pos = int(s[-1] + block[-1])
             else:
-                s, cnt, pos = _walk_dense(words, pos, n, st.dim * ew, file, c, st, off)
+                s, cnt, nz, pos = _walk(words, pos, n, False, st.dim * ew, file, c, st, off)
             nz = None
         else:
-            s, cnt, nz, pos = _walk_sparse(words, pos, n, ew, file, c, st, off)
+            s, cnt, nz, pos = _walk(words, pos, n, True, ew, file, c, st, off)
         starts.append(s)
         counts.append(cnt)
         nnzs.append(nz)
@@ -300,6 +300,21 @@ def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str) -
                                offset=off + 4 * i, expected=f"{int(longest[i])} samples",
                                found=f"{int(lengths[i])}")
     return ChunkLayout(words, starts, counts, nnzs)
+
+
+def _walk(words, pos, n, sparse, w, file, c, st, off):
+    """Locate one stream's ``n`` sequence blocks from word ``pos``: ``(starts, counts, nnz or
+    None, end)``. The C walk when built (no Python object per sequence); the Python walks below
+    when it is not, or when a count runs past the chunk (they name the sequence and the field)."""
+    mod = native("cbf")
+    if mod is not None and words.flags.c_contiguous:
+        got = mod.walk(words, pos, n, sparse, w)
+        if got is not None:
+            return got
+    if sparse:
+        return _walk_sparse(words, pos, n, w, file, c, st, off)
+    starts, counts, end = _walk_dense(words, pos, n, w, file, c, st, off)
+    return starts, counts, None, end
 
 
 def _walk_dense(words, pos, n, sample_words, file, c, st, off):
