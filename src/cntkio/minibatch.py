@@ -547,9 +547,10 @@ class MinibatchData:
 class Minibatch(dict):
     """What ``MinibatchSource.next_minibatch`` returns: ``{StreamInformation: MinibatchData}``, as
     in cntk.io, that can also be indexed by stream name (``mb["features"]``). Empty (falsy) at the
-    end of the epoch."""
+    end of the epoch. ``packed`` (set by the packer, absent otherwise) is ``(PackedBatch, index)``:
+    where the tensor-ready arrays of this minibatch are (``integrations.torch`` uses them)."""
 
-    __slots__ = ()
+    __slots__ = ("packed",)
 
     def __missing__(self, key):
         if isinstance(key, str):

@@ -19,6 +19,7 @@ from ..deserializers.protocol import ChunkData
 from ..minibatch import Minibatch, MinibatchData
 from ..streams import StreamInformation
 from .composite import ranges
+from .tensor_ready import BatchTensors
 
 __all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode"]
 
@@ -175,7 +176,7 @@ def pack_batch(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, C
     streams = []
     for info in stream_infos:
         if not groups:
-            streams.append((info, None, None, None, None))
+            streams.append((info, None, None, None, None, None))
             continue
         lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups, owned)
         if len(arrays) > 1 and dense:
@@ -192,7 +193,7 @@ def pack_batch(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, C
             if nz.any() and len(lens):
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
-        streams.append((info, mask_all, widths, starts[bounds].tolist(), arrays))
+        streams.append((info, mask_all, widths, starts[bounds].tolist(), arrays, lens))
     return PackedBatch(streams, bl, list(end_of_sweep), dense)
 
 
@@ -206,10 +207,11 @@ class PackedBatch:
     (whose full collections, in a process with many long-lived objects, cost tens of ms).
     """
 
-    __slots__ = ("streams", "bounds", "end_of_sweep", "dense")
+    __slots__ = ("streams", "bounds", "end_of_sweep", "dense", "_tensors")
 
     def __init__(self, streams: list, bounds: list, end_of_sweep: list, dense: bool) -> None:
         self.streams, self.bounds, self.end_of_sweep, self.dense = streams, bounds, end_of_sweep, dense
+        self._tensors = None
 
     def __len__(self) -> int:
         return len(self.end_of_sweep)
@@ -219,8 +221,9 @@ class PackedBatch:
         s0, s1 = self.bounds[j], self.bounds[j + 1]
         eos = self.end_of_sweep[j]
         mb = Minibatch()
+        mb.packed = (self, j)
         packed = MinibatchData._packed
-        for info, mask_all, widths, rows, arrays in self.streams:
+        for info, mask_all, widths, rows, arrays, _lens in self.streams:
             if s0 == s1 or mask_all is None:
                 mb[info] = _empty(info, eos, self.dense)
                 continue
@@ -231,6 +234,16 @@ class PackedBatch:
             else:
                 mb[info] = packed(info, mask, arrays[0][r0:r1], None, None, None, eos, r1 - r0)
         return mb
+
+    def tensors(self, j: int, ids: frozenset = frozenset(), pad_id: int = 0) -> list:
+        """Minibatch ``j`` as tensor-ready arrays (:class:`~cntkio.engine.tensor_ready.BatchTensors`:
+        padded dense values, CSR arrays with row pointers from 0, or token ids and their mask, plus
+        the lengths), built for the whole batch on the first call and sliced after that; ``ids``
+        names the one-hot sparse streams wanted as token ids."""
+        t = self._tensors
+        if t is None or t[0] != (ids, pad_id):
+            t = self._tensors = ((ids, pad_id), BatchTensors(self, ids, pad_id))
+        return t[1].get(j)
 
 
 def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:

@@ -1,69 +1,171 @@
 """PyTorch integration: minibatches as tensors, and a source as an ``IterableDataset``.
 
 ``to_torch(mb)`` converts one minibatch dict; :class:`MinibatchIterableDataset` reads a
-``MinibatchSource`` (or a ``UserMinibatchSource``) inside ``DataLoader(batch_size=None)``, taking
-this process's partition from ``torch.distributed`` (rank, world size) when it is initialised,
-and splitting further across DataLoader worker processes. torch is imported only here.
+``MinibatchSource`` (or a ``UserMinibatchSource``) inside ``DataLoader(batch_size=None)``, one
+sweep per iteration (``set_epoch(n)`` picks the sweep), taking this process's partition from
+``torch.distributed`` (rank, world size) when it is initialised, and splitting further across
+DataLoader worker processes. torch is imported only here.
 
 Layouts: a dense stream becomes the padded float tensor ``[S, T, *shape]`` (padding zero); a
 sparse stream becomes a ``torch.sparse_csr_tensor`` of shape ``(num_valid_samples, dim)`` with
-the valid samples in sequence order, never densified. Sequence lengths (int64 ``[S]``) come with
-each stream so padding and sparse rows can be mapped back to sequences.
+the valid samples in sequence order, never densified (int64 row pointers and column indices);
+a one-hot sparse stream named in ``ids`` becomes int64 token ids ``[S, T]`` (padding ``pad_id``)
+with a bool mask ``[S, T]``. Sequence lengths (int64 ``[S]``) come with each stream so padding
+and sparse rows can be mapped back to sequences.
+
+Minibatches of a ``MinibatchSource`` carry tensor-ready arrays built by the packer once per
+batch of up to 256 minibatches (:mod:`cntkio.engine.tensor_ready`); converting one is a few
+``torch.from_numpy`` calls on slices of them, without copies.
 """
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 from .torch_backend import torch
 
 from .._log import get_logger
+from ..constants import POSITION_KEY
+from ..engine.tensor_ready import check_one_hot
 from ..minibatch import MinibatchData, Value
 
-__all__ = ["value_to_torch", "to_torch", "distributed_partition", "MinibatchIterableDataset"]
+__all__ = ["value_to_torch", "value_to_ids", "to_torch", "distributed_partition",
+           "MinibatchIterableDataset"]
 
 _log = get_logger("integrations.torch")
+_from_numpy = torch.from_numpy
+_csr_warned = False  # torch warns once per process that sparse CSR is in beta
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:
     if not arr.flags.writeable or not arr.flags.c_contiguous:
         arr = np.array(arr, copy=True, order="C")
-    return torch.from_numpy(arr)
+    return _from_numpy(arr)
+
+
+def _csr(crow: np.ndarray, col: np.ndarray, values: np.ndarray, size) -> torch.Tensor:
+    global _csr_warned
+    if _csr_warned:
+        return torch.sparse_csr_tensor(_tensor(crow), _tensor(col), _tensor(values), size=size,
+                                       check_invariants=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        t = torch.sparse_csr_tensor(_tensor(crow), _tensor(col), _tensor(values), size=size,
+                                    check_invariants=False)
+    _csr_warned = True
+    return t
 
 
 def value_to_torch(value: Value, device: Any = None) -> torch.Tensor:
     """One stream's values as a tensor (see the module docstring for the layouts)."""
+    value._check()
     if value.is_sparse:
-        csr = value.as_csr()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            t = torch.sparse_csr_tensor(_tensor(np.asarray(csr.indptr, np.int64)),
-                                        _tensor(np.asarray(csr.indices, np.int64)),
-                                        _tensor(np.asarray(csr.data)), size=csr.shape,
-                                        check_invariants=False)
+        indptr = value._indptr
+        p0, p1 = int(indptr[0]), int(indptr[-1])
+        dim = int(np.prod(value.sample_shape, dtype=np.int64)) if value.sample_shape else 1
+        t = _csr(np.asarray(indptr - p0, np.int64), value._indices[p0:p1].astype(np.int64),
+                 value._data[p0:p1], (len(indptr) - 1, dim))
     else:
-        t = _tensor(value._padded())
+        mask = value._mask
+        S, T = mask.shape
+        values = value._values
+        if value.has_sequence_axis and len(values) == S * T:  # no padding: the values reshaped
+            t = _tensor(values.reshape(value.shape))
+        else:
+            t = _tensor(value._padded())
     return t.to(device) if device is not None else t
 
 
-def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None,
-             lengths: bool = True) -> dict[str, torch.Tensor]:
+def value_to_ids(value: Value, name: str = "", pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A one-hot sparse Value (every sample exactly one non-zero, of value 1) as padded int64 token
+    ids ``[S, T]`` (padding ``pad_id``) and the bool mask of valid cells ``[S, T]``."""
+    value._check()
+    if not value.is_sparse:
+        raise ValueError(f"stream {name!r}: token ids need a sparse (one-hot) stream, this one is dense")
+    check_one_hot(name, value._indptr, value._data)
+    valid = value._mask != 0
+    ids = np.full(valid.shape, int(pad_id), np.int64)
+    p0 = int(value._indptr[0])
+    ids[valid] = value._indices[p0:p0 + int(valid.sum())]
+    return ids, valid
+
+
+def _name(key: Any) -> str:
+    name = getattr(key, "name", None) if not isinstance(key, str) else key
+    return str(key) if name is None else name
+
+
+def _mask_from(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    return torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
+
+
+def _check_ids(ids: frozenset, names: list[str], sparse: dict) -> None:
+    unknown = sorted(ids - set(names))
+    if unknown:
+        raise ValueError(f"ids: no stream named {unknown[0]!r} in the minibatch (streams: {names})")
+    dense = sorted(n for n in ids if not sparse[n])
+    if dense:
+        raise ValueError(f"ids: stream {dense[0]!r} is dense; token ids need a sparse one-hot stream")
+
+
+def _packed_to_torch(mb, ids: frozenset, pad_id: int, lengths: bool, masks: bool) -> dict:
+    """The fast path: a packed minibatch's tensor-ready arrays as tensors (no copies)."""
+    batch, j = mb.packed
+    out: dict[str, torch.Tensor] = {}
+    for name, kind, arrays, lens in batch.tensors(j, ids, pad_id):
+        if kind is None:  # no sequences in this minibatch: the generic path's empty tensors
+            return {}
+        lt = _from_numpy(lens)
+        if kind == "dense":
+            out[name] = _tensor(arrays)
+        elif kind == "csr":
+            out[name] = _csr(*arrays)
+        else:
+            out[name] = _from_numpy(arrays[0])
+            out[name + "_mask"] = _from_numpy(arrays[1])
+        if lengths:
+            out[name + "_lengths"] = lt
+        if masks and kind != "ids":
+            out[name + "_mask"] = _mask_from(lt, int(lens.max()) if len(lens) else 0)
+    return out
+
+
+def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths: bool = True,
+             ids: Iterable[str] = (), pad_id: int = 0, masks: bool = False) -> dict[str, torch.Tensor]:
     """A ``next_minibatch`` result as ``{stream name: tensor}``; with ``lengths`` also
     ``{stream name + '_lengths': int64 tensor [S]}`` (valid samples per sequence).
+
+    ``ids`` names one-hot sparse streams to deliver as int64 token ids ``[S, T]`` (padding
+    ``pad_id``) with ``name + '_mask'`` (bool ``[S, T]``, True on valid cells), ready for
+    ``nn.Embedding`` and ``pack_padded_sequence``; a sample that is not exactly one non-zero of
+    value 1 raises ``ValueError``. ``masks`` adds the bool mask of every other stream too.
 
     Keys that are StreamInformation are replaced by their names; other keys (an ``input_map``'s)
     are used as given, converted to ``str``.
     """
-    out: dict[str, torch.Tensor] = {}
-    for key, mb in minibatch.items():
-        name = getattr(key, "name", None) if not isinstance(key, str) else key
-        name = str(key) if name is None else name
-        out[name] = mb.to_torch(device)
+    ids = frozenset(ids)
+    names = [_name(k) for k in minibatch]
+    if ids:
+        _check_ids(ids, names, {n: mb.is_sparse for n, mb in zip(names, minibatch.values())})
+    if getattr(minibatch, "packed", None) is not None:
+        out = _packed_to_torch(minibatch, ids, int(pad_id), lengths, masks)
+        if out:
+            return out if device is None else {k: v.to(device) for k, v in out.items()}
+    out = {}
+    for name, mb in zip(names, minibatch.values()):
+        lt = torch.from_numpy(np.ascontiguousarray(mb.sequence_lengths, np.int64))
+        if name in ids:
+            tid, valid = value_to_ids(mb.data, name, pad_id)
+            out[name] = torch.from_numpy(tid)
+            out[name + "_mask"] = torch.from_numpy(valid)
+        else:
+            out[name] = mb.to_torch()
+            if masks:
+                out[name + "_mask"] = torch.from_numpy(mb.mask != 0)
         if lengths:
-            t = torch.from_numpy(np.ascontiguousarray(mb.sequence_lengths, np.int64))
-            out[name + "_lengths"] = t.to(device) if device is not None else t
-    return out
+            out[name + "_lengths"] = lt
+    return out if device is None else {k: v.to(device) for k, v in out.items()}
 
 
 def distributed_partition() -> tuple[int, int]:
@@ -74,6 +176,15 @@ def distributed_partition() -> tuple[int, int]:
     return 1, 0
 
 
+_WORKERS_MESSAGE = (
+    "cntkio: MinibatchIterableDataset in {n} DataLoader worker processes: each worker reads its "
+    "own share of the partition (correct, disjoint), but every tensor is then copied between "
+    "processes, which costs more per minibatch than cntkio's reading, already done on native "
+    "threads off the GIL. Use num_workers=0 (the default); for more processes use "
+    "torch.distributed ranks (torchrun), which cntkio partitions without copies.")
+_workers_warned = False
+
+
 class MinibatchIterableDataset(torch.utils.data.IterableDataset):
     """A minibatch source as an ``IterableDataset`` yielding ``{stream name: tensor}`` dicts.
 
@@ -81,26 +192,52 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
     ``minibatch_size`` samples (this partition's share, as ``next_minibatch`` counts it).
 
     ``source`` is a source object, or a zero-argument callable making one (needed with
-    DataLoader worker processes, where every worker builds its own source). The partition is
-    ``(num_data_partitions, partition_index)`` when given, else ``torch.distributed``'s
-    ``(world_size, rank)``; with ``W`` DataLoader workers it is split further into
-    ``partitions * W`` parts, worker ``w`` of partition ``r`` reading part ``r * W + w``.
-    Iteration ends when the source returns ``{}`` (an infinite source never ends).
+    DataLoader worker processes, where every worker builds its own source); the source is made
+    once per process and kept. The partition is ``(num_data_partitions, partition_index)`` when
+    given, else ``torch.distributed``'s ``(world_size, rank)``; with ``W`` DataLoader workers it
+    is split further into ``partitions * W`` parts, worker ``w`` of partition ``r`` reading part
+    ``r * W + w`` (which works, but copies every tensor between processes: a warning says so).
+
+    Epochs: over a ``MinibatchSource`` of built-in deserializers, each iteration reads one sweep
+    of the data, whatever the source's ``max_sweeps``/``max_samples``: the first iteration sweep
+    ``epoch`` (0 by default), the next one the following sweep, and so on; :meth:`set_epoch`
+    makes the next iteration read sweep ``n`` (with DataLoader workers, which iterate copies of
+    the dataset, call it before every epoch, as with ``DistributedSampler``). Over other sources
+    (a user deserializer, a ``UserMinibatchSource``) an iteration reads until the source returns
+    ``{}``. ``lengths``, ``ids``, ``pad_id`` and ``masks`` are :func:`to_torch`'s.
     """
 
     def __init__(self, source: Any, minibatch_size: int, *, num_data_partitions: int | None = None,
-                 partition_index: int | None = None, device: Any = None, lengths: bool = True) -> None:
+                 partition_index: int | None = None, device: Any = None, lengths: bool = True,
+                 ids: Iterable[str] = (), pad_id: int = 0, masks: bool = False, epoch: int = 0) -> None:
         super().__init__()
         if int(minibatch_size) <= 0:
             raise ValueError(f"minibatch_size must be > 0, got {minibatch_size}")
         if (num_data_partitions is None) != (partition_index is None):
             raise ValueError("give both num_data_partitions and partition_index, or neither")
         self._source = source
+        self._built = None if callable(source) and not hasattr(source, "next_minibatch") else source
         self.minibatch_size = int(minibatch_size)
         self.num_data_partitions = num_data_partitions
         self.partition_index = partition_index
         self.device = device
         self.lengths = lengths
+        self.ids = frozenset(ids)
+        self.pad_id = int(pad_id)
+        self.masks = bool(masks)
+        self.set_epoch(epoch)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next iteration read sweep ``epoch`` (0-based)."""
+        if int(epoch) != epoch or int(epoch) < 0:
+            raise ValueError(f"set_epoch: the epoch must be an integer >= 0, got {epoch!r}")
+        self.epoch = int(epoch)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        if state.get("_built") is not state.get("_source"):
+            state["_built"] = None  # a worker builds its own source from the factory
+        return state
 
     def partition(self) -> tuple[int, int]:
         """``(num_data_partitions, partition_index)`` this process (and worker) reads."""
@@ -116,18 +253,40 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
         return parts, index
 
     def _make_source(self):
-        if callable(self._source) and not hasattr(self._source, "next_minibatch"):
-            return self._source()
-        return self._source
+        if self._built is None:
+            self._built = self._source()
+        return self._built
+
+    def _sweep_size(self, source) -> int | None:
+        from ..source import MinibatchSource
+        if not isinstance(source, MinibatchSource) or source._reader is None:
+            return None
+        if not source._reader.global_timeline:
+            return None
+        return source.sweep_size
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         from ..user_source import read_minibatch
+        global _workers_warned
         parts, index = self.partition()
+        info = torch.utils.data.get_worker_info()
+        if info is not None and info.num_workers > 1 and info.id == 0 and not _workers_warned:
+            _workers_warned = True
+            warnings.warn(_WORKERS_MESSAGE.format(n=info.num_workers), RuntimeWarning, stacklevel=2)
         source = self._make_source()
-        _log.info("reading partition %d of %d", index, parts)
+        sweep = self._sweep_size(source)
+        if sweep:
+            epoch = self.epoch
+            self.epoch += 1
+            source.restore_from_checkpoint({POSITION_KEY: epoch * sweep})
+            source.set_epoch_end((epoch + 1) * sweep)
+            _log.info("reading sweep %d, partition %d of %d", epoch, index, parts)
+        else:
+            _log.info("reading partition %d of %d", index, parts)
+        size, device, lengths, ids = self.minibatch_size, self.device, self.lengths, self.ids
+        pad_id, masks = self.pad_id, self.masks
         while True:
-            mb = read_minibatch(source, self.minibatch_size, parts, index)
+            mb = read_minibatch(source, size, parts, index)
             if not mb:
                 return
-            yield to_torch(mb, self.device, self.lengths)
-
+            yield to_torch(mb, device, lengths, ids, pad_id, masks)
