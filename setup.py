@@ -9,5 +9,7 @@ setup(ext_modules=[
     Extension("cntkio._native._ctf", ["src/cntkio/_native/ctf.c"],
               depends=["src/cntkio/_native/ctf_core.h", "src/cntkio/_native/ctf_number.h"], **COMMON),
     Extension("cntkio._native._rand", ["src/cntkio/_native/rand.c"], **COMMON),
+    Extension("cntkio._native._uci", ["src/cntkio/_native/uci.c"],
+              depends=["src/cntkio/_native/ctf_number.h"], **COMMON),
     Extension("cntkio._native._cbf", ["src/cntkio/_native/cbf.c"], **COMMON),
 ])

@@ -51,12 +51,14 @@ COMPOSITE_READER = "CompositeDataReader"
 _DESERIALIZERS: dict[str, FactorySpec] = {
     "CNTKTextFormatDeserializer": "cntkio.deserializers.ctf:build",
     "CNTKBinaryFormatDeserializer": "cntkio.deserializers.cbf:build",
+    "UCIFastReaderDeserializer": "cntkio.readers.legacy.ucifast:build",
 }
 _TRANSFORMS: dict[str, FactorySpec] = {}
 #: legacy readerType -> the deserializer type its reader section configures
 _READERS: dict[str, str] = {
     "CNTKTextFormatReader": "CNTKTextFormatDeserializer",
     "CNTKBinaryReader": "CNTKBinaryFormatDeserializer",
+    "UCIFastReader": "UCIFastReaderDeserializer",
 }
 
 

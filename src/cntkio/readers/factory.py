@@ -98,6 +98,7 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
     without opening any file. Raises ConfigError naming the key path for anything wrong."""
     reader = as_section(config, path)
     spec = ReaderSpec(path=reader.path or path)
+    adapter = None
 
     precision = reader.choice("precision", ("float", "double"), "float")
     spec.dtype = "float32" if precision == "float" else "float64"
@@ -126,11 +127,16 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
         if resolved is None or resolved[1] not in _registered():
             raise _unsupported_type("readerType", rt_given, reader, "readerType")
         spec.reader_type, dtype = resolved
-        dconf = _deserializer_config(reader, spec, legacy=True, type_name=dtype)
+        # a legacy reader (UCIFastReader, ...) translates its own section: readers/legacy/
+        adapter = getattr(_factory(dtype), "legacy_adapter", None)
+        dconf = (adapter.config(reader, spec) if adapter is not None
+                 else _deserializer_config(reader, spec, legacy=True, type_name=dtype))
         spec.deserializers.append(dconf)
         legacy = True
 
     spec.source_kwargs = _source_kwargs(reader, spec, legacy)
+    if legacy and adapter is not None:
+        adapter.source_options(reader, spec)
     return spec
 
 
@@ -281,6 +287,8 @@ def _randomize(reader: Section) -> bool:
         return True
     if value == "none":
         return False
+    if value.isdigit():          # legacy readers: N records per randomization block
+        return value != "0"
     try:
         return reader.bool("randomize")
     except ConfigError:

@@ -1,0 +1,179 @@
+"""Legacy reader sections -> one deserializer config + MinibatchSource options.
+
+CNTK's legacy readers were DLLs configured by their whole ``reader`` section; cntkio reads each
+as one deserializer on the composite engine. The reader factory (``readers/factory.py``) asks a
+legacy type's factory for its ``legacy_adapter`` and calls
+
+* ``adapter.config(section, spec)``: the deserializer config dict (and ``spec.stream_names``);
+* ``adapter.source_options(section, spec)``: adjusts ``spec.source_kwargs`` (randomization).
+
+The options shared by the legacy readers (UCIFastReader, BinaryReader, SequenceReader,
+LUSequenceReader, HTKMLFReader) are read here, once:
+
+* ``randomize``: ``Auto`` (default), ``None``, or ``N``: records are randomized within blocks of
+  N consecutive records (``Auto``: blocks of ``epochSize`` records when the epoch size is known,
+  else the whole data set). cntkio's block randomizer does it: the blocks are its chunks and the
+  window is one chunk, so a block's records are shuffled among themselves; the blocks' order is
+  shuffled too (CNTK read them in file order).
+* ``minibatchMode``: ``Partial`` (default) or ``Full``.
+* ``readMethod``, ``readAhead``, ``verbosity``: see :func:`shared_options`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["randomize_option", "shared_options", "stream_sections", "UCIFastAdapter"]
+
+
+def randomize_option(sec: Any) -> tuple[bool, int]:
+    """``(randomize, block)`` of a legacy section's ``randomize``: block 0 = the whole data set
+    (or ``epochSize`` records when the epoch size is known, for ``Auto``)."""
+    if not sec.exists("randomize"):
+        text = "auto"
+    else:
+        text = str(sec.raw("randomize")).strip().lower()
+    if text in ("none", "false", "f", "0", "no"):
+        return False, 0
+    if text in ("auto", "true", "t", "yes"):
+        epoch = sec.int("epochSize", 0, minimum=0) if sec.exists("epochSize") else 0
+        return True, epoch
+    try:
+        n = int(text)
+    except ValueError:
+        raise sec.error("randomize", f"randomize must be Auto, None or a number of records, found {text!r}") from None
+    if n < 0:
+        raise sec.error("randomize", f"randomize must be Auto, None or a positive number of records, found {n}")
+    return True, n
+
+
+def shared_options(sec: Any) -> dict[str, Any]:
+    """The options every legacy reader shares (and HTKMLFReader maps through the same code):
+
+    * ``minibatchMode``: ``partial`` or ``full`` (CNTK's spelling in any case);
+    * ``readMethod``: ``blockRandomize`` (default), ``rollingWindow`` or ``none``: cntkio reads
+      every method through its block randomizer, so the value is checked and recorded only;
+    * ``readAhead``: a bool; cntkio always loads ahead (its prefetch), so recorded only;
+    * ``verbosity``: the trace level (the reader factory maps it to ``trace_level``).
+    """
+    out: dict[str, Any] = {}
+    out["minibatchMode"] = sec.choice("minibatchMode", ("partial", "full"), "partial")
+    out["readMethod"] = sec.choice("readMethod", ("blockRandomize", "rollingWindow", "none"), "blockRandomize")
+    out["readAhead"] = sec.bool("readAhead", False)
+    out["verbosity"] = sec.int("verbosity", 1) if sec.exists("verbosity") else None
+    return out
+
+
+def stream_sections(sec: Any) -> list[str]:
+    """Names of ``sec``'s own sub-sections that define a stream (they have ``dim``), in order."""
+    names = []
+    for k in sec.keys():
+        v = sec.raw(k, inherit=False)
+        if isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict):
+            v = v[0]
+        if isinstance(v, dict) and any(str(x).lower() == "dim" for x in v):
+            names.append(k)
+    return names
+
+
+_LABEL_KEYS = ("labelDim", "labelType", "labelMappingFile")
+
+
+class UCIFastAdapter:
+    """``readerType = UCIFastReader`` section -> ``UCIFastReaderDeserializer`` config."""
+
+    deserializer_type = "UCIFastReaderDeserializer"
+
+    def config(self, sec: Any, spec: Any) -> dict:
+        names = stream_sections(sec)
+        if not names:
+            raise sec.error("features", "a UCIFastReader section needs sub-sections with dim and start "
+                            "(features = [dim = 784; start = 1], labels = [dim = 1; start = 0; labelDim = 10])")
+        streams: dict[str, dict] = {}
+        files: dict[str, str] = {}
+        for name in names:
+            s = sec.section(name)
+            entry: dict[str, Any] = {"dim": s.int("dim", inherit=False, minimum=1),
+                                     "start": s.int("start", 0, inherit=False, minimum=0)}
+            if any(s.has_local(k) for k in _LABEL_KEYS):
+                entry["labelType"] = s.choice("labelType", ("category", "regression", "none"), "category",
+                                              inherit=False)
+                if s.has_local("labelDim"):
+                    entry["labelDim"] = s.int("labelDim", inherit=False, minimum=1)
+                if s.exists("labelMappingFile"):
+                    entry["labelMappingFile"] = s.str("labelMappingFile")
+            if s.exists("file"):
+                files[name] = s.str("file")
+            streams[name] = entry
+            if entry.get("labelType") != "none":
+                spec.stream_names.append(name)
+        if not files:
+            raise sec.error("file", "required parameter 'file' is missing (the UCI data file, in the reader "
+                            "section or in each data section)")
+        distinct = sorted(set(files.values()))
+        if len(distinct) > 1:
+            raise sec.error("file", f"UCIFastReader reads one file for all sections; found {', '.join(map(repr, distinct))}",
+                            "move file = ... up to the reader section")
+        options = shared_options(sec)
+        if options["minibatchMode"] == "full":
+            raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
+                            "use Partial (the default): the last minibatch of an epoch may be smaller")
+        randomize, block = randomize_option(sec)
+        config: dict[str, Any] = {"type": self.deserializer_type, "file": distinct[0], "streams": streams,
+                                  "recordsPerChunk": block if randomize else 0}
+        if sec.exists("chunkSizeInBytes"):
+            config["chunkSizeInBytes"] = sec.int("chunkSizeInBytes", minimum=1)
+        config["precision"] = "float" if spec.dtype == "float32" else "double"
+        if sec.has_local("writerType"):
+            config["cache"] = cache_config(sec, names)
+        self._randomize = (randomize, block)
+        return config
+
+    def source_options(self, sec: Any, spec: Any) -> None:
+        randomize, block = randomize_option(sec)
+        kw = spec.source_kwargs
+        kw["randomize"] = randomize
+        kw["randomization_window_in_samples"] = 0
+        if not randomize:
+            kw["randomization_window_in_chunks"] = 0
+            spec.whole_dataset_window = None
+        elif block:
+            kw["randomization_window_in_chunks"] = 1      # a block = a chunk, shuffled in itself
+            spec.whole_dataset_window = None
+        else:
+            kw["randomization_window_in_chunks"] = 1
+            spec.whole_dataset_window = "chunks"           # the whole data set
+
+
+def cache_config(sec: Any, names: list[str]) -> dict:
+    """The BinaryWriter cache of a UCIFastReader section (``writerType = BinaryReader``)."""
+    wt = sec.str("writerType", inherit=False)
+    if wt.lower() not in ("binaryreader", "binarywriter"):
+        raise sec.error("writerType", f"UCIFastReader caches through writerType = BinaryReader, found {wt!r}")
+    files: dict[str, str] = {}
+    for name in names:
+        s = sec.section(name)
+        if s.has_local("wfile"):
+            files[name] = s.str("wfile", inherit=False)
+    if sec.has_local("wfile"):
+        for name in names:
+            files.setdefault(name, sec.str("wfile", inherit=False))
+    missing = [n for n in names if n not in files]
+    if missing:
+        raise sec.error("wfile", f"writerType is set but no wfile names the cache of {', '.join(missing)}",
+                        "set wfile = ... in the reader section (one file) or in each section")
+    conf: dict[str, Any] = {"files": files}
+    for key in ("wsize", "wrecords", "windowSize"):
+        if sec.exists(key):
+            conf[key] = sec.int(key, minimum=0)
+    for name in names:
+        s = sec.section(name)
+        if s.has_local("sectionType"):
+            conf.setdefault("sectionTypes", {})[name] = s.choice(
+                "sectionType", ("data", "labels", "labelMapping", "stats", "categoryLabels"), inherit=False)
+        if s.has_local("wref"):
+            ref = s.str("wref", inherit=False)
+            if ref not in names:
+                raise s.error("wref", f"wref names {ref!r}, which is not a section of this reader "
+                              f"({', '.join(names)})")
+    return conf
+
