@@ -51,13 +51,23 @@ COMPOSITE_READER = "CompositeDataReader"
 _DESERIALIZERS: dict[str, FactorySpec] = {
     "CNTKTextFormatDeserializer": "cntkio.deserializers.ctf:build",
     "CNTKBinaryFormatDeserializer": "cntkio.deserializers.cbf:build",
+    "ImageDeserializer": "cntkio.deserializers.image:build_image",
+    "Base64ImageDeserializer": "cntkio.deserializers.image:build_base64",
     "UCIFastReaderDeserializer": "cntkio.readers.legacy.ucifast:build",
 }
-_TRANSFORMS: dict[str, FactorySpec] = {}
+_TRANSFORMS: dict[str, FactorySpec] = {
+    "Crop": "cntkio.transforms.ops:build_crop",
+    "Scale": "cntkio.transforms.ops:build_scale",
+    "Mean": "cntkio.transforms.ops:build_mean",
+    "Color": "cntkio.transforms.ops:build_color",
+    "Intensity": "cntkio.transforms.ops:build_intensity",
+    "Transpose": "cntkio.transforms.ops:build_transpose",
+}
 #: legacy readerType -> the deserializer type its reader section configures
 _READERS: dict[str, str] = {
     "CNTKTextFormatReader": "CNTKTextFormatDeserializer",
     "CNTKBinaryReader": "CNTKBinaryFormatDeserializer",
+    "ImageReader": "ImageDeserializer",
     "UCIFastReader": "UCIFastReaderDeserializer",
 }
 

@@ -1,0 +1,343 @@
+"""ImageDeserializer and Base64ImageDeserializer: labelled images through a chain of transforms.
+
+One image stream (dense float32, ``(C, H, W)`` with a Transpose, else ``(H, W, C)``; BGR unless
+``channelOrder = rgb``) and at most one label stream (sparse one-hot of ``labelDim``) per
+deserializer, as CNTK 2.7. Images are decoded with OpenCV and transformed on the engine's loader
+threads (OpenCV releases the GIL): the ImageDeserializer gives each image a chunk of its own, as
+CNTK does (so a randomized sweep visits images in CNTK's order), the Base64ImageDeserializer
+chunks its lines like CTF.
+
+An image that cannot be read, decoded or transformed makes its sequence invalid: it is logged
+(naming the map file, the line and the reason) and counted against the source's ``max_errors``.
+
+Random transforms draw from ``numpy.random.default_rng([seed, sweep, position, stream])`` per
+sequence (``position`` = its index in the map, ``seed`` = the deserializer's ``seed`` option), so
+every run, thread count and checkpoint restore sees the same pixels (docs/images.md).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+import zipfile
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..._log import get_logger
+from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
+from ...errors import ConfigError, FormatError
+from ...registry import build_transform
+from ...streams import StreamInformation
+from ...transforms.ops import Transpose, cv2_module
+from ...values import to_bool, to_choice, to_int, to_str
+from ..base import DeserializerBase
+from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
+from .mapfile import index_base64_map, parse_image_map, resolve_path
+
+__all__ = ["ImageDataDeserializer", "Base64ImageDataDeserializer", "ImageConfig", "parse_config"]
+
+_log = get_logger("deserializers.image")
+
+
+def _get(config: Mapping, key: str, default: Any = None) -> Any:
+    for k, v in config.items():
+        if str(k).lower() == key.lower():
+            return v
+    return default
+
+
+class ImageConfig:
+    """The options of an image deserializer, from a Python or config-file dict (either form:
+    ``input = {name: {transforms | labelDim}}``, or the legacy ImageReader section whose
+    ``features`` and ``labels`` subsections hold the transform options)."""
+
+    def __init__(self, config: Mapping) -> None:
+        self.type = str(config.get("type", "ImageDeserializer"))
+        file = _get(config, "file")
+        if file is None:
+            raise ConfigError(f"{self.type}: the map file is not given (file = ...)", path="file")
+        self.file = to_str(file, "file")
+        self.grayscale = to_bool(_get(config, "grayscale", False), "grayscale")
+        self.channel_order = to_choice(_get(config, "channelOrder", "bgr"), "channelOrder", ("bgr", "rgb"))
+        self.seed = to_int(_get(config, "seed", 0), "seed", minimum=0)
+        self.chunk_size = to_int(_get(config, "chunkSizeInBytes", DEFAULT_CHUNK_SIZE_IN_BYTES),
+                                 "chunkSizeInBytes", minimum=1)
+        precision = to_choice(_get(config, "precision", "float"), "precision", ("float", "double"))
+        self.dtype = np.float32 if precision == "float" else np.float64
+        inputs = _get(config, "input")
+        if inputs is None:
+            inputs, legacy = _legacy_inputs(config), True
+        else:
+            legacy = False
+        features, labels = [], []
+        for name, spec in dict(inputs).items():
+            spec = dict(spec or {})
+            dim = _get(spec, "labelDim", _get(spec, "labelDimension"))
+            if dim is not None:
+                labels.append((name, to_int(dim, f"input.{name}.labelDim", minimum=1)))
+            else:
+                features.append((name, list(_get(spec, "transforms", []) or [])))
+        if len(features) != 1 or len(labels) > 1:
+            raise ConfigError(f"Please specify a single feature and label stream. '{len(features)}' features , "
+                              f"'{len(labels)}' labels found.", path="input")
+        self.image_name, raw = features[0]
+        self.label_name, self.label_dim = labels[0] if labels else (None, None)
+        self.transforms = []
+        for i, t in enumerate(raw):
+            if not isinstance(t, Mapping):
+                raise ConfigError(f"expected a transform {{'type': ...}}, found {t!r}",
+                                  path=f"input.{self.image_name}.transforms[{i}]")
+            self.transforms.append(build_transform(t))
+        self.chw = legacy or any(isinstance(t, Transpose) for t in self.transforms)
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, Transpose) and i != len(self.transforms) - 1:
+                raise ConfigError("Transpose must be the last transform", path=f"input.{self.image_name}.transforms")
+        self.transforms = [t for t in self.transforms if not isinstance(t, Transpose)]
+        self.random = any(getattr(t, "random", False) for t in self.transforms)
+        scales = [t for t in self.transforms if type(t).__name__ == "Scale"]
+        self.declared = (scales[-1].height, scales[-1].width, scales[-1].channels) if scales else None
+
+
+def _legacy_inputs(config: Mapping) -> dict:
+    """The legacy ``readerType = ImageReader`` section: the subsection with ``labelDim`` is the
+    labels, the one with ``width`` the features, whose keys configure Crop, Scale, Mean, Color and
+    Intensity at once (as CNTK's ImageReader did); Transpose is implied."""
+    out: dict = {}
+    for name, sec in config.items():
+        if not isinstance(sec, Mapping):
+            continue
+        if _get(sec, "labelDim") is not None or _get(sec, "labelDimension") is not None:
+            out[name] = {"labelDim": _get(sec, "labelDim", _get(sec, "labelDimension"))}
+        elif _get(sec, "width") is not None:
+            chain: list[dict] = []
+            crop = {k: v for k, v in sec.items() if str(k).lower() in
+                    ("croptype", "cropsize", "sideratio", "cropratio", "arearatio", "aspectratio",
+                     "jittertype", "hflip")}
+            if crop:
+                if _get(crop, "cropRatio") is not None and _get(crop, "sideRatio") is None:
+                    crop["sideRatio"] = crop.pop(next(k for k in crop if str(k).lower() == "cropratio"))
+                chain.append({"type": "Crop", **crop})
+            chain.append({"type": "Scale", **{k: v for k, v in sec.items() if str(k).lower() in
+                                              ("width", "height", "channels", "interpolations",
+                                               "scalemode", "padvalue")}})
+            if _get(sec, "meanFile"):
+                chain.append({"type": "Mean", "meanFile": _get(sec, "meanFile")})
+            color = {k: v for k, v in sec.items() if str(k).lower() in
+                     ("brightnessradius", "contrastradius", "saturationradius")}
+            if color:
+                chain.append({"type": "Color", **color})
+            if _get(sec, "intensityStdDev") is not None:
+                chain.append({"type": "Intensity", "intensityStdDev": _get(sec, "intensityStdDev"),
+                              "intensityFile": _get(sec, "intensityFile")})
+            chain.append({"type": "Transpose"})
+            out[name] = {"transforms": chain}
+    return out
+
+
+parse_config = ImageConfig
+
+
+class _ImageCore(DeserializerBase):
+    """What both image deserializers share: decoding, the transform chain, the streams."""
+
+    key_kind = "numeric"
+
+    def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
+        self.cfg = ImageConfig(config)
+        self.map_file = self.cfg.file
+        self.map_dir = os.path.dirname(os.path.abspath(self.map_file))
+        self._cv2 = cv2_module()
+        self._zips = threading.local()
+
+    # --- decoding and transforms -----------------------------------------------------------
+    def _decode(self, data: np.ndarray) -> np.ndarray | None:
+        cv2 = self._cv2
+        img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
+        if img is None:
+            return None
+        if self.cfg.grayscale:
+            img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)[:, :, None]
+        return img
+
+    def _rng(self, position: int, sweep: int = 0):
+        return np.random.default_rng([self.cfg.seed, sweep, int(position), 0]) if self.cfg.random else None
+
+    def _transform(self, img: np.ndarray, position: int, sweep: int = 0) -> np.ndarray:
+        rng = self._rng(position, sweep)
+        for t in self.cfg.transforms:
+            img = t.apply(img, rng)
+            if img.ndim == 2:
+                img = img[:, :, None]
+        return img
+
+    def _layout(self, img: np.ndarray, out: np.ndarray) -> None:
+        """Write an HWC image into one output sample (the declared shape), as CNTK: the buffer is
+        read as H x W x C of the declared shape (channels are not converted)."""
+        H, W, C = self._hwc
+        flat = img.reshape(-1)
+        if flat.size < H * W * C or (self.cfg.declared is None and img.shape != (H, W, C)):
+            raise ValueError(f"the image is {'x'.join(map(str, img.shape))} (HxWxC) after the transforms, "
+                             f"the stream is {H}x{W}x{C}; images of different sizes need a Scale transform")
+        hwc = flat[:H * W * C].reshape(H, W, C)
+        if self.cfg.channel_order == "rgb" and C == 3:
+            hwc = hwc[:, :, ::-1]
+        if self.cfg.chw:
+            out[...] = hwc.transpose(2, 0, 1)
+        else:
+            out[...] = hwc
+
+    def _set_shape(self, first: np.ndarray) -> None:
+        if self.cfg.declared is not None:
+            self._hwc = self.cfg.declared
+        else:
+            self._hwc = tuple(int(s) for s in first.shape)
+        H, W, C = self._hwc
+        shape = (C, H, W) if self.cfg.chw else (H, W, C)
+        self._streams = [StreamInformation(self.cfg.image_name, 0, "dense", self.cfg.dtype, shape)]
+        if self.cfg.label_name is not None:
+            self._streams.append(StreamInformation(self.cfg.label_name, 1, "sparse", self.cfg.dtype,
+                                                   (self.cfg.label_dim,)))
+        self._sample_shape = shape
+
+    def stream_infos(self) -> list[StreamInformation]:
+        return list(self._streams)
+
+    def _pack(self, keys: np.ndarray, labels: np.ndarray, images: list, where: list) -> ChunkData:
+        """A chunk from decoded images (None = failed, with ``where[i]`` the message)."""
+        n = len(images)
+        values = np.zeros((n,) + self._sample_shape, self.cfg.dtype)
+        invalid = np.zeros(n, bool)
+        for i, img in enumerate(images):
+            if img is not None:
+                try:
+                    self._layout(img, values[i])
+                    continue
+                except ValueError as e:
+                    where[i] = f"{where[i]}: {e}"
+            invalid[i] = True
+            _log.warning("%s: sequence skipped (counted against max_errors): %s", self.map_file, where[i])
+        offsets = np.arange(n + 1, dtype=np.int64)
+        streams: dict = {self.cfg.image_name: DenseStream(values, offsets)}
+        if self.cfg.label_name is not None:
+            streams[self.cfg.label_name] = SparseStream(
+                offsets.copy(), labels.astype(np.int32), np.ones(n, self.cfg.dtype), offsets.copy(),
+                self.cfg.label_dim)
+        table = SequenceTable(keys, np.ones(n, np.int64))
+        return ChunkData(table, streams, invalid if invalid.any() else None)
+
+
+class ImageDataDeserializer(_ImageCore):
+    """``type = "ImageDeserializer"``: images listed in a map file (module docstring)."""
+
+    def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
+        super().__init__(config, trace_level, **source_options)
+        m = parse_image_map(self.map_file, self.cfg.label_dim)
+        self.keys, self.labels, self.lines = m.keys, m.labels, m.lines
+        self.paths = [resolve_path(p, self.map_dir) for p in m.paths]
+        self._written = m.paths
+        self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths))]
+        first, why = self._load(0)
+        if first is None:
+            raise FormatError(f"the first image of the map cannot be read: {why}", file=self.map_file,
+                              line=int(self.lines[0]) + 1)
+        self._set_shape(first)
+
+    def _read(self, path: str) -> np.ndarray:
+        arch, sep, inner = path.partition(".zip@")
+        if not sep:
+            return np.fromfile(path, np.uint8)
+        zips = self._zips.__dict__.setdefault("open", {})
+        z = zips.get(arch)
+        if z is None:
+            z = zips[arch] = zipfile.ZipFile(arch + ".zip")
+        return np.frombuffer(z.read(inner.lstrip("/")), np.uint8)
+
+    def _load(self, i: int, sweep: int = 0):
+        """Image ``i`` decoded and transformed, or ``(None, why)``."""
+        where = f"line {int(self.lines[i])} ({self._written[i]})"
+        try:
+            data = self._read(self.paths[i])
+        except (OSError, KeyError, zipfile.BadZipFile) as e:
+            return None, f"{where}: Cannot open file '{self._written[i]}' ({e})"
+        img = self._decode(data) if data.size else None
+        if img is None:
+            return None, f"{where}: cannot decode '{self._written[i]}' as an image"
+        try:
+            return self._transform(img, i, sweep), where
+        except (ValueError, self._cv2.error) as e:
+            return None, f"{where}: {e}"
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return self._chunks
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        return SequenceTable(self.keys[chunk_id:chunk_id + 1], np.ones(1, np.int64))
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        img, where = self._load(chunk_id)
+        return self._pack(self.keys[chunk_id:chunk_id + 1], self.labels[chunk_id:chunk_id + 1], [img], [where])
+
+    def close(self) -> None:
+        zips = self._zips.__dict__.get("open", {})
+        for z in zips.values():
+            z.close()
+        zips.clear()
+
+
+class Base64ImageDataDeserializer(_ImageCore):
+    """``type = "Base64ImageDeserializer"``: ``[key<TAB>]label<TAB>base64`` lines (module docstring)."""
+
+    def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
+        super().__init__(config, trace_level, **source_options)
+        ix = index_base64_map(self.map_file, self.cfg.label_dim, self.cfg.chunk_size)
+        self.index = ix
+        cs = ix.chunk_starts
+        self._chunks = [ChunkInfo(c, int(cs[c + 1] - cs[c]), int(cs[c + 1] - cs[c])) for c in range(len(cs) - 1)]
+        first, why = self._load_many(0, 1)
+        if first[0] is None:
+            raise FormatError(f"the first image of the map cannot be read: {why[0]}", file=self.map_file,
+                              line=int(ix.lines[0]) + 1)
+        self._set_shape(first[0])
+
+    def _load_many(self, a: int, b: int, sweep: int = 0):
+        ix = self.index
+        with open(self.map_file, "rb") as f:
+            f.seek(int(ix.begin[a]))
+            blob = f.read(int(ix.end[b - 1] - ix.begin[a]))
+        base = int(ix.begin[a])
+        images, where = [], []
+        for i in range(a, b):
+            w = f"line {int(ix.lines[i])} (key {int(ix.keys[i])})"
+            text = blob[int(ix.begin[i]) - base:int(ix.end[i]) - base]
+            try:
+                raw = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError) as e:
+                images.append(None)
+                where.append(f"{w}: Could not decompress sequence: bad base64 ({e})")
+                continue
+            img = self._decode(np.frombuffer(raw, np.uint8)) if raw else None
+            if img is None:
+                images.append(None)
+                where.append(f"{w}: Could not decompress sequence: not an image")
+                continue
+            try:
+                images.append(self._transform(img, i, sweep))
+                where.append(w)
+            except (ValueError, self._cv2.error) as e:
+                images.append(None)
+                where.append(f"{w}: {e}")
+        return images, where
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return self._chunks
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
+        return SequenceTable(self.index.keys[a:b], np.ones(b - a, np.int64))
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
+        images, where = self._load_many(a, b)
+        return self._pack(self.index.keys[a:b], self.index.labels[a:b], images, where)

@@ -1,0 +1,209 @@
+"""Map files of the image deserializers, parsed as CNTK 2.7 reads them (cntk-readers-measured 2).
+
+* ImageDeserializer: ``path<TAB>label`` (key = 0-based line number) or ``key<TAB>path<TAB>label``
+  (an unsigned integer key). CRLF, a trailing TAB, extra columns and a missing final newline are
+  accepted; the label is its leading integer (``1.5`` is 1).
+* Base64ImageDeserializer: ``label<TAB>base64`` or ``key<TAB>label<TAB>base64``; indexed by byte
+  offset (the image text stays in the file until its chunk is read), chunked like CTF (a chunk
+  ends before the sequence that would take it over ``chunkSizeInBytes``); a key seen twice keeps
+  its first line, as CNTK does.
+
+Errors name the map file and the line (0-based, CNTK's count, in the message; 1-based in
+``FormatError.line``) and what was wrong.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import FormatError
+
+__all__ = ["ImageMap", "Base64Index", "parse_image_map", "index_base64_map", "resolve_path",
+           "chunk_bounds"]
+
+_LEADING_INT = re.compile(rb"\s*([+-]?\d+)")
+
+
+@dataclass
+class ImageMap:
+    """A parsed image map: per line its key, path (as written), label and 0-based line number."""
+
+    keys: np.ndarray     # int64
+    paths: list
+    labels: np.ndarray   # int64
+    lines: np.ndarray    # int64, 0-based
+
+
+@dataclass
+class Base64Index:
+    """An indexed Base64 map: per sequence its key, label, line and the byte range of its base64
+    text; ``chunk_starts`` the first sequence of each chunk (plus the end)."""
+
+    keys: np.ndarray
+    labels: np.ndarray
+    lines: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+    chunk_starts: np.ndarray
+
+
+def _columns(line: bytes) -> list[bytes]:
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    cols = line.split(b"\t")
+    while len(cols) > 1 and cols[-1] == b"":
+        cols.pop()
+    return cols
+
+
+def _bad_format(map_file: str, n: int) -> FormatError:
+    return FormatError(f"Invalid map file format, must contain 2 or 3 tab-delimited columns, line {n} in "
+                       f"file {map_file}.", file=map_file, line=n + 1,
+                       expected="path<TAB>label or key<TAB>path<TAB>label")
+
+
+def _key(text: bytes, map_file: str, n: int) -> int:
+    s = text.decode("utf-8", "replace").strip()
+    if not s.isdigit():
+        raise FormatError(f"Invalid numeric sequence id '{s}', line {n} in file {map_file}.", file=map_file,
+                          line=n + 1, expected="an unsigned integer sequence key", found=repr(s))
+    return int(s)
+
+
+def _label(text: bytes, column: str, map_file: str, n: int) -> int:
+    m = _LEADING_INT.match(text)
+    if m is None:
+        raise FormatError(f"Cannot parse label value on line {n}, {column} column, in file {map_file}.",
+                          file=map_file, line=n + 1, expected="an integer class id",
+                          found=repr(text.decode("utf-8", "replace")))
+    return int(m.group(1))
+
+
+def _check_label(label: int, label_dim: int | None, what: str, map_file: str, n: int) -> None:
+    if label_dim is not None and not 0 <= label < label_dim:
+        raise FormatError(f"Image '{what}' has invalid class id '{label}'. It is exceeding the label dimension "
+                          f"of '{label_dim}'. Line {n} in file {map_file}.", file=map_file, line=n + 1,
+                          expected=f"a class id in 0..{label_dim - 1}", found=str(label))
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()               # the final newline ends the last line
+    return lines
+
+
+def parse_image_map(map_file: str, label_dim: int | None) -> ImageMap:
+    """Parse an ImageDeserializer map file; ``label_dim`` None: labels are not checked."""
+    try:
+        with open(map_file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise FormatError(f"Could not open map file {map_file}: {e.strerror}", file=map_file) from e
+    lines = _split_lines(data)
+    n_lines = len(lines)
+    keys = np.empty(n_lines, np.int64)
+    labels = np.empty(n_lines, np.int64)
+    paths: list[str] = []
+    for n, line in enumerate(lines):
+        cols = _columns(line)
+        if len(cols) < 2 or cols[0] == b"" and len(cols) == 2 and cols[1] == b"":
+            raise _bad_format(map_file, n)
+        if len(cols) == 2:
+            key, path, label = n, cols[0], _label(cols[1], "second", map_file, n)
+        else:
+            key, path, label = _key(cols[0], map_file, n), cols[1], _label(cols[2], "third", map_file, n)
+        p = path.decode("utf-8")
+        _check_label(label, label_dim, p, map_file, n)
+        keys[n], labels[n] = key, label
+        paths.append(p)
+    if not paths:
+        raise FormatError(f"the map file {map_file} lists no image", file=map_file,
+                          expected="path<TAB>label lines", found="none")
+    return ImageMap(keys, paths, labels, np.arange(n_lines, dtype=np.int64))
+
+
+def resolve_path(path: str, map_dir: str) -> str:
+    """Where an image of the map lies: an absolute path as written; ``...`` at its start stands
+    for the map file's folder (CNTK's syntax); a relative path is taken from the working directory
+    when it exists there (CNTK's rule), else from the map file's folder. An ``archive.zip@inner``
+    path resolves its archive part."""
+    arch, sep, inner = path.partition(".zip@")
+    head = arch + ".zip" if sep else path
+    if head.startswith("..."):
+        head = os.path.join(map_dir, head[3:].lstrip("/\\"))
+    elif not os.path.isabs(head) and not os.path.exists(head):
+        head = os.path.join(map_dir, head)
+    return head + "@" + inner if sep else head
+
+
+def chunk_bounds(begin: np.ndarray, end: np.ndarray, limit: int) -> np.ndarray:
+    """First sequence of each chunk, plus the end: a chunk ends before the sequence that would take
+    its bytes over ``limit`` (CTF's rule; every chunk holds at least one sequence)."""
+    n = len(begin)
+    bounds = [0]
+    i = 0
+    while i < n:
+        j = int(np.searchsorted(end, begin[i] + limit, side="right"))
+        i = max(j, i + 1)
+        bounds.append(i)
+    return np.asarray(bounds, np.int64)
+
+
+def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int) -> Base64Index:
+    """Index a Base64ImageDeserializer map file (one line per image; the text is not decoded)."""
+    try:
+        f = open(map_file, "rb")
+    except OSError as e:
+        raise FormatError(f"Could not open map file {map_file}: {e.strerror}", file=map_file) from e
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise FormatError(f"the map file {map_file} is empty", file=map_file,
+                              expected="[key<TAB>]label<TAB>base64 lines", found="an empty file")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            buf = np.frombuffer(m, np.uint8)
+            nl = np.flatnonzero(buf == 10)
+            starts = np.concatenate([[0], nl + 1])
+            stops = np.concatenate([nl, [size]])
+            keep = stops > starts          # drop the empty piece after the final newline
+            if len(keep) and starts[-1] >= size:
+                keep[-1] = False
+            starts, stops = starts[keep], stops[keep]
+            del buf
+            keys, labels, lines, begin, end = [], [], [], [], []
+            seen: set[int] = set()
+            for n, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
+                head = m[a:min(b, a + 64)]
+                t1 = head.find(b"\t")
+                t2 = head.find(b"\t", t1 + 1) if t1 >= 0 else -1
+                if t1 < 0:
+                    raise FormatError(f"Invalid map file format, must contain 2 or 3 tab-delimited columns, "
+                                      f"line {n} in file {map_file}.", file=map_file, line=n + 1,
+                                      expected="[key<TAB>]label<TAB>base64")
+                if t2 >= 0:
+                    key = _key(head[:t1], map_file, n)
+                    label = _label(head[t1 + 1:t2], "second", map_file, n)
+                    data_at = a + t2 + 1
+                else:
+                    key = n
+                    label = _label(head[:t1], "first", map_file, n)
+                    data_at = a + t1 + 1
+                _check_label(label, label_dim, f"line {n}", map_file, n)
+                if key in seen:
+                    continue                 # CNTK keeps the first line of a key
+                seen.add(key)
+                stop = b - 1 if b > data_at and m[b - 1] == 13 else b
+                keys.append(key)
+                labels.append(label)
+                lines.append(n)
+                begin.append(data_at)
+                end.append(stop)
+    begin_a = np.asarray(begin, np.int64)
+    end_a = np.asarray(end, np.int64)
+    return Base64Index(np.asarray(keys, np.int64), np.asarray(labels, np.int64), np.asarray(lines, np.int64),
+                       begin_a, end_a, chunk_bounds(begin_a, end_a, max(1, int(chunk_size))))
