@@ -21,6 +21,8 @@ _LAZY = {
     "MinibatchSource": "source",
     "CTFDeserializer": "deserializers.ctf",
     "CBFDeserializer": "deserializers.cbf",
+    "ImageDeserializer": "deserializers.image",
+    "Base64ImageDeserializer": "deserializers.image",
     "UserDeserializer": "deserializers.user",
     "UserMinibatchSource": "user_source",
     "MinibatchSourceFromData": "user_source",
@@ -30,11 +32,13 @@ _LAZY = {
 __all__ = [
     "INFINITELY_REPEAT", "FULL_DATA_SWEEP", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "TraceLevel",
     "ConfigError", "FormatError", "Record", "StreamConfiguration", "StreamDef", "StreamDefs",
-    "StreamInformation", *_LAZY,
+    "StreamInformation", "transforms", *_LAZY,
 ]
 
 
 def __getattr__(name: str):
+    if name == "transforms":            # cntk.io.transforms: crop, scale, mean, color
+        return importlib.import_module(".transforms", __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module("." + _LAZY[name], __name__), name)
         globals()[name] = value
