@@ -54,6 +54,9 @@ _DESERIALIZERS: dict[str, FactorySpec] = {
     "ImageDeserializer": "cntkio.deserializers.image:build_image",
     "Base64ImageDeserializer": "cntkio.deserializers.image:build_base64",
     "UCIFastReaderDeserializer": "cntkio.readers.legacy.ucifast:build",
+    "HTKFeatureDeserializer": "cntkio.deserializers.htk:build_features",
+    "HTKMLFDeserializer": "cntkio.deserializers.htk:build_mlf",
+    "HTKMLFReaderDeserializer": "cntkio.readers.legacy.htkmlf:build",
 }
 _TRANSFORMS: dict[str, FactorySpec] = {
     "Crop": "cntkio.transforms.ops:build_crop",
@@ -69,6 +72,8 @@ _READERS: dict[str, str] = {
     "CNTKBinaryReader": "CNTKBinaryFormatDeserializer",
     "ImageReader": "ImageDeserializer",
     "UCIFastReader": "UCIFastReaderDeserializer",
+    "HTKMLFReader": "HTKMLFReaderDeserializer",
+    "HTKDeserializers": "HTKMLFReaderDeserializer",
 }
 
 
