@@ -46,7 +46,8 @@ import numpy as np
 from .errors import ConfigError
 
 __all__ = ["to_bool", "to_int", "to_float", "to_str", "to_choice", "to_array", "to_range", "to_pair",
-           "to_dims", "to_path", "split_repeat", "check_int", "TRUE_WORDS", "FALSE_WORDS", "MAX_REPEAT"]
+           "to_dims", "to_path", "split_repeat", "check_int", "check_state_int", "TRUE_WORDS", "FALSE_WORDS",
+           "MAX_REPEAT"]
 
 #: the spellings of true and false (compared in lower case; "" is false, as in CNTK)
 TRUE_WORDS = frozenset({"t", "true", "1"})
@@ -300,4 +301,16 @@ def check_int(value: Any, name: str, *, minimum: int | None = 0, owner: str | No
         raise TypeError(f"{prefix}{name} must be an int, got {value!r}") from None
     if minimum is not None and v < minimum:
         raise ValueError(f"{prefix}{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def check_state_int(value: Any, key: str, *, maximum: int = 2**63 - 1) -> int:
+    """A checkpoint field that counts something (a sample position, a sweep, an index): a Python or
+    numpy integer (not a bool, not a float, not a string) in ``[0, maximum]`` (CNTK keeps them as
+    ``size_t``; cntkio's positions stay below 2^63). ``ValueError`` naming ``key`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"Checkpoint field {key} must be a non-negative integer, found {_found(value)}")
+    v = int(value)
+    if v < 0 or v > maximum:
+        raise ValueError(f"Checkpoint field {key} must be an integer in [0, {maximum}], found {v}")
     return v

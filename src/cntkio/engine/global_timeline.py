@@ -23,15 +23,20 @@ import logging
 from ..constants import POSITION_KEY
 from ..deserializers.protocol import Deserializer, has_random_access
 from ..streams import StreamInformation
+from ..values import check_state_int
 from .handoff import Handoff
 from .packer import sequence_arrays
 from .schedule import BatchScheduler
 from .walk import TimelineWalker
 from .window import ChunkWindow
 
-__all__ = ["GlobalTimeline"]
+__all__ = ["GlobalTimeline", "NO_END_POSITION"]
 
 log = logging.getLogger("cntkio.engine.reader")
+
+#: The position a worker without data reports on an endless epoch (CNTK 2.7: 2^63 - 1), and the
+#: largest position a checkpoint may hold.
+NO_END_POSITION = 2**63 - 1
 
 
 class GlobalTimeline:
@@ -59,6 +64,7 @@ class GlobalTimeline:
                                         prefetch=prefetch and not truncated, halves=loader_threads > 1)
         self.generation = 0
         self.cursor = (0, 0)
+        self.end_position: int | None = None  # reported by a worker without data (no_data)
         if trace_level >= 2:
             w = self.walker
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
@@ -84,6 +90,12 @@ class GlobalTimeline:
     def has_data(self, W: int, r: int) -> bool:
         return not self.walker.no_data_for(W, r)
 
+    def no_data(self) -> None:
+        """A call of a worker without data: as in CNTK, it reports the epoch end as its position
+        (2^63 - 1 when the epoch is endless) until it reads or restores."""
+        E = self.walker.E
+        self.end_position = NO_END_POSITION if E is None else min(int(E), NO_END_POSITION)
+
     # --- sequence and frame mode ----------------------------------------------------------------
     def next_minibatch(self, budget: int, W: int, r: int):
         key = (self.generation, budget, W, r)
@@ -92,6 +104,7 @@ class GlobalTimeline:
             self.scheduler.refill(key, self.cursor, budget, W, r)
         k, i, _, part, j, n_invalid = handoff.pop()
         self.cursor = self.walker.normalize(k, i)
+        self.end_position = None
         if part < 0:
             self._drop_ahead()
             self.window.clear()
@@ -114,6 +127,7 @@ class GlobalTimeline:
         k, i, crossed = nxt
         seq = self.sequence(k * walker.N + i)
         self.cursor = walker.normalize(k, i + 1)
+        self.end_position = None
         return [seq], crossed or i + 1 >= walker.N
 
     def sequence(self, ref):
@@ -133,17 +147,25 @@ class GlobalTimeline:
 
     # --- state ----------------------------------------------------------------------------------
     def position_state(self) -> dict:
+        if self.end_position is not None:
+            return {POSITION_KEY: self.end_position}
         return {POSITION_KEY: self.walker.position(self.cursor)}
 
     def restore(self, state) -> None:
         if POSITION_KEY not in state:
             raise ValueError(f"Checkpoint misses required field {POSITION_KEY}")
-        pos = int(state[POSITION_KEY])
-        if pos < 0:
-            raise ValueError(f"Checkpoint field {POSITION_KEY} must be >= 0, got {pos}")
+        pos = check_state_int(state[POSITION_KEY], POSITION_KEY, maximum=NO_END_POSITION)
         self._drop_ahead(forget_settings=True)
         self.generation += 1
-        self.cursor = self.walker.cursor_at(pos)
+        self.end_position = None
+        walker = self.walker
+        if walker.E is not None and pos >= walker.E:
+            # at or past the epoch end (a worker without data reports the epoch end): nothing is
+            # left to read, and the state keeps the position restored
+            self.cursor = walker.cursor_at(walker.E)
+            self.end_position = pos
+        else:
+            self.cursor = walker.cursor_at(pos)
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end (the reader then restores its own state: what was planned or

@@ -48,6 +48,9 @@ class WindowPolicy(Protocol):
     def has_data(self, W: int, r: int) -> bool:
         """False when this worker gets nothing at all (a rank beyond the chunks)."""
 
+    def no_data(self) -> None:
+        """A call of a worker that gets nothing at all (after :meth:`has_data` said so)."""
+
     def next_minibatch(self, budget: int, W: int, r: int):
         """Sequence/frame mode: the next minibatch of ``budget`` local samples, None at the end."""
 
@@ -104,6 +107,7 @@ class Reader:
     def next(self, size: int, W: int, r: int):
         """One minibatch dict of ``size`` samples for worker ``r`` of ``W``, or None at the end."""
         if not self.policy.has_data(W, r):
+            self.policy.no_data()
             return None
         if self.slots is not None:
             return self._next_truncated(size, W, r)

@@ -11,8 +11,12 @@ cntk-ctf-behaviours 10-20). It holds no chunk and reads no data:
 * workers (partition budgets): randomized, a sequence is local iff its source randomized chunk
   id % W == rank; not randomized, iff its global sequence number % W == rank; budget
   ``size // W`` (+1 for ranks below ``size % W``, at least 1); non-local sequences still move the
-  global position. Positions count from the start of the global timeline (not from the last
-  restore as CNTK did), so a restored reader deals sequences to workers exactly as the
+  global position. Where a call stops is CNTK 2.7's rule (cntk-readers-measured 1.1, 1.2): not
+  randomized, as soon as the budget is full, right after the last sequence taken (the other
+  workers' sequences after it are skipped by the next call, which then reports the sweep end
+  they close); randomized, at the start of the next local sequence, or at the sweep end when the
+  budget is full there. Positions count from the start of the global timeline (not from the
+  last restore as CNTK did), so a restored reader deals sequences to workers exactly as the
   uninterrupted one;
 * the chunks the positions just ahead of a cursor need (:meth:`TimelineWalker.span`), which the
   chunk window (:mod:`~cntkio.engine.window`) loads and keeps.
@@ -171,6 +175,7 @@ class TimelineWalker:
         taken = 0
         idle_sweeps = 0
         searchsorted = np.searchsorted
+        stop_when_full = W > 1 and not self.randomized
         while True:
             tl, nE, loc, cum = self._ctx(k, W, r)
             if i >= nE:
@@ -195,6 +200,13 @@ class TimelineWalker:
                     plan.segs.append((k, a, b, loc))
                     taken += int(cum[b - 1]) - base
                     plan.num_sequences += b - a
+                    if stop_when_full and taken >= budget:
+                        # not randomized, the budget is full: stop right after the last sequence
+                        # taken (the next call skips the other workers' sequences that follow)
+                        j = int(loc[b - 1]) + 1
+                        if j < self.N:
+                            plan.end = (k, j)
+                            return plan
                 if b < hi:
                     plan.end = (k, b if loc is None else int(loc[b]))
                     return plan
@@ -207,6 +219,9 @@ class TimelineWalker:
             k, i = k + 1, 0
             if self.at_epoch_end(k) or idle_sweeps > W + 1:
                 plan.end, plan.reached_end = (k, 0), True
+                return plan
+            if taken >= budget:  # a full call stops at the sweep end it reaches
+                plan.end = (k, 0)
                 return plan
 
     def walk_batch(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int,

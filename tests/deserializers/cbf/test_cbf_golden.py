@@ -75,14 +75,7 @@ def _compare(got, want, where):
             assert g[s]["sweep_end"] == w[s]["sweep_end"], f"{where} mb {i} {s}"
 
 
-#: where cntkio's engine (not the CBF reader: its CTF reads of the same data agree with its CBF
-#: reads) differs from CNTK 2.7: the last sequence of the epoch belongs to the other worker, so
-#: CNTK never sets sweep_end for worker 1 (cntk-readers-measured 1.1); cntkio sets it on worker
-#: 1's last minibatch. Strict: this fails once the engine is fixed, and the mark must go.
-_ENGINE_SWEEP_END = pytest.mark.xfail(strict=True, reason="engine: partitioned sweep_end at the epoch "
-                                      "end when another worker's sequence ends the sweep")
-PAIRS = [pytest.param(c, m, marks=_ENGINE_SWEEP_END) if (c, m) == ("sparse_only", "worker1of2")
-         else (c, m) for c in CASES for m in GOLDEN[c]["modes"]]
+PAIRS = [(c, m) for c in CASES for m in GOLDEN[c]["modes"]]
 
 
 @pytest.mark.parametrize("case,mode", PAIRS)
