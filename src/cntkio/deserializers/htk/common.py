@@ -1,0 +1,127 @@
+"""What both HTK deserializers share: utterance chunks, frame-mode tables and the join by key.
+
+Keys are 64-bit hashes of the utterance names (:func:`text.hash_names`), so a corpus of millions
+of utterances holds no Python string per utterance. In sequence mode a sequence is an utterance
+and its key is the hash (uint64); in frame mode every frame is a sequence, keyed by the structured
+pair ``(utterance hash, frame)`` (:data:`FRAME_KEY`), which the other HTK deserializer resolves to
+its own frame of the same utterance.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import DeserializerBase
+from ..protocol import ChunkInfo, SequenceTable
+from .text import hash_names
+
+__all__ = ["FRAME_KEY", "CHUNK_FRAMES", "MAX_UTTERANCES_PER_CHUNK", "chunk_bounds", "UtteranceCorpus"]
+
+#: the key of one frame in frame mode
+FRAME_KEY = np.dtype([("utt", "<u8"), ("frame", "<i8")])
+#: CNTK 2.7 closed a chunk once it held more than 15 minutes of speech (100 frames a second) ...
+CHUNK_FRAMES = 15 * 60 * 100
+#: ... or 65535 utterances
+MAX_UTTERANCES_PER_CHUNK = 65535
+
+
+def chunk_bounds(lengths: np.ndarray, chunk_frames: int = CHUNK_FRAMES,
+                 max_utts: int = MAX_UTTERANCES_PER_CHUNK) -> np.ndarray:
+    """Utterance indices where chunks start (plus the end): a new chunk starts when the current
+    one holds more than ``chunk_frames`` frames or ``max_utts`` utterances."""
+    bounds = [0]
+    frames = 0
+    count = 0
+    # one step per utterance, on ints (the index of millions of utterances takes well under a second)
+    for i, n in enumerate(lengths.tolist()):
+        if count and (frames > chunk_frames or count >= max_utts):
+            bounds.append(i)
+            frames = count = 0
+        frames += n
+        count += 1
+    if len(lengths):
+        bounds.append(len(lengths))
+    return np.asarray(bounds, np.int64)
+
+
+class UtteranceCorpus(DeserializerBase):
+    """Utterances in chunks, exposed as sequences (sequence mode) or one sequence per frame
+    (frame mode), with the join by key. Subclasses set ``_keys`` (uint64 per utterance),
+    ``_lengths`` (frames per utterance), ``frame_mode`` and ``broadcast``, then call
+    :meth:`_init_chunks`."""
+
+    key_kind = "string"
+    frame_mode = False
+    broadcast = False
+
+    def _init_chunks(self) -> None:
+        self._bounds = chunk_bounds(self._lengths)
+        nchunks = len(self._bounds) - 1
+        self._utt_offsets = np.zeros(len(self._lengths) + 1, np.int64)   # global frame offsets
+        np.cumsum(self._lengths, out=self._utt_offsets[1:])
+        self._infos = []
+        for c in range(nchunks):
+            a, b = int(self._bounds[c]), int(self._bounds[c + 1])
+            frames = int(self._utt_offsets[b] - self._utt_offsets[a])
+            self._infos.append(ChunkInfo(c, frames if self.frame_mode else b - a, frames))
+        self._chunk_of = np.repeat(np.arange(nchunks, dtype=np.int64), np.diff(self._bounds))
+        order = np.argsort(self._keys, kind="stable")
+        sk = self._keys[order]
+        first = np.ones(len(sk), bool)
+        first[1:] = sk[1:] != sk[:-1]            # a key given twice: its first utterance wins
+        self._sorted_keys, self._sorted_utts = sk[first], order[first]
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return list(self._infos)
+
+    def _chunk_utts(self, c: int) -> tuple[int, int]:
+        return int(self._bounds[c]), int(self._bounds[c + 1])
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        a, b = self._chunk_utts(chunk_id)
+        if not self.frame_mode:
+            return SequenceTable(self._keys[a:b], self._lengths[a:b].astype(np.int64))
+        lens = self._lengths[a:b]
+        n = int(lens.sum())
+        keys = np.empty(n, FRAME_KEY)
+        keys["utt"] = np.repeat(self._keys[a:b], lens)
+        starts = self._utt_offsets[a:b] - self._utt_offsets[a]
+        keys["frame"] = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
+        return SequenceTable(keys, np.ones(n, np.int64))
+
+    def _find_utts(self, hashes: np.ndarray) -> np.ndarray:
+        """The utterance index of each key hash, -1 where absent."""
+        sk = self._sorted_keys
+        if len(sk) == 0:
+            return np.full(len(hashes), -1, np.int64)
+        pos = np.searchsorted(sk, hashes)
+        pos_c = np.minimum(pos, len(sk) - 1)
+        found = sk[pos_c] == hashes
+        return np.where(found, self._sorted_utts[pos_c], -1)
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sequences by key: utterance hashes (sequence mode), frame keys (frame mode), or
+        utterance names as str (a string-keyed deserializer of another format)."""
+        keys = np.asarray(keys)
+        if keys.dtype.names:
+            hashes, frames = keys["utt"], keys["frame"].astype(np.int64)
+        elif keys.dtype.kind == "u":
+            hashes, frames = keys, None
+        else:
+            hashes, frames = hash_names([str(k) for k in keys]), None
+        utt = self._find_utts(hashes)
+        ok = utt >= 0
+        u = np.where(ok, utt, 0)
+        chunk = np.where(ok, self._chunk_of[u] if len(self._chunk_of) else 0, -1)
+        if frames is None:
+            if self.frame_mode:
+                raise ValueError("an HTK deserializer in frame mode joins only with frame-mode keys (the "
+                                 "primary deserializer must also deliver one sequence per frame)")
+            index = np.where(ok, u - self._bounds[np.maximum(chunk, 0)], -1)
+            return chunk, index
+        if not self.frame_mode:
+            raise ValueError("frame keys reached an HTK deserializer built without frame mode")
+        f = np.zeros_like(frames) if self.broadcast else frames
+        ok &= (f >= 0) & (f < self._lengths[u])
+        first = self._bounds[np.maximum(chunk, 0)]
+        index = self._utt_offsets[u] - self._utt_offsets[first] + f
+        return np.where(ok, chunk, -1), np.where(ok, index, -1)

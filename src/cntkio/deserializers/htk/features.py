@@ -1,0 +1,243 @@
+"""HTKFeatureDeserializer: utterances of HTK feature files listed in SCP files.
+
+One input stream per deserializer (as in CNTK 2.7), configured by::
+
+    input = [ features = [ dim = 363; scpFile = "train.scp"  # or a list: ("a.scp":"b.scp")
+                           contextWindow = 5                  # or 5:5, (left:right); optional
+                           prefixPathInSCP = "/data"          # optional
+                           expandToUtterance = false; definesMBSize = false ] ]
+
+``dim`` is the file's frame dimension times the window ``left + 1 + right``. Without
+``contextWindow`` an odd multiple ``k`` of the file's dimension means a context of ``(k-1)/2``
+frames each side (CNTK's inference); with it, ``dim`` is the file's dimension or the expanded one.
+Frames outside the utterance repeat its edge frame. In frame mode (the source's ``frame_mode``)
+each frame is one sequence; otherwise an utterance is one sequence.
+
+Frames are read from memory maps of the archives (one per physical file); a chunk (about 15
+minutes of speech, as CNTK) is loaded by one copy per utterance, and the context expansion is one
+vectorized gather per chunk or per selection of frames. The deserializer has random access: a
+randomized frame-mode reader holds a window of raw (unexpanded) chunks and expands only the
+frames of each minibatch.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...errors import FormatError
+from ...streams import StreamInformation
+from ...values import to_bool, to_int, to_str
+from ..protocol import ChunkData, DenseStream, RandomAccessDeserializer, SequenceTable
+from .common import FRAME_KEY, UtteranceCorpus
+from .htkfile import FrameFiles, read_header
+from .options import context_of, dtype_of, one_input, option, paths_of
+from .scp import parse_scp_files
+
+__all__ = ["HTKFeatureDeserializerImpl", "TYPE_NAME"]
+
+TYPE_NAME = "HTKFeatureDeserializer"
+log = logging.getLogger("cntkio.deserializers.htk")
+
+
+class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
+    """See the module docstring. ``config``: ``{'type': 'HTKFeatureDeserializer', 'input': {name:
+    {...}}}`` as the factory or a reader section gives it."""
+
+    def __init__(self, config: Mapping[str, Any], frame_mode: bool = False, trace_level: int = 1,
+                 **_ignored: Any) -> None:
+        name, spec = one_input(config, TYPE_NAME)
+        self.name = name
+        self.frame_mode = bool(frame_mode)
+        self.dtype = dtype_of(config)
+        scps = paths_of(spec, ("scpFile", "scp", "file"), f"input.{name}.scpFile")
+        prefix = option(spec, config, "prefixPathInSCP")
+        prefix = to_str(prefix, f"input.{name}.prefixPathInSCP") if prefix is not None else None
+        dim = to_int(option(spec, None, "dim", "shape"), f"input.{name}.dim", minimum=1)
+        given_ctx = context_of(option(spec, None, "contextWindow", "context"), f"input.{name}.contextWindow")
+        self.broadcast = to_bool(option(spec, None, "expandToUtterance", "broadcast", default=False),
+                                 f"input.{name}.expandToUtterance")
+        defines = to_bool(option(spec, None, "definesMBSize", "defines_mb_size", default=False),
+                          f"input.{name}.definesMBSize")
+        self.max_sequence_length = to_int(option(spec, None, "maxSequenceLength", "max_sequence_length",
+                                                 default=65535), f"input.{name}.maxSequenceLength", minimum=1)
+        idx = parse_scp_files(scps, prefix)
+        if len(idx) == 0:
+            raise FormatError("the SCP file(s) list no utterance", file=", ".join(scps))
+        self.index = idx
+        self.files = idx.files
+        self.headers = [read_header(p) for p in idx.files]      # one open per physical file
+        fdim = self.headers[0].dim
+        for p, h in zip(idx.files, self.headers):
+            if h.dim != fdim:
+                raise FormatError("the HTK feature files differ in frame dimension", file=p,
+                                  expected=f"sampSize {fdim * 4} ({fdim} floats, as {idx.files[0]})",
+                                  found=f"sampSize {h.samp_size}")
+        self.feature_dim = fdim
+        self.context = self._context(dim, fdim, given_ctx, name, idx.files[0])
+        left, right = self.context
+        self.dim = fdim * (left + 1 + right)
+        # ranges: the whole file where none was given; checked against the headers
+        nframes = np.asarray([h.num_frames for h in self.headers], np.int64)[idx.file_ids]
+        whole = idx.starts < 0
+        starts = np.where(whole, 0, idx.starts)
+        ends = np.where(whole, nframes - 1, idx.ends)
+        self._check_ranges(starts, ends, nframes)
+        self._starts = starts
+        self._lengths = ends - starts + 1
+        self._keys = idx.keys
+        if self.broadcast:
+            long_ = np.flatnonzero(self._lengths != 1)
+            if len(long_):
+                i = int(long_[0])
+                raise FormatError("expandToUtterance: every utterance must have exactly one frame",
+                                  file=idx.scp_files[idx.scp_ids[i]], line=int(idx.lines[i]),
+                                  expected="1 frame", found=f"{int(self._lengths[i])} frames")
+        self._init_chunks()
+        self._maps = FrameFiles()
+        self._stream = StreamInformation(name, 0, "dense", self.dtype, (self.dim,), defines_mb_size=defines)
+        if trace_level >= 2:
+            log.info("HTKDeserializer: %d utterances grouped into %d chunks; feature kind %s, %d-dimensional, "
+                     "frame shift %.1f ms, context %s", len(idx), len(self._infos), self.headers[0].kind_name,
+                     fdim, self.headers[0].samp_period / 1e4, self.context)
+
+    # --- configuration ------------------------------------------------------------------------
+    @staticmethod
+    def _context(dim: int, fdim: int, given: tuple[int, int] | None, name: str, first: str) -> tuple[int, int]:
+        if given is not None and given != (0, 0):
+            l, r = given
+            if dim not in (fdim, fdim * (l + 1 + r)):
+                raise FormatError(f"input.{name}.dim {dim} does not match the feature files with "
+                                  f"contextWindow {l}:{r}", file=first,
+                                  expected=f"dim {fdim} (the files' dimension) or {fdim * (l + 1 + r)}",
+                                  found=f"dim {dim}")
+            return l, r
+        if dim % fdim:
+            raise FormatError("HTKDeserializer: model vector size is not multiple of input features",
+                              file=first, expected=f"a multiple of the files' dimension {fdim}", found=f"dim {dim}")
+        k = dim // fdim
+        if k % 2 == 0:
+            raise FormatError(f"HTKDeserializer: neighbor expansion of input features to '{k}' is not symmetrical",
+                              file=first, expected=f"an odd multiple of {fdim}", found=f"dim {dim}")
+        return (k - 1) // 2, (k - 1) // 2
+
+    def _check_ranges(self, starts: np.ndarray, ends: np.ndarray, nframes: np.ndarray) -> None:
+        idx = self.index
+        bad = np.flatnonzero((starts > ends) | (ends >= nframes))
+        if len(bad):
+            i = int(bad[0])
+            scp, line = idx.scp_files[idx.scp_ids[i]], int(idx.lines[i])
+            path = idx.files[idx.file_ids[i]]
+            if starts[i] > ends[i]:
+                raise FormatError(f"open: start frame {starts[i]} > end frame {ends[i]} in '{path}'",
+                                  file=scp, line=line, expected="start <= end", found=f"[{starts[i]},{ends[i]}]")
+            raise FormatError(f"open: end frame exceeds archive's total number of frames {nframes[i]} in '{path}'",
+                              file=scp, line=line, expected=f"end frame below {nframes[i]}",
+                              found=f"[{starts[i]},{ends[i]}]")
+
+    # --- protocol -----------------------------------------------------------------------------
+    def stream_infos(self) -> list[StreamInformation]:
+        return [self._stream]
+
+    def _raw(self, c: int) -> np.ndarray:
+        """The chunk's frames, utterance after utterance, unexpanded (float32, native order)."""
+        a, b = self._chunk_utts(c)
+        fids, st, ln = self.index.file_ids[a:b], self._starts[a:b], self._lengths[a:b]
+        out = np.empty((int(ln.sum()), self.feature_dim), np.float32)
+        pos = 0
+        for f, s, n in zip(fids.tolist(), st.tolist(), ln.tolist()):   # one copy per utterance
+            out[pos:pos + n] = self._maps.frames(self.files[f], self.headers[f])[s:s + n]
+            pos += n
+        return out
+
+    def _expand(self, raw: np.ndarray, rows: np.ndarray, utt_start: np.ndarray, utt_len: np.ndarray) -> np.ndarray:
+        """Frames ``rows`` of ``raw`` with their context, edges repeated: one gather."""
+        left, right = self.context
+        if left == 0 and right == 0:
+            out = raw[rows]
+        else:
+            t = rows - utt_start
+            offs = np.arange(-left, right + 1, dtype=np.int64)
+            src = np.clip(t[:, None] + offs[None, :], 0, (utt_len - 1)[:, None]) + utt_start[:, None]
+            out = raw[src].reshape(len(rows), self.dim)
+        return out if out.dtype == self.dtype else out.astype(self.dtype)
+
+    def _chunk_rows(self, c: int, local_utts: np.ndarray, frames: np.ndarray | None):
+        """Rows in the chunk's raw frames for utterances (whole, or one frame each)."""
+        a, _ = self._chunk_utts(c)
+        lens = self._lengths[a + local_utts]
+        ustart = self._utt_offsets[a + local_utts] - self._utt_offsets[a]
+        if frames is not None:
+            return ustart + frames, ustart, lens
+        rep = lambda x: np.repeat(x, lens)  # noqa: E731
+        total = int(lens.sum())
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        return rep(ustart) + within, rep(ustart), rep(lens)
+
+    def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+        n = len(chunk_ids)
+        keys = np.empty(n, self._sequence_key_dtype())
+        if self.frame_mode:
+            values = np.empty((n, self.dim), self.dtype)
+            lengths = np.ones(n, np.int64)
+        else:
+            lengths = np.empty(n, np.int64)
+        parts = []
+        for c in np.unique(chunk_ids).tolist():
+            m = np.flatnonzero(chunk_ids == c)
+            a, b = self._chunk_utts(c)
+            if self.frame_mode:
+                cum = self._utt_offsets[a:b + 1] - self._utt_offsets[a]
+                local = np.searchsorted(cum, indices[m], side="right") - 1
+                frames = indices[m] - cum[local]
+                rows, us, ul = self._chunk_rows(c, local, frames)
+                values[m] = self._expand(raws[c], rows, us, ul)
+                keys["utt"][m] = self._keys[a + local]
+                keys["frame"][m] = frames
+            else:
+                lengths[m] = self._lengths[a + indices[m]]
+                keys[m] = self._keys[a + indices[m]]
+                parts.append((m, c))
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if not self.frame_mode:
+            values = np.empty((int(offsets[-1]), self.dim), self.dtype)
+            for m, c in parts:
+                rows, us, ul = self._chunk_rows(c, indices[m], None)
+                dest = _ranges(offsets[m], lengths[m])
+                values[dest] = self._expand(raws[c], rows, us, ul)
+        return ChunkData(SequenceTable(keys, lengths), {self.name: DenseStream(values, offsets)})
+
+    def _sequence_key_dtype(self) -> np.dtype:
+        return FRAME_KEY if self.frame_mode else np.dtype(np.uint64)
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        table = self.sequence_infos(chunk_id)
+        raw = self._raw(chunk_id)
+        a, b = self._chunk_utts(chunk_id)
+        rows, us, ul = self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None)
+        values = self._expand(raw, rows, us, ul)
+        offsets = np.zeros(len(table) + 1, np.int64)
+        np.cumsum(table.lengths, out=offsets[1:])
+        return ChunkData(table, {self.name: DenseStream(values, offsets)})
+
+    # --- random access: raw chunks held, frames expanded per selection ------------------------
+    def supports_random_access(self) -> bool:
+        return True
+
+    def read_bytes(self, chunk_id: int) -> np.ndarray:
+        return self._raw(chunk_id)
+
+    def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+        return self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
+
+    def close(self) -> None:
+        self._maps.close()
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)

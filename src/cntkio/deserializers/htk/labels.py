@@ -1,0 +1,148 @@
+"""HTKMLFDeserializer: frame labels of utterances from MLF files, as sparse one-hot samples.
+
+One stream per deserializer, configured by::
+
+    input = [ labels = [ dim = 132                       # or labelDim
+                         mlfFile = "train.mlf"            # or mlfFileList = ("a.mlf":"b.mlf")
+                         labelMappingFile = "state.list"
+                         phoneBoundaries = false ] ]
+
+Each frame is a one-hot vector of ``dim`` (value 1.0; with ``phoneBoundaries`` the first frame of
+every segment has 2.0, what CNTK gave for CTC training). Utterances are joined to the feature
+deserializer's by key; in frame mode each frame is a sequence. An utterance whose segments do not
+start at 0 or are not contiguous is an invalid sequence, counted against ``max_errors``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...streams import StreamInformation
+from ...values import to_bool, to_int, to_path
+from ..protocol import ChunkData, RandomAccessDeserializer, SequenceTable, SparseStream
+from .common import FRAME_KEY, UtteranceCorpus
+from .mlf import parse_mlf_files, read_state_list
+from .options import dtype_of, one_input, option, paths_of
+
+__all__ = ["HTKMLFDeserializerImpl", "TYPE_NAME"]
+
+TYPE_NAME = "HTKMLFDeserializer"
+
+
+class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
+    """See the module docstring."""
+
+    def __init__(self, config: Mapping[str, Any], frame_mode: bool = False, trace_level: int = 1,
+                 **_ignored: Any) -> None:
+        name, spec = one_input(config, TYPE_NAME)
+        self.name = name
+        self.frame_mode = bool(frame_mode)
+        self.dtype = dtype_of(config)
+        self.label_dim = to_int(option(spec, None, "labelDim", "dim", "shape"), f"input.{name}.dim", minimum=1)
+        mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
+        if mapping is None:
+            raise ConfigError(f"input.{name}.labelMappingFile is required: the state list, one label a line",
+                              path=f"input.{name}.labelMappingFile")
+        self.phone_boundaries = to_bool(option(spec, config, "phoneBoundaries", "phone_boundaries", default=False),
+                                        f"input.{name}.phoneBoundaries")
+        if self.phone_boundaries and self.frame_mode:
+            raise ConfigError("frameMode and phoneBoundaries are mutually exclusive options.",
+                              path=f"input.{name}.phoneBoundaries")
+        mlfs = paths_of(spec, ("mlfFileList", "mlfFile", "mlf", "file"), f"input.{name}.mlfFile")
+        states = read_state_list(to_path(mapping, f"input.{name}.labelMappingFile"))
+        self.mlf = idx = parse_mlf_files(mlfs, states, self.label_dim)
+        self._keys = idx.keys
+        durations = np.maximum(idx.seg_ends - idx.seg_starts, 0)
+        self._seg_durations = durations
+        cs = np.concatenate(([0], np.cumsum(durations))).astype(np.int64)
+        self._lengths = cs[idx.seg_offsets[1:]] - cs[idx.seg_offsets[:-1]]
+        self._init_chunks()
+        self._stream = StreamInformation(name, 0, "sparse", self.dtype, (self.label_dim,))
+
+    def stream_infos(self) -> list[StreamInformation]:
+        return [self._stream]
+
+    def _raw(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per frame of the chunk: the label index and the value (1, or 2 at a segment start)."""
+        a, b = self._chunk_utts(c)
+        idx = self.mlf
+        s0, s1 = int(idx.seg_offsets[a]), int(idx.seg_offsets[b])
+        dur = self._seg_durations[s0:s1]
+        labels = np.repeat(idx.seg_labels[s0:s1], dur)
+        values = np.ones(len(labels), self.dtype)
+        if self.phone_boundaries and len(dur):
+            firsts = (np.cumsum(dur) - dur)[dur > 0]
+            values[firsts] = 2.0
+        return labels, values
+
+    def _valid(self, utts: np.ndarray) -> np.ndarray:
+        return self.mlf.valid[utts]
+
+    def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+        n = len(chunk_ids)
+        if self.frame_mode:
+            keys = np.empty(n, FRAME_KEY)
+            lengths = np.ones(n, np.int64)
+        else:
+            keys = np.empty(n, np.uint64)
+            lengths = np.empty(n, np.int64)
+        invalid = np.zeros(n, bool)
+        parts = []
+        for c in np.unique(chunk_ids).tolist():
+            m = np.flatnonzero(chunk_ids == c)
+            a, b = self._chunk_utts(c)
+            cum = self._utt_offsets[a:b + 1] - self._utt_offsets[a]
+            if self.frame_mode:
+                local = np.searchsorted(cum, indices[m], side="right") - 1
+                keys["utt"][m] = self._keys[a + local]
+                keys["frame"][m] = indices[m] - cum[local]
+                parts.append((m, c, indices[m], np.ones(len(m), np.int64)))
+            else:
+                local = indices[m]
+                lengths[m] = self._lengths[a + local]
+                keys[m] = self._keys[a + local]
+                parts.append((m, c, cum[local], lengths[m]))
+            invalid[m] = ~self._valid(a + local)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        total = int(offsets[-1])
+        labels = np.empty(total, np.int32)
+        values = np.empty(total, self.dtype)
+        for m, c, first, lens in parts:
+            src = _ranges(first, lens)
+            dest = _ranges(offsets[m], lens)
+            lab, val = raws[c]
+            labels[dest] = lab[src]
+            values[dest] = val[src]
+        stream = SparseStream(np.arange(total + 1, dtype=np.int64), labels, values, offsets, self.label_dim)
+        return ChunkData(SequenceTable(keys, lengths), {self.name: stream}, invalid if invalid.any() else None)
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        table = self.sequence_infos(chunk_id)
+        labels, values = self._raw(chunk_id)
+        offsets = np.zeros(len(table) + 1, np.int64)
+        np.cumsum(table.lengths, out=offsets[1:])
+        a, b = self._chunk_utts(chunk_id)
+        valid = self.mlf.valid[a:b]
+        if self.frame_mode:
+            valid = np.repeat(valid, self._lengths[a:b])
+        stream = SparseStream(np.arange(len(labels) + 1, dtype=np.int64), labels, values, offsets, self.label_dim)
+        return ChunkData(table, {self.name: stream}, None if valid.all() else ~valid)
+
+    def supports_random_access(self) -> bool:
+        return True
+
+    def read_bytes(self, chunk_id: int):
+        return self._raw(chunk_id)
+
+    def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+        return self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)

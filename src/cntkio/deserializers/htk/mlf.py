@@ -1,0 +1,191 @@
+"""HTK master label files (MLF) and state lists, as CNTK 2.7's HTKMLFDeserializer read them.
+
+::
+
+    #!MLF!#
+    "*/u0.lab"
+    0 2000000 s0 [score ...]
+    2000000 3500000 s1
+    .
+
+The first line is ``#!MLF!#``. An entry starts with a quoted name; its key is the name without a
+leading ``*/`` and without the extension of its last component (``"*/d/u0.lab"`` -> ``d/u0``).
+An unquoted name is skipped with a warning, as CNTK did. Each line is ``start end label`` with
+fields after the label ignored, separated by spaces; times are in 100 ns and a time becomes the
+frame ``round_half_up(t / 100000)``. ``.`` ends an entry; a missing ``.`` at the end of the file
+drops the last entry (logged), one missing before the next entry is an error. The first entry of
+a key wins (within a file and over several files). Segments that do not start at frame 0 or are
+not contiguous make the utterance an invalid sequence (counted against ``max_errors`` when read).
+
+A state list has one label per line; a label's index is its 0-based line.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import FormatError
+from .text import hash_names
+
+__all__ = ["MLFIndex", "parse_mlf_files", "read_state_list", "mlf_key"]
+
+log = logging.getLogger("cntkio.deserializers.htk")
+
+HEADER = "#!MLF!#"
+FRAME_100NS = 100000
+
+
+def read_state_list(path: str) -> dict[str, int]:
+    """``{label: 0-based line}`` of a state list (the first line naming a label wins)."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise FormatError(f"cannot open the label mapping file: {e.strerror}", file=path) from e
+    out: dict[str, int] = {}
+    for i, s in enumerate(lines):
+        out.setdefault(s.strip(), i)
+    out.pop("", None)
+    log.info("Total (%d) state names in state list '%s'", len(lines), path)
+    return out
+
+
+def mlf_key(name: str) -> str:
+    """The key of a quoted MLF entry name (without its quotes)."""
+    if name.startswith("*/"):
+        name = name[2:]
+    slash = max(name.rfind("/"), name.rfind("\\"))
+    dot = name.rfind(".")
+    return name[:dot] if dot > slash + 1 else name
+
+
+@dataclass
+class MLFIndex:
+    """The utterances of MLF files, in input order: key hashes, segment tables, validity."""
+
+    keys: np.ndarray         # uint64, one per utterance
+    seg_offsets: np.ndarray  # int64 (utterances + 1): utterance u owns segments [o[u], o[u+1])
+    seg_starts: np.ndarray   # int64 first frame of each segment
+    seg_ends: np.ndarray     # int64 end frame (exclusive)
+    seg_labels: np.ndarray   # int32 label index
+    valid: np.ndarray        # bool: segments start at 0 and are contiguous
+    names: list              # utterance keys (str), for messages
+    where: list              # (file, line of the entry's name)
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Frames per utterance: the last segment's end (0 without segments)."""
+        last = self.seg_offsets[1:] - 1
+        has = self.seg_offsets[1:] > self.seg_offsets[:-1]
+        return np.where(has, self.seg_ends[np.maximum(last, 0)] if len(self.seg_ends) else 0, 0)
+
+
+def _frame(t: int) -> int:
+    return (t + FRAME_100NS // 2) // FRAME_100NS
+
+
+def _parse_one(path: str, states: dict[str, int], dim: int, seen: set, out: dict) -> None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "surrogateescape")
+    except OSError as e:
+        raise FormatError(f"cannot open the MLF file: {e.strerror}", file=path) from e
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i == len(lines) or lines[i].strip() != HEADER:
+        raise FormatError("Expected MLF header was not found.", file=path, line=i + 1, expected=HEADER,
+                          found=repr(lines[i]) if i < len(lines) else "end of file")
+    i += 1
+    name = None           # the open entry
+    skipping = False
+    entry_line = 0
+    segs: list = []
+    n = len(lines)
+    while i < n:
+        raw = lines[i]
+        s = raw.strip()
+        i += 1
+        if not s:
+            continue
+        if s == ".":
+            if name is not None:
+                _close(path, entry_line, name, segs, seen, out)
+            name, skipping, segs = None, False, []
+            continue
+        if skipping:
+            continue
+        if name is None:
+            if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+                name, entry_line, segs = mlf_key(s[1:-1]), i, []
+            else:
+                log.warning("%s:%d: Cannot parse the utterance '%s': an entry name must be quoted; "
+                            "the entry is skipped", path, i, s)
+                skipping = True
+            continue
+        if s[0] == '"':
+            raise FormatError(f"the entry '{name}' has no '.' line before the next entry", file=path,
+                              line=i, expected="'.'", found=repr(s))
+        fields = [t for t in s.split(" ") if t]
+        if len(fields) < 3:
+            raise FormatError("do not support frame range format with less than two columns.", file=path,
+                              line=i, expected="start end label (separated by spaces)", found=repr(raw))
+        try:
+            t0, t1 = int(fields[0]), int(fields[1])
+        except ValueError:
+            raise FormatError("the start and end times must be integers in 100 ns units", file=path,
+                              line=i, expected="start end label", found=repr(raw)) from None
+        label = states.get(fields[2])
+        if label is None:
+            raise FormatError(f"frame range state '{fields[2]}' is not found in the statelist", file=path,
+                              line=i, expected="a label of the labelMappingFile", found=repr(fields[2]))
+        if label >= dim:
+            raise FormatError(f"Class id '{label}' exceeds the model output dimension '{dim}'.", file=path,
+                              line=i, expected=f"a label index below dim {dim}", found=str(label))
+        segs.append((_frame(t0), _frame(t1), label, i))
+    if name is not None:
+        log.warning("%s: the last entry '%s' (line %d) has no terminating '.' and is dropped, as in CNTK",
+                    path, name, entry_line)
+
+
+def _close(path: str, line: int, name: str, segs: list, seen: set, out: dict) -> None:
+    if name in seen:
+        return                                  # the first entry of a key wins
+    seen.add(name)
+    starts = [s[0] for s in segs]
+    ends = [s[1] for s in segs]
+    valid = bool(segs) and starts[0] == 0 and all(a == b for a, b in zip(starts[1:], ends[:-1])) \
+        and all(b >= a for a, b in zip(starts, ends))
+    if not valid:
+        log.warning("%s:%d: Labels are not in the consecutive order MLF in label set for utterance "
+                    "'%s' (segments must start at frame 0 and be contiguous): an invalid sequence", path,
+                    line, name)
+    out["names"].append(name)
+    out["where"].append((path, line))
+    out["counts"].append(len(segs))
+    out["starts"].extend(starts)
+    out["ends"].extend(ends)
+    out["labels"].extend(s[2] for s in segs)
+    out["valid"].append(valid)
+
+
+def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int) -> MLFIndex:
+    """Several MLF files, their union in order (a key's first entry wins)."""
+    out: dict = {"names": [], "where": [], "counts": [], "starts": [], "ends": [], "labels": [], "valid": []}
+    seen: set = set()
+    for p in paths:
+        _parse_one(p, states, dim, seen, out)
+    offsets = np.zeros(len(out["counts"]) + 1, np.int64)
+    np.cumsum(np.asarray(out["counts"], np.int64), out=offsets[1:])
+    starts = np.asarray(out["starts"], np.int64)
+    ends = np.asarray(out["ends"], np.int64)
+    idx = MLFIndex(hash_names(out["names"]), offsets, starts, ends, np.asarray(out["labels"], np.int32),
+                   np.asarray(out["valid"], bool), out["names"], out["where"])
+    log.info("MLF Deserializer: '%d' utterances with '%d' frames", len(idx), int(idx.lengths.sum()))
+    return idx

@@ -1,0 +1,95 @@
+"""Vectorized helpers over text held as one uint8 buffer: line bounds, keys of utterance names.
+
+SCP lists and state lists can have millions of lines; they are indexed with NumPy over the whole
+file's bytes, without a Python object per line. Utterance keys are 64-bit FNV-1a hashes of the
+key text (computed column by column over a padded byte matrix), the form both HTK deserializers
+join by.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["line_bounds", "padded", "fnv1a", "hash_names", "last_in_lines", "first_in_lines"]
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def line_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` of every line of ``buf`` (int64; ``ends`` exclude ``\\n`` and a ``\\r``
+    before it); a last line without ``\\n`` counts when it is not empty."""
+    nl = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], nl + 1)).astype(np.int64)
+    ends = np.concatenate((nl, [len(buf)])).astype(np.int64)
+    if starts[-1] == len(buf):
+        starts, ends = starts[:-1], ends[:-1]
+    cr = ends > starts
+    cr[cr] = buf[ends[cr] - 1] == 13
+    ends = ends - cr
+    return starts, ends
+
+
+def padded(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The byte ranges ``[starts, ends)`` as a zero-padded uint8 matrix ``(n, max length)``."""
+    lens = np.maximum(ends - starts, 0)
+    width = int(lens.max()) if len(lens) else 0
+    if width == 0:
+        return np.zeros((len(starts), 0), np.uint8)
+    cols = np.arange(width, dtype=np.int64)
+    idx = starts[:, None] + cols[None, :]
+    mask = cols[None, :] < lens[:, None]
+    np.minimum(idx, len(buf) - 1, out=idx)
+    out = buf[idx]
+    out[~mask] = 0
+    return out
+
+
+def fnv1a(mat: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """64-bit FNV-1a of each row's first ``lens`` bytes (uint64), one vectorized step per column."""
+    h = np.full(mat.shape[0], _FNV_OFFSET, np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(mat.shape[1]):
+            live = lens > j
+            if not live.any():
+                break
+            step = (h ^ mat[:, j].astype(np.uint64)) * _FNV_PRIME
+            h = np.where(live, step, h)
+    return h
+
+
+def hash_names(names) -> np.ndarray:
+    """The keys (uint64) of utterance names given as str or bytes."""
+    raw = [n.encode("utf-8") if isinstance(n, str) else bytes(n) for n in names]
+    if not raw:
+        return np.zeros(0, np.uint64)
+    buf = np.frombuffer(b"".join(raw), np.uint8)
+    lens = np.fromiter((len(r) for r in raw), np.int64, len(raw))
+    ends = np.cumsum(lens)
+    return fnv1a(padded(buf, ends - lens, ends), lens)
+
+
+def _in_lines(pos: np.ndarray, starts: np.ndarray, ends: np.ndarray, last: bool) -> np.ndarray:
+    out = np.full(len(starts), -1, np.int64)
+    if len(pos) == 0:
+        return out
+    line = np.searchsorted(starts, pos, side="right") - 1
+    ok = (line >= 0) & (pos < ends[np.maximum(line, 0)])
+    line, pos = line[ok], pos[ok]
+    if len(line) == 0:
+        return out
+    if last:    # pos ascending, so line is non-decreasing: a line's last hit precedes a change
+        pick = np.flatnonzero(np.diff(line, append=line[-1] + 1) != 0)
+    else:
+        pick = np.flatnonzero(np.diff(line, prepend=-1) != 0)
+    out[line[pick]] = pos[pick]
+    return out
+
+
+def last_in_lines(buf: np.ndarray, char: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Position of the last ``char`` in each line, -1 where none."""
+    return _in_lines(np.flatnonzero(buf == ord(char)).astype(np.int64), starts, ends, True)
+
+
+def first_in_lines(buf: np.ndarray, char: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Position of the first ``char`` in each line, -1 where none."""
+    return _in_lines(np.flatnonzero(buf == ord(char)).astype(np.int64), starts, ends, False)

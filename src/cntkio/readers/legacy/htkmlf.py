@@ -1,0 +1,175 @@
+"""The legacy ``readerType = HTKMLFReader`` (and ``HTKDeserializers``) section on the composite engine.
+
+CNTK's HTKMLFReader was configured by one reader section holding the feature and label
+sub-sections (configuration-files.txt, "HTKMLFReader")::
+
+    reader = [ readerType = "HTKMLFReader"; readMethod = "blockRandomize"; randomize = "auto"
+               frameMode = true; nbruttsineachrecurrentiter = 32; verbosity = 0
+               features = [ dim = 363; type = "real"; scpFile = "glob_0000.scp" ]
+               labels = [ mlfFile = "glob_0000.mlf"; labelMappingFile = "state.list"; labelDim = 132
+                          labelType = "category" ] ]
+
+cntkio reads it as the deserializer form (composite-readers-deserializers-transforms.txt, "old
+versus new configuration"): one ``HTKFeatureDeserializer`` per feature section (``scpFile`` or
+``file``, ``dim``, ``contextWindow``, ``prefixPathInSCP``, ``expandToUtterance``) and one
+``HTKMLFDeserializer`` per label section (a section with ``labelDim``, ``labelMappingFile``,
+``mlfFile``/``mlfFileList`` or ``labelType``), joined by utterance key in that order, so the two
+forms give the same minibatches. Sections may also sit under ``input = [...]`` and ``output =
+[...]``. Reader options:
+
+* ``frameMode``: default **true**, as in CNTK's HTKMLFReader;
+* ``randomize``: ``auto`` (default: the whole corpus is the window), ``none``, or a window in
+  frames (``randomization_window_in_samples``);
+* ``readMethod`` (``blockRandomize``, ``rollingWindow``, ``none``), ``readAhead``,
+  ``minibatchMode`` and ``verbosity``: read by the legacy readers' shared options;
+* ``truncated``/``truncationLength`` for recurrent models; ``nbrUttsInEachRecurrentIter`` is
+  accepted and logged (cntkio's parallel sequences follow from the minibatch size).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_mlf
+from ...engine.composite import CompositeDeserializer
+from .sections import shared_options
+
+__all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]
+
+TYPE_NAME = "HTKMLFReaderDeserializer"
+log = logging.getLogger("cntkio.readers.htkmlf")
+
+_LABEL_KEYS = ("labelDim", "labelMappingFile", "mlfFile", "mlfFileList", "labelType")
+_FEATURE_OPTIONS = ("dim", "contextWindow", "prefixPathInSCP", "expandToUtterance", "definesMBSize",
+                    "maxSequenceLength")
+
+
+def _sections(sec: Any) -> list[tuple[str, Any]]:
+    out = []
+    for group in ("input", "output"):
+        if sec.has_local(group):
+            g = sec.section(group)
+            out.extend((k, g.section(k)) for k in g.keys() if _is_section(g, k))
+    out.extend((k, sec.section(k)) for k in sec.keys()
+               if k.lower() not in ("input", "output") and _is_section(sec, k))
+    return out
+
+
+def _is_section(sec: Any, key: str) -> bool:
+    v = sec.raw(key, inherit=False)
+    if isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict):
+        v = v[0]
+    if not isinstance(v, dict):
+        return False
+    low = {str(x).lower() for x in v}
+    return bool(low & {"dim", "labeldim", "scpfile", "mlffile", "mlffilelist", "file"})
+
+
+def _is_labels(s: Any) -> bool:
+    if any(s.has_local(k) for k in ("labelDim", "labelMappingFile", "mlfFile", "mlfFileList")):
+        return True
+    return s.has_local("labelType") and s.str("labelType", inherit=False).lower() == "category"
+
+
+class HTKMLFAdapter:
+    """``readerType = HTKMLFReader`` section -> the config of an HTK feature + MLF composite."""
+
+    deserializer_type = TYPE_NAME
+
+    def config(self, sec: Any, spec: Any) -> dict:
+        found = _sections(sec)
+        if not found:
+            raise sec.error("features", "an HTKMLFReader section needs feature and label sub-sections "
+                            "(features = [dim = ...; scpFile = ...], labels = [labelDim = ...; mlfFile = ...; "
+                            "labelMappingFile = ...])")
+        feats, labels = [], []
+        for name, s in found:
+            if _is_labels(s):
+                labels.append(self._labels(name, s))
+            else:
+                feats.append(self._features(name, s))
+        if not feats:
+            raise sec.error("features", "an HTKMLFReader section needs a feature section with scpFile")
+        shared_options(sec)
+        for key in ("nbrUttsInEachRecurrentIter",):
+            if sec.exists(key):
+                log.info("%s = %s: cntkio packs as many utterances in parallel as the minibatch size allows",
+                         sec.key_path(key), sec.raw(key))
+        parts = feats + labels
+        spec.stream_names.extend(next(iter(p["input"])) for p in parts)
+        precision = "float" if spec.dtype == "float32" else "double"
+        for p in parts:
+            p["precision"] = precision
+        return {"type": TYPE_NAME, "parts": parts, "precision": precision}
+
+    @staticmethod
+    def _features(name: str, s: Any) -> dict:
+        entry: dict[str, Any] = {}
+        key = "scpFile" if s.has_local("scpFile") else "file"
+        if not s.exists(key):
+            raise s.error("scpFile", "a feature section needs scpFile = ... (the SCP file)")
+        entry["scpFile"] = s.raw(key)
+        for k in _FEATURE_OPTIONS:
+            if s.has_local(k):
+                entry[k] = s.raw(k, inherit=False)
+        if s.has_local("type") and s.str("type", inherit=False).lower() not in ("real",):
+            raise s.error("type", f"a feature section's type must be real, found {s.str('type', inherit=False)!r}")
+        return {"type": FEATURE_TYPE, "input": {name: entry}}
+
+    @staticmethod
+    def _labels(name: str, s: Any) -> dict:
+        entry: dict[str, Any] = {}
+        if s.has_local("mlfFileList"):
+            entry["mlfFileList"] = s.raw("mlfFileList", inherit=False)
+        elif s.has_local("mlfFile") or s.has_local("file"):
+            entry["mlfFile"] = s.raw("mlfFile" if s.has_local("mlfFile") else "file", inherit=False)
+        else:
+            raise s.error("mlfFile", "a label section needs mlfFile = ... or mlfFileList = (...)")
+        dim_key = "labelDim" if s.has_local("labelDim") else "dim"
+        if not s.has_local(dim_key):
+            raise s.error("labelDim", "a label section needs labelDim = (the number of labels)")
+        entry["dim"] = s.raw(dim_key, inherit=False)
+        if not s.exists("labelMappingFile"):
+            raise s.error("labelMappingFile", "a label section needs labelMappingFile = ... (the state list)")
+        entry["labelMappingFile"] = s.raw("labelMappingFile")
+        if s.has_local("labelType") and s.str("labelType", inherit=False).lower() != "category":
+            raise s.error("labelType", "HTK label sections are labelType = category (one-hot per frame)")
+        if s.has_local("phoneBoundaries"):
+            entry["phoneBoundaries"] = s.raw("phoneBoundaries", inherit=False)
+        return {"type": MLF_TYPE, "input": {name: entry}}
+
+    def source_options(self, sec: Any, spec: Any) -> None:
+        kw = spec.source_kwargs
+        text = str(sec.raw("randomize")).strip().lower() if sec.exists("randomize") else "auto"
+        kw["randomization_window_in_chunks"] = 0
+        if text in ("none", "false", "0"):
+            kw["randomize"] = False
+            kw["randomization_window_in_samples"] = 0
+            spec.whole_dataset_window = None
+        elif text in ("auto", "true"):
+            kw["randomize"] = True
+            kw["randomization_window_in_samples"] = 0
+            spec.whole_dataset_window = "samples"
+        else:
+            kw["randomize"] = True
+            kw["randomization_window_in_samples"] = sec.int("randomize", minimum=1)
+            spec.whole_dataset_window = None
+        if sec.str("readMethod", "blockRandomize").lower() == "none":
+            kw["randomize"] = False
+            kw["randomization_window_in_samples"] = 0
+            spec.whole_dataset_window = None
+        truncated = sec.bool("truncated", False)
+        kw["frame_mode"] = sec.bool("frameMode", not truncated)
+
+
+def build(config: Mapping, **source_options: Any) -> CompositeDeserializer:
+    """The registry's factory of the legacy HTKMLFReader: the parts joined by key."""
+    parts = []
+    for p in config["parts"]:
+        parts.append(build_features(p, **source_options) if p["type"] == FEATURE_TYPE
+                     else build_mlf(p, **source_options))
+    return CompositeDeserializer(parts, trace_level=source_options.get("trace_level", 1))
+
+
+#: how the reader factory turns a ``readerType = HTKMLFReader`` section into this type's config
+build.legacy_adapter = HTKMLFAdapter()
