@@ -54,6 +54,7 @@ _DESERIALIZERS: dict[str, FactorySpec] = {
     "ImageDeserializer": "cntkio.deserializers.image:build_image",
     "Base64ImageDeserializer": "cntkio.deserializers.image:build_base64",
     "UCIFastReaderDeserializer": "cntkio.readers.legacy.ucifast:build",
+    "BinaryReaderDeserializer": "cntkio.readers.legacy.binaryreader:build",
     "HTKFeatureDeserializer": "cntkio.deserializers.htk:build_features",
     "HTKMLFDeserializer": "cntkio.deserializers.htk:build_mlf",
     "HTKMLFReaderDeserializer": "cntkio.readers.legacy.htkmlf:build",
@@ -72,6 +73,7 @@ _READERS: dict[str, str] = {
     "CNTKBinaryReader": "CNTKBinaryFormatDeserializer",
     "ImageReader": "ImageDeserializer",
     "UCIFastReader": "UCIFastReaderDeserializer",
+    "BinaryReader": "BinaryReaderDeserializer",
     "HTKMLFReader": "HTKMLFReaderDeserializer",
     "HTKDeserializers": "HTKMLFReaderDeserializer",
 }

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["randomize_option", "shared_options", "stream_sections", "UCIFastAdapter"]
+__all__ = ["randomize_option", "shared_options", "stream_sections", "block_source_options", "cache_config",
+           "UCIFastAdapter"]
 
 
 def randomize_option(sec: Any) -> tuple[bool, int]:
@@ -125,23 +126,27 @@ class UCIFastAdapter:
         config["precision"] = "float" if spec.dtype == "float32" else "double"
         if sec.has_local("writerType"):
             config["cache"] = cache_config(sec, names)
-        self._randomize = (randomize, block)
         return config
 
     def source_options(self, sec: Any, spec: Any) -> None:
-        randomize, block = randomize_option(sec)
-        kw = spec.source_kwargs
-        kw["randomize"] = randomize
-        kw["randomization_window_in_samples"] = 0
-        if not randomize:
-            kw["randomization_window_in_chunks"] = 0
-            spec.whole_dataset_window = None
-        elif block:
-            kw["randomization_window_in_chunks"] = 1      # a block = a chunk, shuffled in itself
-            spec.whole_dataset_window = None
-        else:
-            kw["randomization_window_in_chunks"] = 1
-            spec.whole_dataset_window = "chunks"           # the whole data set
+        block_source_options(sec, spec)
+
+def block_source_options(sec: Any, spec: Any) -> None:
+    """The MinibatchSource randomization options of a legacy section's ``randomize`` (module
+    docstring): the deserializer's chunks are the randomization blocks, the window one chunk."""
+    randomize, block = randomize_option(sec)
+    kw = spec.source_kwargs
+    kw["randomize"] = randomize
+    kw["randomization_window_in_samples"] = 0
+    if not randomize:
+        kw["randomization_window_in_chunks"] = 0
+        spec.whole_dataset_window = None
+    elif block:
+        kw["randomization_window_in_chunks"] = 1      # a block = a chunk, shuffled in itself
+        spec.whole_dataset_window = None
+    else:
+        kw["randomization_window_in_chunks"] = 1
+        spec.whole_dataset_window = "chunks"           # the whole data set
 
 
 def cache_config(sec: Any, names: list[str]) -> dict:

@@ -271,7 +271,7 @@ class UCIFastDeserializer(DeserializerBase):
         table = self.sequence_infos(chunk_id)
         if self._cache is not None:
             a, b = int(self._first_key[chunk_id]), int(self._first_key[chunk_id + 1])
-            arrays, invalid = self._cache.records(a, b)
+            arrays, invalid = self._cache.records_slice(a, b)
         else:
             arrays, invalid = self.parse_chunk(chunk_id)
         offsets = np.arange(len(table) + 1, dtype=np.int64)

@@ -1,0 +1,382 @@
+"""BinaryWriter / BinaryReader: cntkio's hierarchical binary file of parsed records.
+
+The file mirrors the reader section that wrote it: one *section* per stream, named as the
+stream, with the spec's ``sectionType`` (``data``, ``labels``, ``categoryLabels``; the label
+mapping and the statistics travel in the header). Layout, version 1 (little-endian)::
+
+    offset 0   magic  b"CNTKIOBW"
+           8   u32    version (1)
+          12   u32    0
+          16   u64    header offset     (the JSON header is written last, after the arrays)
+          24   u64    header length
+          32   ...    zero padding to 64
+          64   arrays, each starting on a 64-byte boundary, C order
+
+    header (UTF-8 JSON): {"version", "records", "fingerprint", "source": {"file", "size",
+        "mtime_ns"}, "sections": [{"name", "sectionType", "dtype", "shape", "offset",
+        "labelDim", "mapping", "stats"}], "invalid": {"dtype", "shape", "offset"} | null}
+
+``data`` sections hold ``[records, dim]`` float32/float64 values; ``labels`` sections of
+category labels hold uint32 label ids (``elementSize = 4``, 0xFFFFFFFF for a record that
+failed to parse) with the label mapping in the header; ``categoryLabels`` sections hold the
+one-hot ``[records, labelDim]`` values; regression labels are stored as ``labels`` with their
+values. Every data section carries the spec's statistics (sum, count, mean, variance, stdDev,
+max, min, range, rootMeanSquare, per column). The records that failed to parse are flagged in
+an ``invalid`` array so a cache read reports the same errors count as a text read.
+
+A file is written to a temporary name beside the target and renamed when complete. It is
+memory-mapped when read. The ``fingerprint`` (a hash of the stream definitions, the label
+mappings and the precision) and the source file's size and modification time decide whether a
+cache may be used: a cache from another config, older than (or of another size than) its
+source, or truncated is rebuilt from the source; without the source it is an error naming the
+cache file and the reason.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import struct
+import tempfile
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..._log import get_logger
+from ...errors import ConfigError
+
+__all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "write_binary", "open_or_build_cache",
+           "CacheError", "section_stats"]
+
+_log = get_logger("readers.legacy.binary")
+
+MAGIC = b"CNTKIOBW"
+VERSION = 1
+_PREFIX = struct.Struct("<8sIIQQ")
+_ALIGN = 64
+NO_LABEL = 0xFFFFFFFF
+STAT_NAMES = ("sum", "count", "mean", "variance", "stdDev", "max", "min", "range", "rootMeanSquare")
+
+
+class CacheError(ConfigError):
+    """A binary file that cannot be used (truncated, another version, another config)."""
+
+
+def _align(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def section_stats(values: np.ndarray) -> dict[str, list[float]]:
+    """The spec's ``Stats`` of ``values[records, dim]``, per column."""
+    v = np.asarray(values, np.float64)
+    n = v.shape[0]
+    if n == 0:
+        zero = [0.0] * (v.shape[1] if v.ndim == 2 else 0)
+        return {k: zero for k in STAT_NAMES}
+    s = v.sum(0)
+    mean = s / n
+    var = (v * v).sum(0) / n - mean * mean
+    var = np.maximum(var, 0.0)
+    mx, mn = v.max(0), v.min(0)
+    return {"sum": s.tolist(), "count": [float(n)] * v.shape[1], "mean": mean.tolist(),
+            "variance": var.tolist(), "stdDev": np.sqrt(var).tolist(), "max": mx.tolist(),
+            "min": mn.tolist(), "range": (mx - mn).tolist(),
+            "rootMeanSquare": np.sqrt((v * v).sum(0) / n).tolist()}
+
+
+class BinaryFile:
+    """One binary file, memory-mapped: its header and its sections' arrays."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            size = os.path.getsize(path)
+        except OSError as e:
+            raise CacheError(f"binary file {path!r} cannot be opened: {e.strerror}") from None
+        if size < _PREFIX.size:
+            raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
+        with open(path, "rb") as fh:
+            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        magic, version, _, hoff, hlen = _PREFIX.unpack_from(self._mm, 0)
+        if magic != MAGIC:
+            self.close()
+            raise CacheError(f"{path!r} is not a cntkio binary file (magic {magic!r})")
+        if version != VERSION:
+            self.close()
+            raise CacheError(f"binary file {path!r} has version {version}; this cntkio reads version {VERSION}")
+        if hoff + hlen > size or hoff < _ALIGN:
+            self.close()
+            raise CacheError(f"binary file {path!r} is truncated: its header ends at byte {hoff + hlen}, "
+                             f"the file has {size}")
+        try:
+            self.header = json.loads(bytes(self._mm[hoff:hoff + hlen]).decode("utf-8"))
+        except ValueError as e:
+            self.close()
+            raise CacheError(f"binary file {path!r} has a damaged header: {e}") from None
+        self.records = int(self.header["records"])
+        self.sections = {s["name"]: s for s in self.header["sections"]}
+        for s in list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else []):
+            need = int(s["offset"]) + int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize
+            if need > hoff:
+                self.close()
+                raise CacheError(f"binary file {path!r} is truncated: section {s.get('name', 'invalid')!r} "
+                                 f"ends at byte {need}, past the data ({hoff} bytes)")
+
+    def array(self, entry: Mapping) -> np.ndarray:
+        return np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]), buffer=self._mm,
+                          offset=int(entry["offset"]))
+
+    def invalid(self) -> np.ndarray | None:
+        inv = self.header.get("invalid")
+        return None if inv is None else self.array(inv)
+
+    def close(self) -> None:
+        mm, self._mm = getattr(self, "_mm", None), None
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:          # a view still alive; the map closes with it
+                pass
+
+
+def write_binary(path: str, records: int, sections: list[dict], chunks, *, header_extra: Mapping) -> None:
+    """Write a binary file: ``sections`` = ``[{"name", "sectionType", "dtype", "shape" (per
+    record), ...}]``, ``chunks`` an iterable of ``({name: array[n, ...]}, invalid[n])`` in record
+    order. Written to a temporary name beside ``path`` and renamed."""
+    entries, offset = [], _ALIGN
+    for s in sections:
+        e = dict(s)
+        e["shape"] = [records, *s["shape"]]
+        e["offset"] = offset
+        offset = _align(offset + int(np.prod(e["shape"])) * np.dtype(e["dtype"]).itemsize)
+        entries.append(e)
+    inv_entry = {"dtype": "uint8", "shape": [records], "offset": offset}
+    data_end = _align(offset + records)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb+") as fh:
+            fh.truncate(max(data_end, _ALIGN))
+            mm = mmap.mmap(fh.fileno(), max(data_end, _ALIGN))
+            try:
+                arrays = {e["name"]: np.ndarray(tuple(e["shape"]), np.dtype(e["dtype"]), buffer=mm,
+                                                offset=e["offset"]) for e in entries}
+                inv = np.ndarray((records,), np.uint8, buffer=mm, offset=offset)
+                pos = 0
+                for data, invalid in chunks:
+                    n = len(invalid)
+                    if pos + n > records:
+                        raise ValueError(f"more records than announced ({records})")
+                    for e in entries:
+                        arrays[e["name"]][pos:pos + n] = data[e["name"]]
+                    inv[pos:pos + n] = invalid
+                    pos += n
+                if pos != records:
+                    raise ValueError(f"{pos} records written, {records} announced")
+                for e in entries:
+                    if e["sectionType"] == "data":
+                        e["stats"] = section_stats(arrays[e["name"]])
+                any_invalid = bool(inv.any())
+                del arrays, inv
+                mm.flush()
+            finally:
+                mm.close()
+            header = dict(header_extra)
+            header.update(version=VERSION, records=records, sections=entries,
+                          invalid=inv_entry if any_invalid else None)
+            blob = json.dumps(header, sort_keys=True).encode("utf-8")
+            fh.seek(data_end)
+            fh.write(blob)
+            fh.seek(0)
+            fh.write(_PREFIX.pack(MAGIC, VERSION, 0, data_end, len(blob)))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --- the UCIFastReader cache --------------------------------------------------------------------
+
+def fingerprint(deser: Any) -> str:
+    """What a cache must have been written for: the stream definitions, mappings, precision."""
+    desc = {"precision": np.dtype(deser.dtype).name,
+            "streams": [{"name": s.name, "dim": s.dim, "start": s.start, "labelType": s.label_type,
+                         "labelDim": s.label_dim, "mapping": s.mapping} for s in deser.streams]}
+    return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _source_state(path: str) -> dict | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return {"file": os.path.basename(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+class BinaryCache:
+    """The records of a UCIFastReader section read from its binary cache file(s)."""
+
+    def __init__(self, deser: Any, files: dict[str, str]) -> None:
+        self.deser = deser
+        self.files: dict[str, BinaryFile] = {}
+        self.where: dict[str, BinaryFile] = {}
+        try:
+            for name, path in files.items():
+                bf = self.files.get(path) or BinaryFile(path)
+                self.files[path] = bf
+                if name not in bf.sections:
+                    raise CacheError(f"binary file {path!r} has no section {name!r} "
+                                     f"(it has {', '.join(bf.sections)})")
+                self.where[name] = bf
+        except BaseException:
+            self.close()
+            raise
+        self.records = next(iter(self.files.values())).records
+
+    def check(self, source: dict | None) -> str | None:
+        """Why this cache must not be used for the current config and source, or None."""
+        fp = fingerprint(self.deser)
+        for path, bf in self.files.items():
+            if bf.header.get("fingerprint") != fp:
+                return f"{path!r} was written by another config (streams, label mapping or precision differ)"
+            if bf.records != self.records:
+                return f"{path!r} holds {bf.records} records, the other cache files {self.records}"
+            if source is not None and bf.header.get("source") != source:
+                return f"{path!r} was written from another version of {source['file']!r} (size or time differ)"
+        return None
+
+    def chunk_table(self, records_per_chunk: int, chunk_bytes: int):
+        row = sum(int(np.prod(bf.sections[n]["shape"][1:])) * np.dtype(bf.sections[n]["dtype"]).itemsize
+                  for n, bf in self.where.items())
+        per = records_per_chunk if records_per_chunk > 0 else max(1, chunk_bytes // max(1, row))
+        counts = [min(per, self.records - a) for a in range(0, self.records, per)]
+        z = np.zeros(len(counts), np.int64)
+        return z, z, np.array(counts, np.int64), z
+
+    def records_slice(self, a: int, b: int):
+        out = {}
+        invalid = np.zeros(b - a, bool)
+        for bf in self.files.values():
+            inv = bf.invalid()
+            if inv is not None:
+                invalid |= inv[a:b].astype(bool)
+        for s in self.deser.streams:
+            entry = self.where[s.name].sections[s.name]
+            arr = self.where[s.name].array(entry)[a:b]
+            if s.label_type == "category" and entry["sectionType"] == "labels":
+                ids = arr.astype(np.int64)
+                onehot = np.zeros((b - a, s.label_dim), self.deser.dtype)
+                rows = np.flatnonzero(ids != NO_LABEL)
+                onehot[rows, ids[rows]] = 1
+                out[s.name] = onehot
+            else:
+                out[s.name] = np.array(arr, self.deser.dtype)
+        return out, invalid
+
+    def close(self) -> None:
+        for bf in self.files.values():
+            bf.close()
+        self.files = {}
+
+
+def _sections_for(deser: Any, types: Mapping[str, str]) -> list[dict]:
+    out = []
+    for s in deser.streams:
+        kind = types.get(s.name)
+        if s.label_type == "category":
+            kind = kind if kind in ("labels", "categoryLabels") else "labels"
+            e = {"name": s.name, "sectionType": kind, "labelDim": s.label_dim, "mapping": s.mapping}
+            if kind == "labels":
+                e.update(dtype="uint32", shape=[])
+            else:
+                e.update(dtype=np.dtype(deser.dtype).name, shape=[s.label_dim])
+        else:
+            kind = "labels" if s.label_type == "regression" else "data"
+            e = {"name": s.name, "sectionType": kind, "dtype": np.dtype(deser.dtype).name, "shape": [s.dim]}
+        out.append(e)
+    return out
+
+
+def _text_chunks(deser: Any, buf: Any, chunks, names: set[str], sections: list[dict]):
+    kinds = {e["name"]: e["sectionType"] for e in sections}
+    saved = getattr(deser, "_chunks", None)
+    deser._chunks = chunks
+    try:
+        for c in range(len(chunks[2])):
+            arrays, invalid = deser.parse_chunk(c, buf)
+            data = {}
+            for s in deser.streams:
+                if s.name not in names:
+                    continue
+                v = arrays[s.name]
+                if s.label_type == "category" and kinds[s.name] == "labels":
+                    ids = np.where(invalid, NO_LABEL, v.argmax(1)).astype(np.uint32)
+                    data[s.name] = ids
+                else:
+                    data[s.name] = v
+            yield data, invalid
+    finally:
+        deser._chunks = saved
+
+
+def open_or_build_cache(deser: Any, conf: Mapping) -> BinaryCache:
+    """The cache of a UCIFastReader deserializer: opened when valid, else (re)built from the text."""
+    from .textparse import index_records
+    files: dict[str, str] = dict(conf["files"])
+    source = _source_state(deser.file)
+    if all(os.path.exists(p) for p in files.values()):
+        try:
+            cache = BinaryCache(deser, files)
+            why = cache.check(source)
+        except CacheError as e:
+            cache, why = None, e.reason
+        if why is None:
+            _log.info("UCIFastReader: reading the binary cache %s", ", ".join(sorted(set(files.values()))))
+            return cache
+        if cache is not None:
+            cache.close()
+        if source is None:
+            raise CacheError(f"the binary cache cannot be used: {why}; its source {deser.file!r} does "
+                             "not exist to rebuild it", path="wfile")
+        _log.warning("UCIFastReader: rebuilding the binary cache: %s", why)
+    elif source is None:
+        missing = [p for p in files.values() if not os.path.exists(p)]
+        raise ConfigError(f"the UCIFastReader data file {deser.file!r} does not exist, nor its binary "
+                          f"cache {missing[0]!r}", path="file")
+    with open(deser.file, "rb") as fh:
+        size = os.path.getsize(deser.file)
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    try:
+        chunks = index_records(buf, 0, deser.chunk_bytes)
+        records = int(chunks[2].sum())
+        sections = _sections_for(deser, conf.get("sectionTypes", {}))
+        by_file: dict[str, list[dict]] = {}
+        for e in sections:
+            by_file.setdefault(files[e["name"]], []).append(e)
+        extra = {"fingerprint": fingerprint(deser), "source": source}
+        for path, secs in by_file.items():
+            names = {e["name"] for e in secs}
+            write_binary(path, records, secs, _text_chunks(deser, buf, chunks, names, secs),
+                         header_extra=extra)
+            _log.info("UCIFastReader: wrote the binary cache %s (%d records)", path, records)
+    finally:
+        if not isinstance(buf, bytes):
+            buf.close()
+    cache = BinaryCache(deser, files)
+    why = cache.check(source)
+    if why is not None:            # the source changed while it was being read
+        cache.close()
+        raise CacheError(f"the binary cache just written cannot be used: {why}", path="wfile")
+    return cache

@@ -1,0 +1,164 @@
+"""``readerType = BinaryReader``: the files BinaryWriter wrote (:mod:`.binary`), read on the engine.
+
+    reader = [
+        readerType = BinaryReader
+        file = (mnist_train_features.bin : mnist_train_labels.bin)     # or one file
+        randomize = Auto                                                 # Auto | None | N
+    ]
+
+Every section of every file is a stream, named as it was written: ``data`` sections deliver
+their values, ``labels`` sections of category labels deliver one-hot vectors of ``labelDim``
+(their mapping is in the file), ``categoryLabels`` sections their stored one-hot values. The files
+must hold the same number of records and come from the same config (their fingerprints agree);
+a section name may appear in one file only.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...deserializers.base import DeserializerBase
+from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable
+from ...errors import ConfigError
+from ...streams import StreamInformation
+from ...values import to_array, to_choice, to_int, to_str
+from .binary import NO_LABEL, BinaryFile, CacheError
+from .sections import block_source_options, randomize_option, shared_options
+
+__all__ = ["BinaryReaderDeserializer", "build", "DESERIALIZER_TYPE"]
+
+DESERIALIZER_TYPE = "BinaryReaderDeserializer"
+
+
+class BinaryReaderDeserializer(DeserializerBase):
+    """The sections of one or more cntkio binary files as streams (module docstring).
+
+    ``config``: ``{"file": path or [paths], "precision": "float" | "double", "recordsPerChunk": N
+    (0: chunks of about chunkSizeInBytes), "chunkSizeInBytes"}``."""
+
+    key_kind = "numeric"
+
+    def __init__(self, config: Mapping, trace_level: int = 1, **_source_options: Any) -> None:
+        raw = config.get("file")
+        paths = [to_str(p, "file") for p in (raw if isinstance(raw, (list, tuple)) else to_array(raw, "file"))]
+        if not paths:
+            raise ConfigError("BinaryReader needs file = one binary file or an array of them", path="file")
+        precision = to_choice(config.get("precision", "float"), "precision", ("float", "double"))
+        self.dtype = np.float32 if precision == "float" else np.float64
+        per = to_int(config.get("recordsPerChunk", 0), "recordsPerChunk", minimum=0)
+        chunk_bytes = to_int(config.get("chunkSizeInBytes", 32 << 20), "chunkSizeInBytes", minimum=1)
+        self.files: list[BinaryFile] = []
+        self.entries: list[tuple[BinaryFile, dict]] = []
+        try:
+            for p in paths:
+                self.files.append(BinaryFile(p))
+            first = self.files[0]
+            for bf in self.files:
+                if bf.records != first.records:
+                    raise CacheError(f"{bf.path!r} holds {bf.records} records, {first.path!r} {first.records}",
+                                     path="file")
+                if bf.header.get("fingerprint") != first.header.get("fingerprint"):
+                    raise CacheError(f"{bf.path!r} and {first.path!r} were written by different configs",
+                                     path="file")
+                for e in bf.header["sections"]:
+                    if any(e["name"] == x["name"] for _, x in self.entries):
+                        raise CacheError(f"section {e['name']!r} is in more than one file ({bf.path!r})", path="file")
+                    self.entries.append((bf, e))
+        except BaseException:
+            self.close()
+            raise
+        self.records = first.records
+        self._infos = []
+        for i, (_, e) in enumerate(self.entries):
+            dim = int(e["labelDim"]) if e["sectionType"] == "labels" and e["dtype"] == "uint32" else int(e["shape"][1])
+            self._infos.append(StreamInformation(e["name"], i, "dense", self.dtype, (dim,)))
+        row = sum(int(np.prod(e["shape"][1:])) * np.dtype(e["dtype"]).itemsize for _, e in self.entries)
+        per = per if per > 0 else max(1, chunk_bytes // max(1, row))
+        self._bounds = list(range(0, self.records, per)) + [self.records]
+
+    def stream_infos(self) -> list[StreamInformation]:
+        return list(self._infos)
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return [ChunkInfo(c, b - a, b - a) for c, (a, b) in enumerate(zip(self._bounds, self._bounds[1:]))]
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        return SequenceTable(np.arange(a, b, dtype=np.int64), np.ones(b - a, np.int64))
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        table = self.sequence_infos(chunk_id)
+        invalid = np.zeros(b - a, bool)
+        for bf in self.files:
+            inv = bf.invalid()
+            if inv is not None:
+                invalid |= inv[a:b].astype(bool)
+        offsets = np.arange(b - a + 1, dtype=np.int64)
+        streams = {}
+        for (bf, e), info in zip(self.entries, self._infos):
+            arr = bf.array(e)[a:b]
+            if e["dtype"] == "uint32":
+                ids = arr.astype(np.int64)
+                values = np.zeros((b - a, info.sample_shape[0]), self.dtype)
+                rows = np.flatnonzero(ids != NO_LABEL)
+                values[rows, ids[rows]] = 1
+            else:
+                values = np.array(arr, self.dtype)
+            streams[e["name"]] = DenseStream(values, offsets)
+        return ChunkData(table, streams, invalid if invalid.any() else None)
+
+    def label_mapping(self, name: str) -> list[str] | None:
+        """The label mapping stored with section ``name`` (None when it has none)."""
+        for _, e in self.entries:
+            if e["name"] == name:
+                return e.get("mapping")
+        raise KeyError(name)
+
+    def stats(self, name: str) -> dict[str, list[float]] | None:
+        """The statistics stored with data section ``name``."""
+        for _, e in self.entries:
+            if e["name"] == name:
+                return e.get("stats")
+        raise KeyError(name)
+
+    def close(self) -> None:
+        for bf in self.files:
+            bf.close()
+        self.files = []
+
+
+class BinaryReaderAdapter:
+    """``readerType = BinaryReader`` section -> ``BinaryReaderDeserializer`` config."""
+
+    deserializer_type = DESERIALIZER_TYPE
+
+    def config(self, sec: Any, spec: Any) -> dict:
+        options = shared_options(sec)
+        if options["minibatchMode"] == "full":
+            raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
+                            "use Partial (the default): the last minibatch of an epoch may be smaller")
+        files = [str(x) for x in sec.list("file")]
+        randomize, block = randomize_option(sec)
+        config = {"type": self.deserializer_type, "file": files,
+                  "recordsPerChunk": block if randomize else 0,
+                  "precision": "float" if spec.dtype == "float32" else "double"}
+        try:
+            probe = BinaryReaderDeserializer(config)
+        except ConfigError as e:
+            raise sec.error("file", e.reason, e.hint) from None
+        spec.stream_names.extend(i.name for i in probe.stream_infos())
+        probe.close()
+        return config
+
+    def source_options(self, sec: Any, spec: Any) -> None:
+        block_source_options(sec, spec)
+
+
+def build(config: Mapping, **source_options: Any) -> BinaryReaderDeserializer:
+    """The registry's factory of ``BinaryReaderDeserializer``."""
+    return BinaryReaderDeserializer(config, **source_options)
+
+
+build.legacy_adapter = BinaryReaderAdapter()
