@@ -21,6 +21,8 @@ _LAZY = {
     "MinibatchSource": "source",
     "CTFDeserializer": "deserializers.ctf",
     "CBFDeserializer": "deserializers.cbf",
+    "HTKFeatureDeserializer": "deserializers.htk",
+    "HTKMLFDeserializer": "deserializers.htk",
     "ImageDeserializer": "deserializers.image",
     "Base64ImageDeserializer": "deserializers.image",
     "UserDeserializer": "deserializers.user",
