@@ -67,11 +67,13 @@ def _fail(path: str, line: int, text: bytes, why: str) -> FormatError:
 
 
 def _resolve(physical: str, scp_path: str, prefix: str | None) -> str:
+    """The physical path, absolute (resolved against the working directory when the index is
+    built, so that later reads do not depend on it)."""
     if physical.startswith("..."):
-        return os.path.join(os.path.dirname(os.path.abspath(scp_path)), physical[3:].lstrip("/\\"))
-    if prefix and not os.path.isabs(physical):
-        return os.path.join(prefix, physical)
-    return physical
+        physical = os.path.join(os.path.dirname(os.path.abspath(scp_path)), physical[3:].lstrip("/\\"))
+    elif prefix and not os.path.isabs(physical):
+        physical = os.path.join(prefix, physical)
+    return os.path.abspath(physical)
 
 
 def parse_scp(path: str, prefix: str | None = None) -> tuple:
