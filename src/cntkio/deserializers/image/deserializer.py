@@ -188,7 +188,7 @@ class _ImageCore(DeserializerBase):
         else:
             out[...] = hwc
 
-    def _set_shape(self, first: np.ndarray) -> None:
+    def _set_shape(self, first: np.ndarray | None) -> None:
         if self.cfg.declared is not None:
             self._hwc = self.cfg.declared
         else:
@@ -238,10 +238,13 @@ class ImageDataDeserializer(_ImageCore):
         self.paths = [resolve_path(p, self.map_dir) for p in m.paths]
         self._written = m.paths
         self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths))]
-        first, why = self._load(0)
-        if first is None:
-            raise FormatError(f"the first image of the map cannot be read: {why}", file=self.map_file,
-                              line=int(self.lines[0]) + 1)
+        first = None
+        if self.cfg.declared is None:           # no Scale: the first image gives the stream's shape
+            first, why = self._load(0)
+            if first is None:
+                raise FormatError(f"the first image of the map cannot be read, and without a Scale "
+                                  f"transform it gives the image stream's shape: {why}",
+                                  file=self.map_file, line=int(self.lines[0]) + 1)
         self._set_shape(first)
 
     def _read(self, path: str) -> np.ndarray:
@@ -295,11 +298,15 @@ class Base64ImageDataDeserializer(_ImageCore):
         self.index = ix
         cs = ix.chunk_starts
         self._chunks = [ChunkInfo(c, int(cs[c + 1] - cs[c]), int(cs[c + 1] - cs[c])) for c in range(len(cs) - 1)]
-        first, why = self._load_many(0, 1)
-        if first[0] is None:
-            raise FormatError(f"the first image of the map cannot be read: {why[0]}", file=self.map_file,
-                              line=int(ix.lines[0]) + 1)
-        self._set_shape(first[0])
+        first = None
+        if self.cfg.declared is None:           # no Scale: the first image gives the stream's shape
+            images, why = self._load_many(0, 1)
+            if images[0] is None:
+                raise FormatError(f"the first image of the map cannot be read, and without a Scale "
+                                  f"transform it gives the image stream's shape: {why[0]}",
+                                  file=self.map_file, line=int(ix.lines[0]) + 1)
+            first = images[0]
+        self._set_shape(first)
 
     def _load_many(self, a: int, b: int, sweep: int = 0):
         ix = self.index

@@ -1,0 +1,317 @@
+"""ImageDeserializer and Base64ImageDeserializer: map files, zip archives, config and Python forms,
+bad input (named, counted against max_errors), the Python examples of the spec."""
+from __future__ import annotations
+
+import base64
+import textwrap
+import zipfile
+
+import numpy as np
+import pytest
+
+cv2 = pytest.importorskip("cv2")
+
+from image_cases import IMAGE_DATA, read_all  # noqa: E402
+
+from cntkio import MinibatchSource, StreamDef, StreamDefs  # noqa: E402
+from cntkio import transforms as T  # noqa: E402
+from cntkio.config import parse_config  # noqa: E402
+from cntkio.deserializers.image import Base64ImageDeserializer, ImageDeserializer  # noqa: E402
+from cntkio.errors import ConfigError, FormatError  # noqa: E402
+from cntkio.readers import build_reader  # noqa: E402
+
+IMG = IMAGE_DATA / "img"
+
+
+def _images(folder, n=6, size=(12, 10), seed=0):
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(n):
+        p = folder / f"im{i}.bmp"
+        cv2.imwrite(str(p), rng.integers(0, 256, size + (3,), dtype=np.uint8))
+        paths.append(p)
+    return paths
+
+
+def _map(folder, lines, name="map.txt"):
+    p = folder / name
+    p.write_text("".join(lines))
+    return str(p)
+
+
+def _streams(transforms=(), n=4):
+    return StreamDefs(features=StreamDef(field="image", transforms=list(transforms)),
+                      labels=StreamDef(field="label", shape=n))
+
+
+# --- map files --------------------------------------------------------------------------------
+
+def test_three_column_map_keys_crlf_trailing_tab_and_relative_paths(tmp_path, monkeypatch):
+    _images(tmp_path, 3)
+    mp = _map(tmp_path, ["5\tim0.bmp\t1\r\n", "7\tim1.bmp\t2\t\n", "9\t...im2.bmp\t3.5"])
+    monkeypatch.chdir(IMAGE_DATA)          # not the map's folder: paths fall back to it
+    src = MinibatchSource(ImageDeserializer(mp, _streams()), randomize=False, max_sweeps=1)
+    mb = src.next_minibatch(10)
+    feats = mb[src.streams.features].asarray()[:, 0]
+    want = np.stack([cv2.imread(str(tmp_path / f"im{i}.bmp")).transpose(2, 0, 1) for i in range(3)])
+    np.testing.assert_array_equal(feats, want.astype(np.float32))
+    np.testing.assert_array_equal(mb[src.streams.labels].as_csr().indices, [1, 2, 3])
+    assert mb[src.streams.features].shape[-3:] == (3, 12, 10)
+
+
+@pytest.mark.parametrize("lines,message", [
+    (["im0.bmp 1\n"], "Invalid map file format, must contain 2 or 3 tab-delimited columns, line 0"),
+    (["im0.bmp\t1\n", "\n"], "Invalid map file format, must contain 2 or 3 tab-delimited columns, line 1"),
+    (["a\tim0.bmp\t1\n"], "Invalid numeric sequence id 'a'"),
+    (["im0.bmp\tabc\n"], "Cannot parse label value on line 0, second column"),
+    (["im0.bmp\t4\n"], "Image 'im0.bmp' has invalid class id '4'. It is exceeding the label dimension of '4'. "
+                       "Line 0 in file"),
+])
+def test_bad_map_lines_are_errors_at_creation(tmp_path, lines, message):
+    _images(tmp_path, 1)
+    mp = _map(tmp_path, lines)
+    with pytest.raises(FormatError, match=message.replace(".", r"\.").replace("(", r"\(")) as e:
+        MinibatchSource(ImageDeserializer(mp, _streams()), randomize=False)
+    assert mp in str(e.value)
+
+
+def test_one_image_and_at_most_one_label_stream(tmp_path):
+    _images(tmp_path, 1)
+    mp = _map(tmp_path, ["im0.bmp\t0\n"])
+    d = ImageDeserializer(mp, _streams()).map_features("other", [])
+    with pytest.raises(ConfigError, match="Please specify a single feature and label stream. '2' features"):
+        MinibatchSource(d)
+
+
+def test_ignore_labels_and_map_features_as_in_the_spec(tmp_path):
+    _images(tmp_path, 2, size=(6, 8))
+    mp = _map(tmp_path, ["im0.bmp\t0\n", "im1.bmp\t9\n"])
+    # the spec's second Python example, with its scale (pad mode) on a small size
+    scale = ImageDeserializer.scale(width=10, height=10, channels=3, scale_mode="pad", pad_value=114,
+                                    interpolations="linear")
+    image_source = ImageDeserializer(mp)
+    image_source.ignore_labels()
+    image_source.map_features("features", [scale])
+    src = MinibatchSource([image_source], randomize=False, max_sweeps=1)
+    mb = src.next_minibatch(2)
+    assert [s.name for s in src.stream_infos()] == ["features"]
+    a = mb[src.streams.features].asarray()[:, 0]
+    assert a.shape == (2, 3, 10, 10)
+    # 8x6 (w x h) resized to 10x8, one padded row above and below
+    assert (a[:, :, 0] == 114).all() and (a[:, :, -1] == 114).all() and not (a[:, :, 1] == 114).all()
+
+
+# --- zip archives -----------------------------------------------------------------------------
+
+def test_zip_members_read_like_files_and_the_archive_opens_once_per_thread(tmp_path, monkeypatch):
+    paths = _images(tmp_path, 12)
+    with zipfile.ZipFile(tmp_path / "a.zip", "w") as z:
+        for p in paths:
+            z.write(p, f"inner/{p.name}")
+    plain = _map(tmp_path, [f"{p.name}\t{i % 4}\n" for i, p in enumerate(paths)], "plain.txt")
+    zipped = _map(tmp_path, [f"a.zip@/inner/{p.name}\t{i % 4}\n" for i, p in enumerate(paths)], "zip.txt")
+    opened = []
+    real = zipfile.ZipFile
+
+    def counting(*a, **kw):
+        opened.append(a[0])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(zipfile, "ZipFile", counting)
+    f1, l1 = read_all(ImageDeserializer(plain, _streams()), multithreaded_deserializer=False)
+    f2, l2 = read_all(ImageDeserializer(zipped, _streams()), multithreaded_deserializer=False)
+    np.testing.assert_array_equal(f1, f2)
+    np.testing.assert_array_equal(l1, l2)
+    # once on the creating thread (the first image gives the shape) and once per loader thread (at
+    # most 2 here), not once per image
+    assert 1 <= len(opened) <= 3
+
+
+def test_absent_zip_member_is_named_and_counted(tmp_path, caplog):
+    paths = _images(tmp_path, 2)
+    with zipfile.ZipFile(tmp_path / "a.zip", "w") as z:
+        z.write(paths[0], "inner/im0.bmp")
+    mp = _map(tmp_path, ["a.zip@/inner/im0.bmp\t0\n", "a.zip@/inner/nothere.bmp\t1\n"])
+    d = ImageDeserializer(mp, _streams([T.scale(12, 10, 3)]))
+    feats, labels = read_all(d, max_errors=1)
+    assert feats.shape[0] == 1 and list(labels) == [0]
+    assert "line 1" in caplog.text and "nothere.bmp" in caplog.text and mp in caplog.text
+
+
+# --- bad images -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"not an image at all", b"", "truncated"])
+def test_undecodable_images_are_skipped_and_counted(tmp_path, caplog, content):
+    paths = _images(tmp_path, 3)
+    if content == "truncated":
+        content = paths[1].read_bytes()[:40]
+    paths[1].write_bytes(content)
+    mp = _map(tmp_path, [f"{p.name}\t{i}\n" for i, p in enumerate(paths)])
+    with pytest.raises(RuntimeError, match="Number of invalid sequences '1'"):
+        read_all(ImageDeserializer(mp, _streams([T.scale(12, 10, 3)])))
+    feats, labels = read_all(ImageDeserializer(mp, _streams([T.scale(12, 10, 3)])), max_errors=1)
+    assert list(labels) == [0, 2]
+    assert "line 1 (im1.bmp)" in caplog.text
+
+
+def test_images_of_another_size_without_scale_are_invalid(tmp_path, caplog):
+    _images(tmp_path, 1)
+    cv2.imwrite(str(tmp_path / "big.bmp"), np.zeros((20, 20, 3), np.uint8))
+    mp = _map(tmp_path, ["im0.bmp\t0\n", "big.bmp\t1\n"])
+    feats, labels = read_all(ImageDeserializer(mp, _streams()), max_errors=1)
+    assert feats.shape == (1, 3, 12, 10)
+    assert "need a Scale transform" in caplog.text
+
+
+def test_mean_file_errors_at_creation(tmp_path):
+    _images(tmp_path, 1)
+    mp = _map(tmp_path, ["im0.bmp\t0\n"])
+    with pytest.raises(FormatError, match="Could not open file"):
+        ImageDeserializer(mp, _streams([T.mean(str(tmp_path / "none.xml"))])) and \
+            MinibatchSource(ImageDeserializer(mp, _streams([T.mean(str(tmp_path / "none.xml"))])))
+    (tmp_path / "bad.xml").write_text('<?xml version="1.0"?>\n<opencv_storage>\n<Row>2</Row>\n</opencv_storage>\n')
+    with pytest.raises(FormatError, match="Invalid data in file"):
+        MinibatchSource(ImageDeserializer(mp, _streams([T.mean(str(tmp_path / "bad.xml"))])))
+
+
+# --- Base64 -----------------------------------------------------------------------------------
+
+def _b64(p):
+    return base64.b64encode(p.read_bytes()).decode()
+
+
+def test_base64_equals_files_and_keeps_the_first_line_of_a_key(tmp_path):
+    paths = _images(tmp_path, 3)
+    mp = _map(tmp_path, [f"{p.name}\t{i}\n" for i, p in enumerate(paths)])
+    b64 = _map(tmp_path, [f"{i}\t{i}\t{_b64(p)}\n" for i, p in enumerate(paths)] + [f"1\t3\t{_b64(paths[0])}\n"],
+               "b64.txt")
+    f1, l1 = read_all(ImageDeserializer(mp, _streams()))
+    f2, l2 = read_all(Base64ImageDeserializer(b64, _streams()))
+    np.testing.assert_array_equal(f1, f2)
+    np.testing.assert_array_equal(l1, l2)
+
+
+def test_bad_base64_lines_are_skipped_and_counted(tmp_path, caplog):
+    paths = _images(tmp_path, 3)
+    lines = [f"{i}\t{_b64(p)}\n" for i, p in enumerate(paths)]
+    lines[1] = "1\t" + _b64(paths[1]).rstrip("=")[:-1] + "\n"        # no padding: not base64
+    b64 = _map(tmp_path, lines, "b64.txt")
+    with pytest.raises(RuntimeError, match="Number of invalid sequences '1'"):
+        read_all(Base64ImageDeserializer(b64, _streams([T.scale(12, 10, 3)])))
+    feats, labels = read_all(Base64ImageDeserializer(b64, _streams([T.scale(12, 10, 3)])), max_errors=1)
+    assert list(labels) == [0, 2]
+    assert "line 1" in caplog.text and "base64" in caplog.text
+
+
+def test_base64_chunks_follow_chunk_size(tmp_path):
+    paths = _images(tmp_path, 6)
+    b64 = _map(tmp_path, [f"{i % 4}\t{_b64(p)}\n" for i, p in enumerate(paths)], "b64.txt")
+    d = Base64ImageDeserializer(b64, _streams())
+    d["chunkSizeInBytes"] = 1200
+    from cntkio.registry import build_deserializer
+    built = build_deserializer(d)
+    assert [c.num_sequences for c in built.chunk_infos()] == [2, 2, 2]   # each line ~ 560 bytes
+    f1, _ = read_all(d)
+    f2, _ = read_all(Base64ImageDeserializer(b64, _streams()))
+    np.testing.assert_array_equal(f1, f2)
+
+
+# --- config forms -----------------------------------------------------------------------------
+
+def _source_from_config(text):
+    return build_reader(parse_config(textwrap.dedent(text))("reader"))
+
+
+def _drain(src, n=100):
+    mb = src.next_minibatch(n)
+    names = {s.name: s for s in src.stream_infos()}
+    return mb[names["features"]].asarray()[:, 0], mb[names["labels"]].as_csr().indices
+
+
+def test_config_composite_legacy_and_python_forms_give_identical_minibatches(tmp_path):
+    _images(tmp_path, 6, size=(20, 16))
+    mp = _map(tmp_path, [f"im{i}.bmp\t{i % 4}\n" for i in range(6)])
+    mean = IMAGE_DATA / "mean8x8.xml"
+    composite = _source_from_config(f"""
+        reader = [
+            randomize = true
+            randomizationSeed = 3
+            sampleBasedRandomizationWindow = false    # as the Python default: a window of chunks
+            deserializers = ([
+                type = "ImageDeserializer"
+                module = "ImageReader"
+                file = "{mp}"
+                input = [
+                    features = [
+                        transforms = (
+                            [type = "Crop"; cropType = "Center"; sideRatio = 0.875; jitterType = "UniRatio"]:
+                            [type = "Scale"; width = 8; height = 8; channels = 3; interpolations = "linear"]:
+                            [type = "Mean"; meanFile = "{mean}"]:
+                            [type = "Transpose"]
+                        )
+                    ]
+                    labels = [labelDim = 4]
+                ]
+            ])
+        ]""")
+    legacy = _source_from_config(f"""
+        reader = [
+            readerType = "ImageReader"
+            file = "{mp}"
+            randomize = "auto"
+            randomizationSeed = 3
+            features = [width = 8; height = 8; channels = 3; cropType = "Center"; sideRatio = 0.875
+                        jitterType = "UniRatio"; interpolations = "linear"; meanFile = "{mean}"]
+            labels = [labelDim = 4]
+        ]""")
+    py = MinibatchSource(ImageDeserializer(mp, _streams([
+        T.crop(crop_type="center", side_ratio=0.875, jitter_type="uniratio"), T.scale(8, 8, 3, "linear"),
+        T.mean(str(mean))])), randomization_seed=3, max_sweeps=1)
+    f0, l0 = _drain(py)
+    for src in (composite, legacy):
+        f, lab = _drain(src, 6)
+        np.testing.assert_array_equal(f, f0)
+        np.testing.assert_array_equal(lab, l0)
+    assert f0.shape == (6, 3, 8, 8)
+
+
+def test_a_config_without_transpose_delivers_hwc(tmp_path):
+    _images(tmp_path, 2)
+    mp = _map(tmp_path, ["im0.bmp\t0\n", "im1.bmp\t1\n"])
+    src = _source_from_config(f"""
+        reader = [
+            randomize = false
+            deserializers = ([type = "ImageDeserializer"; file = "{mp}"
+                              input = [features = [transforms = ([type = "Scale"; width = 5; height = 4; channels = 3])]
+                                       labels = [labelDim = 2]]])
+        ]""")
+    f, _ = _drain(src, 2)
+    assert f.shape == (2, 4, 5, 3)
+
+
+def test_the_alexnet_example_of_the_spec_runs(tmp_path):
+    # composite-readers-deserializers-transforms.txt, the first Python example (sizes made small)
+    _images(tmp_path, 4, size=(40, 30))
+    map_file = _map(tmp_path, [f"im{i}.bmp\t{i}\n" for i in range(4)])
+    mean_file = str(IMAGE_DATA / "mean8x8.xml")
+    image_height, image_width, num_channels, num_classes = 8, 8, 3, 4
+    transforms = [
+        ImageDeserializer.crop(crop_type='randomside', side_ratio=0.88671875, jitter_type='uniratio'),
+        ImageDeserializer.scale(width=image_width, height=image_height, channels=num_channels,
+                                interpolations='linear'),
+        ImageDeserializer.mean(mean_file)
+    ]
+    reader = MinibatchSource(
+        ImageDeserializer(map_file, StreamDefs(
+            features=StreamDef(field='image', transforms=transforms),
+            labels=StreamDef(field='label', shape=num_classes))))
+    mb = reader.next_minibatch(4)
+    assert mb[reader.streams.features].asarray().shape == (4, 1, 3, 8, 8)
+
+
+def test_channel_order_rgb_reverses_the_channels(tmp_path):
+    _images(tmp_path, 2)
+    mp = _map(tmp_path, ["im0.bmp\t0\n", "im1.bmp\t1\n"])
+    bgr, _ = read_all(ImageDeserializer(mp, _streams()))
+    rgb, _ = read_all(ImageDeserializer(mp, _streams(), channel_order="rgb"))
+    np.testing.assert_array_equal(rgb, bgr[:, ::-1])
