@@ -7,11 +7,13 @@ a half-written file under the target name.
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import math
 import os
 import re
 import struct
 import uuid
+from collections import deque
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -180,10 +182,10 @@ class CBFWriter:
             return
         offset = self._f.tell()
         lengths = np.concatenate([p[0] for p in self._pending])
-        self._f.write(lengths.astype("<u4").tobytes())
+        self._f.write(lengths.astype("<u4"))  # arrays are buffers: written without a copy
         for k in range(len(self.streams)):
             for _, parts in self._pending:
-                self._f.write(parts[k].tobytes())
+                self._f.write(np.ascontiguousarray(parts[k]))
         nseq, nsamp = len(lengths), int(lengths.sum())
         if nsamp > 0xFFFFFFFF:
             raise FormatError("a chunk holds more than 2**32 - 1 samples; use a smaller chunk size",
@@ -425,8 +427,7 @@ def ctf2bin(input_path: str, output_path: str, streams: Any = None, *, header: s
                                          for n, _, sp, d in defs],
                            precision=precision, chunk_size=chunk_size)
         try:
-            for info in reader.chunk_infos():
-                chunk = reader.get_chunk(info.id)
+            for info, chunk in _parsed_ahead(reader):
                 for name in max_index:
                     ix = chunk.streams[name].indices
                     if len(ix):
@@ -450,6 +451,26 @@ def ctf2bin(input_path: str, output_path: str, streams: Any = None, *, header: s
     return {"sequences": writer.num_sequences, "samples": writer.num_samples,
             "chunks": len(writer._table),
             "streams": [(s.name, "sparse" if s.sparse else "dense", s.dim) for s in writer.streams]}
+
+
+def _parsed_ahead(reader, ahead: int = 2):
+    """``(chunk info, chunk data)`` of every chunk in order, the next ``ahead`` chunks parsed on
+    threads meanwhile (the C parser releases the GIL: the caller encodes and writes one chunk
+    while the next ones parse)."""
+    infos = list(reader.chunk_infos())
+    with cf.ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="cntkio-ctf2bin") as pool:
+        pending = deque((info, pool.submit(reader.get_chunk, info.id)) for info in infos[:ahead])
+        try:
+            for k in range(len(infos)):
+                info, fut = pending.popleft()
+                chunk = fut.result()
+                if k + ahead < len(infos):
+                    nxt = infos[k + ahead]
+                    pending.append((nxt, pool.submit(reader.get_chunk, nxt.id)))
+                yield info, chunk
+        finally:
+            for _, fut in pending:
+                fut.cancel()
 
 
 def _fmt(values: np.ndarray, double: bool) -> list[str]:
