@@ -1,9 +1,11 @@
-"""The network of a command section: built from ``SimpleNetworkBuilder``, or loaded from a model.
+"""The network of a command section: built from ``SimpleNetworkBuilder`` or ``NDLNetworkBuilder``,
+or loaded from a model.
 
 CNTK chose the network builder by which sub-section is present. cntkio builds
-``SimpleNetworkBuilder`` networks; ``NDLNetworkBuilder`` and ``BrainScriptNetworkBuilder``
-(``ExperimentalNetworkBuilder``) networks raise :class:`NotImplementedInCntkio` naming the builder,
-never a silent fallback.
+``SimpleNetworkBuilder`` and ``NDLNetworkBuilder`` networks (``models/ndl``; their pre-computed
+nodes, ``Mean``/``InvStdDev``, are computed over the command's reader before training);
+``BrainScriptNetworkBuilder`` (``ExperimentalNetworkBuilder``) networks raise
+:class:`NotImplementedInCntkio` naming the builder, never a silent fallback.
 """
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from .models import NetworkSpec, SimpleNetwork, load_model
+from .ndl_precompute import build_ndl_network
 from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
 
 __all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]
 
 #: network builders named in CNTK configs that cntkio does not implement
-UNSUPPORTED_BUILDERS = ("NDLNetworkBuilder", "BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
+UNSUPPORTED_BUILDERS = ("BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
 
 #: SimpleNetworkBuilder parameters that would change the network in ways cntkio does not build,
 #: with the values that mean "off" (these are refused, not ignored)
@@ -68,11 +71,13 @@ def build_network(command, *, device: torch.device, dtype: torch.dtype, adapt: b
     if command.exists("SimpleNetworkBuilder"):
         spec = spec_from_config(section(command, "SimpleNetworkBuilder"))
         return SimpleNetwork(spec, dtype=dtype).to(device)
+    if command.exists("NDLNetworkBuilder"):
+        return build_ndl_network(command, device=device, dtype=dtype)
     for b in UNSUPPORTED_BUILDERS:
         if command.exists(b):
             raise NotImplementedInCntkio(
                 f"{key_path(command, b)}: the {b} is not implemented in cntkio; describe the network "
                 "with a SimpleNetworkBuilder section (layerSizes, layerTypes, trainingCriterion, ...)")
-    raise ConfigError("no network builder: the train action needs a SimpleNetworkBuilder section",
-                      path=key_path(command, "SimpleNetworkBuilder"),
+    raise ConfigError("no network builder: the train action needs a SimpleNetworkBuilder or NDLNetworkBuilder "
+                      "section", path=key_path(command, "SimpleNetworkBuilder"),
                       hint="add SimpleNetworkBuilder=[layerSizes=...] to the command section")

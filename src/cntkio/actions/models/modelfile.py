@@ -22,6 +22,7 @@ from typing import Any
 from ...integrations.torch_backend import torch
 
 from ...errors import CntkioError
+from .ndl.network import NDLNetwork
 from .simple import NetworkSpec, SimpleNetwork
 
 __all__ = ["ModelFile", "save_model", "load_model", "epoch_model_path", "FORMAT", "VERSION"]
@@ -41,7 +42,7 @@ def epoch_model_path(model_path: str, epoch: int, max_epochs: int | None = None)
 class ModelFile:
     """A loaded model file: the network and the training state saved with it."""
 
-    network: SimpleNetwork
+    network: SimpleNetwork | NDLNetwork
     epoch: int = 0
     optimizer: dict[str, Any] | None = None
     reader_checkpoint: Any = None
@@ -65,7 +66,7 @@ def _json_default(o):
     raise TypeError(f"reader checkpoint value of type {type(o).__name__} cannot be stored in a model file")
 
 
-def save_model(path: str, network: SimpleNetwork, *, epoch: int, optimizer: dict | None = None,
+def save_model(path: str, network: SimpleNetwork | NDLNetwork, *, epoch: int, optimizer: dict | None = None,
                reader_checkpoint: Any = None, info: dict | None = None) -> None:
     """Write a model file atomically (temp name, then rename); creates missing directories
     (CNTK creates the directory of ``modelPath`` too)."""
@@ -73,8 +74,9 @@ def save_model(path: str, network: SimpleNetwork, *, epoch: int, optimizer: dict
     os.makedirs(directory, exist_ok=True)
     payload = {
         "format": FORMAT, "version": VERSION,
-        "network": {"type": "SimpleNetworkBuilder", "spec": network.spec.to_dict(),
-                    "dtype": str(next(network.parameters()).dtype).replace("torch.", "")},
+        "network": network.to_record() if isinstance(network, NDLNetwork) else
+        {"type": "SimpleNetworkBuilder", "spec": network.spec.to_dict(),
+         "dtype": str(next(network.parameters()).dtype).replace("torch.", "")},
         "state_dict": {k: v.detach().cpu() for k, v in network.state_dict().items()},
         "epoch": int(epoch),
         "optimizer": optimizer,
@@ -108,9 +110,11 @@ def load_model(path: str, *, device: torch.device | str = "cpu", dtype: torch.dt
         raise CntkioError(f"{path}: model file version {payload['version']} is newer than this cntkio "
                           f"reads (expected <= {VERSION})")
     net = payload["network"]
-    spec = NetworkSpec.from_dict(net["spec"])
     saved_dtype = getattr(torch, net.get("dtype", "float32"))
-    network = SimpleNetwork(spec, dtype=dtype or saved_dtype)
+    if net.get("type") == NDLNetwork.builder:      # an NDL (or MEL-edited) network: its graph
+        network = NDLNetwork.from_record(net, dtype or saved_dtype)
+    else:
+        network = SimpleNetwork(NetworkSpec.from_dict(net["spec"]), dtype=dtype or saved_dtype)
     network.load_state_dict({k: v.to(dtype or saved_dtype) for k, v in payload["state_dict"].items()})
     network.to(device)
     ckpt = payload.get("reader_checkpoint")

@@ -1,0 +1,121 @@
+"""An NDL network as the train/test/write actions use it, and its model-file record."""
+from __future__ import annotations
+
+from ....errors import ConfigError, NotImplementedInCntkio
+from ....integrations.torch_backend import torch
+from ..nodes import lookup
+from .graph import Graph, GraphNetwork
+
+__all__ = ["NDLNetwork", "NDLSpec"]
+
+
+class NDLSpec:
+    """What the actions ask of a network (the names the SimpleNetwork's spec gives)."""
+
+    def __init__(self, graph: Graph) -> None:
+        g = graph.groups
+        self.feature_nodes = list(g["feature"])
+        self.label_nodes = list(g["label"])
+        self.criterion_nodes = list(g["criterion"])
+        self.eval_nodes = list(g["eval"])
+        self.feature_node = self.feature_nodes[0] if self.feature_nodes else None
+        self.label_node = self.label_nodes[0] if self.label_nodes else None
+        self.training_criterion = self.criterion_nodes[0] if self.criterion_nodes else None
+        self.apply_mean_var_norm = False
+
+    def to_dict(self) -> dict:
+        return {"feature_nodes": self.feature_nodes, "label_nodes": self.label_nodes,
+                "criterion_nodes": self.criterion_nodes, "eval_nodes": self.eval_nodes}
+
+
+class NDLNetwork(GraphNetwork):
+    """A :class:`GraphNetwork` with the train/test/write interface of the actions: ``net(x)``
+    computes the criterion's prediction input from the features, ``criterion``/``evaluation``
+    the summed criteria with the labels, ``nodes(x)`` every per-sample node."""
+
+    builder = "NDLNetworkBuilder"
+
+    def __init__(self, graph: Graph, dtype: torch.dtype = torch.float32, **kw) -> None:
+        super().__init__(graph, dtype, **kw)
+        self.spec = NDLSpec(graph)
+        self.num_layers = 0
+        self._x = None
+        crit = self.spec.training_criterion
+        self._pred = None
+        if crit is not None:
+            ins = graph.nodes[crit].inputs
+            if len(ins) == 2 and ins[0] == self.spec.label_node and self.sample[ins[1]]:
+                self._pred = ins[1]
+
+    # --- what the actions need -------------------------------------------------------------
+    def check_trainable(self, where: str) -> None:
+        """The actions read one feature and one label stream: say so when the network differs."""
+        s = self.spec
+        for what, nodes, tag in (("feature", s.feature_nodes, "feature"), ("label", s.label_nodes, "label"),
+                                 ("criterion", s.criterion_nodes, "criterion")):
+            if not nodes:
+                raise ConfigError(f"the network has no {what} node", path=where,
+                                  hint=f"tag one with tag={tag} or list it in {tag.capitalize()}Nodes=(...)")
+        if len(s.feature_nodes) > 1 or len(s.label_nodes) > 1:
+            raise NotImplementedInCntkio(
+                f"{where}: the network has {len(s.feature_nodes)} feature and {len(s.label_nodes)} label nodes; "
+                "cntkio's train/test actions feed one of each (use cntkio.ndl.build in a PyTorch loop)")
+        if any(lookup(n.op).kind == "delay" for n in self.graph.nodes.values()):
+            raise NotImplementedInCntkio(
+                f"{where}: the network has delay nodes (PastValue/FutureValue); cntkio's train/test actions "
+                "feed samples without their sequence layout. Train it with cntkio.ndl.build in a PyTorch "
+                "loop, passing positions= and lengths= (docs/ndl.md)")
+
+    @property
+    def eval_node_name(self) -> str:
+        return (self.spec.eval_nodes or self.spec.criterion_nodes)[0]
+
+    @property
+    def input_dim(self) -> int:
+        return int(torch.tensor(self.shapes[self.spec.feature_node]).prod())
+
+    @property
+    def output_nodes(self) -> list[str]:
+        return list(self.graph.groups["output"]) or ([self._pred] if self._pred else [])
+
+    def node_names(self) -> list[str]:
+        """Nodes with a value per sample, in evaluation order, and the criterion nodes."""
+        return [n for n in self.order if self.sample[n]] + list(self.spec.criterion_nodes) + \
+            [n for n in self.spec.eval_nodes if n not in self.spec.criterion_nodes]
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        self._x = features
+        if self._pred is None:
+            return features
+        return self.evaluate({self.spec.feature_node: features}, (self._pred,))[self._pred]
+
+    def _crit(self, node: str, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        feeds = {self.spec.feature_node: self._x if self._pred else out, self.spec.label_node: labels}
+        if self._pred is not None:
+            feeds[self._pred] = out
+        return self.evaluate(feeds, (node,))[node].reshape(())
+
+    def criterion(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self._crit(self.spec.training_criterion, out, labels)
+
+    def evaluation(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self._crit(self.eval_node_name, out, labels)
+
+    def nodes(self, features: torch.Tensor, labels: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        feeds = {self.spec.feature_node: features}
+        if labels is not None:
+            feeds[self.spec.label_node] = labels
+        label_deps = {self.spec.label_node} if labels is None else set()
+        wanted = [n for n in self.order if self.sample[n] and n not in feeds and not (self._ancestors(n) & label_deps)
+                  and n not in label_deps]
+        return self.evaluate(feeds, wanted)
+
+    # --- model files -----------------------------------------------------------------------
+    def to_record(self) -> dict:
+        return {"type": self.builder, "graph": self.graph.to_dict(),
+                "dtype": str(self._dtype).replace("torch.", "")}
+
+    @classmethod
+    def from_record(cls, record: dict, dtype: torch.dtype | None = None) -> "NDLNetwork":
+        saved = getattr(torch, record.get("dtype", "float32"))
+        return cls(Graph.from_dict(record["graph"]), dtype or saved)
