@@ -1,0 +1,172 @@
+"""The image transforms' random paths, statistically (CNTK's own random draws cannot be
+reproduced, so they are compared by shape, range and distribution), and the determinism of random
+transforms: same seed -> same pixels, whatever the thread count, and an exact resume from a
+checkpoint mid-sweep with randomization and two partitions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cv2 = pytest.importorskip("cv2")
+
+from cntkio import MinibatchSource, StreamDef, StreamDefs  # noqa: E402
+from cntkio import transforms as T  # noqa: E402
+from cntkio.deserializers.image import ImageDeserializer  # noqa: E402
+from cntkio.errors import ConfigError  # noqa: E402
+from cntkio.registry import build_transform  # noqa: E402
+
+N = 4000
+
+
+def _rng(i):
+    return np.random.default_rng([0, 0, i, 0])
+
+
+def test_random_side_crop_sides_positions_and_flips():
+    crop = build_transform(T.crop(crop_type="randomside", side_ratio=(0.5, 1.0)))
+    W, H = 100, 80
+    g = np.array([crop.geometry(W, H, _rng(i)) for i in range(N)])
+    x0, y0, w, h = g.T
+    assert (w == h).all() and w.min() >= 40 and w.max() <= 80      # ratio * min(W, H)
+    assert abs(w.mean() - 60) < 1.0                                  # uniform ratio: mean 0.75 * 80
+    assert (x0 >= 0).all() and (x0 + w <= W).all() and (y0 + h <= H).all()
+    rel = x0 / np.maximum(W - w, 1)                                   # uniform position
+    assert abs(rel.mean() - 0.5) < 0.03
+    img = np.arange(H * W * 3, dtype=np.uint8).reshape(H, W, 3)
+    flips = 0
+    for i in range(1000):
+        rng = _rng(i)
+        x0, y0, w, h = crop.geometry(W, H, np.random.default_rng([0, 0, i, 0]))
+        out = crop.apply(img, rng)
+        plain = img[y0:y0 + h, x0:x0 + w]
+        assert out.shape == plain.shape
+        flips += not np.array_equal(out, plain)
+        if not np.array_equal(out, plain):
+            np.testing.assert_array_equal(out, plain[:, ::-1])
+    assert 450 < flips < 550                                          # CNTK flips random crops with p = 1/2
+
+
+def test_random_area_crop_area_and_aspect():
+    crop = build_transform(T.crop(crop_type="randomarea", area_ratio=(0.25, 0.75), aspect_ratio=(0.75, 1.333)))
+    W, H = 200, 200
+    g = np.array([crop.geometry(W, H, _rng(i)) for i in range(N)])
+    area = g[:, 2] * g[:, 3] / (W * H)
+    assert area.min() > 0.23 and area.max() < 0.77 and abs(area.mean() - 0.5) < 0.02
+    aspect = g[:, 2] / g[:, 3]
+    assert aspect.min() > 0.72 and aspect.max() < 1.37
+
+
+def test_center_crop_is_deterministic_and_never_flips():
+    crop = build_transform(T.crop(crop_type="center", crop_size=3))
+    assert not crop.hflip and not crop.random
+    assert {crop.geometry(6, 4, _rng(i)) for i in range(20)} == {(1, 0, 3, 3)}
+
+
+def test_color_brightness_and_contrast_ranges():
+    color = build_transform(T.color(brightness_radius=0.2))
+    img = np.full((4, 4, 3), 100, np.uint8)
+    img[0, 0] = 50
+    m = float(img.astype(np.float32).mean())
+    betas = np.array([float((color.apply(img, _rng(i)) - img)[1, 1, 0]) for i in range(N)])
+    assert betas.min() >= -0.2 * m - 1e-3 and betas.max() <= 0.2 * m + 1e-3
+    assert abs(betas.mean()) < 0.02 * m and betas.std() == pytest.approx(0.4 * m / np.sqrt(12), rel=0.05)
+    contrast = build_transform(T.color(contrast_radius=0.5))
+    alphas = np.array([float(contrast.apply(img, _rng(i))[1, 1, 0]) / 100 for i in range(N)])
+    assert alphas.min() >= 0.5 - 1e-6 and alphas.max() <= 1.5 + 1e-6 and abs(alphas.mean() - 1) < 0.02
+
+
+def test_saturation_leaves_gray_pixels_and_scales_colour():
+    sat = build_transform(T.color(saturation_radius=0.5))
+    gray = np.full((2, 2, 3), 77, np.uint8)
+    for i in range(20):
+        np.testing.assert_allclose(sat.apply(gray, _rng(i)), 77, atol=1e-3)
+    col = np.zeros((1, 1, 3), np.uint8)
+    col[0, 0] = (50, 100, 200)
+    outs = np.array([sat.apply(col, _rng(i))[0, 0] for i in range(500)])
+    assert np.allclose(outs.max(axis=1), 200, atol=1e-2)          # saturation keeps V (the max)
+    assert outs[:, 0].min() < 50 < outs[:, 0].max()               # S up and down
+
+
+def test_intensity_adds_pca_noise(tmp_path):
+    path = tmp_path / "eig.xml"
+    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+    fs.write("EigVal", np.array([[0.2, 0.02, 0.002]], np.float32))
+    fs.write("EigVec", np.eye(3, dtype=np.float32))
+    fs.release()
+    t = build_transform(T.intensity(0.1, str(path)))
+    img = np.zeros((1, 1, 3), np.uint8)
+    shifts = np.array([t.apply(img, _rng(i))[0, 0] for i in range(N)])
+    assert shifts.mean(axis=0) == pytest.approx([0, 0, 0], abs=0.002)
+    assert shifts.std(axis=0) == pytest.approx([0.02, 0.002, 0.0002], rel=0.06)
+
+
+def test_several_interpolations_draw_one_per_image():
+    scale = build_transform(T.scale(3, 3, 3, interpolations="nearest:linear"))
+    img = np.random.default_rng(1).integers(0, 256, (7, 7, 3), dtype=np.uint8)
+    outs = {scale.apply(img, _rng(i)).tobytes() for i in range(50)}
+    assert len(outs) == 2
+
+
+@pytest.mark.parametrize("bad", [
+    T.crop(crop_type="randomside"), T.crop(crop_type="center", side_ratio=1.5),
+    T.crop(crop_type="multiview10", side_ratio=0.5), T.scale(8, 8, 3, scale_mode="stretch"),
+    T.color(brightness_radius=2.0), {"type": "Crop", "cropType": "sideways"},
+])
+def test_bad_options_name_the_option(bad):
+    with pytest.raises(ConfigError, match=r"transforms\[|cropType|sideRatio|scaleMode|brightnessRadius"):
+        build_transform(bad)
+
+
+# --- determinism through a source ----------------------------------------------------------------
+
+@pytest.fixture
+def image_map(tmp_path):
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(24):
+        cv2.imwrite(str(tmp_path / f"im{i}.bmp"), rng.integers(0, 256, (20, 24, 3), dtype=np.uint8))
+        lines.append(f"im{i}.bmp\t{i % 5}\n")
+    (tmp_path / "map.txt").write_text("".join(lines))
+    return str(tmp_path / "map.txt")
+
+
+def _random_chain():
+    return [T.crop(crop_type="randomside", side_ratio=(0.4, 0.9), aspect_ratio=(0.8, 1.25)),
+            T.scale(8, 8, 3, "linear:cubic"), T.color(0.2, 0.2, 0.2)]
+
+
+def _source(map_file, seed=0, **kw):
+    d = ImageDeserializer(map_file, StreamDefs(features=StreamDef(field="image", transforms=_random_chain()),
+                                               labels=StreamDef(field="label", shape=5)), seed=seed)
+    return MinibatchSource(d, randomization_seed=7, **kw)
+
+
+def _read(src, n_mb, mb=5, W=1, r=0):
+    out = []
+    for _ in range(n_mb):
+        m = src.next_minibatch(mb, num_data_partitions=W, partition_index=r)
+        out.append(m[src.streams.features].asarray().copy())
+    return out
+
+
+def test_same_seed_same_pixels_any_thread_count(image_map):
+    a = _read(_source(image_map, multithreaded_deserializer=True), 6)
+    b = _read(_source(image_map, multithreaded_deserializer=False), 6)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    c = _read(_source(image_map, seed=1), 6)
+    assert any(not np.array_equal(x, y) for x, y in zip(a, c))
+
+
+@pytest.mark.parametrize("W", [1, 2])
+def test_exact_resume_mid_sweep(image_map, W):
+    for r in range(W):
+        src = _source(image_map)
+        _read(src, 3, W=W, r=r)                       # mid-sweep (24 images, 5 per call)
+        state = src.get_checkpoint_state()
+        want = _read(src, 6, W=W, r=r)                # crosses into the next sweep
+        again = _source(image_map)
+        again.restore_from_checkpoint(state)
+        got = _read(again, 6, W=W, r=r)
+        for x, y in zip(want, got):
+            np.testing.assert_array_equal(x, y)
