@@ -103,10 +103,10 @@ def parse_scp(path: str, prefix: str | None = None) -> tuple:
     lb = last_in_lines(data, b"[", starts, ends)
     has_range = (ends > starts) & (data[np.maximum(ends - 1, 0)] == ord("]"))
     bad = has_range & (lb < 0)
+    bad |= (~has_range) & (lb >= 0) & (first_in_lines(data, b"]", starts, ends) < 0)   # '[' never closed
     lb = np.where(has_range, lb, -1)
     comma = np.where(has_range, last_in_lines(data, b",", starts, ends), -1)
     bad |= has_range & ((comma < lb) | (comma < 0))
-    bad |= (~has_range) & (lb >= 0) & (first_in_lines(data, b"]", starts, ends) < 0)
     phys_a = np.where(eq >= 0, eq + 1, starts)
     phys_b = np.where(has_range, lb, ends)
     log_a, log_b = starts, np.where(eq >= 0, eq, phys_b)
