@@ -277,23 +277,49 @@ def test_composite_example_options():
     assert kw["randomization_window_in_chunks"] == 30 and kw["randomization_window_in_samples"] == 0
 
 
-def test_htk_legacy_reader_type_lists_the_implemented_ones():
+def test_htk_legacy_section_reads_as_the_feature_and_mlf_deserializers():
+    spec = reader_spec(reader_of(HTK_LEGACY))
+    assert spec.reader_type == "HTKMLFReader" and spec.stream_names == ["features", "labels"]
+    parts = spec.deserializers[0]["parts"]
+    assert [p["type"] for p in parts] == ["HTKFeatureDeserializer", "HTKMLFDeserializer"]
+    assert parts[0]["input"]["features"]["scpFile"] == "/data/glob_0000.scp"
+    assert parts[1]["input"]["labels"]["labelMappingFile"] == "/data/state.list"
+    kw = spec.source_kwargs
+    assert kw["frame_mode"] is True and kw["randomize"] is True and kw["trace_level"] == 0
+    assert spec.whole_dataset_window == "samples"       # randomize = auto: the whole corpus
+
+
+def test_htk_composite_section_names_both_deserializers():
+    spec = reader_spec(reader_of(HTK_COMPOSITE))
+    assert [d["type"] for d in spec.deserializers] == ["HTKFeatureDeserializer", "HTKMLFDeserializer"]
+    assert spec.stream_names == ["features", "labels"]
+
+
+UNIMPLEMENTED_LEGACY = r'''
+reader = [
+    readerType = "LibSVMBinaryReader"
+    file = "/data/x.bin"
+]
+'''
+
+
+def test_an_unimplemented_legacy_reader_type_lists_the_implemented_ones():
     with pytest.raises(UnsupportedReaderError) as err:
-        reader_spec(reader_of(HTK_LEGACY))
+        reader_spec(reader_of(UNIMPLEMENTED_LEGACY))
     msg = str(err.value)
-    assert "readerType 'HTKMLFReader' is not implemented" in msg
-    assert "CNTKTextFormatReader" in msg and "CompositeDataReader" in msg
+    assert "readerType 'LibSVMBinaryReader' is not implemented" in msg
+    assert "CNTKTextFormatReader" in msg and "CompositeDataReader" in msg and "HTKMLFReader" in msg
     assert "CNTKTextFormatDeserializer" in msg and err.value.path == "reader.readerType"
     assert isinstance(err.value, NotImplementedInCntkio) and isinstance(err.value, ConfigError)
 
 
-def test_htk_composite_deserializer_types_list_the_implemented_ones():
+def test_an_unimplemented_deserializer_type_lists_the_implemented_ones():
     with pytest.raises(UnsupportedReaderError) as err:
-        reader_spec(reader_of(HTK_COMPOSITE))
+        reader_spec(reader_of(HTK_COMPOSITE.replace('"HTKMLFDeserializer"', '"HTKMLFBinaryDeserializer"')))
     msg = str(err.value)
-    assert "deserializer type 'HTKFeatureDeserializer' is not implemented" in msg
-    assert "CNTKTextFormatDeserializer" in msg
-    assert err.value.path == "reader.deserializers[0].type"
+    assert "deserializer type 'HTKMLFBinaryDeserializer' is not implemented" in msg
+    assert "HTKMLFDeserializer" in msg
+    assert err.value.path == "reader.deserializers[1].type"
 
 
 def test_image_composite_with_transforms_names_the_missing_deserializer():
@@ -532,7 +558,7 @@ def test_errors_name_the_file_and_line_where_the_value_was_written(tmp_path):
     assert e.path == "train.reader.deserializers[1].input.y.format"
     assert e.file == str(cfg_file) and e.line == 7
     assert str(e).startswith(f"{cfg_file}:7: train.reader.deserializers[1].input.y.format: ")
-    cfg_file.write_text("test = [\n  reader = [\n    readerType = HTKMLFReader\n  ]\n]\n")
+    cfg_file.write_text("test = [\n  reader = [\n    readerType = LibSVMBinaryReader\n  ]\n]\n")
     with pytest.raises(UnsupportedReaderError) as err:
         reader_spec(load_config([f"configFile={cfg_file}"])("test")("reader"))
     assert (err.value.file, err.value.line, err.value.path) == (str(cfg_file), 3, "test.reader.readerType")
