@@ -34,7 +34,7 @@ BUILTIN_ACTIONS: dict[str, str] = {
     "createLabelMap": "cntkio.actions.labelmap:create_label_map",
     "dumpnode": "cntkio.actions.dumpnode:dumpnode",
     "adapt": "cntkio.actions.train:adapt",
-    "edit": "cntkio.actions.unsupported:edit",
+    "edit": "cntkio.actions.edit:edit",
     "testUnroll": "cntkio.actions.unsupported:test_unroll",
 }
 
@@ -49,7 +49,7 @@ ACTION_SUMMARIES: dict[str, str] = {
     "createLabelMap": "write a label mapping file from a reader's labels",
     "dumpnode": "dump the nodes (parameters) of a model to a text file",
     "adapt": "continue training from originalModelFileName (adaptationRegType=KL is not implemented)",
-    "edit": "(CNTK's MEL model editing: not implemented in cntkio)",
+    "edit": "run a Model Editing Language (MEL) script (editPath) on model files",
     "testUnroll": "(CNTK's unrolled evaluation: not implemented in cntkio)",
 }
 

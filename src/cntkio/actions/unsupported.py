@@ -1,18 +1,16 @@
 """CNTK actions that cntkio does not implement: each raises a clear error naming the action.
 
-``edit`` runs a Model Editing Language (MEL) script and ``testUnroll`` evaluates a recurrent model
-by unrolling it; both need CNTK's computation-network engine, which cntkio does not rebuild. A
-config that uses them fails with :class:`NotImplementedInCntkio` instead of being skipped.
+``testUnroll`` evaluates a recurrent model by unrolling it; a config that uses it fails with
+:class:`NotImplementedInCntkio` instead of being skipped. (``edit``, MEL, is ``actions/edit.py``.)
 """
 from __future__ import annotations
 
 from ..errors import NotImplementedInCntkio
 
-__all__ = ["edit", "test_unroll", "UNSUPPORTED_ACTIONS"]
+__all__ = ["test_unroll", "UNSUPPORTED_ACTIONS"]
 
 #: action -> why it is not implemented
 UNSUPPORTED_ACTIONS = {
-    "edit": "the Model Editing Language (MEL, editPath=...) needs CNTK's computation network",
     "testUnroll": "unrolled evaluation of recurrent models needs CNTK's computation network",
 }
 
@@ -20,12 +18,7 @@ UNSUPPORTED_ACTIONS = {
 def _refuse(action: str, name: str) -> None:
     raise NotImplementedInCntkio(f"action={action} (command section {name!r}) is not implemented in cntkio: "
                                  f"{UNSUPPORTED_ACTIONS[action]}; implemented model actions: train, adapt, "
-                                 "test, eval, cv, write, createLabelMap, dumpnode")
-
-
-def edit(section, name: str = "edit") -> None:
-    """The ``edit`` action (MEL): not implemented, raises NotImplementedInCntkio."""
-    _refuse("edit", name)
+                                 "test, eval, cv, write, createLabelMap, dumpnode, edit")
 
 
 def test_unroll(section, name: str = "testUnroll") -> None:
