@@ -55,6 +55,8 @@ _DESERIALIZERS: dict[str, FactorySpec] = {
     "Base64ImageDeserializer": "cntkio.deserializers.image:build_base64",
     "UCIFastReaderDeserializer": "cntkio.readers.legacy.ucifast:build",
     "BinaryReaderDeserializer": "cntkio.readers.legacy.binaryreader:build",
+    "SequenceReaderDeserializer": "cntkio.readers.legacy.sequence:build",
+    "LUSequenceReaderDeserializer": "cntkio.readers.legacy.lusequence:build",
     "HTKFeatureDeserializer": "cntkio.deserializers.htk:build_features",
     "HTKMLFDeserializer": "cntkio.deserializers.htk:build_mlf",
     "HTKMLFReaderDeserializer": "cntkio.readers.legacy.htkmlf:build",
@@ -74,6 +76,9 @@ _READERS: dict[str, str] = {
     "ImageReader": "ImageDeserializer",
     "UCIFastReader": "UCIFastReaderDeserializer",
     "BinaryReader": "BinaryReaderDeserializer",
+    "SequenceReader": "SequenceReaderDeserializer",
+    "LMSequenceReader": "SequenceReaderDeserializer",
+    "LUSequenceReader": "LUSequenceReaderDeserializer",
     "HTKMLFReader": "HTKMLFReaderDeserializer",
     "HTKDeserializers": "HTKMLFReaderDeserializer",
 }

@@ -23,12 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["randomize_option", "shared_options", "stream_sections", "block_source_options", "cache_config",
+           "check_partial",
            "UCIFastAdapter"]
 
 
-def randomize_option(sec: Any) -> tuple[bool, int]:
+def randomize_option(sec: Any, auto_epoch_blocks: bool = True) -> tuple[bool, int]:
     """``(randomize, block)`` of a legacy section's ``randomize``: block 0 = the whole data set
-    (or ``epochSize`` records when the epoch size is known, for ``Auto``)."""
+    (or, with ``auto_epoch_blocks``, ``epochSize`` records when the epoch size is known, for
+    ``Auto``)."""
     if not sec.exists("randomize"):
         text = "auto"
     else:
@@ -36,6 +38,8 @@ def randomize_option(sec: Any) -> tuple[bool, int]:
     if text in ("none", "false", "f", "0", "no"):
         return False, 0
     if text in ("auto", "true", "t", "yes"):
+        if not auto_epoch_blocks:
+            return True, 0
         epoch = sec.int("epochSize", 0, minimum=0) if sec.exists("epochSize") else 0
         return True, epoch
     try:
@@ -76,6 +80,15 @@ def stream_sections(sec: Any) -> list[str]:
     return names
 
 
+def check_partial(sec: Any) -> dict[str, Any]:
+    """:func:`shared_options`, refusing ``minibatchMode = Full`` (not implemented in cntkio)."""
+    options = shared_options(sec)
+    if options["minibatchMode"] == "full":
+        raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
+                        "use Partial (the default): the last minibatch of an epoch may be smaller")
+    return options
+
+
 _LABEL_KEYS = ("labelDim", "labelType", "labelMappingFile")
 
 
@@ -114,10 +127,7 @@ class UCIFastAdapter:
         if len(distinct) > 1:
             raise sec.error("file", f"UCIFastReader reads one file for all sections; found {', '.join(map(repr, distinct))}",
                             "move file = ... up to the reader section")
-        options = shared_options(sec)
-        if options["minibatchMode"] == "full":
-            raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
-                            "use Partial (the default): the last minibatch of an epoch may be smaller")
+        check_partial(sec)
         randomize, block = randomize_option(sec)
         config: dict[str, Any] = {"type": self.deserializer_type, "file": distinct[0], "streams": streams,
                                   "recordsPerChunk": block if randomize else 0}
@@ -131,10 +141,10 @@ class UCIFastAdapter:
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec)
 
-def block_source_options(sec: Any, spec: Any) -> None:
+def block_source_options(sec: Any, spec: Any, auto_epoch_blocks: bool = True) -> None:
     """The MinibatchSource randomization options of a legacy section's ``randomize`` (module
     docstring): the deserializer's chunks are the randomization blocks, the window one chunk."""
-    randomize, block = randomize_option(sec)
+    randomize, block = randomize_option(sec, auto_epoch_blocks)
     kw = spec.source_kwargs
     kw["randomize"] = randomize
     kw["randomization_window_in_samples"] = 0

@@ -1,0 +1,267 @@
+"""LUSequenceReader: language-understanding columns (words, then the label) on cntkio's engine.
+
+    reader = [
+        readerType = LUSequenceReader
+        file = atis.train.txt              # 'word label' per line, sentences BOS ... EOS
+        wordContext = 0:1:2                # the words at t, t+1, t+2 form the input at t
+        unk = "<unk>"                      # input words not in the token file
+        wordmap = wordmap.txt              # 'word mapped' per line, used with usewordmap
+        randomize = None
+        labelIn = [ usewordmap = true; beginSequence = BOS; endSequence = EOS; token = input.txt ]
+        labels = [ token = output.txt ]
+    ]
+
+Every non-blank line has the same number of columns: input words, then the label (last). A
+sentence runs from a line whose first column is ``beginSequence`` to the next whose first column
+is ``endSequence`` (both lines included, as in CNTK's ATIS data). A sentence cut by the next
+begin symbol or by the end of the file, and lines outside any sentence, are reported with file and
+line and dropped, counted against ``maxErrors``.
+
+Inputs: each input word is looked up in the input ``token`` file (line order = id, duplicates are
+an error), after the ``wordmap`` when ``usewordmap`` is true; a word not found reads as ``unk``
+(which must be a token), or is an error without it. The input at ``t`` is the one-hot vectors of
+the words at ``t + c`` for each offset ``c`` of ``wordContext`` (default ``0``), concatenated
+(offsets past the sentence's ends take its first or last word, i.e. the begin/end symbols): a
+sparse stream of ``len(wordContext) * columns * labelDim``. Labels: one-hot in the output token
+file's ids (sparse, ``labelDim`` = the section's or the token count); a label not in it is an
+error.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..._log import get_logger
+from ...deserializers.base import DeserializerBase
+from ...deserializers.protocol import ChunkData, ChunkInfo, SequenceTable
+from ...errors import ConfigError
+from ...streams import StreamInformation
+from ...values import to_bool, to_choice, to_int, to_str
+from .sections import block_source_options, check_partial, randomize_option
+from .sequence import _as_dict, one_hot_sparse
+from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
+
+__all__ = ["LUSequenceDeserializer", "LUSequenceAdapter", "build", "DESERIALIZER_TYPE"]
+
+_log = get_logger("readers.legacy.lusequence")
+
+DESERIALIZER_TYPE = "LUSequenceReaderDeserializer"
+_LOG_ERRORS = 10
+
+
+class LUSequenceDeserializer(DeserializerBase):
+    """Sentences of an LU corpus (module docstring).
+
+    ``config``: ``{"file", "input": {"name", "token", "labelDim", "usewordmap"}, "output":
+    {"name", "token", "labelDim"}, "beginSequence", "endSequence", "wordContext" (list of ints),
+    "unk", "wordmap", "sentencesPerChunk", "precision"}``."""
+
+    key_kind = "numeric"
+
+    def __init__(self, config: Mapping, trace_level: int = 1, **_source_options: Any) -> None:
+        self.file = to_str(config.get("file"), "file")
+        precision = to_choice(config.get("precision", "float"), "precision", ("float", "double"))
+        self.dtype = np.float32 if precision == "float" else np.float64
+        inp, out = dict(config["input"]), dict(config["output"])
+        self.in_name, self.out_name = str(inp["name"]), str(out["name"])
+        self.in_vocab = read_token_file(to_str(inp.get("token"), f"{self.in_name}.token"), f"{self.in_name}.token")
+        self.out_vocab = read_token_file(to_str(out.get("token"), f"{self.out_name}.token"),
+                                         f"{self.out_name}.token")
+        self.in_dim = to_int(inp.get("labelDim", len(self.in_vocab)), f"{self.in_name}.labelDim", minimum=1)
+        self.out_dim = to_int(out.get("labelDim", len(self.out_vocab)), f"{self.out_name}.labelDim", minimum=1)
+        for name, vocab, dim in ((self.in_name, self.in_vocab, self.in_dim), (self.out_name, self.out_vocab, self.out_dim)):
+            if len(vocab) > dim:
+                raise ConfigError(f"the token file lists {len(vocab)} tokens, more than labelDim = {dim}",
+                                  path=f"{name}.labelDim")
+        self.begin = to_str(config.get("beginSequence", "BOS"), "beginSequence")
+        self.end = to_str(config.get("endSequence", "EOS"), "endSequence")
+        self.context = [int(c) for c in config.get("wordContext", [0])]
+        if not self.context:
+            raise ConfigError("wordContext lists no offset", path="wordContext")
+        self.word_map = None
+        if to_bool(inp.get("usewordmap", False), f"{self.in_name}.usewordmap"):
+            if not config.get("wordmap"):
+                raise ConfigError("usewordmap is true but no wordmap file is given", path="wordmap")
+            self.word_map = read_word_map(to_str(config["wordmap"], "wordmap"), "wordmap")
+        self.unk_id = -1
+        if config.get("unk") is not None:
+            unk = str(config["unk"])
+            if unk not in self.in_vocab:
+                raise ConfigError(f"the unk word {unk!r} is not in the input token file", path="unk")
+            self.unk_id = self.in_vocab[unk]
+        self._read()
+        per = to_int(config.get("sentencesPerChunk", 0), "sentencesPerChunk", minimum=0) or 4096
+        n = len(self.lengths)
+        self._bounds = list(range(0, n, per)) + [n]
+        self._infos = [
+            StreamInformation(self.in_name, 0, "sparse", self.dtype, (len(self.context) * self.ncols * self.in_dim,)),
+            StreamInformation(self.out_name, 1, "sparse", self.dtype, (self.out_dim,))]
+
+    def _read(self) -> None:
+        ins, outs, lines, firsts = [], [], [], []
+        self.ncols = 0
+        errors = 0
+
+        def report(line: int, what: str, outcome: str = "sentence dropped, counted against maxErrors") -> None:
+            nonlocal errors
+            errors += 1
+            if errors <= _LOG_ERRORS:
+                _log.warning("%s:%d: %s (%s)", self.file, line, what, outcome)
+
+        for first, block in line_blocks(self.file):
+            counts = np.fromiter(map(len, map(str.split, block)), np.int64, count=len(block))
+            tokens = "".join(block).split()
+            nonblank = np.flatnonzero(counts)
+            if not len(nonblank):
+                continue
+            if self.ncols == 0:
+                self.ncols = int(counts[nonblank[0]]) - 1
+                if self.ncols < 1:
+                    raise ConfigError(f"{self.file}:{first + int(nonblank[0])}: expected input column(s) and a "
+                                      "label, found one column", path="file")
+            wrong = nonblank[counts[nonblank] != self.ncols + 1]
+            if len(wrong):
+                k = int(wrong[0])
+                raise ConfigError(f"{self.file}:{first + k}: expected {self.ncols + 1} columns (as the first line), "
+                                  f"found {int(counts[k])}", path="file")
+            words = tokens if self.word_map is None else list(map(self.word_map.get, tokens, tokens))
+            n = len(nonblank)
+            in_ids = map_tokens(words, self.in_vocab).reshape(n, self.ncols + 1)[:, :self.ncols]
+            first_col = tokens[::self.ncols + 1]
+            firsts.append(np.fromiter(map(self.begin.__eq__, first_col), np.int8, count=n)
+                          + 2 * np.fromiter(map(self.end.__eq__, first_col), np.int8, count=n))
+            out_ids = map_tokens(tokens[self.ncols::self.ncols + 1], self.out_vocab)
+            ins.append(in_ids)
+            outs.append(out_ids)
+            lines.append(first + nonblank)
+        if not ins:
+            raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
+        in_ids, out_ids = np.concatenate(ins), np.concatenate(outs)
+        line_no, kind = np.concatenate(lines), np.concatenate(firsts)
+        bos, eos = np.flatnonzero(kind & 1), np.flatnonzero(kind & 2)
+        starts, ends, invalid = [], [], []
+        covered = np.zeros(len(kind), bool)
+        for k, b in enumerate(bos.tolist()):
+            j = np.searchsorted(eos, b + 1)
+            e = int(eos[j]) if j < len(eos) else len(kind)
+            nb = int(bos[k + 1]) if k + 1 < len(bos) else len(kind)
+            if e >= nb:                                   # cut by the next BOS or the end of file
+                report(int(line_no[b]), f"the sentence begun here has no {self.end!r} before "
+                       f"{'the next ' + repr(self.begin) if nb < len(kind) else 'the end of the file'}")
+                e, bad = nb - 1, True
+            else:
+                bad = False
+            covered[b:e + 1] = True
+            starts.append(b)
+            ends.append(e + 1)
+            invalid.append(bad)
+        stray = np.flatnonzero(~covered)
+        if len(stray):
+            report(int(line_no[stray[0]]), f"{len(stray)} line(s) outside any {self.begin!r} ... {self.end!r} "
+                   "sentence (the first here)", "ignored")
+        self.starts = np.array(starts, np.int64)
+        self.lengths = np.array(ends, np.int64) - self.starts
+        self.invalid = np.array(invalid, bool)
+        # unknown words and labels make their sentence invalid
+        sent_of = np.full(len(kind), -1, np.int64)
+        for s, (a, z) in enumerate(zip(starts, ends)):
+            sent_of[a:z] = s
+        miss_in = in_ids < 0
+        if miss_in.any() and self.unk_id >= 0:
+            in_ids[miss_in] = self.unk_id
+            miss_in[:] = False
+        for rows, what in ((np.flatnonzero(miss_in.any(1)), "input word not in the token file (and no unk)"),
+                           (np.flatnonzero(out_ids < 0), "label not in the output token file")):
+            for r in rows.tolist():
+                if sent_of[r] >= 0 and not self.invalid[sent_of[r]]:
+                    self.invalid[sent_of[r]] = True
+                    report(int(line_no[r]), what)
+        in_ids[in_ids < 0] = 0
+        out_ids[out_ids < 0] = 0
+        self.in_ids, self.out_ids = in_ids, out_ids
+        if errors > _LOG_ERRORS:
+            _log.warning("%s: %d bad sentences in all", self.file, errors)
+        if not len(self.lengths):
+            raise ConfigError(f"the corpus {self.file!r} holds no {self.begin!r} ... {self.end!r} sentence",
+                              path="file")
+
+    # --- the protocol ---------------------------------------------------------------------------
+    def stream_infos(self) -> list[StreamInformation]:
+        return list(self._infos)
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return [ChunkInfo(c, b - a, int(self.lengths[a:b].sum()))
+                for c, (a, b) in enumerate(zip(self._bounds, self._bounds[1:]))]
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        return SequenceTable(np.arange(a, b, dtype=np.int64), self.lengths[a:b].copy())
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        table = self.sequence_infos(chunk_id)
+        lens = table.lengths
+        offsets = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        t = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens)
+        base = np.repeat(self.starts[a:b], lens)
+        last = np.repeat(lens - 1, lens)
+        cols = []
+        for c in self.context:
+            pos = base + np.clip(t + c, 0, last)
+            cols.append(self.in_ids[pos])                 # [n, ncols]
+        ids = np.concatenate(cols, axis=1)                # one block of in_dim per (offset, column)
+        streams = {self.in_name: one_hot_sparse(ids, offsets, self.in_dim, self.dtype),
+                   self.out_name: one_hot_sparse(self.out_ids[base + t], offsets, self.out_dim, self.dtype)}
+        inv = self.invalid[a:b]
+        return ChunkData(table, streams, inv.copy() if inv.any() else None)
+
+
+class LUSequenceAdapter:
+    """``readerType = LUSequenceReader`` section -> ``LUSequenceReaderDeserializer`` config."""
+
+    deserializer_type = DESERIALIZER_TYPE
+
+    def config(self, sec: Any, spec: Any) -> dict:
+        check_partial(sec)
+        sec.int("nbruttsineachrecurrentiter", 1, minimum=1)     # see SequenceReader: checked only
+        names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
+                 and any(str(x).lower() in ("token", "labeldim") for x in _as_dict(sec.raw(k, inherit=False)))]
+        out = [n for n in names if n.lower() == "labels"] or names[-1:]
+        if len(names) < 2:
+            raise sec.error("labels", "an LUSequenceReader section needs an input section (labelIn = [token = ...]) "
+                            "and an output section (labels = [token = ...])")
+        out_name = out[0]
+        in_name = next(n for n in names if n != out_name)
+        isec, osec = sec.section(in_name), sec.section(out_name)
+        inp = {"name": in_name, "token": isec.str("token", inherit=False),
+               "usewordmap": isec.bool("usewordmap", False, inherit=False)}
+        outp = {"name": out_name, "token": osec.str("token", inherit=False)}
+        for d, s in ((inp, isec), (outp, osec)):
+            if s.has_local("labelDim"):
+                d["labelDim"] = s.int("labelDim", inherit=False, minimum=1)
+        config: dict[str, Any] = {
+            "type": self.deserializer_type, "file": sec.str("file"), "input": inp, "output": outp,
+            "beginSequence": isec.str("beginSequence", "BOS"), "endSequence": isec.str("endSequence", "EOS"),
+            "precision": "float" if spec.dtype == "float32" else "double"}
+        if sec.exists("wordContext"):
+            config["wordContext"] = [int(x) for x in sec.list("wordContext")]
+        for key in ("unk", "wordmap"):
+            if sec.exists(key):
+                config[key] = sec.str(key)
+        randomize, block = randomize_option(sec, auto_epoch_blocks=False)
+        config["sentencesPerChunk"] = block if randomize else 0
+        spec.stream_names.extend([in_name, out_name])
+        return config
+
+    def source_options(self, sec: Any, spec: Any) -> None:
+        block_source_options(sec, spec, auto_epoch_blocks=False)
+
+
+def build(config: Mapping, **source_options: Any) -> LUSequenceDeserializer:
+    """The registry's factory of ``LUSequenceReaderDeserializer``."""
+    return LUSequenceDeserializer(config, **source_options)
+
+
+build.legacy_adapter = LUSequenceAdapter()

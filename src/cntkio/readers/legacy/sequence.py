@@ -1,0 +1,272 @@
+"""SequenceReader (CNTK's LMSequenceReader): language-model text on cntkio's engine.
+
+    reader = [
+        readerType = SequenceReader          # LMSequenceReader is the same reader
+        file = ptb.train.txt                 # one sentence per line
+        randomize = None                     # Auto: sentences randomized over the whole corpus
+        unk = "<unk>"                        # words outside the vocabulary
+        wordclass = vocab.txt                # optional: 'index count word class' per line
+        nbruttsineachrecurrentiter = 10
+        labelIn = [ labelDim = 10000; beginSequence = "</s>"; endSequence = "</s>" ]
+        labels = [ labelType = NextWord; labelDim = 10000 ]
+    ]
+
+Each non-blank line is a sentence. It must end with ``endSequence`` (else it is reported with
+file and line and dropped, counted against ``maxErrors``); ``beginSequence`` is put in front
+when the line does not start with it. A sentence ``w0 w1 ... wn`` (w0 the begin symbol, wn the end
+symbol) is one sequence of ``n`` samples: the input stream (the section that is not the output
+one, e.g. ``labelIn``) holds ``w0 .. w(n-1)`` one-hot (sparse, ``labelDim`` of that section), the
+output stream (``labelType = NextWord``, or the section named ``labels``) the next words
+``w1 .. wn``: one-hot (sparse) of its ``labelDim``, or, with ``wordclass``, CNTK's class-based LM
+rows ``(word id, class id, first word id of the class, last + 1)`` (dense, 4 values).
+
+The vocabulary is the ``wordclass`` file's (word ids as its indices); without one it is built from
+the corpus: the words by falling count, ties by the words' text. A word outside it reads as the
+``unk`` word (which the vocabulary must contain); without ``unk`` it is an error with file, line
+and word. Ids must be below each section's ``labelDim``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..._log import get_logger
+from ...deserializers.base import DeserializerBase
+from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
+from ...errors import ConfigError
+from ...streams import StreamInformation
+from ...values import to_choice, to_int, to_str
+from .sections import block_source_options, check_partial, randomize_option
+from .vocab import WordClasses, count_words, line_blocks, map_tokens
+
+__all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
+
+_log = get_logger("readers.legacy.sequence")
+
+DESERIALIZER_TYPE = "SequenceReaderDeserializer"
+_LOG_ERRORS = 10
+
+
+def one_hot_sparse(ids: np.ndarray, offsets: np.ndarray, dim: int, dtype) -> SparseStream:
+    """One-hot samples as CSR: one non-zero per sample (``ids`` may hold several per sample when
+    ``ids`` is 2-D: one column per non-zero, each block of ``dim`` columns offset)."""
+    ids = np.asarray(ids)
+    per = 1 if ids.ndim == 1 else ids.shape[1]
+    n = ids.shape[0]
+    indptr = np.arange(0, (n + 1) * per, per, dtype=np.int64)
+    if per == 1:
+        indices = ids.astype(np.int32)
+    else:
+        indices = (ids + (np.arange(per) * dim)[None, :]).astype(np.int32).ravel()
+    return SparseStream(indptr, indices, np.ones(n * per, dtype), offsets, dim * per)
+
+
+class SequenceDeserializer(DeserializerBase):
+    """Sentences of a language-model corpus (module docstring).
+
+    ``config``: ``{"file", "input": {"name", "labelDim"}, "output": {"name", "labelDim"},
+    "beginSequence", "endSequence", "unk", "wordclass", "sentencesPerChunk" (0: about
+    ``tokensPerChunk`` tokens), "precision"}``."""
+
+    key_kind = "numeric"
+
+    def __init__(self, config: Mapping, trace_level: int = 1, **_source_options: Any) -> None:
+        self.file = to_str(config.get("file"), "file")
+        precision = to_choice(config.get("precision", "float"), "precision", ("float", "double"))
+        self.dtype = np.float32 if precision == "float" else np.float64
+        inp, out = dict(config["input"]), dict(config["output"])
+        self.in_name, self.out_name = to_str(inp["name"], "input"), to_str(out["name"], "output")
+        self.in_dim = to_int(inp.get("labelDim"), f"{self.in_name}.labelDim", minimum=1)
+        self.out_dim = to_int(out.get("labelDim", self.in_dim), f"{self.out_name}.labelDim", minimum=1)
+        self.begin = to_str(config.get("beginSequence", "</s>"), "beginSequence")
+        self.end = to_str(config.get("endSequence", "</s>"), "endSequence")
+        unk = config.get("unk")
+        self.classes = WordClasses(to_str(config["wordclass"], "wordclass")) if config.get("wordclass") else None
+        try:
+            open(self.file, "rb").close()
+        except OSError as e:
+            raise ConfigError(f"the corpus {self.file!r} cannot be read: {e.strerror}", path="file") from None
+        if self.classes is not None:
+            self.vocab = self.classes.words
+        else:
+            counts = count_words(self.file)
+            counts.setdefault(self.begin, 0)
+            counts.setdefault(self.end, 0)
+            if unk is not None:
+                counts.setdefault(str(unk), 0)
+            words = sorted(counts, key=lambda w: (-counts[w], w))
+            self.vocab = {w: i for i, w in enumerate(words)}
+        for sym, key in ((self.begin, "beginSequence"), (self.end, "endSequence")):
+            if sym not in self.vocab:
+                raise ConfigError(f"{key} {sym!r} is not in the vocabulary", path=key)
+        self.unk_id = -1
+        if unk is not None:
+            if str(unk) not in self.vocab:
+                raise ConfigError(f"the unk word {unk!r} is not in the vocabulary", path="unk")
+            self.unk_id = self.vocab[str(unk)]
+        top = max(self.vocab.values()) + 1
+        for name, dim in ((self.in_name, self.in_dim), (self.out_name, self.out_dim)):
+            if self.classes is None or name == self.in_name:
+                if top > dim:
+                    raise ConfigError(f"the vocabulary has {top} words, more than {name}.labelDim = {dim}",
+                                      path=f"{name}.labelDim", hint=f"set labelDim = {top}")
+        self._index()
+        per = to_int(config.get("sentencesPerChunk", 0), "sentencesPerChunk", minimum=0)
+        tokens_per_chunk = to_int(config.get("tokensPerChunk", 1 << 20), "tokensPerChunk", minimum=1)
+        self._chunk(per, tokens_per_chunk)
+        self._infos = [StreamInformation(self.in_name, 0, "sparse", self.dtype, (self.in_dim,)),
+                       StreamInformation(self.out_name, 1, "dense" if self.classes else "sparse", self.dtype,
+                                         (4,) if self.classes else (self.out_dim,))]
+
+    def _index(self) -> None:
+        ids_parts, lens_parts, bad_parts = [], [], []
+        errors = 0
+        for first, lines in line_blocks(self.file):
+            sents = []
+            bad = []
+            for i, line in enumerate(lines):
+                t = line.split()
+                if not t:
+                    continue
+                if t[0] != self.begin or len(t) == 1:
+                    t.insert(0, self.begin)
+                ok = t[-1] == self.end
+                if not ok:
+                    errors += 1
+                    if errors <= _LOG_ERRORS:
+                        _log.warning("%s:%d: the sentence does not end with %r (dropped, counted against "
+                                     "maxErrors)", self.file, first + i, self.end)
+                sents.append(t)
+                bad.append((not ok, first + i))
+            flat = [w for t in sents for w in t]
+            ids = map_tokens(flat, self.vocab)
+            lens = np.fromiter(map(len, sents), np.int64, count=len(sents))
+            flags = np.array([b for b, _ in bad], bool)
+            missing = ids < 0
+            if missing.any():
+                if self.unk_id >= 0:
+                    ids[missing] = self.unk_id
+                else:
+                    sent_of = np.repeat(np.arange(len(sents)), lens)
+                    for k in np.unique(sent_of[missing]):
+                        flags[k] = True
+                        errors += 1
+                        if errors <= _LOG_ERRORS:
+                            word = next(w for w in sents[k] if w not in self.vocab)
+                            _log.warning("%s:%d: word %r is not in the vocabulary and no unk is set (sentence "
+                                         "dropped, counted against maxErrors)", self.file, bad[k][1], word)
+                    ids[missing] = 0
+            ids_parts.append(ids)
+            lens_parts.append(lens)
+            bad_parts.append(flags)
+        if errors > _LOG_ERRORS:
+            _log.warning("%s: %d bad sentences in all", self.file, errors)
+        self.ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int32)
+        lens = np.concatenate(lens_parts) if lens_parts else np.zeros(0, np.int64)
+        self.invalid = np.concatenate(bad_parts) if bad_parts else np.zeros(0, bool)
+        self.starts = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=self.starts[1:])
+        self.lengths = lens - 1                       # samples per sentence
+        if len(lens) == 0:
+            raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
+
+    def _chunk(self, per: int, tokens_per_chunk: int) -> None:
+        n = len(self.lengths)
+        if per > 0:
+            bounds = list(range(0, n, per)) + [n]
+        else:
+            cum = self.starts[1:]
+            marks = np.searchsorted(cum, np.arange(tokens_per_chunk, int(cum[-1]) + tokens_per_chunk,
+                                                   tokens_per_chunk), side="left") + 1
+            bounds = sorted(set([0] + np.minimum(marks, n).tolist() + [n]))
+        self._bounds = bounds
+
+    # --- the protocol ---------------------------------------------------------------------------
+    def stream_infos(self) -> list[StreamInformation]:
+        return list(self._infos)
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return [ChunkInfo(c, b - a, int(self.lengths[a:b].sum()))
+                for c, (a, b) in enumerate(zip(self._bounds, self._bounds[1:]))]
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        return SequenceTable(np.arange(a, b, dtype=np.int64), self.lengths[a:b].copy())
+
+    def get_chunk(self, chunk_id: int) -> ChunkData:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        table = self.sequence_infos(chunk_id)
+        lens = table.lengths
+        offsets = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens) + np.repeat(
+            self.starts[a:b], lens)
+        cur, nxt = self.ids[pos], self.ids[pos + 1]
+        streams = {self.in_name: one_hot_sparse(cur, offsets, self.in_dim, self.dtype)}
+        if self.classes is not None:
+            streams[self.out_name] = DenseStream(self.classes.labels(nxt, self.dtype), offsets)
+        else:
+            streams[self.out_name] = one_hot_sparse(nxt, offsets, self.out_dim, self.dtype)
+        inv = self.invalid[a:b]
+        return ChunkData(table, streams, inv.copy() if inv.any() else None)
+
+    def word_ids(self) -> dict[str, int]:
+        """The vocabulary: word -> id."""
+        return dict(self.vocab)
+
+
+class SequenceAdapter:
+    """``readerType = SequenceReader`` section -> ``SequenceReaderDeserializer`` config."""
+
+    deserializer_type = DESERIALIZER_TYPE
+
+    def config(self, sec: Any, spec: Any) -> dict:
+        check_partial(sec)
+        # parallel sentences: the engine packs whole sentences up to minibatchSize words (or
+        # truncated BPTT with truncated/truncationLength); the value is checked, not used
+        sec.int("nbruttsineachrecurrentiter", 1, minimum=1)
+        names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
+                 and any(str(x).lower() in ("labeldim", "labeltype") for x in _as_dict(sec.raw(k, inherit=False)))]
+        out = [n for n in names if str(sec.section(n).raw("labelType", "", inherit=False)).lower() == "nextword"]
+        if not out:
+            out = [n for n in names if n.lower() == "labels"]
+        if not out or len(names) < 2:
+            raise sec.error("labels", "a SequenceReader section needs an input section (labelIn = [labelDim = ...]) "
+                            "and an output section (labels = [labelType = NextWord; labelDim = ...])")
+        out_name = out[0]
+        in_name = next(n for n in names if n != out_name)
+        isec, osec = sec.section(in_name), sec.section(out_name)
+        config: dict[str, Any] = {
+            "type": self.deserializer_type, "file": sec.str("file"),
+            "input": {"name": in_name, "labelDim": isec.int("labelDim", minimum=1)},
+            "output": {"name": out_name, "labelDim": osec.int("labelDim", minimum=1)},
+            "beginSequence": isec.str("beginSequence", "</s>"),
+            "endSequence": isec.str("endSequence", "</s>"),
+            "precision": "float" if spec.dtype == "float32" else "double",
+        }
+        if sec.exists("unk"):
+            config["unk"] = sec.str("unk")
+        if sec.exists("wordclass"):
+            config["wordclass"] = sec.str("wordclass")
+        randomize, block = randomize_option(sec, auto_epoch_blocks=False)
+        config["sentencesPerChunk"] = block if randomize else 0
+        spec.stream_names.extend([in_name, out_name])
+        return config
+
+    def source_options(self, sec: Any, spec: Any) -> None:
+        block_source_options(sec, spec, auto_epoch_blocks=False)
+
+
+def _as_dict(v: Any) -> Any:
+    if isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict):
+        return v[0]
+    return v
+
+
+def build(config: Mapping, **source_options: Any) -> SequenceDeserializer:
+    """The registry's factory of ``SequenceReaderDeserializer``."""
+    return SequenceDeserializer(config, **source_options)
+
+
+build.legacy_adapter = SequenceAdapter()

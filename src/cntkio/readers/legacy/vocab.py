@@ -1,0 +1,150 @@
+"""Vocabularies and token corpora of the legacy text readers (SequenceReader, LUSequenceReader).
+
+A corpus is read once, in blocks of lines, into one int32 array of token ids and the sentence
+offsets into it; chunks are slices of these arrays. Token lookup maps whole blocks through the
+vocabulary dict at C speed (``map(dict.get, tokens)`` into ``np.fromiter``); no Python object is
+kept per token once a block is mapped.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from itertools import repeat
+from typing import Iterator
+
+import numpy as np
+
+from ...errors import ConfigError
+
+__all__ = ["read_token_file", "read_word_map", "count_words", "map_tokens", "line_blocks",
+           "WordClasses"]
+
+_BLOCK = 8 << 20
+
+
+def read_token_file(path: str, option: str) -> dict[str, int]:
+    """A token file: one token per line (first field), line order = id. Duplicates are errors."""
+    out: dict[str, int] = {}
+    try:
+        fh = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"token file {path!r} does not exist", path=option) from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            tok = parts[0]
+            if tok in out:
+                raise ConfigError(f"{path}:{n}: token {tok!r} is listed twice (first on line "
+                                  f"{_line_of(path, tok)})", path=option)
+            out[tok] = len(out)
+    if not out:
+        raise ConfigError(f"token file {path!r} lists no token", path=option)
+    return out
+
+
+def _line_of(path: str, tok: str) -> int:
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            parts = line.split()
+            if parts and parts[0] == tok:
+                return n
+    return 0
+
+
+def read_word_map(path: str, option: str) -> dict[str, str]:
+    """A word map file: ``word mapped`` per line."""
+    out: dict[str, str] = {}
+    try:
+        fh = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"word map file {path!r} does not exist", path=option) from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 2:
+                raise ConfigError(f"{path}:{n}: expected 'word mapped', found {line.strip()!r}", path=option)
+            out[parts[0]] = parts[1]
+    return out
+
+
+class WordClasses:
+    """A ``wordclass`` file (CNTK's vocab.txt): ``index count word class`` per line. Words are
+    numbered by ``index``; the words of a class must be consecutive ids (as CNTK's class-based
+    output layer requires), which gives each class its id range ``[begin, end)``."""
+
+    def __init__(self, path: str, option: str = "wordclass") -> None:
+        words: dict[str, int] = {}
+        classes: dict[int, int] = {}
+        try:
+            fh = open(path, encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"word class file {path!r} does not exist", path=option) from None
+        with fh:
+            for n, line in enumerate(fh, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) != 4:
+                    raise ConfigError(f"{path}:{n}: expected 'index count word class', found {line.strip()!r}",
+                                      path=option)
+                try:
+                    idx, cls = int(parts[0]), int(parts[3])
+                except ValueError:
+                    raise ConfigError(f"{path}:{n}: index and class must be integers, found "
+                                      f"{parts[0]!r} and {parts[3]!r}", path=option) from None
+                if parts[2] in words:
+                    raise ConfigError(f"{path}:{n}: word {parts[2]!r} is listed twice", path=option)
+                if idx in classes:
+                    raise ConfigError(f"{path}:{n}: index {idx} is listed twice", path=option)
+                words[parts[2]] = idx
+                classes[idx] = cls
+        if not words:
+            raise ConfigError(f"word class file {path!r} lists no word", path=option)
+        n = max(classes) + 1
+        if sorted(classes) != list(range(n)):
+            raise ConfigError(f"{path}: word indices must be 0..{len(classes) - 1}", path=option)
+        self.words = words
+        self.word_class = np.array([classes[i] for i in range(n)], np.int64)
+        ncls = int(self.word_class.max()) + 1
+        self.class_begin = np.full(ncls, n, np.int64)
+        self.class_end = np.zeros(ncls, np.int64)
+        np.minimum.at(self.class_begin, self.word_class, np.arange(n))
+        np.maximum.at(self.class_end, self.word_class, np.arange(n) + 1)
+        sizes = np.bincount(self.word_class, minlength=ncls)
+        bad = np.flatnonzero((self.class_end - self.class_begin) != sizes)
+        if len(bad):
+            raise ConfigError(f"{path}: the words of class {int(bad[0])} do not have consecutive indices "
+                              "(a class-based output needs each class's words in one id range)", path=option)
+
+    def labels(self, ids: np.ndarray, dtype) -> np.ndarray:
+        """CNTK's class-based LM label rows: ``(word id, class id, class begin, class end)``."""
+        cls = self.word_class[ids]
+        return np.stack([ids, cls, self.class_begin[cls], self.class_end[cls]], 1).astype(dtype)
+
+
+def map_tokens(tokens: list[str], vocab: dict[str, int], missing: int = -1) -> np.ndarray:
+    """Token ids (int32) of ``tokens``; ``missing`` for tokens not in ``vocab``."""
+    return np.fromiter(map(vocab.get, tokens, repeat(missing)), np.int32, count=len(tokens))
+
+
+def line_blocks(path: str) -> Iterator[tuple[int, list[str]]]:
+    """``(first line number, lines)`` blocks of about 8 MB of whole lines of ``path`` (UTF-8)."""
+    line_no = 1
+    with open(path, encoding="utf-8", newline=None) as fh:
+        while True:
+            lines = fh.readlines(_BLOCK)
+            if not lines:
+                return
+            yield line_no, lines
+            line_no += len(lines)
+
+
+def count_words(path: str) -> Counter:
+    """Word counts of a corpus, for a vocabulary built from the data."""
+    c: Counter = Counter()
+    for _, lines in line_blocks(path):
+        c.update("".join(lines).split())
+    return c

@@ -1,0 +1,225 @@
+"""SequenceReader and LUSequenceReader: sentences, vocabularies, next-word labels, class-based LM
+labels, word context windows, word maps, unk, bad input; values checked against a plain Python
+reading of the same text."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from cntkio.cli import main
+from cntkio.errors import ConfigError
+from cntkio.readers import build_reader, reader_spec
+
+LM = ["</s> the cat sat on the mat </s>", "a dog ran </s>", "</s> the dog sat </s>", "the end </s>"]
+
+
+def _mb(src, n=1000):
+    return {s.name: v for s, v in src.next_minibatch(n).items()}
+
+
+def _ids(value) -> list[list[int]]:
+    """Per sequence, per sample, the indices of the non-zeros."""
+    out = []
+    for seq in value.as_sequences():
+        dense = np.asarray(seq.todense()) if hasattr(seq, "todense") else np.asarray(seq)
+        out.append([np.flatnonzero(row).tolist() for row in dense])
+    return out
+
+
+def _lm_section(path, **extra):
+    sec = {"readerType": "SequenceReader", "file": str(path), "randomize": "None",
+           "labelIn": {"labelDim": "20", "beginSequence": "</s>", "endSequence": "</s>"},
+           "labels": {"labelType": "NextWord", "labelDim": "20"}}
+    sec.update(extra)
+    return sec
+
+
+def _vocab(lines):
+    from collections import Counter
+    c = Counter(w for ln in lines for w in ln.split())
+    return {w: i for i, w in enumerate(sorted(c, key=lambda w: (-c[w], w)))}
+
+
+def test_lm_inputs_and_next_word_labels(tmp_path):
+    (tmp_path / "c.txt").write_text("\n".join(LM) + "\n\n")
+    src = build_reader(_lm_section(tmp_path / "c.txt"), max_sweeps=1)
+    mb = _mb(src)
+    vocab = _vocab(["</s> " + ln if not ln.startswith("</s>") else ln for ln in LM])
+    want_in, want_out = [], []
+    for ln in LM:
+        words = ln.split()
+        if words[0] != "</s>":
+            words.insert(0, "</s>")
+        ids = [vocab[w] for w in words]
+        want_in.append([[i] for i in ids[:-1]])
+        want_out.append([[i] for i in ids[1:]])
+    assert _ids(mb["labelIn"]) == want_in
+    assert _ids(mb["labels"]) == want_out
+    assert mb["labelIn"].is_sparse
+    src.close()
+
+
+def test_lm_word_classes_give_class_rows(tmp_path):
+    (tmp_path / "c.txt").write_text("a b </s>\nb c </s>\n")
+    (tmp_path / "vocab.txt").write_text("0\t5\t</s>\t0\n1\t3\tb\t0\n2\t2\ta\t1\n3\t1\tc\t1\n")
+    src = build_reader(_lm_section(tmp_path / "c.txt", wordclass=str(tmp_path / "vocab.txt")), max_sweeps=1)
+    mb = _mb(src)
+    rows = mb["labels"].as_sequences()
+    # next words of '</s> a b </s>': a(2, class 1 [2,4)), b(1, class 0 [0,2)), </s>(0, class 0 [0,2))
+    np.testing.assert_array_equal(rows[0], [[2, 1, 2, 4], [1, 0, 0, 2], [0, 0, 0, 2]])
+    src.close()
+
+
+def test_lm_unk_and_missing_end_symbol(tmp_path, caplog):
+    (tmp_path / "c.txt").write_text("a b </s>\na zz </s>\na b\n")
+    (tmp_path / "vocab.txt").write_text("0\t5\t</s>\t0\n1\t3\tb\t0\n2\t2\ta\t0\n3\t1\t<unk>\t0\n")
+    sec = _lm_section(tmp_path / "c.txt", wordclass=str(tmp_path / "vocab.txt"), unk="<unk>", maxErrors="1")
+    with caplog.at_level(logging.WARNING, logger="cntkio"):
+        src = build_reader(sec, max_sweeps=1)
+        mb = _mb(src)
+    assert any("c.txt:3: the sentence does not end with '</s>'" in r.getMessage() for r in caplog.records)
+    assert mb["labelIn"].num_sequences == 2
+    assert _ids(mb["labelIn"])[1] == [[0], [2], [3]]          # </s> a <unk>
+    src.close()
+    sec.pop("unk")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cntkio"):
+        src = build_reader(dict(sec, maxErrors="5"), max_sweeps=1)
+        assert _mb(src)["labelIn"].num_sequences == 1
+    assert any("c.txt:2: word 'zz' is not in the vocabulary" in r.getMessage() for r in caplog.records)
+    src.close()
+
+
+def test_lm_label_dim_too_small(tmp_path):
+    (tmp_path / "c.txt").write_text("\n".join(LM) + "\n")
+    with pytest.raises(ConfigError, match=r"the vocabulary has 10 words, more than labelIn.labelDim = 5"):
+        build_reader(_lm_section(tmp_path / "c.txt", labelIn={"labelDim": "5"}))
+
+
+def test_lm_randomized_sweep_is_a_permutation_of_sentences(tmp_path):
+    lines = [f"w{i % 7} w{(i * 3) % 5} </s>" for i in range(200)]
+    (tmp_path / "c.txt").write_text("\n".join(lines) + "\n")
+    plain = _ids(_mb(build_reader(_lm_section(tmp_path / "c.txt"), max_sweeps=1), 10**6)["labelIn"])
+    rnd = _ids(_mb(build_reader(_lm_section(tmp_path / "c.txt", randomize="Auto"), max_sweeps=1), 10**6)["labelIn"])
+    assert rnd != plain and sorted(rnd) == sorted(plain)
+
+
+ATIS = """BOS O
+i O
+want O
+to O
+fly O
+from O
+boston B-fromloc.city_name
+EOS O
+
+BOS O
+show O
+cheap B-cost
+flights O
+EOS O
+"""
+
+
+@pytest.fixture
+def lu(tmp_path):
+    (tmp_path / "a.txt").write_text(ATIS)
+    (tmp_path / "in.txt").write_text("BOS\nEOS\ni\nwant\nto\nfly\nfrom\nboston\nshow\nflights\n<unk>\n")
+    (tmp_path / "out.txt").write_text("O\nB-fromloc.city_name\nB-cost\n")
+    (tmp_path / "map.txt").write_text("boston <unk>\nshow show\n")
+    return tmp_path
+
+
+def _lu_section(d, **extra):
+    sec = {"readerType": "LUSequenceReader", "file": str(d / "a.txt"), "randomize": "None", "unk": "<unk>",
+           "labelIn": {"token": str(d / "in.txt"), "beginSequence": "BOS", "endSequence": "EOS"},
+           "labels": {"token": str(d / "out.txt")}}
+    sec.update(extra)
+    return sec
+
+
+def test_lu_context_windows_and_labels(lu):
+    src = build_reader(_lu_section(lu, wordContext="0:1:2"), max_sweeps=1)
+    assert reader_spec(_lu_section(lu)).stream_names == ["labelIn", "labels"]
+    mb = _mb(src)
+    vin = {w: i for i, w in enumerate((lu / "in.txt").read_text().split())}
+    vout = {w: i for i, w in enumerate((lu / "out.txt").read_text().split())}
+    sents = [[ln.split() for ln in block.strip().splitlines()] for block in ATIS.split("\n\n")]
+    want_in, want_out = [], []
+    for s in sents:
+        words = [vin.get(w, vin["<unk>"]) for w, _ in s]
+        T = len(words)
+        want_in.append([[words[min(max(t + c, 0), T - 1)] + k * 11 for k, c in enumerate((0, 1, 2))] for t in range(T)])
+        want_out.append([[vout[lab]] for _, lab in s])
+    assert _ids(mb["labelIn"]) == want_in           # 'cheap' is not a token: <unk>
+    assert _ids(mb["labels"]) == want_out
+    assert mb["labelIn"].num_samples == 13
+    src.close()
+
+
+def test_lu_backward_context_and_word_map(lu):
+    sec = _lu_section(lu, wordContext="0:-1", wordmap=str(lu / "map.txt"))
+    sec["labelIn"] = dict(sec["labelIn"], usewordmap="true")
+    mb = _mb(build_reader(sec, max_sweeps=1))
+    first = _ids(mb["labelIn"])[0]
+    assert first[0] == [0, 0 + 11]                  # BOS, and BOS again (clamped)
+    assert first[6] == [10, 6 + 11]                 # boston -> <unk> by the word map, then 'from'
+
+
+def test_lu_bad_input(lu, caplog):
+    (lu / "a.txt").write_text("BOS O\ni O\nBOS O\nfly O\nEOS O\nstray O\nBOS O\nto B-nope\nEOS O\n")
+    with caplog.at_level(logging.WARNING, logger="cntkio"):
+        src = build_reader(_lu_section(lu, maxErrors="5"), max_sweeps=1)
+        mb = _mb(src)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any("a.txt:1: the sentence begun here has no 'EOS' before the next 'BOS'" in m for m in msgs)
+    assert any("a.txt:6: 1 line(s) outside any 'BOS' ... 'EOS' sentence" in m for m in msgs)
+    assert any("a.txt:8: label not in the output token file" in m for m in msgs)
+    assert mb["labels"].num_sequences == 1
+    (lu / "in.txt").write_text("BOS\nEOS\ni\nBOS\n")
+    with pytest.raises(ConfigError, match=r"in.txt:4: token 'BOS' is listed twice \(first on line 1\)"):
+        build_reader(_lu_section(lu))
+    (lu / "a.txt").write_text("BOS O\ni x O\n")
+    (lu / "in.txt").write_text("BOS\nEOS\ni\n<unk>\n")
+    with pytest.raises(ConfigError, match=r"a.txt:2: expected 2 columns \(as the first line\), found 3"):
+        build_reader(_lu_section(lu))
+
+
+def test_spec_style_configs_run_from_the_command_line(lu, tmp_path, monkeypatch):
+    (tmp_path / "c.txt").write_text("\n".join(LM) + "\n")
+    (tmp_path / "run.cntk").write_text("""
+command = lm:lu
+lm = [
+    action = dumpReader; outputFile = lm.txt; minibatchSize = 100; epochSize = 0
+    reader = [
+        readerType = LMSequenceReader
+        randomize = None
+        nbruttsineachrecurrentiter = 10
+        file = c.txt
+        labelIn = [ labelDim = 20; beginSequence = "</s>"; endSequence = "</s>" ]
+        labels = [ labelType = NextWord; beginSequence = "O"; endSequence = "O"; labelDim = 20 ]
+    ]
+]
+lu = [
+    action = dumpReader; outputFile = lu.txt; minibatchSize = 100; epochSize = 0
+    reader = [
+        readerType = LUSequenceReader
+        randomize = None
+        wordContext = 0:1:2
+        nbruttsineachrecurrentiter = 10
+        unk = "<unk>"
+        wordmap = map.txt
+        file = a.txt
+        labelIn = [ usewordmap = true; beginSequence = "BOS"; endSequence = "EOS"; token = in.txt ]
+        labels = [ token = out.txt ]
+    ]
+]
+""")
+    monkeypatch.chdir(tmp_path)
+    assert main(["configFile=run.cntk"]) == 0
+    lm = (tmp_path / "lm.txt").read_text().splitlines()
+    assert len(lm) == 2 * sum(len(ln.split()) - (0 if ln.startswith("</s>") else -1) - 1 for ln in LM)
+    lu_lines = (tmp_path / "lu.txt").read_text().splitlines()
+    assert len(lu_lines) == 2 * 13 and len(lu_lines[0].split()) == 33
