@@ -141,39 +141,52 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         return [self._stream]
 
     def _raw(self, c: int) -> np.ndarray:
-        """The chunk's frames, utterance after utterance, unexpanded (float32, native order)."""
+        """The chunk's frames, utterance after utterance, unexpanded (float32, native order), each
+        utterance padded with ``left`` copies of its first frame and ``right`` of its last: the
+        context of a frame is then ``left + 1 + right`` consecutive rows."""
         a, b = self._chunk_utts(c)
+        left, right = self.context
+        pad = left + right
         fids, st, ln = self.index.file_ids[a:b], self._starts[a:b], self._lengths[a:b]
-        out = np.empty((int(ln.sum()), self.feature_dim), np.float32)
-        pos = 0
+        out = np.empty((int(ln.sum()) + pad * (b - a), self.feature_dim), np.float32)
+        pos = left
         for f, s, n in zip(fids.tolist(), st.tolist(), ln.tolist()):   # one copy per utterance
             out[pos:pos + n] = self._maps.frames(self.files[f], self.headers[f])[s:s + n]
-            pos += n
+            pos += n + pad
+        if pad:
+            first = np.cumsum(ln + pad) - ln - right                   # row of each utterance's frame 0
+            last = first + ln - 1
+            if left:
+                out[(first[:, None] - np.arange(1, left + 1)).ravel()] = np.repeat(out[first], left, axis=0)
+            if right:
+                out[(last[:, None] + np.arange(1, right + 1)).ravel()] = np.repeat(out[last], right, axis=0)
         return out
 
-    def _expand(self, raw: np.ndarray, rows: np.ndarray, utt_start: np.ndarray, utt_len: np.ndarray) -> np.ndarray:
-        """Frames ``rows`` of ``raw`` with their context, edges repeated: one gather."""
+    def _expand(self, padded: np.ndarray, win: np.ndarray) -> np.ndarray:
+        """The context windows starting at rows ``win`` of a padded chunk: one row gather from a
+        sliding-window view (each window is ``left + 1 + right`` contiguous frames)."""
         left, right = self.context
         if left == 0 and right == 0:
-            out = raw[rows]
+            out = padded[win]
         else:
-            t = rows - utt_start
-            offs = np.arange(-left, right + 1, dtype=np.int64)
-            src = np.clip(t[:, None] + offs[None, :], 0, (utt_len - 1)[:, None]) + utt_start[:, None]
-            out = raw[src].reshape(len(rows), self.dim)
+            rows = padded.shape[0] - left - right
+            view = np.lib.stride_tricks.as_strided(padded, shape=(rows, self.dim),
+                                                   strides=(padded.strides[0], padded.strides[1]),
+                                                   writeable=False)
+            out = view[win]
         return out if out.dtype == self.dtype else out.astype(self.dtype)
 
-    def _chunk_rows(self, c: int, local_utts: np.ndarray, frames: np.ndarray | None):
-        """Rows in the chunk's raw frames for utterances (whole, or one frame each)."""
+    def _chunk_rows(self, c: int, local_utts: np.ndarray, frames: np.ndarray | None) -> np.ndarray:
+        """Window starts in the chunk's padded frames for utterances (whole, or one frame each)."""
         a, _ = self._chunk_utts(c)
-        lens = self._lengths[a + local_utts]
-        ustart = self._utt_offsets[a + local_utts] - self._utt_offsets[a]
+        left, right = self.context
+        ustart = self._utt_offsets[a + local_utts] - self._utt_offsets[a] + local_utts * (left + right)
         if frames is not None:
-            return ustart + frames, ustart, lens
-        rep = lambda x: np.repeat(x, lens)  # noqa: E731
+            return ustart + frames
+        lens = self._lengths[a + local_utts]
         total = int(lens.sum())
         within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-        return rep(ustart) + within, rep(ustart), rep(lens)
+        return np.repeat(ustart, lens) + within
 
     def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
         n = len(chunk_ids)
@@ -191,8 +204,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                 cum = self._utt_offsets[a:b + 1] - self._utt_offsets[a]
                 local = np.searchsorted(cum, indices[m], side="right") - 1
                 frames = indices[m] - cum[local]
-                rows, us, ul = self._chunk_rows(c, local, frames)
-                values[m] = self._expand(raws[c], rows, us, ul)
+                values[m] = self._expand(raws[c], self._chunk_rows(c, local, frames))
                 keys["utt"][m] = self._keys[a + local]
                 keys["frame"][m] = frames
             else:
@@ -204,9 +216,8 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         if not self.frame_mode:
             values = np.empty((int(offsets[-1]), self.dim), self.dtype)
             for m, c in parts:
-                rows, us, ul = self._chunk_rows(c, indices[m], None)
                 dest = _ranges(offsets[m], lengths[m])
-                values[dest] = self._expand(raws[c], rows, us, ul)
+                values[dest] = self._expand(raws[c], self._chunk_rows(c, indices[m], None))
         return ChunkData(SequenceTable(keys, lengths), {self.name: DenseStream(values, offsets)})
 
     def _sequence_key_dtype(self) -> np.dtype:
@@ -216,8 +227,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         table = self.sequence_infos(chunk_id)
         raw = self._raw(chunk_id)
         a, b = self._chunk_utts(chunk_id)
-        rows, us, ul = self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None)
-        values = self._expand(raw, rows, us, ul)
+        values = self._expand(raw, self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None))
         offsets = np.zeros(len(table) + 1, np.int64)
         np.cumsum(table.lengths, out=offsets[1:])
         return ChunkData(table, {self.name: DenseStream(values, offsets)})

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""HTK throughput: frame mode with context and randomization, cntkio vs CNTK 2.7's own HTK
+deserializers (the cntk27 rig), sequence mode vs ``numpy.fromfile`` of the same bytes, and the
+peak RSS of each run.
+
+    bash /work/shared/cntk27/setup_cntk27.sh .cache/cntk27          # once, for the CNTK column
+    python bench/htk_throughput.py bench/data/htk --gb 1.0 [--repeat 2] [--json out.json]
+    python bench/htk_throughput.py /tmp/htk_small --small           # smoke run
+
+The corpus (generated once into the folder, reused while its manifest matches): ``--gb`` GB of
+40-dim float32 frames in 100 MB HTK archives, utterances of 100-1500 frames (at least 20k of them
+for 1 GB), listed in one SCP with archive entries, labelled by one MLF over a 120-state list.
+
+Measurements, each in its own subprocess (so that ``ru_maxrss`` is that run's peak RSS):
+
+* ``cntkio frame``: frame mode, ``contextWindow = 5`` (11 frames, 440 values a frame), randomized
+  with a window of ``--window`` of the corpus (default 10%) in frames, 1 sweep of 4096-frame
+  minibatches, NumPy outputs (features and labels);
+* ``cntk27 frame``: the same through CNTK 2.7 (rig), same window, same sweep;
+* ``cntkio seq``: sequence mode without context, not randomized, 1 sweep of 20000-frame minibatches;
+* ``fromfile``: ``numpy.fromfile`` of every archive (the same bytes);
+
+Reported: frames/s, MB/s of feature bytes, peak RSS; ratios cntkio/CNTK (frame) and
+cntkio/fromfile (sequence). Figures are the best of ``--repeat`` runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "src"))
+
+DIM = 40
+STATES = 120
+ARCHIVE_BYTES = 100 * 1000 * 1000
+FRAME_MB = 4096
+SEQ_MB = 20000
+
+
+def generate(folder: str, gb: float, seed: int = 1) -> dict:
+    """The corpus in ``folder`` (regenerated when its manifest differs)."""
+    os.makedirs(folder, exist_ok=True)
+    manifest = os.path.join(folder, "manifest.json")
+    want = {"gb": gb, "dim": DIM, "seed": seed, "version": 1}
+    if os.path.exists(manifest):
+        with open(manifest) as f:
+            have = json.load(f)
+        if {k: have.get(k) for k in want} == want:
+            return have
+    rng = np.random.default_rng(seed)
+    target_frames = int(gb * 1e9 / (DIM * 4))
+    lengths = []
+    total = 0
+    while total < target_frames:
+        n = int(rng.integers(100, 1501))
+        lengths.append(n)
+        total += n
+    per_archive = ARCHIVE_BYTES // (DIM * 4)
+    scp, mlf = [], ["#!MLF!#"]
+    arch, arch_frames, pending = 0, 0, []
+
+    def flush():
+        nonlocal arch, arch_frames, pending
+        if not pending:
+            return
+        frames = sum(p.shape[0] for p in pending)
+        path = os.path.join(folder, f"arch{arch:04d}.htk")
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(struct.pack(">iihh", frames, 100000, DIM * 4, 9))
+            for p in pending:
+                f.write(p.astype(">f4").tobytes())
+        os.replace(tmp, path)
+        arch, arch_frames, pending = arch + 1, 0, []
+
+    for u, n in enumerate(lengths):
+        if arch_frames + n > per_archive:
+            flush()
+        pending.append(rng.standard_normal((n, DIM), dtype=np.float32))
+        scp.append(f"utt{u:07d}.fbank=arch{arch:04d}.htk[{arch_frames},{arch_frames + n - 1}]")
+        arch_frames += n
+        mlf.append(f'"*/utt{u:07d}.lab"')
+        cuts = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, max(1, n // 20)), replace=False))
+        bounds = [0, *cuts.tolist(), n]
+        for a, b in zip(bounds, bounds[1:]):
+            mlf.append(f"{a * 100000} {b * 100000} s{int(rng.integers(STATES))}")
+        mlf.append(".")
+    flush()
+    for name, lines in (("train.scp", scp), ("train.mlf", mlf), ("states.list", [f"s{i}" for i in range(STATES)])):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    info = dict(want, utterances=len(lengths), frames=total, archives=arch)
+    with open(manifest, "w") as f:
+        json.dump(info, f)
+    return info
+
+
+# --- one measurement per subprocess ------------------------------------------------------------
+
+def run_cntkio(folder: str, mode: str, window: int) -> dict:
+    import warnings
+
+    import scipy.sparse  # noqa: F401  (imported before the clock starts, as a training script has it)
+
+    from cntkio import HTKFeatureDeserializer, HTKMLFDeserializer, MinibatchSource, StreamDef
+    warnings.filterwarnings("ignore", message="asarray")   # sequence mode: the padded array is wanted
+    os.chdir(folder)
+    t0 = time.perf_counter()
+    ctx = (5, 5) if mode == "frame" else (0, 0)
+    feats = HTKFeatureDeserializer({"features": StreamDef(shape=DIM, scp="train.scp", context=ctx)})
+    labels = HTKMLFDeserializer("states.list", {"labels": StreamDef(shape=STATES, mlf="train.mlf")})
+    if mode == "frame":
+        src = MinibatchSource([feats, labels], frame_mode=True, randomize=True, max_sweeps=1,
+                              randomization_window_in_samples=window, randomization_window_in_chunks=0)
+        size = FRAME_MB
+    else:
+        src = MinibatchSource([feats, labels], randomize=False, max_sweeps=1)
+        size = SEQ_MB
+    t_index = time.perf_counter() - t0
+    fs, ls = src.streams["features"], src.streams["labels"]
+    frames = 0
+    while True:
+        mb = src.next_minibatch(size)
+        if not mb:
+            break
+        x = mb[fs].asarray()
+        mb[ls].as_csr()
+        frames += mb[fs].num_samples
+        del x
+    return {"frames": frames, "seconds": time.perf_counter() - t0, "index_seconds": t_index}
+
+
+def run_cntk27(folder: str, window: int) -> dict:
+    sys.path.insert(0, os.path.join(ROOT, ".cache", "cntk27", "shim"))
+    import cntk27
+    os.chdir(folder)
+    t0 = time.perf_counter()
+    f = cntk27.htk_feature_deserializer({"features": dict(scp="train.scp", dim=DIM, context=(5, 5))})
+    lab = cntk27.htk_mlf_deserializer("states.list", "labels", STATES, ["train.mlf"])
+    src = cntk27.MinibatchSource([f, lab], randomize=True, frame_mode=True, max_sweeps=1,
+                                 rand_window_samples=window, seed=0)
+    t_index = time.perf_counter() - t0
+    frames = 0
+    while True:
+        mb = src.next_minibatch(FRAME_MB)
+        if not mb:
+            break
+        frames += mb["features"]["nsamples"]
+    return {"frames": frames, "seconds": time.perf_counter() - t0, "index_seconds": t_index}
+
+
+def run_fromfile(folder: str) -> dict:
+    t0 = time.perf_counter()
+    frames = 0
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".htk"):
+            a = np.fromfile(os.path.join(folder, name), np.uint8)
+            frames += (a.size - 12) // (DIM * 4)
+    return {"frames": frames, "seconds": time.perf_counter() - t0, "index_seconds": 0.0}
+
+
+def child(args) -> None:
+    if args.child == "cntkio-frame":
+        r = run_cntkio(args.folder, "frame", args.window_frames)
+    elif args.child == "cntkio-seq":
+        r = run_cntkio(args.folder, "seq", 0)
+    elif args.child == "cntk27-frame":
+        r = run_cntk27(args.folder, args.window_frames)
+    else:
+        r = run_fromfile(args.folder)
+    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(r))
+
+
+def measure(name: str, folder: str, window: int, repeat: int) -> dict | None:
+    best = None
+    for _ in range(repeat):
+        cmd = [sys.executable, os.path.abspath(__file__), folder, "--child", name, "--window-frames", str(window)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if p.returncode != 0 or line is None:
+            print(f"{name}: failed (rc {p.returncode}): {p.stderr.strip()[-400:]}", file=sys.stderr)
+            return None
+        r = json.loads(line[7:])
+        if best is None or r["seconds"] < best["seconds"]:
+            best = r
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder")
+    ap.add_argument("--gb", type=float, default=1.0)
+    ap.add_argument("--window", type=float, default=0.1, help="randomization window, share of the corpus")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--small", action="store_true", help="smoke run on a tiny corpus (0.01 GB)")
+    ap.add_argument("--no-cntk", action="store_true", help="skip the CNTK 2.7 column")
+    ap.add_argument("--json")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--window-frames", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    gb = 0.01 if args.small else args.gb
+    t0 = time.perf_counter()
+    info = generate(args.folder, gb)
+    print(f"corpus: {info['utterances']} utterances, {info['frames']} frames, {info['archives']} archives "
+          f"({info['frames'] * DIM * 4 / 1e9:.2f} GB of features; ready in {time.perf_counter() - t0:.1f} s)")
+    window = max(1, int(info["frames"] * args.window))
+    repeat = 1 if args.small else args.repeat
+    names = ["cntkio-frame", "cntkio-seq", "fromfile"]
+    rig = os.path.join(ROOT, ".cache", "cntk27", "shim")
+    if not args.no_cntk and os.path.isdir(rig):
+        names.insert(1, "cntk27-frame")
+    results = {}
+    for n in names:
+        r = measure(n, args.folder, window, repeat)
+        if r is None:
+            continue
+        r["frames_per_s"] = r["frames"] / r["seconds"]
+        r["mb_per_s"] = r["frames"] * DIM * 4 / 1e6 / r["seconds"]
+        results[n] = r
+        print(f"{n:14s} {r['frames']:>11d} frames {r['seconds']:8.2f} s (index {r['index_seconds']:.2f} s) "
+              f"{r['frames_per_s']:>12.0f} frames/s {r['mb_per_s']:8.1f} MB/s  peak RSS {r['peak_rss_mb']:.0f} MB")
+    if "cntkio-frame" in results and "cntk27-frame" in results:
+        print(f"frame mode, context 5, window {window} frames: cntkio / CNTK 2.7 = "
+              f"{results['cntkio-frame']['frames_per_s'] / results['cntk27-frame']['frames_per_s']:.2f}x")
+    if "cntkio-seq" in results and "fromfile" in results:
+        print(f"sequence mode: cntkio / numpy.fromfile = "
+              f"{results['cntkio-seq']['mb_per_s'] / results['fromfile']['mb_per_s']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"corpus": info, "window_frames": window, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
