@@ -397,7 +397,7 @@ class MelScript:
         a = self._args(c, 2, "(oldName, newName)")
         m, names = self.nodes(a[0], c.loc)
         mapping = self._mapping(self._text(a[0], "old"), self._text(a[1], "new"), names, c.loc)
-        for old, new in mapping.items():
+        for new in mapping.values():
             if new in m.graph.nodes and new not in mapping:
                 raise NDLError(f"Rename: a node {new} exists", c.loc)
         nodes = {}

@@ -360,14 +360,15 @@ class GraphNetwork(nn.Module):
                 raise NDLError(f"input node {n!r} has no value (inputs given: {', '.join(sorted(fed)) or 'none'})")
             stack.extend(g.nodes[n].inputs)
         loop_of = {m: i for i, comp in enumerate(self.loops) for m in comp}
-        plan, done_loops = [], set()
+        # a loop runs where its last member stands in the order: after every input of every member
+        last = {loop_of[m]: m for m in self.order if m in loop_of}
+        plan = []
         for n in self.order:
-            if n not in need:
+            if n not in need and not (n in loop_of and need & set(self.loops[loop_of[n]])):
                 continue
             if n in loop_of:
                 i = loop_of[n]
-                if i not in done_loops:
-                    done_loops.add(i)
+                if last[i] == n:
                     plan.append(("loop", [m for m in self.order if loop_of.get(m) == i]))
                 continue
             kind = lookup(g.nodes[n].op).kind
