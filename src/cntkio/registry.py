@@ -37,7 +37,7 @@ __all__ = [
     "COMPOSITE_READER", "register_deserializer", "register_transform", "register_reader",
     "registered_deserializers", "registered_transforms", "registered_readers", "implemented_reader_types",
     "deserializer_factory", "transform_factory", "reader_deserializer_type", "canonical_name",
-    "build_deserializer", "build_transform",
+    "build_deserializer", "build_transform", "register_writer", "registered_writers", "writer_factory",
 ]
 
 Factory = Callable[..., Any]
@@ -81,6 +81,12 @@ _READERS: dict[str, str] = {
     "LUSequenceReader": "LUSequenceReaderDeserializer",
     "HTKMLFReader": "HTKMLFReaderDeserializer",
     "HTKDeserializers": "HTKMLFReaderDeserializer",
+}
+
+#: writerType -> the factory of an IDataWriter (``cntkio.legacy.DataWriter`` resolves through it)
+_WRITERS: dict[str, FactorySpec] = {
+    "BinaryReader": "cntkio.readers.legacy.interfaces:BinaryDataWriter",
+    "BinaryWriter": "cntkio.readers.legacy.interfaces:BinaryDataWriter",
 }
 
 
@@ -129,6 +135,24 @@ def register_reader(reader_type: str, deserializer_type: str) -> None:
         raise ValueError(f"register_reader: {COMPOSITE_READER} is the reader of deserializers = (...) "
                          "sections and cannot be redefined")
     _READERS[reader_type] = deserializer_type
+
+
+def register_writer(writer_type: str, factory: FactorySpec) -> None:
+    """Make ``writerType = writer_type`` buildable: ``factory(config)`` returns an object with
+    the IDataWriter methods (``get_sections``, ``save_data``, ``save_mapping``, ``destroy``)."""
+    _check("writer", writer_type, factory)
+    _WRITERS[writer_type] = factory
+
+
+def registered_writers() -> list[str]:
+    """The writerType values that can be built, sorted."""
+    return sorted(_WRITERS)
+
+
+def writer_factory(writer_type: str) -> Factory | None:
+    """The factory of a writerType (case-insensitive), or None when none is registered."""
+    name = canonical_name(writer_type, _WRITERS)
+    return None if name is None else _resolve(_WRITERS, "writer", name)
 
 
 # --- listing and resolving --------------------------------------------------------------------

@@ -89,7 +89,7 @@ def check_partial(sec: Any) -> dict[str, Any]:
     return options
 
 
-_LABEL_KEYS = ("labelDim", "labelType", "labelMappingFile")
+_LABEL_KEYS = ("labelDim", "labelType", "labelMappingFile", "labelMapping")
 
 
 class UCIFastAdapter:
@@ -113,7 +113,9 @@ class UCIFastAdapter:
                                               inherit=False)
                 if s.has_local("labelDim"):
                     entry["labelDim"] = s.int("labelDim", inherit=False, minimum=1)
-                if s.exists("labelMappingFile"):
+                if s.has_local("labelMapping"):
+                    entry["labelMapping"] = [str(x) for x in s.list("labelMapping", inherit=False)]
+                elif s.exists("labelMappingFile"):
                     entry["labelMappingFile"] = s.str("labelMappingFile")
             if s.exists("file"):
                 files[name] = s.str("file")

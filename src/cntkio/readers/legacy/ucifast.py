@@ -353,7 +353,7 @@ def _map(path: str):
 def _stream(name: str, spec: Mapping) -> UCIStream:
     dim = to_int(spec.get("dim"), f"{name}.dim", minimum=1)
     start = to_int(spec.get("start", 0), f"{name}.start", minimum=0)
-    is_label = any(k in spec for k in ("labelDim", "labelType", "labelMappingFile"))
+    is_label = any(k in spec for k in ("labelDim", "labelType", "labelMappingFile", "labelMapping"))
     if not is_label:
         return UCIStream(name, dim, start)
     label_type = to_choice(spec.get("labelType", "category"), f"{name}.labelType", LABEL_TYPES)
@@ -367,7 +367,14 @@ def _stream(name: str, spec: Mapping) -> UCIStream:
                               path=f"{name}.labelDim")
         s.label_dim = to_int(spec["labelDim"], f"{name}.labelDim", minimum=1)
         mf = spec.get("labelMappingFile")
-        if mf is not None:
+        if spec.get("labelMapping") is not None:            # given as a list (DataReader.set_label_mapping)
+            s.mapping = [str(x) for x in spec["labelMapping"]]
+            if len(set(s.mapping)) != len(s.mapping):
+                raise ConfigError("labelMapping lists a label twice", path=f"{name}.labelMapping")
+            if len(s.mapping) > s.label_dim:
+                raise ConfigError(f"labelMapping lists {len(s.mapping)} labels, more than labelDim = "
+                                  f"{s.label_dim}", path=f"{name}.labelDim")
+        elif mf is not None:
             s.mapping_file = to_str(mf, f"{name}.labelMappingFile")
             s.mapping = read_label_mapping(s.mapping_file, f"{name}.labelMappingFile")
             if len(s.mapping) > s.label_dim:
