@@ -134,9 +134,9 @@ class Crop:
     def apply(self, img: np.ndarray, rng) -> np.ndarray:
         H, W = img.shape[:2]
         x0, y0, w, h = self.geometry(W, H, rng)
-        out = img[y0:y0 + h, x0:x0 + w]
+        out = img[y0:y0 + h, x0:x0 + w]          # a view: the next transform reads it in place
         if self.hflip and rng.random() < 0.5:
-            out = out[:, ::-1]
+            out = cv2_module().flip(out, 1).reshape(out.shape)
         return out
 
 
@@ -200,7 +200,9 @@ class Scale:
 
 
 def _resize(cv2, img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
-    out = cv2.resize(np.ascontiguousarray(img), (w, h), interpolation=interp)
+    if img.strides[-1] != img.itemsize or img.strides[-2] != img.itemsize * img.shape[-1]:
+        img = np.ascontiguousarray(img)       # OpenCV takes row-strided views, not other strides
+    out = cv2.resize(img, (w, h), interpolation=interp)
     return out.reshape(h, w, -1)
 
 

@@ -96,6 +96,9 @@ class ImageConfig:
                 raise ConfigError("Transpose must be the last transform", path=f"input.{self.image_name}.transforms")
         self.transforms = [t for t in self.transforms if not isinstance(t, Transpose)]
         self.random = any(getattr(t, "random", False) for t in self.transforms)
+        # a Mean last in the chain is fused with the HWC -> CHW copy (one pass, OpenCV, no GIL)
+        self.tail_mean = self.transforms.pop() if self.transforms and type(self.transforms[-1]).__name__ == "Mean" \
+            else None
         scales = [t for t in self.transforms if type(t).__name__ == "Scale"]
         self.declared = (scales[-1].height, scales[-1].width, scales[-1].channels) if scales else None
 
@@ -174,8 +177,19 @@ class _ImageCore(DeserializerBase):
 
     def _layout(self, img: np.ndarray, out: np.ndarray) -> None:
         """Write an HWC image into one output sample (the declared shape), as CNTK: the buffer is
-        read as H x W x C of the declared shape (channels are not converted)."""
+        read as H x W x C of the declared shape (channels are not converted). A Mean last in the
+        chain is subtracted here, in the same pass when the shapes allow it."""
         H, W, C = self._hwc
+        mean = self.cfg.tail_mean
+        if mean is not None:
+            if (mean.mean is not None and img.shape == mean.mean.shape == (H, W, C) and self.cfg.chw
+                    and self.cfg.channel_order == "bgr" and img.dtype == np.uint8):
+                cv2 = self._cv2
+                planes = cv2.split(img) if C > 1 else [img[:, :, 0]]
+                for k in range(C):
+                    cv2.subtract(planes[k], self._mean_chw[k], dst=out[k], dtype=cv2.CV_32F)
+                return
+            img = mean.apply(img, None)
         flat = img.reshape(-1)
         if flat.size < H * W * C or (self.cfg.declared is None and img.shape != (H, W, C)):
             raise ValueError(f"the image is {'x'.join(map(str, img.shape))} (HxWxC) after the transforms, "
@@ -200,6 +214,9 @@ class _ImageCore(DeserializerBase):
             self._streams.append(StreamInformation(self.cfg.label_name, 1, "sparse", self.cfg.dtype,
                                                    (self.cfg.label_dim,)))
         self._sample_shape = shape
+        m = self.cfg.tail_mean
+        self._mean_chw = np.ascontiguousarray(m.mean.transpose(2, 0, 1)) if m is not None and m.mean is not None \
+            else None
 
     def stream_infos(self) -> list[StreamInformation]:
         return list(self._streams)
