@@ -75,6 +75,14 @@ def create_label_map(section, name: str = "createLabelMap") -> str:
         raise ConfigError("no labelMappingFile to write", path=key_path(reader, "labelMappingFile"),
                           hint="set labelMappingFile in the label input, the reader or at the root")
     out_path = get_str(lookup, "labelMappingFile")
+    if has(reader, "readerType") and get_str(reader, "readerType").lower() == "ucifastreader":
+        # UCIFastReader's label column holds the raw labels: their distinct values (readers/legacy)
+        from ..readers.legacy.ucifast import write_label_map
+        if dist.is_main:
+            labels = write_label_map(reader, stream, out_path)
+            report(f"{name}: {len(labels)} labels of stream {stream!r} written to {out_path}", dist=dist)
+        dist.barrier()
+        return out_path
     mb_size = minibatch_size(section)
     source = open_reader(target, "reader", name)
     seen = np.zeros(0, dtype=np.int64)

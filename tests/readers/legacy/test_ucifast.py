@@ -223,3 +223,31 @@ def test_native_parser_equals_python_reference(text):
         assert outs[0][:2] == outs[1][:2]
         for x, y in zip(outs[0][2:], outs[1][2:]):
             np.testing.assert_array_equal(x, y)
+
+
+def test_create_label_map_action_then_read(tmp_path, monkeypatch):
+    from cntkio.cli import main
+    (tmp_path / "d.txt").write_text("1 2 cat\n3 4 dog\n5 6 cat\n7 8 bird\n")
+    reader = """reader = [
+        readerType = UCIFastReader
+        file = d.txt
+        randomize = None
+        features = [ dim = 2; start = 0 ]
+        labels = [ dim = 1; start = 2; labelDim = 3 ]
+    ]"""
+    (tmp_path / "c.cntk").write_text(f"""
+command = makeMap:dump
+labelMappingFile = labels.map
+train = [
+    {reader}
+]
+makeMap = [ action = createLabelMap; section = train ]
+dump = [ action = dumpReader; outputFile = out.txt; minibatchSize = 4
+    {reader}
+]
+""")
+    monkeypatch.chdir(tmp_path)
+    assert main(["configFile=c.cntk"]) == 0
+    assert (tmp_path / "labels.map").read_text() == "bird\ncat\ndog\n"
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert lines[4:] == ["0 1 0", "0 0 1", "0 1 0", "1 0 0"]

@@ -50,7 +50,7 @@ from .sections import UCIFastAdapter
 from .textparse import index_records, parse_records
 
 __all__ = ["UCIFastDeserializer", "UCIStream", "build", "read_label_mapping", "label_values",
-           "DESERIALIZER_TYPE"]
+           "write_label_map", "DESERIALIZER_TYPE"]
 
 _log = get_logger("readers.legacy.uci")
 
@@ -184,6 +184,32 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
     if nums is not None:
         texts = [t for _, t in sorted(zip(nums.tolist(), texts))]
     return texts
+
+
+def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
+    """``createLabelMap`` for a UCIFastReader section: the distinct labels of ``stream``'s column
+    (:func:`label_values`), one per line, to ``out_path`` (written to a temporary name, renamed).
+    Returns the labels."""
+    from ..section import as_section
+    sec = as_section(reader, "reader")
+    key = sec.local_key(stream)
+    if key is None:
+        raise sec.error(stream, f"the UCIFastReader section has no section {stream!r}")
+    ssec = sec.section(key)
+    s = UCIStream(stream, ssec.int("dim", 1, inherit=False, minimum=1), ssec.int("start", 0, inherit=False, minimum=0),
+                  "category")
+    labels = label_values(ssec.str("file"), s)
+    if ssec.has_local("labelDim") and len(labels) > ssec.int("labelDim", inherit=False):
+        raise ssec.error("labelDim", f"the data holds {len(labels)} distinct labels, more than labelDim = "
+                         f"{ssec.int('labelDim', inherit=False)}")
+    folder = os.path.dirname(out_path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    tmp = out_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write("".join(f"{lab}\n" for lab in labels))
+    os.replace(tmp, out_path)
+    return labels
 
 
 class UCIFastDeserializer(DeserializerBase):
