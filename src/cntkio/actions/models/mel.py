@@ -80,8 +80,8 @@ def graph_of_simple(net: SimpleNetwork) -> tuple[Graph, dict]:
     ``B0``, ``H1``, ..., ``HLast``, the criteria), so MEL edits it like an NDL network."""
     s = net.spec
     g, tensors = Graph(), {}
-    g.add(NodeDef(s.feature_node, "Input", [], {"rows": s.layer_sizes[0]}, grad=False))
-    g.add(NodeDef(s.label_node, "Input", [], {"rows": s.layer_sizes[-1]}, grad=False))
+    g.add(NodeDef(s.feature_node, "Input", [], _attrs("Input", s.layer_sizes[0]), grad=False))
+    g.add(NodeDef(s.label_node, "Input", [], _attrs("Input", s.layer_sizes[-1]), grad=False))
     g.tag("feature", s.feature_node)
     g.tag("label", s.label_node)
     x = s.feature_node
@@ -93,8 +93,8 @@ def graph_of_simple(net: SimpleNetwork) -> tuple[Graph, dict]:
         x = "MVNormalizedFeatures"
     for i in range(net.num_layers):
         w, b = getattr(net, f"W{i}"), getattr(net, f"B{i}")
-        g.add(NodeDef(f"W{i}", "Parameter", [], {"rows": w.shape[0], "cols": w.shape[1]}))
-        g.add(NodeDef(f"B{i}", "Parameter", [], {"rows": b.shape[0], "cols": 1}))
+        g.add(NodeDef(f"W{i}", "Parameter", [], _attrs("Parameter", w.shape[0], w.shape[1])))
+        g.add(NodeDef(f"B{i}", "Parameter", [], _attrs("Parameter", b.shape[0], 1)))
         tensors[f"W{i}"], tensors[f"B{i}"] = w.detach(), b.detach().reshape(-1, 1)
         last = i == net.num_layers - 1
         z = "HLast" if last else f"W{i}*H{i}+B{i}"
@@ -109,6 +109,10 @@ def graph_of_simple(net: SimpleNetwork) -> tuple[Graph, dict]:
     g.tag("criterion", s.training_criterion)
     g.tag("eval", net.eval_node_name)
     return g, tensors
+
+
+def _attrs(op: str, *pos) -> dict:
+    return lookup(op).bind([int(p) for p in pos], {})[1]
 
 
 #: MEL command -> method of MelScript (lower-cased names; CNTK's spellings and aliases)

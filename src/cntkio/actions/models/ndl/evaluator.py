@@ -74,8 +74,8 @@ class _Pending:
 
 class Scope:
     def __init__(self, ev: "Evaluator", prefix: str, statements: list, params: dict | None = None,
-                 fallback: Callable[[str], Any] | None = None) -> None:
-        self.ev, self.prefix, self.fallback = ev, prefix, fallback
+                 fallback: Callable[[str], Any] | None = None, parent: "Scope | None" = None) -> None:
+        self.ev, self.prefix, self.fallback, self.parent = ev, prefix, fallback, parent
         self.vals: dict[str, Any] = dict(params or {})
         self.defs: dict[str, Assign] = {}
         self.order: list[str] = []
@@ -103,12 +103,15 @@ class Scope:
             last = self.get(key, self.defs[key].loc)
         return last
 
+    def has(self, key: str) -> bool:
+        return key in self.vals or key in self.defs
+
     def get(self, key: str, loc: Loc) -> Any:
         if key in self.vals:
             return self.vals[key]
         st = self.defs.get(key)
         if st is None:
-            raise KeyError(key)
+            raise NDLError(f"undefined symbol {key!r}", loc)
         if key in self.busy:
             raise NDLError(f"{st.name} depends on itself without a delay node (a cycle)", loc,
                            hint="a loop must pass through PastValue, FutureValue or Delay")
@@ -122,9 +125,12 @@ class Scope:
 
     def resolve(self, name: str, loc: Loc, *, soft: bool = False) -> Any:
         parts = name.split(".")
-        try:
-            value = self.get(parts[0].lower(), loc)
-        except KeyError:
+        owner = self
+        while owner is not None and not owner.has(parts[0].lower()):
+            owner = owner.parent            # a nested section sees the names around it
+        if owner is not None:
+            value = owner.get(parts[0].lower(), loc)
+        else:
             if self.fallback is not None:
                 hit = self.fallback(name)
                 if hit is not None:
@@ -134,15 +140,14 @@ class Scope:
             near = difflib.get_close_matches(parts[0].lower(), list(self.defs) + list(self.vals), n=3)
             raise NDLError(f"undefined symbol {parts[0]!r}", loc,
                            hint=("did you mean " + ", ".join(near) + "?") if near else
-                           "define it with name = value before or after its use") from None
+                           "define it with name = value before or after its use")
         for i, p in enumerate(parts[1:], 1):
             if not isinstance(value, Instance):
                 raise NDLError(f"{'.'.join(parts[:i])} is not a macro instance, so {name} names nothing", loc)
-            try:
-                value = value.scope.get(p.lower(), loc)
-            except KeyError:
+            if not value.scope.has(p.lower()):
                 raise NDLError(f"{'.'.join(parts[:i])} has no member {p!r} (it has: "
-                               f"{', '.join(value.scope.order)})", loc) from None
+                               f"{', '.join(value.scope.order)})", loc)
+            value = value.scope.get(p.lower(), loc)
         return value
 
 
@@ -189,7 +194,7 @@ class Evaluator:
         if isinstance(e, ListExpr):
             return [self.value(scope, x, f"{name}.{i}", x.loc, soft=soft) for i, x in enumerate(e.items)]
         if isinstance(e, Block):
-            inner = Scope(self, name + ".", e.statements)
+            inner = Scope(self, name + ".", e.statements, parent=scope)
             return Instance(inner, inner.run())
         if isinstance(e, Call):
             return self.call(scope, e, name)
