@@ -91,9 +91,10 @@ def parse_scp(path: str, prefix: str | None = None) -> tuple:
     # blank lines (only spaces/tabs) are skipped
     nonblank = np.zeros(len(starts), bool)
     if len(data):
-        ws = (data == 32) | (data == 9) | (data == 13)
-        csum = np.concatenate(([0], np.cumsum(~ws)))
-        nonblank = (csum[ends] - csum[starts]) > 0
+        ink = np.flatnonzero((data != 32) & (data != 9) & (data != 13))   # non-blank bytes
+        first = np.searchsorted(ink, starts)                                  # first ink at/after start
+        nonblank = first < len(ink)
+        nonblank[nonblank] = ink[first[nonblank]] < ends[nonblank]
     starts, ends, lineno = starts[nonblank], ends[nonblank], lineno[nonblank]
     n = len(starts)
     if n == 0:

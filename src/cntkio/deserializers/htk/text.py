@@ -35,12 +35,11 @@ def padded(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     width = int(lens.max()) if len(lens) else 0
     if width == 0:
         return np.zeros((len(starts), 0), np.uint8)
-    cols = np.arange(width, dtype=np.int64)
-    idx = starts[:, None] + cols[None, :]
-    mask = cols[None, :] < lens[:, None]
-    np.minimum(idx, len(buf) - 1, out=idx)
-    out = buf[idx]
-    out[~mask] = 0
+    if len(buf) < width or int(starts.max()) + width > len(buf):
+        buf = np.concatenate((buf, np.zeros(width, np.uint8)))
+    windows = np.lib.stride_tricks.sliding_window_view(buf, width)
+    out = windows[starts]                  # one contiguous row copy per range
+    out[np.arange(width)[None, :] >= lens[:, None]] = 0
     return out
 
 
