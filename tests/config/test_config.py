@@ -380,8 +380,10 @@ def test_missing_name_error():
 
 
 def test_unnamed_set_in_set_is_an_error():
+    # a set whose body starts with a name: an unnamed set after it is an error ("a=[[b=1]]", a
+    # body that starts with a bracket group, is the bracketed array of CNTK's configs)
     with pytest.raises(ConfigError, match="expected 'name=value'"):
-        parse_config("a=[[b=1]]")
+        parse_config("a=[x=1\n[b=1]]")
 
 
 # --- insert / exists / to_dict ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import re
 
 from ..errors import ConfigError
@@ -32,6 +33,12 @@ PAIR = {"[": "]", "{": "}", "(": ")"}
 CUSTOM_SEPARATORS = "`~!@%^&|:;,?#"
 # a bracket body that begins with "name =" holds parameters, not array elements
 _DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
+_NEWLINE = re.compile("\n")
+_BRACKET_OR_QUOTE = re.compile(r'[\[\]{}()"]')
+OPEN_OR_QUOTE = re.compile(r'[\[{("]')
+# a quoted string (kept, as group 1; to the end of the text when unterminated), or a comment: '#'
+# at the start of a line or after white space, to the end of the line (dropped)
+_COMMENT = re.compile(r'("[^"]*(?:"|\Z))|(?<![^ \t\n])#[^\n]*')
 
 
 class Text:
@@ -42,7 +49,7 @@ class Text:
     number of offset 0.
     """
 
-    __slots__ = ("text", "file", "first_line", "base_dir", "_newlines")
+    __slots__ = ("text", "file", "first_line", "base_dir", "_last", "_newlines", "closing")
 
     def __init__(self, text: str, file: str | None = None, first_line: int = 1,
                  base_dir: str | None = None, strip: bool = True) -> None:
@@ -50,11 +57,24 @@ class Text:
         self.file = file
         self.first_line = first_line
         self.base_dir = base_dir
-        self._newlines = [i for i, c in enumerate(self.text) if c == "\n"]
+        self._last = (0, first_line)   # the last offset asked and its line
+        self._newlines: list | None = None
+        self.closing: dict[int, int] = {}  # bracket offset -> its closing offset (match)
 
     def line_of(self, pos: int) -> int:
-        """The 1-based line number of offset ``pos``."""
-        return self.first_line + bisect.bisect_left(self._newlines, pos)
+        """The 1-based line number of offset ``pos``.
+
+        The parser asks in increasing order, so the lines are counted from the last offset asked
+        (``str.count``); an earlier offset is looked up in an index of the line breaks, made once."""
+        last, line = self._last
+        if pos >= last:
+            line += self.text.count("\n", last, pos)
+        else:
+            if self._newlines is None:
+                self._newlines = [m.start() for m in _NEWLINE.finditer(self.text)]
+            line = self.first_line + bisect.bisect_left(self._newlines, pos)
+        self._last = (pos, line)
+        return line
 
     def error(self, message: str, pos: int, *, path: str | None = None,
               hint: str | None = None) -> ConfigError:
@@ -71,31 +91,13 @@ def strip_comments(text: str) -> str:
     """
     if text.startswith("\ufeff"):
         text = text[1:]
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "#" not in text:
         return text
-    out = []
-    i, n = 0, len(text)
-    in_quote = False
-    start = 0
-    while i < n:
-        c = text[i]
-        if in_quote:
-            if c == '"':
-                in_quote = False
-        elif c == '"':
-            in_quote = True
-        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
-            out.append(text[start:i])
-            j = text.find("\n", i)
-            if j < 0:
-                start = i = n
-                break
-            start = i = j  # keep the line break
-            continue
-        i += 1
-    out.append(text[start:n])
-    return "".join(out)
+    # quoted strings (to the end of the text when unterminated) are kept, comments dropped: one
+    # regular-expression substitution, no Python per character
+    return _COMMENT.sub(r"\1", text)
 
 
 def match(src: Text, pos: int, end: int | None = None) -> int:
@@ -109,27 +111,32 @@ def match(src: Text, pos: int, end: int | None = None) -> int:
         end = len(text)
     opener = text[pos]
     if opener == '"':
-        j = text.find('"', pos + 1, end)
-        if j < 0:
-            raise src.error('unterminated quoted string', pos,
-                            hint='expected a closing \'"\' before the end of the text')
-        return j
+        return _close_quote(src, pos, end)
+    known = src.closing.get(pos)
+    if known is not None and known < end:  # a group is scanned once, whoever asks again
+        return known
     stack = [pos]
+    search = _BRACKET_OR_QUOTE.search
     i = pos + 1
-    while i < end:
+    while True:
+        m = search(text, i, end)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c == '"':  # skip the quoted text
-            i = match(src, i, end) + 1
+            i = _close_quote(src, i, end) + 1
             continue
         if c in OPEN:
             stack.append(i)
-        elif c in CLOSE:
+        else:
             top = stack.pop()
             want = PAIR[text[top]]
             if c != want:
                 raise src.error(f"expected '{want}' to close '{text[top]}' opened on line "
                                 f"{src.line_of(top)}, found '{c}'", i)
             if not stack:
+                src.closing[pos] = i
                 return i
         i += 1
     top = stack[-1]
@@ -146,15 +153,20 @@ def split(src: Text, start: int, end: int, seps: str) -> list[tuple[int, int]]:
     text = src.text
     spans = []
     i = tok = start
-    while i < end:
+    search = _scanner(seps).search
+    while True:
+        m = search(text, i, end)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c in seps:
             spans.append((tok, i))
             tok = i + 1
-        elif c in OPEN or c == '"':
-            i = match(src, i, end)
         elif c in CLOSE:
             raise src.error(f"unexpected '{c}' (no matching opening bracket)", i)
+        else:
+            i = match(src, i, end)
         i += 1
     spans.append((tok, end))
     return spans
@@ -164,14 +176,33 @@ def find_top(src: Text, start: int, end: int, char: str) -> int:
     """The first offset of ``char`` in ``src.text[start:end]`` outside brackets and quotes, or -1."""
     text = src.text
     i = start
-    while i < end:
+    search = _scanner(char).search
+    while True:
+        m = search(text, i, end)
+        if m is None:
+            return -1
+        i = m.start()
         c = text[i]
         if c == char:
             return i
         if c in OPEN or c == '"':
             i = match(src, i, end)
         i += 1
-    return -1
+
+
+def _close_quote(src: Text, pos: int, end: int) -> int:
+    """The offset of the ``"`` closing the one at ``pos``."""
+    j = src.text.find('"', pos + 1, end)
+    if j < 0:
+        raise src.error('unterminated quoted string', pos,
+                        hint='expected a closing \'"\' before the end of the text')
+    return j
+
+
+@functools.lru_cache(maxsize=64)
+def _scanner(chars: str) -> re.Pattern:
+    """A pattern finding the next of ``chars``, a bracket or a quote (the scans jump to it)."""
+    return re.compile("[" + re.escape(chars) + r'\[\]{}()"]')
 
 
 def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -190,7 +221,7 @@ def is_group(src: Text, start: int, end: int) -> bool:
 
 def is_quoted(src: Text, start: int, end: int) -> bool:
     """True when ``text[start:end]`` is exactly one quoted string."""
-    return end - start >= 2 and src.text[start] == '"' and match(src, start, end) == end - 1
+    return end - start >= 2 and src.text[start] == '"' and _close_quote(src, start, end) == end - 1
 
 
 def group_body(src: Text, start: int, end: int, default_sep: str) -> tuple[int, int, str]:
@@ -210,13 +241,16 @@ def group_body(src: Text, start: int, end: int, default_sep: str) -> tuple[int, 
 def is_dict_group(src: Text, start: int, end: int) -> bool:
     """True when the bracket group ``text[start:end]`` is a parameter set.
 
-    ``[..]`` always is; ``{..}``/``(..)`` are when their body starts with ``name=``; ``{}`` is an
+    ``[..]`` is, unless its body starts with a bracket group: ``[ [..]:[..] ]`` is the array of
+    the groups, as CNTK reads ``deserializers = [ [..]:[..] ]`` (a parameter set's body starts
+    with a name); ``{..}``/``(..)`` are when their body starts with ``name=``; ``{}`` is an
     empty parameter set and ``()`` an empty array.
     """
     opener = src.text[start]
-    if opener == "[":
-        return True
     body, body_end, _ = group_body(src, start, end, ";")
+    if opener == "[":
+        first, _ = strip_span(src.text, body, body_end)
+        return first >= body_end or src.text[first] not in OPEN
     if opener == "{" and not src.text[body:body_end].strip():
         return True
     return _DICT_START.match(src.text, body, body_end) is not None

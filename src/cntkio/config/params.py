@@ -107,7 +107,7 @@ class ConfigValue(str):
         src = Text(str(self), file=self.file, first_line=self.line or 1, strip=False)
         s, e = strip_span(src.text, 0, len(src.text))
         sep = separator or ":"
-        if s < e and is_group(src, s, e) and src.text[s] != "[" and not is_dict_group(src, s, e):
+        if s < e and is_group(src, s, e) and not is_dict_group(src, s, e):
             s, e, sep = group_body(src, s, e, sep)
         return ConfigArray(self._elements(src, s, e, sep), path=self.path)
 
@@ -158,7 +158,8 @@ class ConfigValue(str):
 
     def is_array_literal(self) -> bool:
         """True when the text is written as an array: a ``{..}``/``(..)`` group that is not a
-        parameter set, or ``:``-separated elements of which one is bracketed or quoted."""
+        parameter set, a ``[..]`` group of bracket groups (``[ [..]:[..] ]``), or
+        ``:``-separated elements of which one is bracketed or quoted."""
         if self.quoted:
             return False
         src = Text(str(self), strip=False)
@@ -167,7 +168,7 @@ class ConfigValue(str):
             return False
         try:
             if is_group(src, s, e):
-                return src.text[s] != "[" and not is_dict_group(src, s, e)
+                return not is_dict_group(src, s, e)
             pieces = [strip_span(src.text, a, b) for a, b in split(src, s, e, ":")]
         except ConfigError:
             return False
@@ -476,8 +477,16 @@ class ConfigParameters(ParameterSet):
     def _assign(self, name: str, value) -> None:
         """Set ``name`` to ``value`` (a node), merging parameter sets (CNTK's Insert); a dotted
         ``name`` walks (and creates) the sets on the way."""
+        if "." not in name and name.lower() != "include":  # the common case: one plain name
+            entry = self._entries.get(name.lower())
+            if entry is not None and isinstance(entry[1], ConfigParameters) and isinstance(value, ConfigParameters):
+                for sub_name, sub_value in list(value._entries.values()):
+                    entry[1]._assign(sub_name, sub_value)
+                return
+            self._set(name, value)
+            return
         parts = name.split(".")
-        if any(p.lower() == "include" for p in parts):
+        if "include" in name.lower() and any(p.lower() == "include" for p in parts):
             raise ConfigError("'include' is reserved: include=file pastes a configuration file",
                               path=join_path(self.path, name), file=value.file, line=value.line,
                               hint="use another name")

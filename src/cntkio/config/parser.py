@@ -25,18 +25,41 @@ The parser sits below :mod:`cntkio.config.params`, whose lazy conversions (``as_
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
+import threading
 
 from .._log import get_logger
 from ..errors import ConfigError
 from ..values import to_path
-from ._text import (Text, find_top, group_body, is_dict_group, is_group, is_quoted, join_path, match,
-                    split, strip_span)
+from ._text import (OPEN, OPEN_OR_QUOTE, Text, find_top, group_body, is_dict_group, is_group, is_quoted, join_path,
+                    match, split, strip_span)
 
 _log = get_logger("config")
 
 NAME_RE = re.compile(r"[A-Za-z0-9_][\w\-]*(\.[A-Za-z0-9_][\w\-]*)*\Z")
+# "name =" at the start of a parameter (white space before it): the parse's fast path
+_NAME_EQ = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t\n\r\f\v]*=")
+
+
+#: parameter sets nested deeper than this are an error (the parser follows nesting recursively)
+MAX_NESTING = 200
+_nesting = threading.local()
+
+
+@contextlib.contextmanager
+def _parsing():
+    """Around a parse: the garbage collector paused (a large configuration makes many objects and
+    no cycles; its passes would make the parse slower than linear), restored after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class ParseContext:
@@ -51,12 +74,21 @@ def make_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: s
     (a parameter set: its ``_new_set``/``_new_value``)."""
     start, end = strip_span(src.text, start, end)
     line = src.line_of(start)
-    if start < end and is_group(src, start, end) and is_dict_group(src, start, end):
+    first = src.text[start] if start < end else ""
+    if first in OPEN and is_group(src, start, end) and is_dict_group(src, start, end):
         body, body_end, sep = group_body(src, start, end, ";")
         params = maker._new_set(key, file=src.file, line=line)
-        parse_body(src, body, body_end, sep, params, ctx)
+        depth = getattr(_nesting, "depth", 0)
+        if depth >= MAX_NESTING:
+            raise src.error(f"parameter sets nested too deeply (more than {MAX_NESTING} levels, at {key!r})", start,
+                            hint="flatten the configuration")
+        _nesting.depth = depth + 1
+        try:
+            parse_body(src, body, body_end, sep, params, ctx)
+        finally:
+            _nesting.depth = depth
         return params
-    if is_quoted(src, start, end):
+    if first == '"' and is_quoted(src, start, end):
         return maker._new_value(src.text[start + 1:end - 1], file=src.file, line=line, quoted=True)
     return maker._new_value(src.text[start:end], file=src.file, line=line, quoted=False)
 
@@ -66,12 +98,24 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
     ``target``, a parameter set."""
     text = src.text
     for s, e in split(src, start, end, sep + "\n"):
+        m = _NAME_EQ.match(text, s, e)
+        if m is not None:  # the common form, name = value: the first '=' outside brackets
+            name = m.group(1)
+            if not text[m.end():e].strip():
+                raise src.error(f"expected a value after '{name}='", m.start(1), path=join_path(target.path, name),
+                                hint=f'write {name}="" for an empty string')
+            if name.lower() == "include":
+                _include(src, m.end(), e, target, ctx)
+                continue
+            target._assign(name, make_value(src, m.end(), e, ctx, name.rpartition(".")[2], target))
+            continue
         s, e = strip_span(text, s, e)
         if s == e:
             continue
         eq = find_top(src, s, e, "=")
         # as in CNTK, the name also ends at an opening bracket or quote: name[a=1] is name=[a=1]
-        bracket = next((i for i in range(s, e if eq < 0 else eq) if text[i] in '[{("'), -1)
+        m = OPEN_OR_QUOTE.search(text, s, e if eq < 0 else eq)
+        bracket = m.start() if m is not None else -1
         if bracket > s:
             name_end, value_start = bracket, bracket
         elif eq >= 0:
@@ -114,7 +158,8 @@ def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) 
                             src.file.startswith("<") else os.getcwd())
     for piece in raw.split("+"):
         piece = piece.strip()
-        path = to_path(piece, join_path(target.path, "include"), base, file=src.file, line=src.line_of(start))
+        path = os.path.normpath(to_path(piece, join_path(target.path, "include"), base, file=src.file,
+                                        line=src.line_of(start)))
         real = os.path.realpath(path)
         if ctx is None:
             ctx = ParseContext()
@@ -145,15 +190,17 @@ def read_text(path: str) -> str:
 def load_file_into(path: str, target, ctx: ParseContext) -> None:
     """Parse the file at ``path`` into ``target`` (its includes relative to the file)."""
     src = Text(read_text(path), file=path, base_dir=os.path.dirname(os.path.abspath(path)))
-    parse_body(src, 0, len(src.text), ";", target, ctx)
+    with _parsing():
+        parse_body(src, 0, len(src.text), ";", target, ctx)
 
 
 def parse_text_into(text: str, target, ctx: ParseContext, *, file: str | None = None,
                     base_dir: str | None = None, first_line: int = 1) -> None:
     """Parse configuration ``text`` into ``target``."""
-    src = Text(text, file=file, first_line=first_line, base_dir=base_dir)
-    parse_body(src, 0, len(src.text), ";", target, ctx)
+    with _parsing():
+        src = Text(text, file=file, first_line=first_line, base_dir=base_dir)
+        parse_body(src, 0, len(src.text), ";", target, ctx)
 
 
-__all__ = ["ParseContext", "make_value", "parse_body", "group_body", "is_dict_group",
+__all__ = ["MAX_NESTING", "ParseContext", "make_value", "parse_body", "group_body", "is_dict_group",
            "load_file_into", "parse_text_into", "read_text", "match"]

@@ -38,6 +38,7 @@ import numpy as np
 from ..constants import LT_BASE_KEYS, LT_NO_RANDOMIZER_KEYS, LT_TUMBLING_KEYS
 from ..deserializers.protocol import LocalTimelineDeserializer
 from ..streams import StreamInformation
+from ..values import check_state_int
 from .packer import check_frame_mode, pack_sequences, sequence_arrays
 from .prefetch import ChunkCache
 from .randomizer import full_range_shuffle, window_shuffle
@@ -276,10 +277,12 @@ class LocalTimeline:
         for key in LT_BASE_KEYS + self.keys:
             if key not in state:
                 raise ValueError(f"Checkpoint misses required field {key}")
-        self.sweep_count = int(state["baseSweepCount"])
-        self.sample_count = int(state["baseSampleCount"])
+        # every count a non-negative integer below 2^63, checked before anything changes
+        state = {key: check_state_int(state[key], key) for key in LT_BASE_KEYS + self.keys}
+        self.sweep_count = state["baseSweepCount"]
+        self.sample_count = state["baseSampleCount"]
         self._set_inner_state(state)
-        self.pos = int(state["baseCurrentSequencePositionInWindow"])
+        self.pos = state["baseCurrentSequencePositionInWindow"]
         self._win = None
 
     def _inner_state(self) -> dict:
