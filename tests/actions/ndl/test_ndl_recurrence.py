@@ -42,7 +42,7 @@ def test_pastvalue_recurrence_learns_the_previous_symbol():
     assert len(net.loops) == 1
     opt = torch.optim.Adam(net.parameters(), lr=0.02)
     gen = torch.Generator().manual_seed(1)
-    for _ in range(250):
+    for _ in range(150):
         x, y, pos, lens = _batch(gen, 16)
         out = net.evaluate({"x": x, "labels": y}, ["ce"], positions=pos, lengths=lens)
         opt.zero_grad()

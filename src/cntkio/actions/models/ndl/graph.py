@@ -420,47 +420,62 @@ class GraphNetwork(nn.Module):
             return torch.zeros(n, dtype=torch.long, device=x.device), torch.ones(n, dtype=torch.long, device=x.device)
         return positions, lengths if lengths is not None else torch.full_like(positions, 1 << 40)
 
-    def _run_loop(self, members: list[str], values: dict, positions, lengths) -> None:
-        """Evaluate a loop closed through delay nodes one sequence step at a time."""
+    def _loop_steps(self, members: list[str]) -> tuple[int, list]:
+        """The static description of a loop's members (made once per loop)."""
+        key = tuple(members)
+        hit = self._loop_cache.get(key) if hasattr(self, "_loop_cache") else None
+        if hit is not None:
+            return hit
         g = self.graph
         inside = set(members)
-        delays = [m for m in members if lookup(g.nodes[m].op).kind == "delay"]
-        sign = lookup(g.nodes[delays[0]].op).direction
+        steps, sign = [], 1
+        for m in members:
+            node = g.nodes[m]
+            op = lookup(node.op)
+            if op.kind == "delay":
+                sign = op.direction
+                steps.append((m, True, (op.step(node.attrs), as_float(node.attrs["defaultHiddenActivity"],
+                              "defaultHiddenActivity"), node.inputs[0], node.inputs[0] in inside,
+                              numel(self.shapes[m]))))
+            else:
+                fn = self._fns[m]
+                ins = [(i, i in inside, self.sample[i]) for i in node.inputs]
+                steps.append((m, False, (fn, ins, getattr(fn, "wants_training", False))))
+        self.__dict__.setdefault("_loop_cache", {})[key] = (sign, steps)
+        return sign, steps
+
+    def _run_loop(self, members: list[str], values: dict, positions, lengths) -> None:
+        """Evaluate a loop closed through delay nodes one sequence step at a time."""
+        sign, steps = self._loop_steps(members)
         key = positions if sign > 0 else lengths - 1 - positions
-        steps = int(key.max().item()) + 1 if key.numel() else 0
-        rows = [torch.nonzero(key == t).squeeze(1) for t in range(steps)]
+        count = int(key.max().item()) + 1 if key.numel() else 0
+        order = torch.argsort(key, stable=True)
+        sizes = torch.bincount(key, minlength=count).tolist() if count else []
+        rows = list(torch.split(order, sizes)) if count else []
         hist: dict[str, list] = {m: [] for m in members}
         training = self.training
-        for t in range(steps):
+        for t in range(count):
             r = rows[t]
             cur: dict[str, torch.Tensor] = {}
-            for m in members:
-                node = g.nodes[m]
-                op = lookup(node.op)
-                if op.kind == "delay":
-                    k = op.step(node.attrs)
-                    d = as_float(node.attrs["defaultHiddenActivity"], "defaultHiddenActivity")
-                    src = node.inputs[0]
-                    width = numel(self.shapes[m])
+            for m, is_delay, info in steps:
+                if is_delay:
+                    k, d, src, src_inside, width = info
                     if t < k:
-                        ref = values.get(src) if src not in inside else None
                         v = torch.full((r.numel(), width), d, dtype=self._dtype, device=key.device)
-                        if ref is not None:
-                            v = v.to(ref.dtype)
                     else:
                         pos = torch.searchsorted(rows[t - k], r - sign * k)
-                        prev = hist[src][t - k] if src in inside else values[src][rows[t - k]]
+                        prev = hist[src][t - k] if src_inside else values[src][rows[t - k]]
                         v = prev.reshape(prev.shape[0], -1)[pos]
                 else:
-                    args = [cur[i] if i in inside else (values[i][r] if self.sample[i] else values[i])
-                            for i in node.inputs]
-                    fn = self._fns[m]
-                    v = fn(*args, training=training) if getattr(fn, "wants_training", False) else fn(*args)
+                    fn, ins, wants = info
+                    args = [cur[i] if inner else (values[i][r] if per_sample else values[i])
+                            for i, inner, per_sample in ins]
+                    v = fn(*args, training=training) if wants else fn(*args)
                 cur[m] = v
                 hist[m].append(v)
-        perm = torch.argsort(torch.cat(rows)) if steps else None
+        perm = torch.argsort(order) if count else None
         for m in members:
-            values[m] = torch.cat(hist[m])[perm] if steps else torch.zeros(0, *self.shapes[m], dtype=self._dtype)
+            values[m] = torch.cat(hist[m])[perm] if count else torch.zeros(0, *self.shapes[m], dtype=self._dtype)
 
     # --- pre-computed statistics -----------------------------------------------------------
     def pending_precompute(self) -> list[str]:
