@@ -170,3 +170,13 @@ def test_exact_resume_mid_sweep(image_map, W):
         got = _read(again, 6, W=W, r=r)
         for x, y in zip(want, got):
             np.testing.assert_array_equal(x, y)
+
+
+def test_the_sweep_seeds_the_draws(image_map):
+    from cntkio.registry import build_deserializer
+    d = build_deserializer(ImageDeserializer(image_map, StreamDefs(
+        features=StreamDef(field="image", transforms=_random_chain()), labels=StreamDef(field="label", shape=5))))
+    a0 = d.get_chunk(3, sweep=0).streams["features"].values
+    np.testing.assert_array_equal(a0, d.get_chunk(3).streams["features"].values)
+    np.testing.assert_array_equal(a0, d.get_chunk(3, sweep=0).streams["features"].values)
+    assert not np.array_equal(a0, d.get_chunk(3, sweep=1).streams["features"].values)

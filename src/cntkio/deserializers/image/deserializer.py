@@ -12,7 +12,9 @@ An image that cannot be read, decoded or transformed makes its sequence invalid:
 
 Random transforms draw from ``numpy.random.default_rng([seed, sweep, position, stream])`` per
 sequence (``position`` = its index in the map, ``seed`` = the deserializer's ``seed`` option), so
-every run, thread count and checkpoint restore sees the same pixels (docs/images.md).
+every run, thread count and checkpoint restore sees the same pixels (docs/images.md). The engine
+does not tell ``get_chunk`` the sweep yet, so ``sweep`` is 0 and an image is augmented alike in
+every sweep until it does.
 """
 from __future__ import annotations
 
@@ -295,8 +297,10 @@ class ImageDataDeserializer(_ImageCore):
     def sequence_infos(self, chunk_id: int) -> SequenceTable:
         return SequenceTable(self.keys[chunk_id:chunk_id + 1], np.ones(1, np.int64))
 
-    def get_chunk(self, chunk_id: int) -> ChunkData:
-        img, where = self._load(chunk_id)
+    def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
+        """Image ``chunk_id`` (one per chunk); ``sweep`` seeds the random transforms (the engine
+        does not pass it yet: every sweep draws as sweep 0, see docs/images.md)."""
+        img, where = self._load(chunk_id, sweep)
         return self._pack(self.keys[chunk_id:chunk_id + 1], self.labels[chunk_id:chunk_id + 1], [img], [where])
 
     def close(self) -> None:
@@ -361,7 +365,8 @@ class Base64ImageDataDeserializer(_ImageCore):
         a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
         return SequenceTable(self.index.keys[a:b], np.ones(b - a, np.int64))
 
-    def get_chunk(self, chunk_id: int) -> ChunkData:
+    def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
+        """The images of chunk ``chunk_id``; ``sweep`` as for the ImageDeserializer."""
         a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
-        images, where = self._load_many(a, b)
+        images, where = self._load_many(a, b, sweep)
         return self._pack(self.index.keys[a:b], self.index.labels[a:b], images, where)
