@@ -227,7 +227,10 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         table = self.sequence_infos(chunk_id)
         raw = self._raw(chunk_id)
         a, b = self._chunk_utts(chunk_id)
-        values = self._expand(raw, self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None))
+        if self.context == (0, 0):      # the chunk's frames are the sequences' frames, in order
+            values = raw if raw.dtype == self.dtype else raw.astype(self.dtype)
+        else:
+            values = self._expand(raw, self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None))
         offsets = np.zeros(len(table) + 1, np.int64)
         np.cumsum(table.lengths, out=offsets[1:])
         return ChunkData(table, {self.name: DenseStream(values, offsets)})
