@@ -62,6 +62,16 @@ def test_center_crop_is_deterministic_and_never_flips():
     assert {crop.geometry(6, 4, _rng(i)) for i in range(20)} == {(1, 0, 3, 3)}
 
 
+def test_center_crop_with_uniratio_jitter_draws_its_side_in_the_range():
+    crop = build_transform(T.crop(crop_type="center", side_ratio=(0.5, 1.0), jitter_type="uniratio"))
+    assert crop.random and not crop.hflip
+    g = np.array([crop.geometry(40, 40, _rng(i)) for i in range(1000)])
+    assert g[:, 2].min() >= 20 and g[:, 2].max() <= 40 and abs(g[:, 2].mean() - 30) < 1
+    np.testing.assert_array_equal(g[:, 0], (40 - g[:, 2]) // 2)      # centred
+    none = build_transform(T.crop(crop_type="center", side_ratio=(0.5, 1.0)))
+    assert not none.random and none.geometry(40, 40, None) == (10, 10, 20, 20)   # the low end
+
+
 def test_color_brightness_and_contrast_ranges():
     color = build_transform(T.color(brightness_radius=0.2))
     img = np.full((4, 4, 3), 100, np.uint8)

@@ -94,14 +94,18 @@ class Crop:
         if self.aspect_ratio[0] <= 0:
             raise ConfigError(f"aspectRatio must be > 0, found {self.aspect_ratio}",
                               path=_opt("aspectRatio", config))
-        self.random = self.crop_type != "center"
-        if self.random and self.crop_size is None and self.side_ratio[1] <= 0 and self.area_ratio[1] <= 0:
+        self.random_type = self.crop_type != "center"
+        if self.random_type and self.crop_size is None and self.side_ratio[1] <= 0 and self.area_ratio[1] <= 0:
             raise ConfigError(f"cropType = {self.crop_type} needs cropSize, sideRatio or areaRatio",
                               path=_opt("cropType", config))
-        self.hflip = to_bool(_get(config, "hflip", self.random), _opt("hflip", config))
+        self.hflip = to_bool(_get(config, "hflip", self.random_type), _opt("hflip", config))
+        ranges = (self.side_ratio, self.area_ratio)
+        #: draws random numbers: a random type, a flip, or a centre crop with a UniRatio jitter over a range
+        self.random = self.random_type or self.hflip or (
+            self.crop_size is None and self.jitter and any(lo != hi for lo, hi in ranges))
 
     def _ratio(self, lo: float, hi: float, rng) -> float:
-        if lo == hi or not (self.jitter or self.random):
+        if lo == hi or not (self.jitter or self.random_type):
             return lo
         return lo + (hi - lo) * rng.random()
 
@@ -111,20 +115,20 @@ class Crop:
             w, h = self.crop_size
         elif self.area_ratio[1] > 0 and (self.crop_type == "randomarea" or self.side_ratio[1] <= 0):
             a = self._ratio(*self.area_ratio, rng)
-            asp = self._ratio(*self.aspect_ratio, rng) if self.random else 1.0
+            asp = self._ratio(*self.aspect_ratio, rng) if self.random_type else 1.0
             area = a * W * H
             w = _round_half_up(math.sqrt(area * asp))
             h = _round_half_up(math.sqrt(area / asp))
         else:
             s = self._ratio(*self.side_ratio, rng)
             side = _round_half_up(float(np.float32(s)) * min(W, H))
-            asp = self._ratio(*self.aspect_ratio, rng) if self.random else 1.0
+            asp = self._ratio(*self.aspect_ratio, rng) if self.random_type else 1.0
             if asp != 1.0:
                 w, h = _round_half_up(side * math.sqrt(asp)), _round_half_up(side / math.sqrt(asp))
             else:
                 w = h = side
         w, h = max(1, min(w, W)), max(1, min(h, H))
-        if self.random:
+        if self.random_type:
             x0 = int(rng.integers(0, W - w + 1))
             y0 = int(rng.integers(0, H - h + 1))
         else:
