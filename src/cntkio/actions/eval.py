@@ -21,6 +21,7 @@ from .models import SimpleNetwork, load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_int, get_list, get_str, key_path, minibatch_size
+from .ndl_support import feed_layout
 
 __all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
 
@@ -78,6 +79,7 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
                 if not mb:         # this process has no data in this minibatch (distributed)
                     continue
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
+                feed_layout(net, mb, feats, device)
                 x, y = t[feats], t[labels]
                 hlast = net(x)
                 vals = {net.spec.training_criterion: net.criterion(hlast, y), net.eval_node_name: net.evaluation(hlast, y)}

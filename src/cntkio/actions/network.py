@@ -13,7 +13,7 @@ from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from .models import NetworkSpec, SimpleNetwork, load_model
-from .ndl_precompute import build_ndl_network
+from .ndl_support import build_ndl_network
 from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
 
 __all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]

@@ -37,6 +37,7 @@ from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_
 from ._params import get_bool, get_str, has, key_path, section
 from .eval import EvalResult, evaluate
 from .network import build_network
+from .ndl_support import feed_layout
 from .sgd import CntkSGD, SGDParams
 
 __all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
@@ -173,6 +174,7 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
             if mb:
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels],
                                   where=key_path(command, "reader"))
+                feed_layout(net, mb, feats, device)
                 x, y = t[feats], t[labels]
                 if x.shape[0]:
                     hlast = net(x)

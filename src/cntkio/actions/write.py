@@ -25,6 +25,7 @@ from .models import load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_list, get_str, has, key_path, minibatch_size
+from .ndl_support import feed_layout
 
 __all__ = ["write", "format_rows"]
 
@@ -91,6 +92,7 @@ def write(section, name: str = "write") -> dict[str, int]:
         with torch.no_grad():
             for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
                 t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
+                feed_layout(net, mb, feats, device)
                 values = net.nodes(t[feats])
                 if labels in t:
                     values[labels] = t[labels]

@@ -40,6 +40,8 @@ class NDLNetwork(GraphNetwork):
         self.spec = NDLSpec(graph)
         self.num_layers = 0
         self._x = None
+        self.has_delays = any(lookup(n.op).kind == "delay" for n in graph.nodes.values())
+        self._seq = (None, None)
         crit = self.spec.training_criterion
         self._pred = None
         if crit is not None:
@@ -60,11 +62,14 @@ class NDLNetwork(GraphNetwork):
             raise NotImplementedInCntkio(
                 f"{where}: the network has {len(s.feature_nodes)} feature and {len(s.label_nodes)} label nodes; "
                 "cntkio's train/test actions feed one of each (use cntkio.ndl.build in a PyTorch loop)")
-        if any(lookup(n.op).kind == "delay" for n in self.graph.nodes.values()):
-            raise NotImplementedInCntkio(
-                f"{where}: the network has delay nodes (PastValue/FutureValue); cntkio's train/test actions "
-                "feed samples without their sequence layout. Train it with cntkio.ndl.build in a PyTorch "
-                "loop, passing positions= and lengths= (docs/ndl.md)")
+
+    def set_layout(self, positions, lengths) -> None:
+        """The sequence layout (each sample's position in its sequence, its sequence's length) of
+        the samples the next calls compute (``feed_layout`` of the actions)."""
+        self._seq = (positions, lengths)
+
+    def _eval(self, feeds, wanted):
+        return self.evaluate(feeds, wanted, positions=self._seq[0], lengths=self._seq[1])
 
     @property
     def eval_node_name(self) -> str:
@@ -87,13 +92,13 @@ class NDLNetwork(GraphNetwork):
         self._x = features
         if self._pred is None:
             return features
-        return self.evaluate({self.spec.feature_node: features}, (self._pred,))[self._pred]
+        return self._eval({self.spec.feature_node: features}, (self._pred,))[self._pred]
 
     def _crit(self, node: str, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         feeds = {self.spec.feature_node: self._x if self._pred else out, self.spec.label_node: labels}
         if self._pred is not None:
             feeds[self._pred] = out
-        return self.evaluate(feeds, (node,))[node].reshape(())
+        return self._eval(feeds, (node,))[node].reshape(())
 
     def criterion(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._crit(self.spec.training_criterion, out, labels)
@@ -108,7 +113,7 @@ class NDLNetwork(GraphNetwork):
         label_deps = {self.spec.label_node} if labels is None else set()
         wanted = [n for n in self.order if self.sample[n] and n not in feeds and not (self._ancestors(n) & label_deps)
                   and n not in label_deps]
-        return self.evaluate(feeds, wanted)
+        return self._eval(feeds, wanted)
 
     # --- model files -----------------------------------------------------------------------
     def to_record(self) -> dict:
