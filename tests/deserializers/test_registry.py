@@ -54,8 +54,9 @@ def test_unknown_types_list_the_known_ones(clean_registry):
     with pytest.raises(ValueError, match="unknown deserializer type 'Nope'; cntkio implements: "
                                          ".*CNTKTextFormatDeserializer"):
         registry.build_deserializer({"type": "Nope"})
-    with pytest.raises(ValueError, match=r"unknown transform type 'Crop'; cntkio implements: \(none\)"):
-        registry.build_transform({"type": "Crop"})
+    with pytest.raises(ValueError, match=r"unknown transform type 'Nope'; cntkio implements: Color, Crop, "
+                                         r"Intensity, Mean, Scale, Transpose"):
+        registry.build_transform({"type": "Nope"})
 
 
 def test_a_registered_transform_is_built_from_its_config(clean_registry):
@@ -67,7 +68,8 @@ def test_a_registered_transform_is_built_from_its_config(clean_registry):
         def __call__(self, x):
             return x * self.factor
     registry.register_transform("ToyScale", Scale)
-    assert registry.registered_transforms() == ["ToyScale"]
+    assert registry.registered_transforms() == ["Color", "Crop", "Intensity", "Mean", "Scale", "ToyScale",
+                                                "Transpose"]
     t = registry.build_transform({"TYPE": "ToyScale", "factor": "2.5"}, seed=3)
     assert t(2.0) == 5.0 and t.options == {"seed": 3}
     assert registry.transform_factory("ToyScale") is Scale
