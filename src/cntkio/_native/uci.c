@@ -7,11 +7,13 @@
  *       Chunks of whole lines: `records_per_chunk` records each when > 0, else about
  *       `bytes_per_chunk` bytes. Blank lines (only spaces, tabs, CR) are not records.
  *
- *   parse_records(buf, begin, end, first_line, colmap int32[K], values float32/64[N, V],
- *                 spans int64[N, L, 2], bad uint8[N]) -> list of (record, line, column, code)
- *       Parses the records of [begin, end): column j < K goes to values[:, colmap[j]] when
- *       colmap[j] >= 0, its token's byte span to spans[:, -2 - colmap[j]] when colmap[j] <= -2,
- *       and is skipped (still checked to be a token) when -1. Columns past K are ignored.
+ *   parse_records(buf, begin, end, first_line, colmap int32[K], values (tuple of float32/64
+ *                 [N, V_i] arrays, one dtype), spans int64[N, L, 2], bad uint8[N])
+ *       -> (records, list of (record, line, column, code))
+ *       Parses the records of [begin, end): column j < K goes to values[colmap[j] >> 16][:,
+ *       colmap[j] & 0xFFFF] when colmap[j] >= 0, its token's byte span to spans[:, -2 -
+ *       colmap[j]] when colmap[j] <= -2, and is skipped (still checked to be a token) when -1.
+ *       Columns past K are ignored.
  *       A record with an error is flagged in `bad` and reported: code 1 = too few columns
  *       (column = the number found), 2 = not a number (column = the 0-based column).
  *
@@ -101,25 +103,56 @@ static PyObject *py_index_records(PyObject *self, PyObject *args) {
 
 typedef struct { int64_t record, line, column, code; } uci_err;
 
+#define UCI_MAX_OUT 64
+
+/* a short plain integer ("0", "255", "-3"): its value, without the general number parser */
+static inline int uci_small_int(const char *s, const char *e, double *out) {
+    int neg = 0;
+    if (s < e && *s == '-') { neg = 1; s++; }
+    if (e - s < 1 || e - s > 9) return 0;
+    int64_t v = 0;
+    for (; s < e; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (d > 9u) return 0;
+        v = v * 10 + d;
+    }
+    *out = neg ? -(double)v : (double)v;
+    return 1;
+}
+
 static PyObject *py_parse_records(PyObject *self, PyObject *args) {
     Py_buffer view;
     long long begin, end_off, first_line;
-    PyArrayObject *colmap_o, *values_o, *spans_o, *bad_o;
+    PyArrayObject *colmap_o, *spans_o, *bad_o;
+    PyObject *values_t;
     if (!PyArg_ParseTuple(args, "y*LLLO!O!O!O!", &view, &begin, &end_off, &first_line,
-                          &PyArray_Type, &colmap_o, &PyArray_Type, &values_o,
+                          &PyArray_Type, &colmap_o, &PyTuple_Type, &values_t,
                           &PyArray_Type, &spans_o, &PyArray_Type, &bad_o))
         return NULL;
+    Py_ssize_t nout = PyTuple_GET_SIZE(values_t);
+    npy_intp nrec = PyArray_NDIM(bad_o) == 1 ? PyArray_DIM(bad_o, 0) : -1;
     int ok = PyArray_TYPE(colmap_o) == NPY_INT32 && PyArray_NDIM(colmap_o) == 1 &&
              PyArray_IS_C_CONTIGUOUS(colmap_o) &&
-             (PyArray_TYPE(values_o) == NPY_FLOAT32 || PyArray_TYPE(values_o) == NPY_FLOAT64) &&
-             PyArray_NDIM(values_o) == 2 && PyArray_IS_C_CONTIGUOUS(values_o) &&
              PyArray_TYPE(spans_o) == NPY_INT64 && PyArray_NDIM(spans_o) == 3 &&
              PyArray_IS_C_CONTIGUOUS(spans_o) && PyArray_DIM(spans_o, 2) == 2 &&
-             PyArray_TYPE(bad_o) == NPY_UINT8 && PyArray_NDIM(bad_o) == 1 &&
-             PyArray_IS_C_CONTIGUOUS(bad_o) &&
-             PyArray_DIM(spans_o, 0) == PyArray_DIM(values_o, 0) &&
-             PyArray_DIM(bad_o, 0) == PyArray_DIM(values_o, 0) &&
+             PyArray_TYPE(bad_o) == NPY_UINT8 && PyArray_IS_C_CONTIGUOUS(bad_o) && nrec >= 0 &&
+             PyArray_DIM(spans_o, 0) == nrec && nout <= UCI_MAX_OUT &&
              begin >= 0 && begin <= end_off && end_off <= (long long)view.len;
+    char *vdata[UCI_MAX_OUT];
+    npy_intp vcols[UCI_MAX_OUT];
+    int is32 = 1;
+    for (Py_ssize_t i = 0; ok && i < nout; i++) {
+        PyObject *o = PyTuple_GET_ITEM(values_t, i);
+        if (!PyArray_Check(o)) { ok = 0; break; }
+        PyArrayObject *a = (PyArrayObject *)o;
+        int t = PyArray_TYPE(a);
+        if (i == 0) is32 = t == NPY_FLOAT32;
+        ok = (t == NPY_FLOAT32 || t == NPY_FLOAT64) && (t == NPY_FLOAT32) == is32 &&
+             PyArray_NDIM(a) == 2 && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISWRITEABLE(a) &&
+             PyArray_DIM(a, 0) == nrec;
+        vdata[i] = PyArray_DATA(a);
+        vcols[i] = PyArray_DIM(a, 1);
+    }
     if (!ok) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "parse_records: bad argument types, shapes or range");
@@ -127,18 +160,16 @@ static PyObject *py_parse_records(PyObject *self, PyObject *args) {
     }
     const int32_t *colmap = PyArray_DATA(colmap_o);
     npy_intp ncols = PyArray_DIM(colmap_o, 0);
-    npy_intp nrec = PyArray_DIM(values_o, 0), nval = PyArray_DIM(values_o, 1);
     npy_intp nspan = PyArray_DIM(spans_o, 1);
     for (npy_intp j = 0; j < ncols; j++) {
-        if (colmap[j] >= nval || (colmap[j] <= -2 && -2 - colmap[j] >= nspan)) {
+        int32_t m = colmap[j];
+        if ((m >= 0 && ((m >> 16) >= nout || (m & 0xFFFF) >= vcols[m >> 16])) ||
+            (m <= -2 && -2 - m >= nspan)) {
             PyBuffer_Release(&view);
             PyErr_SetString(PyExc_ValueError, "parse_records: colmap names an output out of range");
             return NULL;
         }
     }
-    int is32 = PyArray_TYPE(values_o) == NPY_FLOAT32;
-    float *v32 = PyArray_DATA(values_o);
-    double *v64 = PyArray_DATA(values_o);
     int64_t *spans = PyArray_DATA(spans_o);
     uint8_t *bad = PyArray_DATA(bad_o);
     uci_err *errs = NULL;
@@ -163,9 +194,14 @@ static PyObject *py_parse_records(PyObject *self, PyObject *args) {
             int32_t m = colmap[col];
             if (m >= 0) {
                 double x;
-                const char *ne = ctf_parse_number(s, t, &fmt, &x);
-                if (ne != t) { code = 2; break; }
-                if (is32) v32[rec * nval + m] = (float)x; else v64[rec * nval + m] = x;
+                if (!uci_small_int(s, t, &x)) {
+                    const char *ne = ctf_parse_number(s, t, &fmt, &x);
+                    if (ne != t) { code = 2; break; }
+                }
+                int k = m >> 16;
+                npy_intp c = m & 0xFFFF;
+                if (is32) ((float *)vdata[k])[rec * vcols[k] + c] = (float)x;
+                else ((double *)vdata[k])[rec * vcols[k] + c] = x;
             } else if (m <= -2) {
                 int64_t *sp = spans + (rec * nspan + (-2 - m)) * 2;
                 sp[0] = s - base; sp[1] = t - base;

@@ -223,3 +223,8 @@ lu = [
     assert len(lm) == 2 * sum(len(ln.split()) - (0 if ln.startswith("</s>") else -1) - 1 for ln in LM)
     lu_lines = (tmp_path / "lu.txt").read_text().splitlines()
     assert len(lu_lines) == 2 * 13 and len(lu_lines[0].split()) == 33
+
+
+def test_lu_default_context_is_the_word_itself(lu):
+    mb = _mb(build_reader(_lu_section(lu), max_sweeps=1))
+    assert _ids(mb["labelIn"])[1] == [[0], [8], [10], [9], [1]]     # BOS show <unk> flights EOS

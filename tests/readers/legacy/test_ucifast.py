@@ -198,7 +198,7 @@ def test_chunks_and_keys(tmp_path):
 
 @pytest.mark.parametrize("text", [
     b"1 2 a\n\n  3.5\t4 bb \r\n5 x c\n6\n",
-    b"+1 -2e3 .5 7. q\n1e 2 3 4 5\n\n\n-0 1E+2 3 4 5",
+    b"+1 -2e3 .5 7. q\n1e 2 3 4 5\n\n\n-0 1E+2 3 4 5\n-12 1234567890 x y 0012\n- 1 2 3 4\n",
     b"",
     b"\n \n",
 ])
@@ -211,15 +211,15 @@ def test_native_parser_equals_python_reference(text):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
     begin, end, count, first = textparse._py_index(text, 0, 1 << 20)
-    colmap = np.array([0, 1, -2, -1, 2], np.int32)
+    colmap = np.array([0, 1, -2, -1, 1 << 16], np.int32)        # columns 0, 1 -> array 0; 4 -> array 1
     for b0, e0, n, f in zip(begin, end, count, first):
         outs = []
         for fn in (textparse._mod.parse_records, textparse._py_parse):
-            v = np.zeros((n, 3), np.float64)
+            v = (np.zeros((n, 2), np.float64), np.zeros((n, 1), np.float64))
             s = np.zeros((n, 1, 2), np.int64)
             bad = np.zeros(n, np.uint8)
             r = fn(text, int(b0), int(e0), int(f), colmap, v, s, bad)
-            outs.append((r[0], [tuple(x) for x in r[1]], v, s, bad))
+            outs.append((r[0], [tuple(x) for x in r[1]], *v, s, bad))
         assert outs[0][:2] == outs[1][:2]
         for x, y in zip(outs[0][2:], outs[1][2:]):
             np.testing.assert_array_equal(x, y)

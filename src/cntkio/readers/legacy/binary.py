@@ -281,8 +281,8 @@ class BinaryCache:
                 rows = np.flatnonzero(ids != NO_LABEL)
                 onehot[rows, ids[rows]] = 1
                 out[s.name] = onehot
-            else:
-                out[s.name] = np.array(arr, self.deser.dtype)
+            else:                 # a view of the mapped file (the packer copies what it takes)
+                out[s.name] = arr if arr.dtype == self.deser.dtype else arr.astype(self.deser.dtype)
         return out, invalid
 
     def close(self) -> None:

@@ -104,8 +104,8 @@ class BinaryReaderDeserializer(DeserializerBase):
                 values = np.zeros((b - a, info.sample_shape[0]), self.dtype)
                 rows = np.flatnonzero(ids != NO_LABEL)
                 values[rows, ids[rows]] = 1
-            else:
-                values = np.array(arr, self.dtype)
+            else:                 # a view of the mapped file (the packer copies what it takes)
+                values = arr if arr.dtype == self.dtype else arr.astype(self.dtype)
             streams[e["name"]] = DenseStream(values, offsets)
         return ChunkData(table, streams, invalid if invalid.any() else None)
 

@@ -52,13 +52,11 @@ def one_hot_sparse(ids: np.ndarray, offsets: np.ndarray, dim: int, dtype) -> Spa
     """One-hot samples as CSR: one non-zero per sample (``ids`` may hold several per sample when
     ``ids`` is 2-D: one column per non-zero, each block of ``dim`` columns offset)."""
     ids = np.asarray(ids)
-    per = 1 if ids.ndim == 1 else ids.shape[1]
     n = ids.shape[0]
+    ids = ids.reshape(n, -1)
+    per = ids.shape[1]
     indptr = np.arange(0, (n + 1) * per, per, dtype=np.int64)
-    if per == 1:
-        indices = ids.astype(np.int32)
-    else:
-        indices = (ids + (np.arange(per) * dim)[None, :]).astype(np.int32).ravel()
+    indices = (ids + (np.arange(per) * dim)[None, :]).astype(np.int32).ravel()
     return SparseStream(indptr, indices, np.ones(n * per, dtype), offsets, dim * per)
 
 

@@ -9,9 +9,10 @@ int64 arrays, one entry per chunk of whole lines; blank lines (spaces, tabs, CR 
 records.
 
 ``parse_records(buf, begin, end, first_line, colmap, values, spans, bad)`` -> ``(records,
-errors)``: fills ``values[N, V]`` (float32/64), ``spans[N, L, 2]`` (byte spans of label tokens)
-and ``bad[N]`` (uint8) for the records of ``buf[begin:end]``; column ``j`` goes to value column
-``colmap[j]`` (>= 0), to span ``-2 - colmap[j]`` (<= -2) or nowhere (-1). ``errors`` lists
+errors)``: fills ``values`` (a tuple of ``[N, V_i]`` float32 or float64 arrays, one dtype),
+``spans[N, L, 2]`` (byte spans of label tokens) and ``bad[N]`` (uint8) for the records of
+``buf[begin:end]``; column ``j`` goes to ``values[colmap[j] >> 16][:, colmap[j] & 0xFFFF]``
+(``colmap[j] >= 0``), to span ``-2 - colmap[j]`` (<= -2) or nowhere (-1). ``errors`` lists
 ``(record, line, column, code)``: code 1 = too few columns (column = the count found), 2 = not a
 number.
 """
@@ -68,7 +69,7 @@ def _py_parse(buf, begin, end, first_line, colmap, values, spans, bad):
     rec = 0
     errors = []
     for i, (pos, raw) in enumerate(_lines(buf, begin, end)):
-        if rec >= len(values) or pos >= end:
+        if rec >= len(bad) or pos >= end:
             break
         if not raw.strip(b" \t\r"):
             continue
@@ -82,7 +83,7 @@ def _py_parse(buf, begin, end, first_line, colmap, values, spans, bad):
                 if not _NUMBER.match(tok):
                     code = 2
                     break
-                values[rec, j] = float(tok)
+                values[j >> 16][rec, j & 0xFFFF] = float(tok)
             elif j <= -2:
                 spans[rec, -2 - j] = (pos + m.start(), pos + m.end())
             col += 1

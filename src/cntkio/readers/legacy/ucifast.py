@@ -56,6 +56,8 @@ _log = get_logger("readers.legacy.uci")
 
 DESERIALIZER_TYPE = "UCIFastReaderDeserializer"
 LABEL_TYPES = ("category", "regression", "none")
+#: text chunks of 4 MiB: several chunks of a file are parsed at once on the engine's load threads
+UCI_CHUNK_SIZE_IN_BYTES = 4 << 20
 #: at most this many bad records are logged one by one per chunk
 _LOG_ERRORS = 10
 
@@ -110,9 +112,11 @@ def _numeric_labels(mapping: list[str]) -> np.ndarray | None:
 class _LabelTable:
     """Label text/value -> id, vectorized (no Python object per record)."""
 
-    def __init__(self, stream: UCIStream) -> None:
+    def __init__(self, stream: UCIStream, dtype=np.float64) -> None:
         self.stream = stream
         self.numeric = None if stream.mapping is None else _numeric_labels(stream.mapping)
+        if self.numeric is not None:       # compared with values parsed in the reader's precision
+            self.numeric = self.numeric.astype(dtype).astype(np.float64)
         self.by_text = stream.mapping is not None and self.numeric is None
         if self.numeric is not None:
             order = np.argsort(self.numeric, kind="stable")
@@ -165,10 +169,9 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
     colmap = np.full(ncols, -1, np.int32)
     colmap[stream.start] = -2
     for b, e, n, f in zip(begin.tolist(), end.tolist(), count.tolist(), first.tolist()):
-        values = np.zeros((n, 0), np.float64)
         spans = np.zeros((n, 1, 2), np.int64)
         bad = np.zeros(n, np.uint8)
-        _, errors = parse_records(buf, b, e, f, colmap, values, spans, bad)
+        _, errors = parse_records(buf, b, e, f, colmap, (), spans, bad)
         if errors:
             rec, line, col, code = errors[0]
             raise ValueError(f"{path}:{line}: too few columns for the label column {stream.start} "
@@ -229,7 +232,7 @@ class UCIFastDeserializer(DeserializerBase):
         precision = to_choice(config.get("precision", "float"), "precision", ("float", "double"))
         self.dtype = np.float32 if precision == "float" else np.float64
         self.records_per_chunk = to_int(config.get("recordsPerChunk", 0), "recordsPerChunk", minimum=0)
-        self.chunk_bytes = to_int(config.get("chunkSizeInBytes", DEFAULT_CHUNK_SIZE_IN_BYTES),
+        self.chunk_bytes = to_int(config.get("chunkSizeInBytes", UCI_CHUNK_SIZE_IN_BYTES),
                                   "chunkSizeInBytes", minimum=1)
         self.streams = [_stream(name, spec) for name, spec in dict(config.get("streams") or {}).items()]
         self.streams = [s for s in self.streams if s.label_type != "none"]
@@ -256,12 +259,14 @@ class UCIFastDeserializer(DeserializerBase):
 
     # --- columns --------------------------------------------------------------------------------
     def _plan_columns(self) -> None:
+        """Which output each column goes to: stream values (data, regression labels, numeric
+        category labels) each get their own array (``colmap`` = array << 16 | column), text
+        labels a byte span."""
         ncols = max(s.start + s.dim for s in self.streams)
         colmap = np.full(ncols, -1, np.int32)
-        self._value_cols: dict[str, tuple[int, int]] = {}
+        self._outputs: list[tuple[str, int]] = []
         self._span_index: dict[str, int] = {}
         owner = [None] * ncols
-        nval = 0
         nspan = 0
         for s in self.streams:
             for j in range(s.start, s.start + s.dim):
@@ -269,17 +274,17 @@ class UCIFastDeserializer(DeserializerBase):
                     raise ConfigError(f"column {j} belongs to both {owner[j]!r} and {s.name!r}",
                                       path=f"{s.name}.start")
                 owner[j] = s.name
-            table = _LabelTable(s) if s.label_type == "category" else None
+            table = _LabelTable(s, self.dtype) if s.label_type == "category" else None
             s.extra["table"] = table
             if table is not None and table.by_text:
                 colmap[s.start] = -2 - nspan
                 self._span_index[s.name] = nspan
                 nspan += 1
             else:
-                colmap[s.start:s.start + s.dim] = np.arange(nval, nval + s.dim, dtype=np.int32)
-                self._value_cols[s.name] = (nval, nval + s.dim)
-                nval += s.dim
-        self._colmap, self._nval, self._nspan = colmap, nval, nspan
+                k = len(self._outputs)
+                colmap[s.start:s.start + s.dim] = (k << 16) | np.arange(s.dim, dtype=np.int32)
+                self._outputs.append((s.name, s.dim))
+        self._colmap, self._nspan = colmap, nspan
 
     # --- the protocol ---------------------------------------------------------------------------
     def stream_infos(self) -> list[StreamInformation]:
@@ -308,24 +313,22 @@ class UCIFastDeserializer(DeserializerBase):
         """Chunk ``chunk_id`` of the text: ``({stream: [n, out_dim]}, invalid[n])``."""
         buf = self._buf if buf is None else buf
         b, e, n, f = (int(x[chunk_id]) for x in self._chunks)
-        values = np.zeros((n, self._nval), self.dtype)
+        values = {name: np.zeros((n, w), self.dtype) for name, w in self._outputs}
         spans = np.zeros((n, self._nspan, 2), np.int64)
         bad = np.zeros(n, np.uint8)
-        got, errors = parse_records(buf, b, e, f, self._colmap, values, spans, bad)
+        got, errors = parse_records(buf, b, e, f, self._colmap, tuple(values.values()), spans, bad)
         ncols = len(self._colmap)
         messages = [self._message(line, col, code, ncols) for _, line, col, code in errors]
         out: dict[str, np.ndarray] = {}
         for s in self.streams:
             table = s.extra["table"]
             if table is None:
-                a, z = self._value_cols[s.name]
-                out[s.name] = np.ascontiguousarray(values[:, a:z])
+                out[s.name] = values[s.name]
                 continue
             if table.by_text:
                 ids = table.ids_from_spans(buf, spans[:, self._span_index[s.name]])
             else:
-                a, _ = self._value_cols[s.name]
-                ids = table.ids_from_values(values[:, a].astype(np.float64))
+                ids = table.ids_from_values(values[s.name][:, 0].astype(np.float64))
             missing = (ids < 0) & (bad == 0)
             if missing.any():
                 lines = _record_lines(buf, b, e, f, np.flatnonzero(missing)[:_LOG_ERRORS])
