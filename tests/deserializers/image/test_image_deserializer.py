@@ -125,6 +125,13 @@ def test_zip_members_read_like_files_and_the_archive_opens_once_per_thread(tmp_p
     # once on the creating thread (the first image gives the shape) and once per loader thread (at
     # most 2 here), not once per image
     assert 1 <= len(opened) <= 3
+    from cntkio.registry import build_deserializer
+    d = build_deserializer(ImageDeserializer(zipped, _streams()))
+    d.get_chunk(1)
+    held = list(d._all_zips)
+    assert held and all(z.fp is not None for z in held)
+    d.close()
+    assert all(z.fp is None for z in held)                      # closed, whichever thread opened them
 
 
 def test_absent_zip_member_is_named_and_counted(tmp_path, caplog):

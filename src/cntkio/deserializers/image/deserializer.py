@@ -155,6 +155,8 @@ class _ImageCore(DeserializerBase):
         self.map_dir = os.path.dirname(os.path.abspath(self.map_file))
         self._cv2 = cv2_module()
         self._zips = threading.local()
+        self._all_zips: list = []           # every thread's open archives, closed by close()
+        self._zips_lock = threading.Lock()
 
     # --- decoding and transforms -----------------------------------------------------------
     def _decode(self, data: np.ndarray) -> np.ndarray | None:
@@ -274,6 +276,8 @@ class ImageDataDeserializer(_ImageCore):
         z = zips.get(arch)
         if z is None:
             z = zips[arch] = zipfile.ZipFile(arch + ".zip")
+            with self._zips_lock:
+                self._all_zips.append(z)
         return np.frombuffer(z.read(inner.lstrip("/")), np.uint8)
 
     def _load(self, i: int, sweep: int = 0):
@@ -304,10 +308,12 @@ class ImageDataDeserializer(_ImageCore):
         return self._pack(self.keys[chunk_id:chunk_id + 1], self.labels[chunk_id:chunk_id + 1], [img], [where])
 
     def close(self) -> None:
-        zips = self._zips.__dict__.get("open", {})
-        for z in zips.values():
+        """Close the zip archives every loader thread opened."""
+        with self._zips_lock:
+            opened, self._all_zips = self._all_zips, []
+        for z in opened:
             z.close()
-        zips.clear()
+        self._zips = threading.local()
 
 
 class Base64ImageDataDeserializer(_ImageCore):
