@@ -4,6 +4,7 @@
 
     cntkio configFile=x.cntk [configFile=y.cntk | configFile=x.cntk+y.cntk] [name=value ...]
     cntkio show-config configFile=x.cntk [name=value ...]
+    cntkio show-network configFile=x.cntk [name=value ...]
     cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | cntkio convert bin2ctf IN.cbf OUT.ctf
     cntkio --help | --version
 
@@ -33,6 +34,7 @@ def usage() -> str:
     lines = [
         "usage: cntkio configFile=FILE[+FILE...] [configFile=FILE ...] [name=value ...]",
         "       cntkio show-config configFile=FILE [name=value ...]",
+        "       cntkio show-network configFile=FILE [name=value ...]",
         "       cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | bin2ctf IN.cbf OUT.ctf",
         "       cntkio --help | --version",
         "",
@@ -43,6 +45,7 @@ def usage() -> str:
         "stderr=PREFIX (log to PREFIX_<cmd1>_<cmd2>.log).",
         "",
         "show-config prints the resolved configuration (after includes, overrides and $var$).",
+        "show-network prints the networks of the commands (nodes, dimensions, parameter counts).",
         "",
         "actions:",
     ]
@@ -80,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args[0] in ("show-config", "showConfig", "--show-config"):
             return _show_config(args[1:])
+        if args[0] == "show-network":  # docs/ndl.md
+            from .actions.show_network import main as show_network
+            return show_network(args[1:])
         if args[0] == "convert":  # docs/binary.md
             from .deserializers.cbf.cli import main as convert
             return convert(args[1:])

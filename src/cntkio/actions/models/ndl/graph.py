@@ -340,6 +340,29 @@ class GraphNetwork(nn.Module):
             mod = mod._modules[p]
         return mod, parts[-1]
 
+    def summary(self) -> str:
+        """The graph as text: one line per node in evaluation order (name, function and inputs,
+        dimensions, per-sample or not, learnable values), the groups, the parameter count."""
+        rows = []
+        for n in self.order:
+            node = self.graph.nodes[n]
+            kind = lookup(node.op).kind
+            count = numel(self.shapes[n]) if kind == "param" else 0
+            what = f"{node.op}({', '.join(node.inputs)})"
+            dims = "x".join(str(d) for d in self.shapes[n])
+            dims = f"[{dims}]" + (" per sample" if self.sample[n] else "")
+            extra = f"{count} learnable" if count and node.grad else (f"{count} fixed" if count else "")
+            rows.append((n, what, dims, extra))
+        w = [max((len(r[i]) for r in rows), default=0) for i in range(3)]
+        lines = [f"{a.ljust(w[0])}  {b.ljust(w[1])}  {c.ljust(w[2])}  {d}".rstrip() for a, b, c, d in rows]
+        for g, members in self.graph.groups.items():
+            if members:
+                lines.append(f"{g} nodes: {', '.join(members)}")
+        total = sum(p.numel() for p in self.parameters())
+        trained = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        lines.append(f"{len(self.order)} nodes, {total} parameters ({trained} learnable)")
+        return "\n".join(lines) + "\n"
+
     # --- evaluation ------------------------------------------------------------------------
     def _plan(self, fed: frozenset, wanted: tuple) -> list:
         key = (fed, wanted)
