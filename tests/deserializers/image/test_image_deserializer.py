@@ -83,6 +83,40 @@ def test_one_image_and_at_most_one_label_stream(tmp_path):
         MinibatchSource(d)
 
 
+def test_the_spec_example_joining_images_with_ctf_rois_and_labels(tmp_path):
+    # composite-readers-deserializers-transforms.txt, the second Python example, sizes made small
+    from cntkio import CTFDeserializer
+    _images(tmp_path, 3, size=(6, 8))
+    map_file = _map(tmp_path, [f"im{i}.bmp\t0\n" for i in range(3)])
+    n_rois, n_classes = 2, 3
+    rois_dim, label_dim = 4 * n_rois, n_classes * n_rois
+    roi_file, label_file = tmp_path / "rois.txt", tmp_path / "labels.txt"
+    roi_file.write_text("".join(f"{i} |rois {' '.join(str(i * 10 + k) for k in range(rois_dim))}\n"
+                                for i in (2, 0, 1)))
+    label_file.write_text("".join(f"{i} |roiLabels {' '.join(str(float(k == i)) for k in range(label_dim))}\n"
+                                  for i in range(3)))
+    scale = ImageDeserializer.scale(width=10, height=10, channels=3, scale_mode="pad", pad_value=114,
+                                    interpolations='linear')
+    image_source = ImageDeserializer(map_file)
+    image_source.ignore_labels()
+    image_source.map_features('features', [scale])
+    # the example's CTF part spells its streams with map_input (CTFDeserializer(file) then
+    # .map_input(name, dim, format)); cntkio's CTFDeserializer takes them as StreamDefs
+    roi_source = CTFDeserializer(str(roi_file), StreamDefs(rois=StreamDef(field="rois", shape=rois_dim)))
+    label_source = CTFDeserializer(str(label_file), StreamDefs(
+        roiLabels=StreamDef(field="roiLabels", shape=label_dim)))
+    reader = MinibatchSource([image_source, roi_source, label_source], randomize=False, max_sweeps=1)
+    mb = reader.next_minibatch(3)
+    feats = mb[reader.streams.features].asarray()[:, 0]
+    rois = mb[reader.streams.rois].asarray()[:, 0]
+    labels = mb[reader.streams.roiLabels].asarray()[:, 0]
+    assert feats.shape == (3, 3, 10, 10)
+    np.testing.assert_array_equal(rois[:, 0], [0, 10, 20])        # joined by key (the map's line number)
+    np.testing.assert_array_equal(labels.argmax(axis=1), [0, 1, 2])
+    want = cv2.resize(cv2.imread(str(tmp_path / "im1.bmp")), (10, 8))
+    np.testing.assert_array_equal(feats[1][:, 1:9], want.transpose(2, 0, 1))
+
+
 def test_ignore_labels_and_map_features_as_in_the_spec(tmp_path):
     _images(tmp_path, 2, size=(6, 8))
     mp = _map(tmp_path, ["im0.bmp\t0\n", "im1.bmp\t9\n"])
