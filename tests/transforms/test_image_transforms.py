@@ -119,7 +119,7 @@ def test_several_interpolations_draw_one_per_image():
 
 @pytest.mark.parametrize("bad", [
     T.crop(crop_type="randomside"), T.crop(crop_type="center", side_ratio=1.5),
-    T.crop(crop_type="multiview10", side_ratio=0.5), T.scale(8, 8, 3, scale_mode="stretch"),
+    T.crop(crop_type="multiview", side_ratio=0.5), T.scale(8, 8, 3, scale_mode="stretch"),
     T.color(brightness_radius=2.0), {"type": "Crop", "cropType": "sideways"},
 ])
 def test_bad_options_name_the_option(bad):

@@ -64,8 +64,8 @@ def _opt(name: str, config: Mapping) -> str:
 # --- Crop -----------------------------------------------------------------------------------
 
 class Crop:
-    """``type = "Crop"``: ``cropType`` Center | RandomSide | RandomArea (Multiview10 is not
-    implemented), ``cropSize`` (w or w:h, 0 = none), ``sideRatio``, ``areaRatio``, ``aspectRatio``
+    """``type = "Crop"``: ``cropType`` Center | RandomSide | RandomArea | Multiview10 (as CNTK 2.7's
+    ImageDeserializer does it: one view per image, view 0, the top-left corner), ``cropSize`` (w or w:h, 0 = none), ``sideRatio``, ``areaRatio``, ``aspectRatio``
     (ranges lo:hi), ``jitterType`` None | UniRatio, ``hflip`` (default: true for the random types,
     as CNTK flips their crops horizontally with probability 1/2)."""
 
@@ -73,10 +73,6 @@ class Crop:
 
     def __init__(self, config: Mapping) -> None:
         self.crop_type = to_choice(_get(config, "cropType", "center"), _opt("cropType", config), self.TYPES)
-        if self.crop_type == "multiview10":
-            raise ConfigError("cropType = Multiview10 is not implemented in cntkio (each image would "
-                              "become 10 sequences); use Center, RandomSide or RandomArea",
-                              path=_opt("cropType", config))
         size = _get(config, "cropSize", 0)
         w, h = to_pair(size, _opt("cropSize", config))
         if w < 0 or h < 0:
@@ -94,7 +90,7 @@ class Crop:
         if self.aspect_ratio[0] <= 0:
             raise ConfigError(f"aspectRatio must be > 0, found {self.aspect_ratio}",
                               path=_opt("aspectRatio", config))
-        self.random_type = self.crop_type != "center"
+        self.random_type = self.crop_type in ("randomside", "randomarea")
         if self.random_type and self.crop_size is None and self.side_ratio[1] <= 0 and self.area_ratio[1] <= 0:
             raise ConfigError(f"cropType = {self.crop_type} needs cropSize, sideRatio or areaRatio",
                               path=_opt("cropType", config))
@@ -131,6 +127,8 @@ class Crop:
         if self.random_type:
             x0 = int(rng.integers(0, W - w + 1))
             y0 = int(rng.integers(0, H - h + 1))
+        elif self.crop_type == "multiview10":
+            x0 = y0 = 0          # CNTK 2.7's ImageDeserializer: view 0 of the 10, the top-left corner
         else:
             x0, y0 = (W - w) // 2, (H - h) // 2
         return x0, y0, w, h

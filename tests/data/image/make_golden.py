@@ -94,6 +94,10 @@ def cases() -> list[dict]:
                                        scale(8, 8, 3, "linear", "fill"), mean("mean8x8.xml")])
     add("gray_crop_scale", two(10, 10), [crop(crop_type="center", side_ratio=0.5), scale(4, 4, 1, "cubic")],
         options={"grayscale": True})
+    # CNTK 2.7's composite ImageDeserializer gives Multiview10 one view per image: view 0, the
+    # top-left corner, unflipped (measured)
+    add("multiview10_size4", two(6, 4), [crop(crop_type="multiview10", crop_size=4)])
+    add("multiview10_side0.5", two(16, 12), [crop(crop_type="multiview10", side_ratio=0.5)])
     return c
 
 
