@@ -598,12 +598,15 @@ def test_the_configuration_pages_uci_fast_reader_sections_name_the_implemented_t
             ]
         ]
         """))
-    for section in ("mnistTrain", "mnistTest"):
-        with pytest.raises(UnsupportedReaderError) as err:
-            reader_spec(cfg(section)("reader"))
-        assert err.value.path == f"{section}.reader.readerType"
-        assert "readerType 'UCIFastReader' is not implemented" in str(err.value)
-        assert "CNTKTextFormatReader" in str(err.value)
+    # UCIFastReader is implemented (readers/legacy/ucifast.py): each section is one deserializer
+    for section, randomize in (("mnistTrain", True), ("mnistTest", False)):
+        spec = reader_spec(cfg(section)("reader"))
+        assert spec.reader_type == "UCIFastReader" and spec.stream_names == ["features", "labels"]
+        (dconf,) = spec.deserializers
+        assert dconf["type"] == "UCIFastReaderDeserializer" and dconf["file"].endswith("mnist_train.txt"
+                                                                                          if randomize else "mnist_test.txt")
+        assert dconf["streams"]["labels"] == {"dim": 1, "start": 0, "labelType": "category", "labelDim": 10}
+        assert spec.source_kwargs["randomize"] is randomize
 
 
 def test_an_undefined_variable_elsewhere_in_the_file_does_not_stop_this_reader():

@@ -134,8 +134,13 @@ class EpochReader:
             pos = self.position()
         else:
             pos = self.seek(start)
+        # legacy readers' minibatchMode = Full: no partial minibatch at an epoch's end, the
+        # records left are skipped (the next epoch starts at its own slice anyway)
+        full = bool(getattr(self.source, "full_minibatches", False)) and not truncated
         try:
             while truncated or pos < end:
+                if full and end - pos < self.minibatch_size:
+                    break
                 size = self.minibatch_size if truncated else min(self.minibatch_size, end - pos)
                 if engine is not None:
                     # the worker's budget is size // workers (at least 1); asking for less than

@@ -68,6 +68,8 @@ class ReaderSpec:
     whole_dataset_window: str | None = None
     #: the reader section's key path (for error messages)
     path: str = "reader"
+    #: legacy readers' minibatchMode = Full: epochs deliver no partial minibatch (readers/epochs.py)
+    full_minibatches: bool = False
 
 
 # types resolve through cntkio.registry: the one table of config type names
@@ -134,7 +136,7 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
         spec.deserializers.append(dconf)
         legacy = True
 
-    spec.source_kwargs = _source_kwargs(reader, spec, legacy)
+    spec.source_kwargs = _source_kwargs(reader, spec, legacy, own_randomize=adapter is not None)
     if legacy and adapter is not None:
         adapter.source_options(reader, spec)
     return spec
@@ -216,9 +218,10 @@ def _transforms(isec: Section, type_name: str, factory) -> list[dict]:
     return out
 
 
-def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool) -> dict[str, Any]:
+def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool, own_randomize: bool = False) -> dict[str, Any]:
     kw: dict[str, Any] = {}
-    randomize = _randomize(reader)
+    # a legacy adapter reads its own randomize (Auto/None/N) in source_options
+    randomize = True if own_randomize else _randomize(reader)
     kw["randomize"] = randomize
     kw["randomization_seed"] = reader.int("randomizationSeed", 0, minimum=0)
 
@@ -287,8 +290,6 @@ def _randomize(reader: Section) -> bool:
         return True
     if value == "none":
         return False
-    if value.isdigit():          # legacy readers: N records per randomization block
-        return value != "0"
     try:
         return reader.bool("randomize")
     except ConfigError:
@@ -344,4 +345,6 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
             kw["randomization_window_in_chunks"] = max(1, len(infos))
     kw.update(overrides)
     from ..source import MinibatchSource
-    return MinibatchSource(deserializers if len(deserializers) > 1 else deserializers[0], **kw)
+    source = MinibatchSource(deserializers if len(deserializers) > 1 else deserializers[0], **kw)
+    source.full_minibatches = spec.full_minibatches
+    return source

@@ -165,3 +165,15 @@ def test_writers_and_readers_are_found_by_name(tmp_path):
         registry._WRITERS.pop("RecordingWriter")
     assert {"UCIFastReader", "BinaryReader", "SequenceReader", "LMSequenceReader",
             "LUSequenceReader"} <= set(registry.implemented_reader_types())
+
+
+def test_full_minibatch_mode(uci):
+    d, ref = uci
+    r = DataReader(_config(d, minibatchMode="Full"))
+    r.start_minibatch_loop(4, epoch=0, requested_epoch_samples=10)
+    m: dict = {}
+    sizes = []
+    while r.get_minibatch(m):
+        sizes.append(m["features"].shape[0])
+    assert sizes == [4, 4]
+    r.destroy()

@@ -251,3 +251,15 @@ dump = [ action = dumpReader; outputFile = out.txt; minibatchSize = 4
     assert (tmp_path / "labels.map").read_text() == "bird\ncat\ndog\n"
     lines = (tmp_path / "out.txt").read_text().splitlines()
     assert lines[4:] == ["0 1 0", "0 0 1", "0 1 0", "1 0 0"]
+
+
+@pytest.mark.parametrize("mode,sizes", [("Partial", [64, 64, 64, 64, 44]), ("Full", [64, 64, 64, 64])])
+def test_minibatch_mode(tmp_path, mode, sizes):
+    _mnist_like(tmp_path / "d.txt", n=300)
+    sec = _section(tmp_path / "d.txt", randomize="None", minibatchMode=mode)
+    src = build_reader(sec)
+    reader = EpochReader(src, minibatch_size=64, epoch_size=300)
+    for epoch in (0, 1):          # Full skips the last 44 records of each epoch; epoch 1 starts at 300
+        got = [next(iter(m.values())).num_samples for m in reader.epoch(epoch)]
+        assert got == sizes
+    src.close()

@@ -24,7 +24,7 @@ from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_array, to_choice, to_int, to_str
 from .binary import NO_LABEL, BinaryFile, CacheError
-from .sections import block_source_options, check_partial, randomize_option
+from .sections import apply_shared_options, block_source_options, randomize_option
 
 __all__ = ["BinaryReaderDeserializer", "build", "DESERIALIZER_TYPE"]
 
@@ -135,7 +135,7 @@ class BinaryReaderAdapter:
     deserializer_type = DESERIALIZER_TYPE
 
     def config(self, sec: Any, spec: Any) -> dict:
-        check_partial(sec)
+        apply_shared_options(sec, spec)
         files = [str(x) for x in sec.list("file")]
         randomize, block = randomize_option(sec)
         config = {"type": self.deserializer_type, "file": files,

@@ -77,6 +77,7 @@ class DataReader:
         from ...source import MinibatchSource
         ds = self._deserializers
         self._source = MinibatchSource(ds if len(ds) > 1 else ds[0], **kw)
+        self._source.full_minibatches = spec.full_minibatches
         sec = as_section(config, "reader")
         if sec.exists("nbruttsineachrecurrentiter"):
             self._nbr_slices = sec.int("nbruttsineachrecurrentiter", minimum=1)

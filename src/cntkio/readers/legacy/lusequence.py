@@ -38,7 +38,7 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, SequenceTable
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
-from .sections import block_source_options, check_partial, randomize_option
+from .sections import apply_shared_options, block_source_options, randomize_option
 from .sequence import _as_dict, one_hot_sparse
 from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
 
@@ -224,7 +224,7 @@ class LUSequenceAdapter:
     deserializer_type = DESERIALIZER_TYPE
 
     def config(self, sec: Any, spec: Any) -> dict:
-        check_partial(sec)
+        apply_shared_options(sec, spec)
         sec.int("nbruttsineachrecurrentiter", 1, minimum=1)     # see SequenceReader: checked only
         names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
                  and any(str(x).lower() in ("token", "labeldim") for x in _as_dict(sec.raw(k, inherit=False)))]

@@ -15,7 +15,8 @@ LUSequenceReader, HTKMLFReader) are read here, once:
   else the whole data set). cntkio's block randomizer does it: the blocks are its chunks and the
   window is one chunk, so a block's records are shuffled among themselves; the blocks' order is
   shuffled too (CNTK read them in file order).
-* ``minibatchMode``: ``Partial`` (default) or ``Full``.
+* ``minibatchMode``: ``Partial`` (default) or ``Full`` (epochs deliver no partial minibatch:
+  ``ReaderSpec.full_minibatches``, applied by :class:`cntkio.readers.EpochReader`).
 * ``readMethod``, ``readAhead``, ``verbosity``: see :func:`shared_options`.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["randomize_option", "shared_options", "stream_sections", "block_source_options", "cache_config",
-           "check_partial",
+           "apply_shared_options",
            "UCIFastAdapter"]
 
 
@@ -80,12 +81,11 @@ def stream_sections(sec: Any) -> list[str]:
     return names
 
 
-def check_partial(sec: Any) -> dict[str, Any]:
-    """:func:`shared_options`, refusing ``minibatchMode = Full`` (not implemented in cntkio)."""
+def apply_shared_options(sec: Any, spec: Any) -> dict[str, Any]:
+    """:func:`shared_options`, with ``minibatchMode = Full`` recorded in the reader spec (the
+    epochs then deliver no partial minibatch)."""
     options = shared_options(sec)
-    if options["minibatchMode"] == "full":
-        raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
-                        "use Partial (the default): the last minibatch of an epoch may be smaller")
+    spec.full_minibatches = options["minibatchMode"] == "full"
     return options
 
 
@@ -129,7 +129,7 @@ class UCIFastAdapter:
         if len(distinct) > 1:
             raise sec.error("file", f"UCIFastReader reads one file for all sections; found {', '.join(map(repr, distinct))}",
                             "move file = ... up to the reader section")
-        check_partial(sec)
+        apply_shared_options(sec, spec)
         randomize, block = randomize_option(sec)
         config: dict[str, Any] = {"type": self.deserializer_type, "file": distinct[0], "streams": streams,
                                   "recordsPerChunk": block if randomize else 0}

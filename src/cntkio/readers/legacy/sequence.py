@@ -37,7 +37,7 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, Sequenc
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
-from .sections import block_source_options, check_partial, randomize_option
+from .sections import apply_shared_options, block_source_options, randomize_option
 from .vocab import WordClasses, count_words, line_blocks, map_tokens
 
 __all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
@@ -220,7 +220,7 @@ class SequenceAdapter:
     deserializer_type = DESERIALIZER_TYPE
 
     def config(self, sec: Any, spec: Any) -> dict:
-        check_partial(sec)
+        apply_shared_options(sec, spec)
         # parallel sentences: the engine packs whole sentences up to minibatchSize words (or
         # truncated BPTT with truncated/truncationLength); the value is checked, not used
         sec.int("nbruttsineachrecurrentiter", 1, minimum=1)
