@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FormatError
+from .mlfscan import mlf_key, scan_mlf, state_table
 from .text import hash_names
 
 __all__ = ["MLFIndex", "parse_mlf_files", "read_state_list", "mlf_key"]
@@ -50,15 +51,6 @@ def read_state_list(path: str) -> dict[str, int]:
     out.pop("", None)
     log.info("Total (%d) state names in state list '%s'", len(lines), path)
     return out
-
-
-def mlf_key(name: str) -> str:
-    """The key of a quoted MLF entry name (without its quotes)."""
-    if name.startswith("*/"):
-        name = name[2:]
-    slash = max(name.rfind("/"), name.rfind("\\"))
-    dot = name.rfind(".")
-    return name[:dot] if dot > slash + 1 else name
 
 
 @dataclass
@@ -89,7 +81,9 @@ def _frame(t: int) -> int:
     return (t + FRAME_100NS // 2) // FRAME_100NS
 
 
-def _parse_one(path: str, states: dict[str, int], dim: int, seen: set, out: dict) -> None:
+def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
+    """The line-by-line parser (the reference; :func:`mlfscan.scan_mlf` is its vectorized twin):
+    ``{names, lines, counts, starts, ends, labels}`` of the file's closed entries, in order."""
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "surrogateescape")
@@ -101,8 +95,9 @@ def _parse_one(path: str, states: dict[str, int], dim: int, seen: set, out: dict
         i += 1
     if i == len(lines) or lines[i].strip() != HEADER:
         raise FormatError("Expected MLF header was not found.", file=path, line=i + 1, expected=HEADER,
-                          found=repr(lines[i]) if i < len(lines) else "end of file")
+                          found=repr(lines[i].strip()) if i < len(lines) else "end of file")
     i += 1
+    out: dict = {"names": [], "lines": [], "counts": [], "starts": [], "ends": [], "labels": []}
     name = None           # the open entry
     skipping = False
     entry_line = 0
@@ -116,7 +111,12 @@ def _parse_one(path: str, states: dict[str, int], dim: int, seen: set, out: dict
             continue
         if s == ".":
             if name is not None:
-                _close(path, entry_line, name, segs, seen, out)
+                out["names"].append(name)
+                out["lines"].append(entry_line)
+                out["counts"].append(len(segs))
+                out["starts"].extend(t[0] for t in segs)
+                out["ends"].extend(t[1] for t in segs)
+                out["labels"].extend(t[2] for t in segs)
             name, skipping, segs = None, False, []
             continue
         if skipping:
@@ -135,12 +135,11 @@ def _parse_one(path: str, states: dict[str, int], dim: int, seen: set, out: dict
         fields = [t for t in s.split(" ") if t]
         if len(fields) < 3:
             raise FormatError("do not support frame range format with less than two columns.", file=path,
-                              line=i, expected="start end label (separated by spaces)", found=repr(raw))
-        try:
-            t0, t1 = int(fields[0]), int(fields[1])
-        except ValueError:
+                              line=i, expected="start end label (separated by spaces)", found=repr(s))
+        if not (fields[0].isdigit() and fields[1].isdigit() and fields[0].isascii() and fields[1].isascii()):
             raise FormatError("the start and end times must be integers in 100 ns units", file=path,
-                              line=i, expected="start end label", found=repr(raw)) from None
+                              line=i, expected="start end label", found=repr(s))
+        t0, t1 = int(fields[0]), int(fields[1])
         label = states.get(fields[2])
         if label is None:
             raise FormatError(f"frame range state '{fields[2]}' is not found in the statelist", file=path,
@@ -148,44 +147,69 @@ def _parse_one(path: str, states: dict[str, int], dim: int, seen: set, out: dict
         if label >= dim:
             raise FormatError(f"Class id '{label}' exceeds the model output dimension '{dim}'.", file=path,
                               line=i, expected=f"a label index below dim {dim}", found=str(label))
-        segs.append((_frame(t0), _frame(t1), label, i))
+        segs.append((_frame(t0), _frame(t1), label))
     if name is not None:
         log.warning("%s: the last entry '%s' (line %d) has no terminating '.' and is dropped, as in CNTK",
                     path, name, entry_line)
+    return out
 
 
-def _close(path: str, line: int, name: str, segs: list, seen: set, out: dict) -> None:
-    if name in seen:
-        return                                  # the first entry of a key wins
-    seen.add(name)
-    starts = [s[0] for s in segs]
-    ends = [s[1] for s in segs]
-    valid = bool(segs) and starts[0] == 0 and all(a == b for a, b in zip(starts[1:], ends[:-1])) \
-        and all(b >= a for a, b in zip(starts, ends))
-    if not valid:
-        log.warning("%s:%d: Labels are not in the consecutive order MLF in label set for utterance "
-                    "'%s' (segments must start at frame 0 and be contiguous): an invalid sequence", path,
-                    line, name)
-    out["names"].append(name)
-    out["where"].append((path, line))
-    out["counts"].append(len(segs))
-    out["starts"].extend(starts)
-    out["ends"].extend(ends)
-    out["labels"].extend(s[2] for s in segs)
-    out["valid"].append(valid)
-
-
-def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int) -> MLFIndex:
-    """Several MLF files, their union in order (a key's first entry wins)."""
-    out: dict = {"names": [], "where": [], "counts": [], "starts": [], "ends": [], "labels": [], "valid": []}
+def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int, *, vectorized: bool = True) -> MLFIndex:
+    """Several MLF files, their union in order (a key's first entry wins). Each file is scanned
+    with NumPy (:func:`mlfscan.scan_mlf`), or parsed line by line when the scan hands it back
+    (or ``vectorized=False``)."""
+    table = state_table(states)
+    names: list = []
+    where: list = []
+    counts, starts, ends, labels = [], [], [], []
     seen: set = set()
     for p in paths:
-        _parse_one(p, states, dim, seen, out)
-    offsets = np.zeros(len(out["counts"]) + 1, np.int64)
-    np.cumsum(np.asarray(out["counts"], np.int64), out=offsets[1:])
-    starts = np.asarray(out["starts"], np.int64)
-    ends = np.asarray(out["ends"], np.int64)
-    idx = MLFIndex(hash_names(out["names"]), offsets, starts, ends, np.asarray(out["labels"], np.int32),
-                   np.asarray(out["valid"], bool), out["names"], out["where"])
+        part = scan_mlf(p, table[0], table[1], dim, log) if vectorized else None
+        if part is None:
+            part = _parse_lines(p, states, dim)
+        c = np.asarray(part["counts"], np.int64)
+        off = np.concatenate(([0], np.cumsum(c)))
+        keep_entries = []
+        for j, nm in enumerate(part["names"]):            # one step per utterance: first entry wins
+            if nm not in seen:
+                seen.add(nm)
+                keep_entries.append(j)
+        ke = np.asarray(keep_entries, np.int64)
+        seg_sel = np.concatenate([np.arange(off[j], off[j + 1]) for j in keep_entries]).astype(np.int64) \
+            if len(ke) and len(ke) != len(c) else np.arange(int(off[-1]), dtype=np.int64)
+        names.extend(part["names"][j] for j in keep_entries)
+        lines = np.asarray(part["lines"], np.int64)
+        where.extend((p, int(lines[j])) for j in keep_entries)
+        counts.append(c[ke] if len(ke) else np.zeros(0, np.int64))
+        starts.append(np.asarray(part["starts"], np.int64)[seg_sel])
+        ends.append(np.asarray(part["ends"], np.int64)[seg_sel])
+        labels.append(np.asarray(part["labels"], np.int32)[seg_sel])
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    counts_a, starts_a, ends_a = cat(counts, np.int64), cat(starts, np.int64), cat(ends, np.int64)
+    offsets = np.zeros(len(counts_a) + 1, np.int64)
+    np.cumsum(counts_a, out=offsets[1:])
+    valid = _validity(offsets, starts_a, ends_a)
+    for u in np.flatnonzero(~valid).tolist():
+        log.warning("%s:%d: Labels are not in the consecutive order MLF in label set for utterance '%s' "
+                    "(segments must start at frame 0 and be contiguous): an invalid sequence",
+                    where[u][0], where[u][1], names[u])
+    idx = MLFIndex(hash_names(names), offsets, starts_a, ends_a, cat(labels, np.int32), valid, names, where)
     log.info("MLF Deserializer: '%d' utterances with '%d' frames", len(idx), int(idx.lengths.sum()))
     return idx
+
+
+def _validity(offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per utterance: it has segments, the first starts at 0, each starts where the previous ended,
+    none ends before it starts."""
+    n = len(offsets) - 1
+    counts = np.diff(offsets)
+    valid = counts > 0
+    if len(starts) == 0:
+        return valid
+    utt = np.repeat(np.arange(n), counts)
+    first = np.zeros(len(starts), bool)
+    first[offsets[:-1][counts > 0]] = True
+    prev_end = np.concatenate(([0], ends[:-1]))
+    bad = (ends < starts) | np.where(first, starts != 0, starts != prev_end)
+    valid &= np.bincount(utt[bad], minlength=n) == 0
+    return valid

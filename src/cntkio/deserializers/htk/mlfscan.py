@@ -1,0 +1,201 @@
+"""A vectorized MLF scan: the whole file's lines classified and its segment lines parsed with
+NumPy (no Python object per segment line; one per utterance name).
+
+The result equals :func:`cntkio.deserializers.htk.mlf` 's line-by-line parser, which remains the
+reference and handles the rare shapes this scan hands back to it (an unquoted entry name, which
+CNTK skipped with a warning, or a line opening with a quote that does not end with one).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import FormatError
+from .text import fnv1a, hash_names, line_bounds, padded
+
+__all__ = ["scan_mlf", "FALLBACK", "mlf_key", "state_table"]
+
+#: returned when the file needs the line-by-line parser
+FALLBACK = None
+HEADER = b"#!MLF!#"
+
+
+def _strip(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Line ranges without leading/trailing spaces, TABs and CRs (empty lines: start == end).
+    Only the lines that start or end with one are looked at again (few, in a real MLF)."""
+    a, b = starts.copy(), ends.copy()
+    if len(data) == 0:
+        return a, b
+    ws = np.zeros(256, bool)
+    ws[[32, 9, 13]] = True
+    has = b > a
+    edge = np.zeros(len(a), bool)
+    edge[has] = ws[data[a[has]]] | ws[data[b[has] - 1]]
+    for i in np.flatnonzero(edge).tolist():            # a Python step only for such lines
+        seg = data[a[i]:b[i]]
+        ink = np.flatnonzero(~ws[seg])
+        if len(ink):
+            a[i], b[i] = a[i] + ink[0], a[i] + ink[-1] + 1
+        else:
+            b[i] = a[i]
+    return a, b
+
+
+def _text(data, a, b) -> str:
+    return data[a:b].tobytes().decode("utf-8", "surrogateescape")
+
+
+def _digits(data: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mat = padded(data, a, b)
+    lens = b - a
+    ok = (lens >= 1) & (lens <= 18)
+    val = np.zeros(len(a), np.int64)
+    for j in range(mat.shape[1]):
+        live = lens > j
+        d = mat[:, j].astype(np.int64) - 48
+        ok &= ~live | ((d >= 0) & (d <= 9))
+        val = np.where(live, val * 10 + np.clip(d, 0, 9), val)
+    return val, ok
+
+
+def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: int, log) -> dict | None:
+    """One MLF file: entries (names, lines, segment counts) and segments (frames, labels), or
+    :data:`FALLBACK`. Errors are raised as the line parser raises them (the first in the file)."""
+    try:
+        data = np.fromfile(path, np.uint8)
+    except OSError as e:
+        raise FormatError(f"cannot open the MLF file: {e.strerror}", file=path) from e
+    starts, ends = line_bounds(data)
+    lineno = np.arange(1, len(starts) + 1, dtype=np.int64)
+    a, b = _strip(data, starts, ends)
+    keep = b > a
+    a, b, lineno = a[keep], b[keep], lineno[keep]
+    if len(a) == 0 or data[a[0]:b[0]].tobytes() != HEADER:
+        found = repr(_text(data, a[0], b[0])) if len(a) else "end of file"
+        raise FormatError("Expected MLF header was not found.", file=path, line=int(lineno[0]) if len(a) else 1,
+                          expected=HEADER.decode(), found=found)
+    a, b, lineno = a[1:], b[1:], lineno[1:]
+    n = len(a)
+    first = data[a] if n else np.zeros(0, np.uint8)
+    lastc = data[b - 1] if n else np.zeros(0, np.uint8)
+    dot = (b - a == 1) & (first == ord("."))
+    quoted = (first == ord('"')) & (lastc == ord('"')) & (b - a >= 2)
+    if ((first == ord('"')) & ~quoted).any():
+        return FALLBACK
+    # the last event (name or '.') before each line: is an entry open there?
+    event = np.where(quoted, 1, np.where(dot, 2, 0))
+    idx = np.where(event > 0, np.arange(n), -1)
+    last_event = np.maximum.accumulate(idx) if n else idx
+    prev = np.concatenate(([-1], last_event[:-1])) if n else last_event
+    prev_kind = np.where(prev >= 0, event[np.maximum(prev, 0)], 0)
+    other = event == 0
+    if (other & (prev_kind != 1)).any():
+        return FALLBACK                           # an unquoted entry name: the line parser skips it
+    bad_open = np.flatnonzero(quoted & (prev_kind == 1))
+    seg = np.flatnonzero(other)
+    # segment lines: tokens separated by spaces (a TAB is not a separator)
+    sa, sb = a[seg], b[seg]
+    is_sp = data == 32
+    mask = ~is_sp
+    mask[1:] &= is_sp[:-1]                     # a non-space after a space starts a token,
+    mask[sa] = True                            # and so does a segment line's first byte
+    tok_start = np.flatnonzero(mask)
+    spaces = np.flatnonzero(is_sp)
+    t0 = np.searchsorted(tok_start, sa)
+    ntok = np.searchsorted(tok_start, sb) - t0
+    errors = []                                   # (line, exception)
+    if len(bad_open):
+        i = int(bad_open[0])
+        entry = int(prev[i])
+        errors.append((int(lineno[i]), FormatError(
+            f"the entry '{_key(data, a[entry], b[entry])}' has no '.' line before the next entry", file=path,
+            line=int(lineno[i]), expected="'.'", found=repr(_text(data, a[i], b[i])))))
+    few = np.flatnonzero(ntok < 3)
+    if len(few):
+        i = int(few[0])
+        errors.append((int(lineno[seg[i]]), FormatError(
+            "do not support frame range format with less than two columns.", file=path, line=int(lineno[seg[i]]),
+            expected="start end label (separated by spaces)", found=repr(_text(data, sa[i], sb[i])))))
+    ok3 = np.flatnonzero(ntok >= 3)
+    tstart = [tok_start[np.minimum(t0 + k, len(tok_start) - 1)] for k in range(3)]
+    tend = []
+    for k in range(3):      # a token runs to the next space, or to the line's end
+        if len(spaces):
+            nxt = np.searchsorted(spaces, tstart[k])
+            has = nxt < len(spaces)
+            tend.append(np.where(has, np.minimum(spaces[np.minimum(nxt, len(spaces) - 1)], sb), sb))
+        else:
+            tend.append(sb)
+    v0, ok0 = _digits(data, tstart[0][ok3], tend[0][ok3])
+    v1, ok1 = _digits(data, tstart[1][ok3], tend[1][ok3])
+    badnum = np.flatnonzero(~(ok0 & ok1))
+    if len(badnum):
+        i = int(ok3[badnum[0]])
+        errors.append((int(lineno[seg[i]]), FormatError(
+            "the start and end times must be integers in 100 ns units", file=path, line=int(lineno[seg[i]]),
+            expected="start end label", found=repr(_text(data, sa[i], sb[i])))))
+    la, lb = tstart[2][ok3], tend[2][ok3]
+    lh = fnv1a(padded(data, la, lb), lb - la)
+    pos = np.searchsorted(state_hashes, lh)
+    posc = np.minimum(pos, max(len(state_hashes) - 1, 0))
+    known = (pos < len(state_hashes)) & (state_hashes[posc] == lh) if len(state_hashes) else np.zeros(len(lh), bool)
+    labels = np.where(known, state_index[posc] if len(state_index) else 0, -1)
+    unknown = np.flatnonzero(~known)
+    if len(unknown):
+        i = int(unknown[0])
+        text = _text(data, la[i], lb[i])
+        line = int(lineno[seg[ok3[i]]])
+        errors.append((line, FormatError(f"frame range state '{text}' is not found in the statelist", file=path,
+                                         line=line, expected="a label of the labelMappingFile", found=repr(text))))
+    big = np.flatnonzero(known & (labels >= dim))
+    if len(big):
+        i = int(big[0])
+        line = int(lineno[seg[ok3[i]]])
+        errors.append((line, FormatError(f"Class id '{labels[i]}' exceeds the model output dimension '{dim}'.",
+                                         file=path, line=line, expected=f"a label index below dim {dim}",
+                                         found=str(labels[i]))))
+    if errors:
+        raise min(errors, key=lambda e: e[0])[1]
+    # entries: a name line; closed by the next event being a '.'
+    names_at = np.flatnonzero(quoted)
+    nxt_event = np.full(n, -1, np.int64)
+    ev = np.flatnonzero(event > 0)
+    if len(ev) > 1:
+        nxt_event[ev[:-1]] = ev[1:]
+    closed = (nxt_event[names_at] >= 0) & dot[np.maximum(nxt_event[names_at], 0)]
+    entry_of_seg = np.searchsorted(names_at, seg, side="right") - 1
+    if len(names_at) and not closed[-1]:
+        i = int(names_at[-1])
+        log.warning("%s: the last entry '%s' (line %d) has no terminating '.' and is dropped, as in CNTK",
+                    path, _key(data, a[i], b[i]), int(lineno[i]))
+    counts = np.bincount(entry_of_seg, minlength=len(names_at)) if len(seg) else np.zeros(len(names_at), np.int64)
+    seg_keep = closed[entry_of_seg] if len(seg) else np.zeros(0, bool)
+    frames0 = (v0 + 50000) // 100000
+    frames1 = (v1 + 50000) // 100000
+    names = [_key(data, a[i], b[i]) for i in names_at[closed].tolist()]
+    return {"names": names, "lines": lineno[names_at[closed]], "counts": counts[closed],
+            "starts": frames0[seg_keep], "ends": frames1[seg_keep], "labels": labels[seg_keep].astype(np.int32)}
+
+
+def mlf_key(name: str) -> str:
+    """The key of a quoted MLF entry name (without its quotes): without a leading ``*/`` and the
+    extension of its last component."""
+    if name.startswith("*/"):
+        name = name[2:]
+    slash = max(name.rfind("/"), name.rfind("\\"))
+    dot = name.rfind(".")
+    return name[:dot] if dot > slash + 1 else name
+
+
+def _key(data, a, b) -> str:
+    return mlf_key(_text(data, a + 1, b - 1))
+
+
+def state_table(states: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted hashes of the state names and their indices (for :func:`scan_mlf`)."""
+    names = list(states)
+    h = hash_names(names)
+    order = np.argsort(h, kind="stable")
+    if len(h) > 1 and (np.diff(h[order]) == 0).any():
+        raise ValueError("two state names share a 64-bit hash")
+    return h[order], np.asarray([states[names[i]] for i in order], np.int64)
+

@@ -1,0 +1,66 @@
+"""The vectorized MLF scan equals the line-by-line parser: random files (several spacings, CRLF,
+blank lines, scores, duplicates, gaps and overlaps, a missing last '.'), and the same first error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cntkio.deserializers.htk.mlf import parse_mlf_files
+from cntkio.errors import FormatError
+
+STATES = {f"st{i}": i for i in range(7)}
+
+
+def _random_mlf(rng) -> str:
+    nl = "\r\n" if rng.random() < 0.3 else "\n"
+    out = ["#!MLF!#"]
+    for u in range(int(rng.integers(1, 12))):
+        key = f"spk{u % 3}/u{int(rng.integers(0, 9))}"
+        out.append(rng.choice([f'"*/{key}.lab"', f'"{key}.rec"', f'"*/{key}"', f'  "*/{key}.lab"  ']))
+        t = 0
+        for _ in range(int(rng.integers(0, 6))):
+            d = int(rng.integers(0, 700000))
+            start = t if rng.random() < 0.9 else t + int(rng.integers(-200000, 200000))
+            sep = " " * int(rng.integers(1, 3))
+            extra = sep + "-12.5 x y" if rng.random() < 0.4 else ""
+            out.append(f"{max(start, 0)}{sep}{max(start, 0) + d}{sep}st{int(rng.integers(0, 7))}{extra}")
+            t = max(start, 0) + d
+            if rng.random() < 0.1:
+                out.append("")
+        out.append(".")
+    if rng.random() < 0.3:
+        out.pop()                                   # the last entry without its '.'
+    return nl.join(out) + (nl if rng.random() < 0.7 else "")
+
+
+def _both(tmp_path, text, dim=7):
+    p = tmp_path / "x.mlf"
+    p.write_bytes(text.encode())
+    res = []
+    for vec in (True, False):
+        try:
+            res.append(parse_mlf_files([str(p)], STATES, dim, vectorized=vec))
+        except FormatError as e:
+            res.append(("error", e.line, e.reason))
+    return res
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_scan_equals_line_parser_on_random_files(tmp_path, seed):
+    a, b = _both(tmp_path, _random_mlf(np.random.default_rng(seed)))
+    for f in ("keys", "seg_offsets", "seg_starts", "seg_ends", "seg_labels", "valid"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    assert a.names == b.names and a.where == b.where
+
+
+@pytest.mark.parametrize("body", ["0 100000 zz", "0 100000 st6", "0\t100000\tst1", "st1", "0 1e5 st1",
+                                  '"*/u1.lab"\n0 100000 st1', "-5 100000 st1"])
+def test_scan_raises_the_line_parsers_first_error(tmp_path, body):
+    text = f'#!MLF!#\n"*/u0.lab"\n0 100000 st0\n{body}\n.\n'
+    a, b = _both(tmp_path, text, dim=6)
+    assert a[0] == b[0] == "error" and a[1] == b[1] and a[2] == b[2]
+
+
+def test_unquoted_names_fall_back_to_the_line_parser(tmp_path):
+    a, b = _both(tmp_path, '#!MLF!#\nu9\n0 100000 st0\n.\n"*/u0.lab"\n0 100000 st1\n.\n')
+    assert a.names == b.names == ["u0"] and a.seg_labels.tolist() == [1]
