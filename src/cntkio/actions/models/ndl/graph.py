@@ -26,6 +26,14 @@ from .parser import Loc, NDLError
 
 __all__ = ["NodeDef", "Graph", "GraphNetwork", "GROUPS", "TAG_GROUPS"]
 
+# the kinds of steps of an evaluation plan
+_COMPUTE, _TRAIN, _TENSOR, _DELAY, _LOOP = range(5)
+
+
+def _addmm(w, x, b):
+    """``Plus(Times(W, x), b)`` in one kernel."""
+    return torch.addmm(b.reshape(-1), x.reshape(x.shape[0], -1), w.T)
+
 #: the special-node groups, in NDL's array names
 GROUPS = ("feature", "label", "criterion", "eval", "output")
 #: tag values and array names -> group
@@ -365,6 +373,9 @@ class GraphNetwork(nn.Module):
 
     # --- evaluation ------------------------------------------------------------------------
     def _plan(self, fed: frozenset, wanted: tuple) -> list:
+        """The steps computing ``wanted`` from ``fed`` (made once per pair, then cached): tuples
+        ``(code, name, fn, input names, extra)``; ``Plus(Times(W, x), b)`` whose product nobody
+        else reads runs as one ``addmm``."""
         key = (fed, wanted)
         plan = self._plans.get(key)
         if plan is not None:
@@ -385,6 +396,7 @@ class GraphNetwork(nn.Module):
         loop_of = {m: i for i, comp in enumerate(self.loops) for m in comp}
         # a loop runs where its last member stands in the order: after every input of every member
         last = {loop_of[m]: m for m in self.order if m in loop_of}
+        fused = self._fusions(need, fed, set(wanted), loop_of)
         plan = []
         for n in self.order:
             if n not in need and not (n in loop_of and need & set(self.loops[loop_of[n]])):
@@ -392,12 +404,49 @@ class GraphNetwork(nn.Module):
             if n in loop_of:
                 i = loop_of[n]
                 if last[i] == n:
-                    plan.append(("loop", [m for m in self.order if loop_of.get(m) == i]))
+                    plan.append((_LOOP, n, None, [m for m in self.order if loop_of.get(m) == i], None))
                 continue
-            kind = lookup(g.nodes[n].op).kind
-            plan.append((kind, n))
+            if n in fused.values():
+                continue
+            node = g.nodes[n]
+            kind = lookup(node.op).kind
+            if n in fused:
+                times = g.nodes[fused[n]]
+                plan.append((_COMPUTE, n, _addmm, [times.inputs[0], times.inputs[1], node.inputs[1]], None))
+            elif kind == "compute":
+                fn = self._fns[n]
+                plan.append((_TRAIN if getattr(fn, "wants_training", False) else _COMPUTE, n, fn,
+                             list(node.inputs), None))
+            elif kind in ("param", "constant", "precompute"):
+                plan.append((_TENSOR, n, None, [], self._owner_get(n)))
+            elif kind == "delay":
+                plan.append((_DELAY, n, self._fns[n], list(node.inputs), None))
         self._plans[key] = plan
         return plan
+
+    def _fusions(self, need: set, fed: frozenset, wanted: set, loop_of: dict) -> dict[str, str]:
+        """``{Plus node: Times node}`` pairs that can run as one addmm."""
+        g = self.graph
+        users: dict[str, int] = {}
+        for node in g.nodes.values():
+            for i in node.inputs:
+                users[i] = users.get(i, 0) + 1
+        out = {}
+        for n in need:
+            node = g.nodes[n]
+            if node.op != "Plus" or n in loop_of or len(node.inputs) != 2:
+                continue
+            t, b = node.inputs
+            tn = g.nodes.get(t)
+            if (tn is None or tn.op != "Times" or t in fed or t in wanted or users.get(t) != 1 or t in loop_of
+                    or not self.sample[t] or self.sample[tn.inputs[0]] or not self.sample[tn.inputs[1]]
+                    or self.sample[b] or len(self.shapes[t]) != 1):
+                continue
+            bs = tuple(self.shapes[b])
+            if bs not in ((self.shapes[t][0],), (self.shapes[t][0], 1)):
+                continue
+            out[n] = t
+        return out
 
     def evaluate(self, feeds: dict[str, torch.Tensor], wanted: Iterable[str], *,
                  positions: torch.Tensor | None = None, lengths: torch.Tensor | None = None
@@ -407,27 +456,35 @@ class GraphNetwork(nn.Module):
         wanted = tuple(wanted)
         plan = self._plan(frozenset(feeds), wanted)
         values: dict[str, torch.Tensor] = {}
-        g = self.graph
+        adapt = self._input_fns
         for n, v in feeds.items():
-            node = g.nodes.get(n)
-            if node is not None and lookup(node.op).kind == "input":
-                v = self._fns[n](v)
-            values[n] = v
+            f = adapt.get(n)
+            values[n] = f(v) if f is not None else v
         training = self.training
-        for kind, n in plan:
-            if kind == "compute":
-                fn = self._fns[n]
-                args = [values[i] for i in g.nodes[n].inputs]
-                values[n] = fn(*args, training=training) if getattr(fn, "wants_training", False) else fn(*args)
-            elif kind in ("param", "constant", "precompute"):
-                values[n] = self.tensor(n)
-            elif kind == "delay":
-                x = values[g.nodes[n].inputs[0]]
+        for code, n, fn, ins, extra in plan:
+            if code == _COMPUTE:
+                values[n] = fn(*[values[i] for i in ins])
+            elif code == _TENSOR:
+                mod, leaf = extra
+                t = mod._parameters.get(leaf)
+                values[n] = t if t is not None else mod._buffers[leaf]
+            elif code == _TRAIN:
+                values[n] = fn(*[values[i] for i in ins], training=training)
+            elif code == _DELAY:
+                x = values[ins[0]]
                 p, ln = self._layout(x, positions, lengths)
-                values[n] = self._fns[n](x, p, ln)
+                values[n] = fn(x, p, ln)
             else:
-                self._run_loop(n, values, *self._layout(self._any_sample(values), positions, lengths))
+                self._run_loop(ins, values, *self._layout(self._any_sample(values), positions, lengths))
         return values
+
+    @property
+    def _input_fns(self) -> dict:
+        fns = self.__dict__.get("_input_fn_cache")
+        if fns is None:
+            fns = {n: self._fns[n] for n, node in self.graph.nodes.items() if lookup(node.op).kind == "input"}
+            self.__dict__["_input_fn_cache"] = fns
+        return fns
 
     @staticmethod
     def _any_sample(values):
