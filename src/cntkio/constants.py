@@ -5,7 +5,7 @@ import enum
 
 __all__ = ["INFINITELY_REPEAT", "FULL_DATA_SWEEP", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "TraceLevel",
            "DEFAULT_CHUNK_SIZE_IN_BYTES", "LEGACY_RANDOMIZATION_WINDOW_IN_BYTES",
-           "POSITION_KEY", "TBPTT_KEY", "LT_BASE_KEYS", "LT_NO_RANDOMIZER_KEYS", "LT_TUMBLING_KEYS"]
+           "POSITION_KEY", "TBPTT_KEY", "TBPTT_SWEEP_END_KEY", "LT_BASE_KEYS", "LT_NO_RANDOMIZER_KEYS", "LT_TUMBLING_KEYS"]
 
 #: No limit on samples or sweeps (SIZE_MAX), the default of both.
 INFINITELY_REPEAT: int = 2**64 - 1
@@ -26,6 +26,8 @@ LEGACY_RANDOMIZATION_WINDOW_IN_BYTES: int = 4 * 1024 ** 3
 POSITION_KEY: str = "minibatchSourcePosition"
 #: cntkio: the truncated-BPTT slots (sequences in flight and their offsets), both timelines.
 TBPTT_KEY: str = "truncatedBpttSlots"
+#: cntkio: the sequences in the slots whose fetch carried CNTK's sweep-end flag.
+TBPTT_SWEEP_END_KEY: str = "truncatedBpttSweepEnds"
 #: A local-timeline (UserDeserializer) source's counts at the cursor.
 LT_BASE_KEYS: tuple[str, ...] = ("baseSweepCount", "baseSampleCount", "baseCurrentSequencePositionInWindow")
 #: ... plus the window position of the LT no-randomizer ...

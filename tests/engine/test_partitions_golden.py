@@ -1,6 +1,7 @@
 """Partitioned reading exactly as CNTK 2.7 (cntk-readers-measured 1): golden calls of CNTK 2.7
-with 2 and 3 workers (tests/data/partitions/make_golden.py), the spec's worked tables, exact
-resume from every golden position, and the position of a worker without data."""
+with 2 and 3 workers in sequence, frame and truncated-BPTT mode, randomized or not
+(tests/data/partitions/make_golden.py), the spec's worked tables, exact resume from every golden
+position, and the position of a worker without data."""
 import json
 import os
 
@@ -17,24 +18,33 @@ def _source(path, o, chunk=None):
     cfg = CTFDeserializer(path, StreamDefs(x=StreamDef(field="x", shape=1)))
     cfg["chunkSizeInBytes"] = o.get("chunk", chunk) or 10 ** 6
     kw = dict(randomize=o["randomize"], randomization_seed=o.get("seed", 0), frame_mode=o.get("frame_mode", False),
-              randomization_window_in_chunks=o.get("window", 128))
+              randomization_window_in_chunks=o.get("window", 128), truncation_length=o.get("truncation_length", 0))
     for key in ("max_samples", "max_sweeps"):
         if key in o:
             kw[key] = o[key]
     return MinibatchSource(cfg, **kw)
 
 
-def _calls(src, mb, workers, rank, limit=60):
-    """Per call ``[values of each sequence, sweep_end, position after it]`` (``None`` for ``{}``)."""
+def _calls(src, mb, workers, rank, limit=60, states=None):
+    """Per call ``[values of each sequence, sweep_end, position after it]`` (``None`` for ``{}``;
+    truncated BPTT: the number of samples for the values). ``states``: gets the full checkpoint
+    after each call."""
+    truncated = src.truncation_length > 0
     out = []
     for _ in range(limit):
         m = src.next_minibatch(mb, num_data_partitions=workers, partition_index=rank)
-        pos = src.get_checkpoint_state()["minibatchSourcePosition"]
+        state = src.get_checkpoint_state()
+        if states is not None:
+            states.append(state)
+        pos = state["minibatchSourcePosition"]
         if not m:
             out.append([None, False, pos])
             return out
         (md,) = m.values()
-        rows = [[int(v) for v in q.reshape(-1)] for q in md.as_sequences()] if md.num_sequences else []
+        if truncated:
+            rows = int(md.num_samples)
+        else:
+            rows = [[int(v) for v in q.reshape(-1)] for q in md.as_sequences()] if md.num_sequences else []
         out.append([rows, bool(md.end_of_sweep), pos])
     return out
 
@@ -57,14 +67,20 @@ def test_calls_equal_cntk27(tmp_path, n):
 
 @pytest.mark.parametrize("n", range(0, len(GOLDEN), 3), ids=lambda n: f"{GOLDEN[n]['mode']}-W{GOLDEN[n]['workers']}-{n}")
 def test_restore_from_golden_position_continues_exactly(tmp_path, n):
-    # a fresh source restored to CNTK's position after call c gives the golden calls after c
-    # (cntkio counts the positions from the start of the timeline, so the dealing continues)
+    # a fresh source restored after call c gives the golden calls after c: from CNTK's position
+    # alone (cntkio counts the positions from the start of the timeline, so the dealing goes on),
+    # and in truncated BPTT from cntkio's checkpoint, which adds the slots' sequences
     case = GOLDEN[n]
     path = _write(tmp_path, case["text"])
+    truncated = case["options"]["truncation_length"] > 0
     for rank, expected in enumerate(case["calls"]):
+        states: list = []
+        with _source(path, case["options"]) as src:
+            assert _calls(src, case["mb"], case["workers"], rank, states=states) == expected
         for c in range(len(expected) - 1):
+            state = states[c] if truncated else {"minibatchSourcePosition": expected[c][2]}
             with _source(path, case["options"]) as src:
-                src.restore_from_checkpoint({"minibatchSourcePosition": expected[c][2]})
+                src.restore_from_checkpoint(state)
                 assert _calls(src, case["mb"], case["workers"], rank) == expected[c + 1:], f"rank {rank} cut {c}"
 
 

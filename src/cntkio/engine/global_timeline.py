@@ -118,17 +118,19 @@ class GlobalTimeline:
 
     # --- truncated BPTT -------------------------------------------------------------------------
     def next_sequences(self, W: int, r: int):
-        """The next local sequence for a truncated-BPTT slot: ``([(ref, length, data)], crossed a
-        sweep end)``, or None at the end. ``ref`` is its global sequence number."""
+        """The next local sequence for a truncated-BPTT slot: ``([(ref, length, data)], CNTK's
+        sweep-end flag of its fetch)`` (:meth:`TimelineWalker.next_local`), or None at the end.
+        ``ref`` is its global sequence number."""
         walker = self.walker
-        nxt = walker.next_local(self.cursor, W, r)
-        if nxt is None:
+        k, i, sweep_end, cursor = walker.next_local(self.cursor, W, r)
+        if k < 0:
+            if walker.E is not None:  # the epoch end: past the other workers' last sequences
+                self.cursor = cursor
             return None
-        k, i, crossed = nxt
+        self.cursor = cursor
         seq = self.sequence(k * walker.N + i)
-        self.cursor = walker.normalize(k, i + 1)
         self.end_position = None
-        return [seq], crossed or i + 1 >= walker.N
+        return [seq], sweep_end
 
     def sequence(self, ref):
         """``(ref, length, data)`` of the sequence with global sequence number ``ref``."""

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..constants import TBPTT_KEY
+from ..constants import TBPTT_KEY, TBPTT_SWEEP_END_KEY
 from ..streams import StreamInformation
 from .packer import TruncatedSlots, check_frame_mode
 from .walk import worker_budget
@@ -79,6 +79,11 @@ class WindowPolicy(Protocol):
     def close(self) -> None: ...
 
 
+def _ref_key(ref) -> Any:
+    """A hashable key of a sequence reference (an int, or a list such as ``[chunk, index]``)."""
+    return tuple(ref) if isinstance(ref, list) else ref
+
+
 class Reader:
     """Reads minibatches through a window policy (module docstring)."""
 
@@ -89,6 +94,8 @@ class Reader:
         self.frame_mode = bool(frame_mode)
         self.trace_level = int(trace_level)
         self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
+        #: truncated BPTT: the sequences in the slots whose fetch carried the sweep-end flag
+        self.sweep_ends: set = set()
 
     # --- what the source asks -------------------------------------------------------------------
     @property
@@ -113,6 +120,13 @@ class Reader:
             return self._next_truncated(size, W, r)
         return self.policy.next_minibatch(worker_budget(size, W, r, self.trace_level), W, r)
 
+    def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool) -> None:
+        """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
+        packing runs ahead); a no-op for policies that do not pack in batches."""
+        handoff = getattr(self.policy, "handoff", None)
+        if handoff is not None and self.slots is None:
+            handoff.tensor_ready = (frozenset(ids), int(pad_id), bool(masks))
+
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: no end). What was planned or
         prefetched under the old end is dropped; the position stays where it is."""
@@ -130,22 +144,47 @@ class Reader:
         if any(dropped) and self.trace_level >= 1:
             log.warning("truncated BPTT: the number of parallel sequences went down to %d; the rest of "
                         "the sequences in the dropped slots is discarded", local_slots)
-        eos = False
         for s in range(local_slots):
             while self.slots.needs(s):
                 got = self.policy.next_sequences(W, r)
                 if got is None:
                     break
-                seqs, crossed = got
-                eos |= crossed
+                seqs, sweep_end = got
                 for seq in seqs:
                     self._push(s, seq)
+                    if sweep_end:
+                        self.sweep_ends.add(_ref_key(seq[0]))
         if self.slots.empty():
             self.policy.release()
             return None
-        mb = self.slots.emit(eos)
+        mb = self.slots.emit(self._emits_sweep_end())
+        self._forget_sweep_ends()
         self.policy.after_truncated(W, r)
         return mb
+
+    def _emits_sweep_end(self) -> bool:
+        """Whether the minibatch about to be emitted holds the last sample of a sequence whose
+        fetch carried the sweep-end flag (CNTK 2.7 flags the minibatch that ends it)."""
+        if not self.sweep_ends:
+            return False
+        slots = self.slots
+        for s, queue in enumerate(slots.queues):
+            start = slots.toffset[s]
+            stop = start + min(slots.T, slots.available(s))
+            pos = 0
+            for ref, length, _ in queue:
+                if pos >= stop:
+                    break
+                if start < pos + length <= stop and _ref_key(ref) in self.sweep_ends:
+                    return True
+                pos += length
+        return False
+
+    def _forget_sweep_ends(self) -> None:
+        """Keep the flags of the sequences still in the slots only."""
+        if self.sweep_ends:
+            held = {_ref_key(q[0]) for queue in self.slots.queues for q in queue}
+            self.sweep_ends &= held
 
     def _push(self, slot: int, seq) -> None:
         ref, length, data = seq
@@ -158,12 +197,16 @@ class Reader:
         state = self.policy.position_state()
         if self.slots is not None:
             state[TBPTT_KEY] = self.slots.state()
+            if self.sweep_ends:
+                state[TBPTT_SWEEP_END_KEY] = [q[0] for queue in self.slots.queues for q in queue
+                                              if _ref_key(q[0]) in self.sweep_ends]
         return state
 
     def set_state(self, state) -> None:
         self.policy.restore(state)
         if self.slots is not None:
             self.slots.resize(0)
+            self.sweep_ends = {_ref_key(ref) for ref in state.get(TBPTT_SWEEP_END_KEY) or []}
             slot_state = state.get(TBPTT_KEY) or []
             self.slots.resize(len(slot_state))
             for s, (refs, toff, offs) in enumerate(slot_state):

@@ -269,7 +269,14 @@ class TimelineWalker:
         return plans
 
     def next_local(self, cursor: tuple[int, int], W: int, r: int):
-        """``(sweep, position, crossed_sweep_end)`` of the next local sequence, or None at the end."""
+        """The next local sequence as CNTK's truncated-BPTT packer takes it (one sequence per
+        call of budget 1): ``(sweep, position, sweep end, cursor after)``.
+        ``sweep end`` is CNTK's flag of that call: a sweep end was passed before the sequence,
+        or after it (not randomized: it is the last of its sweep; randomized: no local sequence
+        of its sweep follows, so the call runs on to the sweep end). The cursor after it is the
+        next position (not randomized) or the next local sequence's (randomized). At the end,
+        sweep and position are -1 and the cursor is where the call stops: past the other
+        workers' sequences before the epoch end (as CNTK's last, empty, fetch)."""
         k, i = cursor
         crossed = False
         idle = 0
@@ -277,18 +284,25 @@ class TimelineWalker:
             tl = self.randomizer.timeline(k)
             nE = self._n_before_end(k, tl)
             if i >= nE:
-                return None
+                return -1, -1, False, (k, i)
             loc, _ = self._local(k, W, r)
             a = int(np.searchsorted(loc, i))
             if a < len(loc) and loc[a] < nE:
-                return k, int(loc[a]), crossed
+                j = int(loc[a])
+                if not self.randomized or W == 1:
+                    return k, j, crossed or j + 1 >= self.N, self.normalize(k, j + 1)
+                if a + 1 < len(loc) and loc[a + 1] < nE:
+                    return k, j, crossed, (k, int(loc[a + 1]))
+                if nE < self.N:
+                    return k, j, crossed, (k, nE)
+                return k, j, True, (k + 1, 0)
             if nE < self.N:
-                return None
+                return -1, -1, False, (k, nE)
             idle += 1
             crossed = True
             k, i = k + 1, 0
             if self.at_epoch_end(k) or idle > W + 1:
-                return None
+                return -1, -1, False, (k, 0)
 
     def selection(self, plans: list):
         """``(chunk ids, indices in chunk, lengths)`` of the plans' sequences, in delivery order."""
