@@ -92,3 +92,9 @@ def test_a_section_without_features_is_an_error(corpus):
     text = LEGACY.replace('features = [ dim = 11; type = "real"; scpFile = "big.scp" ]', "")
     with pytest.raises(Exception, match="feature section"):
         reader_spec(_reader(text))
+
+
+def test_minibatch_mode_full_is_refused_with_the_key_path(corpus):
+    with pytest.raises(Exception, match="minibatchMode = Full is not implemented") as e:
+        reader_spec(_reader(LEGACY.replace('miniBatchMode = "partial"', 'miniBatchMode = "full"')))
+    assert e.value.path == "reader.minibatchMode"

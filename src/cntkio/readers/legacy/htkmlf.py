@@ -90,7 +90,9 @@ class HTKMLFAdapter:
                 feats.append(self._features(name, s))
         if not feats:
             raise sec.error("features", "an HTKMLFReader section needs a feature section with scpFile")
-        shared_options(sec)
+        if shared_options(sec)["minibatchMode"] == "full":
+            raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
+                            "use Partial (the default): the last minibatch of an epoch may be smaller")
         for key in ("nbrUttsInEachRecurrentIter",):
             if sec.exists(key):
                 log.info("%s = %s: cntkio packs as many utterances in parallel as the minibatch size allows",
