@@ -8,8 +8,10 @@ default so that values read back exactly), ``deviceId``, ``precision``.
 
 Each sample is one line, its values separated by one space. Nodes with a value per sample can be
 written: ``features``, ``MVNormalizedFeatures``, ``H1``..., ``HLast``, ``PosteriorProb`` (or
-``Sigmoid`` for Logistic networks) and ``labels``. A ``writer`` section (CNTK's binary/HTK
-writers) is not implemented.
+``Sigmoid`` for Logistic networks) and ``labels``. A ``writer`` section (``writerType = ...``,
+found through :func:`cntkio.registry.writer_factory`, e.g. ``BinaryReader``) writes through
+that :class:`cntkio.legacy.DataWriter` instead: its sub-sections name the nodes written
+(``HLast = [sectionType = data; dim = 10; wfile = out.bin]``) and ``outputPath`` is not used.
 """
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ import sys
 import numpy as np
 from ..integrations.torch_backend import torch
 
-from ..errors import ConfigError, NotImplementedInCntkio
+from ..errors import ConfigError
 from .models import load_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_list, get_str, has, key_path, minibatch_size
+from ._params import section as get_section
 from .ndl_support import feed_layout
 
 __all__ = ["write", "format_rows"]
@@ -46,12 +49,14 @@ def format_rows(values: np.ndarray, fmt: str) -> str:
 def write(section, name: str = "write") -> dict[str, int]:
     """Write ``outputNodeNames`` for the section's reader; returns ``{output file: lines}``."""
     dist = dist_context()
+    writer = None
     if has(section, "writer"):
-        raise NotImplementedInCntkio(f"{key_path(section, 'writer')}: writer sections (writerType=...) are not "
-                                     "implemented in cntkio; use outputPath for text output")
+        # a writer section (writerType = BinaryReader, ...): its sections name the nodes written
+        from ..legacy import DataWriter
+        writer = DataWriter(get_section(section, "writer"))
     device, dtype = resolve_device(section, dist), resolve_dtype(section)
     net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
-    out_path = get_str(section, "outputPath")
+    out_path = get_str(section, "outputPath") if writer is None else None
     fmt = get_str(section, "precisionFormat", "%.17g" if dtype == torch.float64 else "%.9g")
     if not _FORMAT_RE.match(fmt):
         raise ConfigError(f"expected a printf format of one number (e.g. %.6g, .4f), found {fmt!r}",
@@ -59,6 +64,8 @@ def write(section, name: str = "write") -> dict[str, int]:
     if not fmt.startswith("%"):
         fmt = "%" + fmt
     names = [str(n) for n in (get_list(section, "outputNodeNames", None) or net.output_nodes)]
+    if writer is not None:
+        names = list(writer.get_sections())
     per_sample = [n for n in net.node_names() if n not in _not_per_sample(net)]
     for n in names:
         if n not in per_sample:
@@ -73,6 +80,9 @@ def write(section, name: str = "write") -> dict[str, int]:
     if not dist.is_main:   # one process writes; the others have nothing to do
         dist.barrier()
         return {}
+    if writer is not None:
+        return _write_through(writer, net, source, names, need, feats, labels, section, name, dist, dtype, device,
+                              mb_size, epoch_size)
     files = {}
     handles = {}
     try:
@@ -108,6 +118,37 @@ def write(section, name: str = "write") -> dict[str, int]:
         report(f"{name}: wrote {counts[n]} samples of node {n} to {files[n]}", dist=dist, stream=sys.stderr)
     dist.barrier()
     return {files[n]: counts[n] for n in names}
+
+
+def _write_through(writer, net, source, names, need, feats, labels, section, name, dist, dtype, device, mb_size,
+                   epoch_size) -> dict[str, int]:
+    """The nodes' values for every sample, saved through a DataWriter (IDataWriter.SaveData)."""
+    total = epoch_size or int(source.sweep_size)
+    start = 0
+    net.eval()
+    with torch.no_grad():
+        for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
+            t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
+            feed_layout(net, mb, feats, device)
+            values = net.nodes(t[feats])
+            if labels in t:
+                values[labels] = t[labels]
+            arrays = {n: values[n].detach().cpu().numpy() for n in names}
+            count = next(iter(arrays.values())).shape[0]
+            if start + count > total:
+                raise ConfigError(f"the reader delivered more than the {total} samples announced to the writer",
+                                  path=key_path(section, "epochSize"))
+            writer.save_data(start, arrays, count, total)
+            start += count
+    writer.destroy()
+    if start != total:
+        raise ConfigError(f"the writer was announced {total} samples, the reader delivered {start}",
+                          path=key_path(section, "epochSize"))
+    report(f"{name}: wrote {start} samples of node(s) {', '.join(names)} through the "
+           f"{get_str(get_section(section, 'writer'), 'writerType', 'BinaryReader')} writer", dist=dist,
+           stream=sys.stderr)
+    dist.barrier()
+    return {n: start for n in names}
 
 
 def _not_per_sample(net) -> set[str]:

@@ -340,6 +340,10 @@ class BinaryDataWriter:
         data = {}
         for n, e in self._sections.items():
             arr = np.asarray(matrices[n].toarray() if hasattr(matrices[n], "toarray") else matrices[n])
+            want = int(num_records) * int(np.prod(e["shape"]))
+            if arr.size != want:
+                raise ValueError(f"save_data: section {n!r} expects {num_records} records of shape "
+                                 f"{tuple(e['shape'])} ({want} values), found an array of shape {arr.shape}")
             arr = arr.reshape(int(num_records), *e["shape"]).astype(e["dtype"])
             data[n] = arr
         self._parts[int(record_start)] = (int(num_records), data)
