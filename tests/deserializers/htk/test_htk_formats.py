@@ -152,6 +152,16 @@ def test_plain_paths_read_whole_files(tmp_path, monkeypatch):
     assert [len(s) for s in seqs] == [4, 2] and seqs[1][1].tolist() == [102, 103]
 
 
+def test_an_empty_feature_file_names_the_scp_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    htk_corpus.write_htk(tmp_path / "x.htk", np.zeros((2, 2), np.float32))
+    htk_corpus.write_htk(tmp_path / "e.htk", np.zeros((0, 2), np.float32))
+    (tmp_path / "l.scp").write_text("x.htk\ne.htk\n")
+    with pytest.raises(FormatError) as e:
+        MinibatchSource(_features("l.scp", 2))
+    assert "no frames" in str(e.value) and e.value.line == 2
+
+
 # --- MLF --------------------------------------------------------------------------------------
 
 def test_mlf_keys():

@@ -83,9 +83,16 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         whole = idx.starts < 0
         starts = np.where(whole, 0, idx.starts)
         ends = np.where(whole, nframes - 1, idx.ends)
+        empty = np.flatnonzero(whole & (nframes == 0))
+        if len(empty):
+            i = int(empty[0])
+            raise FormatError("the utterance has no frames (an HTK file with nSamples 0)",
+                              file=idx.scp_files[idx.scp_ids[i]], line=int(idx.lines[i]),
+                              expected="at least one frame", found=idx.files[idx.file_ids[i]])
         self._check_ranges(starts, ends, nframes)
         self._starts = starts
         self._lengths = ends - starts + 1
+
         self._keys = idx.keys
         if self.broadcast:
             long_ = np.flatnonzero(self._lengths != 1)
