@@ -227,3 +227,30 @@ def test_macro_files_load_once(tmp_path):
         build_graph("x = Input(3)", macros=[str(f), str(f)])
     with pytest.raises(ConfigError, match="ndlMacros file .*missing.ndl does not exist"):
         build_graph("x = Input(3)", macros=[str(tmp_path / "missing.ndl")])
+
+
+def test_priors_and_scaled_log_likelihood_are_precomputed():
+    net = build("""
+    features = Input(3, tag=feature)
+    labels = Input(4, tag=label)
+    W = Parameter(4, 3)
+    z = Times(W, features)
+    Prior = Mean(labels)
+    LogPrior = Log(Prior)
+    ScaledLogLikelihood = Minus(LogSoftmax(z), LogPrior, tag=output)
+    fMean = Mean(features)
+    fStd = InvStdDev(features)
+    """)
+    assert net.pending_precompute() == ["Prior", "fMean", "fStd"]
+    x = torch.randn(10, 3)
+    y = torch.eye(4)[torch.tensor([0, 0, 1, 2, 3, 3, 3, 3, 1, 0])]
+    n = net.precompute(lambda: iter([({"features": x[:6], "labels": y[:6]}, None, None),
+                                     ({"features": x[6:], "labels": y[6:]}, None, None)]))
+    assert n == 10 and net.pending_precompute() == []
+    assert torch.allclose(net.Prior, torch.tensor([0.3, 0.2, 0.1, 0.4]))
+    assert torch.allclose(net.fMean, x.mean(0), atol=1e-6)
+    assert torch.allclose(net.fStd, 1 / x.double().var(0, unbiased=False).sqrt().float(), atol=1e-4)
+    out = net.evaluate({"features": x}, ["ScaledLogLikelihood"])["ScaledLogLikelihood"]
+    assert torch.allclose(out, torch.log_softmax(x @ net.W.T, -1) - torch.log(net.Prior), atol=1e-5)
+    # what the write action computes without labels: the output, not what reads the labels
+    assert "ScaledLogLikelihood" in net.nodes(x) and "labels" not in net.nodes(x)

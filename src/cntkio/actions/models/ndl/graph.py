@@ -392,7 +392,8 @@ class GraphNetwork(nn.Module):
             kind = lookup(g.nodes[n].op).kind
             if kind == "input":
                 raise NDLError(f"input node {n!r} has no value (inputs given: {', '.join(sorted(fed)) or 'none'})")
-            stack.extend(g.nodes[n].inputs)
+            if kind != "precompute":        # a statistic is a value: its input is read only to compute it
+                stack.extend(g.nodes[n].inputs)
         loop_of = {m: i for i, comp in enumerate(self.loops) for m in comp}
         # a loop runs where its last member stands in the order: after every input of every member
         last = {loop_of[m]: m for m in self.order if m in loop_of}

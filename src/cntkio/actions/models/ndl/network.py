@@ -111,9 +111,20 @@ class NDLNetwork(GraphNetwork):
         if labels is not None:
             feeds[self.spec.label_node] = labels
         label_deps = {self.spec.label_node} if labels is None else set()
-        wanted = [n for n in self.order if self.sample[n] and n not in feeds and not (self._ancestors(n) & label_deps)
-                  and n not in label_deps]
+        wanted = [n for n in self.order if self.sample[n] and n not in feeds and n not in label_deps
+                  and not (self._reads(n) & label_deps)]
         return self._eval(feeds, wanted)
+
+    def _reads(self, name: str) -> set[str]:
+        """The nodes computing ``name`` reads (pre-computed statistics are values: not their inputs)."""
+        seen, stack = set(), list(self.graph.nodes[name].inputs)
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                if lookup(self.graph.nodes[n].op).kind != "precompute":
+                    stack.extend(self.graph.nodes[n].inputs)
+        return seen
 
     # --- model files -----------------------------------------------------------------------
     def to_record(self) -> dict:
