@@ -98,7 +98,8 @@ def test_registering_checks_its_arguments(clean_registry):
 def test_readertypes_resolve_through_the_registry(clean_registry):
     assert registry.reader_deserializer_type("cntktextformatreader") == \
         ("CNTKTextFormatReader", "CNTKTextFormatDeserializer")
-    assert registry.reader_deserializer_type("UCIFastReader") is None
+    assert registry.reader_deserializer_type("DSSMReader") is None
+    assert registry.reader_deserializer_type("ucifastreader") == ("UCIFastReader", "UCIFastReaderDeserializer")
     # a legacy reader whose deserializer is not registered is listed as unimplemented
     assert "CNTKBinaryReader" in registry.registered_readers()
     assert ("CNTKBinaryReader" in registry.implemented_reader_types()) == \
