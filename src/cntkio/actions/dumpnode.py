@@ -18,6 +18,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from .models import load_model
+from .models.ndl import NDLNetwork
+from .ndl_support import describe_ndl_nodes
 from ._common import dist_context, report
 from ._params import get_bool, get_str, key_path
 from .write import format_rows
@@ -29,6 +31,8 @@ _RULE = "#" * 68
 
 def describe_nodes(net) -> dict[str, tuple[str, str, np.ndarray | None]]:
     """``{node: (operation, inputs text or shape, values or None)}`` in evaluation order."""
+    if isinstance(net, NDLNetwork):
+        return describe_ndl_nodes(net)
     out: dict[str, tuple[str, str, np.ndarray | None]] = {}
     spec = net.spec
     prev = spec.feature_node

@@ -15,10 +15,11 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from .models.ndl import NDLNetwork, build_from_config
+from .models.nodes import lookup
 from ._common import Dist, batch_tensors, epoch_minibatches, open_reader
 from ._params import key_path, section
 
-__all__ = ["build_ndl_network", "precompute_from_reader", "sequence_layout", "feed_layout"]
+__all__ = ["build_ndl_network", "precompute_from_reader", "sequence_layout", "feed_layout", "describe_ndl_nodes"]
 
 _log = get_logger("actions.ndl")
 
@@ -69,3 +70,28 @@ def feed_layout(net, minibatch, stream: str, device=None) -> None:
     (other networks need none)."""
     if isinstance(net, NDLNetwork) and net.has_delays:
         net.set_layout(*sequence_layout(minibatch, stream, device))
+
+
+def describe_ndl_nodes(net: NDLNetwork) -> dict:
+    """``{node: (operation, inputs text or dimensions, values or None)}`` of an NDL network in
+    evaluation order, for the ``dumpnode`` action (CNTK's operation names; parameters are
+    ``LearnableParameter`` and inputs ``InputValue``)."""
+    out = {}
+    for n in net.order:
+        node = net.graph.nodes[n]
+        kind = lookup(node.op).kind
+        dims = "[" + ",".join(str(d) for d in net.shapes[n]) + "]"
+        if kind == "param":
+            out[n] = ("LearnableParameter", dims, _matrix(net.tensor(n)))
+        elif kind in ("constant", "precompute"):
+            out[n] = (node.op, dims, _matrix(net.tensor(n)))
+        elif kind == "input":
+            out[n] = ("InputValue", dims, None)
+        else:
+            out[n] = (node.op, "( " + " , ".join(node.inputs) + " )", None)
+    return out
+
+
+def _matrix(t):
+    a = t.detach().cpu().numpy()
+    return a.reshape(a.shape[0], -1) if a.ndim else a.reshape(1, 1)

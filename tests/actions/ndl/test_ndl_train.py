@@ -186,3 +186,18 @@ def test_networks_the_train_action_cannot_feed_are_refused(tmp_path):
     with pytest.raises(NotImplementedInCntkio, match="2 feature and 1 label nodes"):
         run([f"configFile={cfg}", "command=mnistTrain"])
     assert not os.path.exists(tmp_path / "model")
+
+
+def test_dumpnode_of_an_ndl_model(tmp_path):
+    from cntkio.actions.models import save_model
+    from cntkio.actions.models.ndl import build
+    net = build("x = Input(2, tag=feature)\nW = Parameter(3, 2, init=fixedValue, value=0.5)\n"
+                "h = Tanh(Times(W, x))\nm = Mean(x)")
+    save_model(str(tmp_path / "m.dnn"), net, epoch=1)
+    cfg = tmp_path / "d.cntk"
+    cfg.write_text(f"command=d\nd=[action=dumpnode; modelPath={tmp_path}/m.dnn]\n")
+    (_, _, path), = run([f"configFile={cfg}"])
+    text = open(path).read()
+    assert "W=LearnableParameter [3,2]" in text and "0.5 0.5" in text
+    assert "h=Tanh ( W.Times )" not in text and "h=Tanh ( h.Times )" in text
+    assert "h.Times=Times ( W , x )" in text and "x=InputValue [2]" in text and "m=Mean [2]" in text
