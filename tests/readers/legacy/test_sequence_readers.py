@@ -192,7 +192,7 @@ def test_spec_style_configs_run_from_the_command_line(lu, tmp_path, monkeypatch)
     (tmp_path / "run.cntk").write_text("""
 command = lm:lu
 lm = [
-    action = dumpReader; outputFile = lm.txt; minibatchSize = 100; epochSize = 0
+    action = dumpReader; outputFile = lm.txt; minibatchSize = 1; epochSize = 0; maxMinibatchesPerEpoch = 0
     reader = [
         readerType = LMSequenceReader
         randomize = None
@@ -203,7 +203,7 @@ lm = [
     ]
 ]
 lu = [
-    action = dumpReader; outputFile = lu.txt; minibatchSize = 100; epochSize = 0
+    action = dumpReader; outputFile = lu.txt; minibatchSize = 1; epochSize = 0; maxMinibatchesPerEpoch = 0
     reader = [
         readerType = LUSequenceReader
         randomize = None
@@ -219,12 +219,56 @@ lu = [
 """)
     monkeypatch.chdir(tmp_path)
     assert main(["configFile=run.cntk"]) == 0
-    lm = (tmp_path / "lm.txt").read_text().splitlines()
-    assert len(lm) == 2 * sum(len(ln.split()) - (0 if ln.startswith("</s>") else -1) - 1 for ln in LM)
-    lu_lines = (tmp_path / "lu.txt").read_text().splitlines()
-    assert len(lu_lines) == 2 * 13 and len(lu_lines[0].split()) == 33
+    # a minibatch of 1 sample holds one sentence: its input lines, then its labels' (one-hot, 20 wide)
+    lm = [[int(x) for x in ln.split()] for ln in (tmp_path / "lm.txt").read_text().splitlines()]
+    vocab = _vocab(["</s> " + ln if not ln.startswith("</s>") else ln for ln in LM])
+    eye = np.eye(20, dtype=int).tolist()
+    want = []
+    for ln in LM:
+        words = ln.split() if ln.startswith("</s>") else ["</s>"] + ln.split()
+        want += [eye[vocab[w]] for w in words[:-1]] + [eye[vocab[w]] for w in words[1:]]
+    assert lm == want
+    lu_rows = [[int(x) for x in ln.split()] for ln in (tmp_path / "lu.txt").read_text().splitlines()]
+    # sentence 1: 8 input lines (33 wide), 8 label lines (3 wide); then sentence 2 (5 + 5)
+    assert [len(r) for r in lu_rows] == [33] * 8 + [3] * 8 + [33] * 5 + [3] * 5
+    assert [r.index(1) for r in lu_rows[8:16]] == [0, 0, 0, 0, 0, 0, 1, 0]     # B-fromloc.city_name
+    # the first input sample: BOS, i, want at offsets 0, 1, 2 (token ids 0, 2, 3 in blocks of 11)
+    assert [j for j, v in enumerate(lu_rows[0]) if v] == [0, 11 + 2, 22 + 3]
+    # 'boston' maps to <unk> (id 10) through the word map: the 7th sample's own word
+    assert lu_rows[6][10] == 1
 
 
 def test_lu_default_context_is_the_word_itself(lu):
     mb = _mb(build_reader(_lu_section(lu), max_sweeps=1))
     assert _ids(mb["labelIn"])[1] == [[0], [8], [10], [9], [1]]     # BOS show <unk> flights EOS
+
+
+def test_the_specs_mnist_reader_section_as_written(tmp_path, monkeypatch):
+    rng = np.random.default_rng(5)
+    data = np.concatenate([rng.integers(0, 10, (50, 1)), rng.integers(0, 256, (50, 784))], 1)
+    (tmp_path / "mnist_train.txt").write_text("".join(" ".join(map(str, r)) + "\n" for r in data))
+    (tmp_path / "c.cntk").write_text("""
+command = mnistTrain
+mnistTrain = [
+    action = dumpReader; outputFile = out.txt; minibatchSize = 50; epochSize = 50
+    reader=[
+        readerType=UCIFastReader
+        randomize=None
+        file=mnist_train.txt
+        features=[
+            dim=784
+            start=1
+        ]
+        labels=[
+            dim=1
+            start=0
+            labelDim=10
+        ]
+    ]
+]
+""")
+    monkeypatch.chdir(tmp_path)
+    assert main(["configFile=c.cntk"]) == 0
+    rows = [[int(x) for x in ln.split()] for ln in (tmp_path / "out.txt").read_text().splitlines()]
+    assert rows[:50] == data[:, 1:].tolist()
+    assert rows[50:] == np.eye(10, dtype=int)[data[:, 0]].tolist()
