@@ -23,7 +23,7 @@ def _rng(i):
 
 
 def test_random_side_crop_sides_positions_and_flips():
-    crop = build_transform(T.crop(crop_type="randomside", side_ratio=(0.5, 1.0)))
+    crop = build_transform(T.crop(crop_type="randomside", side_ratio=(0.5, 1.0), jitter_type="uniratio"))
     W, H = 100, 80
     g = np.array([crop.geometry(W, H, _rng(i)) for i in range(N)])
     x0, y0, w, h = g.T
@@ -47,13 +47,28 @@ def test_random_side_crop_sides_positions_and_flips():
 
 
 def test_random_area_crop_area_and_aspect():
-    crop = build_transform(T.crop(crop_type="randomarea", area_ratio=(0.25, 0.75), aspect_ratio=(0.75, 1.333)))
+    crop = build_transform(T.crop(crop_type="randomarea", area_ratio=(0.25, 0.75), aspect_ratio=(0.75, 1.0),
+                                  jitter_type="uniratio"))
     W, H = 200, 200
     g = np.array([crop.geometry(W, H, _rng(i)) for i in range(N)])
     area = g[:, 2] * g[:, 3] / (W * H)
-    assert area.min() > 0.23 and area.max() < 0.77 and abs(area.mean() - 0.5) < 0.02
-    aspect = g[:, 2] / g[:, 3]
-    assert aspect.min() > 0.72 and aspect.max() < 1.37
+    assert area.min() > 0.23 and area.max() < 0.76 and abs(area.mean() - 0.5) < 0.02
+    aspect = g[:, 2] / g[:, 3]                       # a or 1/a, by a coin (CNTK 2.7)
+    assert aspect.min() > 0.74 and aspect.max() < 1.35
+    assert 0.45 < (aspect < 1).mean() < 0.55
+
+
+def test_without_jitter_ratios_are_the_low_end_and_too_large_crops_are_drawn_again():
+    crop = build_transform(T.crop(crop_type="randomside", side_ratio=(0.5, 1.0)))
+    assert {crop.geometry(100, 80, _rng(i))[2:] for i in range(50)} == {(40, 40)}
+    # side 64 of 100x80 with aspect 0.5: 90x45 fits, 45x90 does not and is drawn again (the coin),
+    # 10 times at most; side 80: 113x56 and 56x113 never fit, so the whole image
+    crop = build_transform(T.crop(crop_type="center", side_ratio=0.8, aspect_ratio=0.5))
+    sizes = [crop.geometry(100, 80, _rng(i)) for i in range(200)]
+    assert {g[2:] for g in sizes} <= {(90, 45), (100, 80)}
+    assert sum(g[2:] == (90, 45) for g in sizes) >= 195 and (5, 17, 90, 45) in sizes
+    crop = build_transform(T.crop(crop_type="center", side_ratio=1.0, aspect_ratio=0.5))
+    assert {crop.geometry(100, 80, _rng(i)) for i in range(20)} == {(0, 0, 100, 80)}
 
 
 def test_center_crop_is_deterministic_and_never_flips():
@@ -83,6 +98,8 @@ def test_color_brightness_and_contrast_ranges():
     contrast = build_transform(T.color(contrast_radius=0.5))
     alphas = np.array([float(contrast.apply(img, _rng(i))[1, 1, 0]) / 100 for i in range(N)])
     assert alphas.min() >= 0.5 - 1e-6 and alphas.max() <= 1.5 + 1e-6 and abs(alphas.mean() - 1) < 0.02
+    bright = np.full((2, 2, 3), 250, np.uint8)
+    assert max(float(contrast.apply(bright, _rng(i)).max()) for i in range(50)) == 255.0   # clipped
 
 
 def test_saturation_leaves_gray_pixels_and_scales_colour():
@@ -104,10 +121,13 @@ def test_intensity_adds_pca_noise(tmp_path):
     fs.write("EigVec", np.eye(3, dtype=np.float32))
     fs.release()
     t = build_transform(T.intensity(0.1, str(path)))
-    img = np.zeros((1, 1, 3), np.uint8)
-    shifts = np.array([t.apply(img, _rng(i))[0, 0] for i in range(N)])
+    img = np.full((1, 1, 3), 128, np.uint8)
+    shifts = np.array([t.apply(img, _rng(i))[0, 0] for i in range(N)]) - 128
     assert shifts.mean(axis=0) == pytest.approx([0, 0, 0], abs=0.002)
-    assert shifts.std(axis=0) == pytest.approx([0.02, 0.002, 0.0002], rel=0.06)
+    # the eigenvectors are in RGB order: B gets the third component, R the first (CNTK)
+    assert shifts.std(axis=0) == pytest.approx([0.0002, 0.002, 0.02], rel=0.06)
+    np.testing.assert_array_equal(t.apply(np.full((1, 1, 3), 255, np.uint8), _rng(1)).max() <= 255, True)
+    assert not build_transform({"type": "Intensity", "intensityStdDev": 0.1}).random   # no file: nothing
 
 
 def test_several_interpolations_draw_one_per_image():
@@ -141,7 +161,7 @@ def image_map(tmp_path):
 
 
 def _random_chain():
-    return [T.crop(crop_type="randomside", side_ratio=(0.4, 0.9), aspect_ratio=(0.8, 1.25)),
+    return [T.crop(crop_type="randomside", side_ratio=(0.4, 0.9), aspect_ratio=(0.8, 1.0), jitter_type="uniratio"),
             T.scale(8, 8, 3, "linear:cubic"), T.color(0.2, 0.2, 0.2)]
 
 

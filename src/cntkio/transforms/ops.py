@@ -64,71 +64,89 @@ def _opt(name: str, config: Mapping) -> str:
 # --- Crop -----------------------------------------------------------------------------------
 
 class Crop:
-    """``type = "Crop"``: ``cropType`` Center | RandomSide | RandomArea | Multiview10 (as CNTK 2.7's
-    ImageDeserializer does it: one view per image, view 0, the top-left corner), ``cropSize`` (w or w:h, 0 = none), ``sideRatio``, ``areaRatio``, ``aspectRatio``
-    (ranges lo:hi), ``jitterType`` None | UniRatio, ``hflip`` (default: true for the random types,
-    as CNTK flips their crops horizontally with probability 1/2)."""
+    """``type = "Crop"``: ``cropType`` Center | RandomSide | RandomArea | Multiview10; ``cropSize``
+    (w or w:h, 0 = none); ``sideRatio`` or ``areaRatio``; ``aspectRatio``; ``jitterType`` None |
+    UniRatio; ``hflip``. The size follows CNTK 2.7's rules (docs/images.md): ``cropSize`` (clipped
+    to the image); else a square from the side or area ratio (``round(min(W, H) * s)``,
+    ``round(sqrt(W * H * a))``; without either the whole image), reshaped by an aspect ratio other
+    than 1 (area kept, orientation by a coin, sides truncated), drawn again up to 10 times until it
+    fits, else the whole image. Ratios are the range's low end with jitterType None, uniform in it
+    with UniRatio. Center crops are centred, RandomSide/RandomArea placed uniformly and flipped with
+    probability 1/2 (``hflip``, default on for them), Multiview10 takes view 0 (the top-left corner,
+    what CNTK 2.7's ImageDeserializer gives every image)."""
 
     TYPES = ("center", "randomside", "randomarea", "multiview10")
+    ATTEMPTS = 10
 
     def __init__(self, config: Mapping) -> None:
         self.crop_type = to_choice(_get(config, "cropType", "center"), _opt("cropType", config), self.TYPES)
-        size = _get(config, "cropSize", 0)
-        w, h = to_pair(size, _opt("cropSize", config))
+        w, h = to_pair(_get(config, "cropSize", 0), _opt("cropSize", config))
         if w < 0 or h < 0:
             raise ConfigError(f"cropSize must be >= 0, found {w}:{h}", path=_opt("cropSize", config))
         self.crop_size = (w, h) if w > 0 and h > 0 else None
         self.side_ratio = to_range(_get(config, "sideRatio", 0.0), _opt("sideRatio", config))
         self.area_ratio = to_range(_get(config, "areaRatio", 0.0), _opt("areaRatio", config))
         self.aspect_ratio = to_range(_get(config, "aspectRatio", 1.0), _opt("aspectRatio", config))
-        jitter = to_choice(_get(config, "jitterType", "none"), _opt("jitterType", config),
-                           ("none", "uniratio"))
-        self.jitter = jitter == "uniratio"
-        for name, (lo, hi) in (("sideRatio", self.side_ratio), ("areaRatio", self.area_ratio)):
-            if lo < 0 or hi > 1:
-                raise ConfigError(f"{name} must lie in [0, 1], found {lo}:{hi}", path=_opt(name, config))
+        self.jitter = to_choice(_get(config, "jitterType", "none"), _opt("jitterType", config),
+                                ("none", "uniratio")) == "uniratio"
+        self.use_side = self.side_ratio != (0.0, 0.0)
+        self.use_area = self.area_ratio != (0.0, 0.0)
+        for name, used, (lo, hi) in (("sideRatio", self.use_side, self.side_ratio),
+                                     ("areaRatio", self.use_area, self.area_ratio)):
+            if used and not (lo > 0 and hi <= 1):
+                raise ConfigError(f"{name} must lie in (0, 1], found {lo}:{hi}", path=_opt(name, config))
+        if self.use_side and self.use_area:
+            raise ConfigError("sideRatio and areaRatio cannot be specified simultaneously",
+                              path=_opt("areaRatio", config))
         if self.aspect_ratio[0] <= 0:
-            raise ConfigError(f"aspectRatio must be > 0, found {self.aspect_ratio}",
+            raise ConfigError(f"aspectRatio must be > 0, found {self.aspect_ratio[0]}:{self.aspect_ratio[1]}",
                               path=_opt("aspectRatio", config))
         self.random_type = self.crop_type in ("randomside", "randomarea")
-        if self.random_type and self.crop_size is None and self.side_ratio[1] <= 0 and self.area_ratio[1] <= 0:
+        if self.random_type and self.crop_size is None and not (self.use_side or self.use_area):
             raise ConfigError(f"cropType = {self.crop_type} needs cropSize, sideRatio or areaRatio",
                               path=_opt("cropType", config))
-        self.hflip = to_bool(_get(config, "hflip", self.random_type), _opt("hflip", config))
-        ranges = (self.side_ratio, self.area_ratio)
-        #: draws random numbers: a random type, a flip, or a centre crop with a UniRatio jitter over a range
-        self.random = self.random_type or self.hflip or (
-            self.crop_size is None and self.jitter and any(lo != hi for lo, hi in ranges))
+        hflip = to_bool(_get(config, "hflip", self.random_type), _opt("hflip", config))
+        self.hflip = hflip and self.crop_type != "multiview10"
+        ranges = [r for r, used in ((self.side_ratio, self.use_side), (self.area_ratio, self.use_area),
+                                    (self.aspect_ratio, True)) if used]
+        #: whether it draws random numbers (a position, a flip, a jittered ratio, an aspect coin)
+        self.random = self.random_type or self.hflip or (self.crop_size is None and (
+            (self.jitter and any(lo != hi for lo, hi in ranges)) or self.aspect_ratio != (1.0, 1.0)))
 
     def _ratio(self, lo: float, hi: float, rng) -> float:
-        if lo == hi or not (self.jitter or self.random_type):
-            return lo
-        return lo + (hi - lo) * rng.random()
+        lo32, hi32 = float(np.float32(lo)), float(np.float32(hi))     # CNTK reads them as floats
+        if not self.jitter or lo32 == hi32:
+            return lo32
+        return lo32 + (hi32 - lo32) * rng.random()
+
+    def size(self, W: int, H: int, rng) -> tuple[int, int]:
+        """The crop's ``(w, h)`` for a W x H image."""
+        if self.crop_size is not None:
+            return min(W, self.crop_size[0]), min(H, self.crop_size[1])
+        for _ in range(self.ATTEMPTS):
+            if self.use_side:
+                w = h = _round_half_up(min(W, H) * self._ratio(*self.side_ratio, rng))
+            elif self.use_area:
+                w = h = _round_half_up(math.sqrt(W * H * self._ratio(*self.area_ratio, rng)))
+            else:
+                w, h = W, H
+            aspect = self._ratio(*self.aspect_ratio, rng)
+            if aspect != 1.0:
+                area = w * h
+                long, short = int(math.sqrt(area * aspect)), int(math.sqrt(area / aspect))
+                w, h = (long, short) if rng.random() < 0.5 else (short, long)
+            if w <= W and h <= H:
+                return max(w, 1), max(h, 1)
+        return W, H                                   # no fit in 10 draws: the whole image
 
     def geometry(self, W: int, H: int, rng) -> tuple[int, int, int, int]:
         """``(x0, y0, w, h)`` of the crop of a W x H image."""
-        if self.crop_size is not None:
-            w, h = self.crop_size
-        elif self.area_ratio[1] > 0 and (self.crop_type == "randomarea" or self.side_ratio[1] <= 0):
-            a = self._ratio(*self.area_ratio, rng)
-            asp = self._ratio(*self.aspect_ratio, rng) if self.random_type else 1.0
-            area = a * W * H
-            w = _round_half_up(math.sqrt(area * asp))
-            h = _round_half_up(math.sqrt(area / asp))
-        else:
-            s = self._ratio(*self.side_ratio, rng)
-            side = _round_half_up(float(np.float32(s)) * min(W, H))
-            asp = self._ratio(*self.aspect_ratio, rng) if self.random_type else 1.0
-            if asp != 1.0:
-                w, h = _round_half_up(side * math.sqrt(asp)), _round_half_up(side / math.sqrt(asp))
-            else:
-                w = h = side
-        w, h = max(1, min(w, W)), max(1, min(h, H))
+        w, h = self.size(W, H, rng)
         if self.random_type:
             x0 = int(rng.integers(0, W - w + 1))
             y0 = int(rng.integers(0, H - h + 1))
         elif self.crop_type == "multiview10":
-            x0 = y0 = 0          # CNTK 2.7's ImageDeserializer: view 0 of the 10, the top-left corner
+            x0 = y0 = 0
         else:
             x0, y0 = (W - w) // 2, (H - h) // 2
         return x0, y0, w, h
@@ -241,6 +259,8 @@ class Mean:
     ``MeanImg`` matrix (H*W*C floats, HWC/BGR). Subtracted when the image at this point of the
     chain is Row x Col x Channel; otherwise the image passes unchanged with a warning (CNTK)."""
 
+    random = False
+
     def __init__(self, config: Mapping) -> None:
         path = _get(config, "meanFile")
         self.file = None
@@ -274,10 +294,9 @@ class Mean:
 
 class Color:
     """``type = "Color"``: ``brightnessRadius``, ``contrastRadius``, ``saturationRadius`` in [0, 1].
-    Per image: ``alpha = 1 + U(-c, c)``, ``beta = U(-b, b) * mean(image)``, ``x = alpha*x + beta``;
-    then (3 channels) the HSV saturation times ``1 + U(-s, s)``, clipped to [0, 1]."""
-
-    random = True
+    Per image (CNTK 2.7's rules): ``beta = U(-b, b) * mean(image)``, ``alpha = 1 + U(-c, c)``,
+    ``x = clip(alpha * x + beta, 0, 255)``; then (3 channels) the HSV saturation times
+    ``1 + U(-s, s)``, at most 1."""
 
     def __init__(self, config: Mapping) -> None:
         self.brightness = to_float(_get(config, "brightnessRadius", 0.0), _opt("brightnessRadius", config))
@@ -287,21 +306,24 @@ class Color:
                      ("saturationRadius", self.saturation)):
             if not 0.0 <= v <= 1.0:
                 raise ConfigError(f"{n} must lie in [0, 1], found {v}", path=_opt(n, config))
+        self.random = self.brightness > 0 or self.contrast > 0 or self.saturation > 0
 
     def apply(self, img: np.ndarray, rng) -> np.ndarray:
+        if not self.random:
+            return img
         cv2 = cv2_module()
         img = np.ascontiguousarray(img, dtype=np.float32)
         if self.brightness > 0 or self.contrast > 0:
-            alpha = 1.0 + (rng.uniform(-self.contrast, self.contrast) if self.contrast > 0 else 0.0)
-            beta = rng.uniform(-self.brightness, self.brightness) * float(img.mean()) \
-                if self.brightness > 0 else 0.0
-            img = img * np.float32(alpha) + np.float32(beta)    # float: no saturation
+            beta = rng.uniform(-self.brightness, self.brightness) * float(img.mean()) if self.brightness > 0 \
+                else 0.0
+            alpha = 1.0 + rng.uniform(-self.contrast, self.contrast) if self.contrast > 0 else 1.0
+            img = img * np.float32(alpha) + np.float32(beta)
+            np.clip(img, 0, 255, out=img)
         if self.saturation > 0 and img.ndim == 3 and img.shape[2] == 3:
-            alpha = 1.0 + rng.uniform(-self.saturation, self.saturation)
-            scale = np.float32(255.0)
-            hsv = cv2.cvtColor(np.clip(img / scale, 0, 1).astype(np.float32), cv2.COLOR_BGR2HSV)
-            hsv[:, :, 1] = np.clip(hsv[:, :, 1] * np.float32(alpha), 0, 1)
-            img = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR) * scale
+            ratio = np.float32(1.0 + rng.uniform(-self.saturation, self.saturation))
+            hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)          # float: S in [0, 1], V as the input
+            np.minimum(hsv[:, :, 1] * ratio, 1, out=hsv[:, :, 1])
+            img = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)
         return img
 
 
@@ -309,33 +331,37 @@ class Color:
 
 class Intensity:
     """``type = "Intensity"``: AlexNet's PCA lighting noise. ``intensityStdDev`` and
-    ``intensityFile`` (OpenCV XML with ``EigVal`` 1x3 and ``EigVec`` 3x3): per image ``alpha ~
-    N(0, stdDev)`` (3 draws) and every pixel plus ``EigVec @ (alpha * EigVal)`` (BGR)."""
-
-    random = True
+    ``intensityFile`` (OpenCV XML with ``EigVal`` 1x3 and ``EigVec`` 3x3, in RGB order): per image
+    ``shift = EigVec @ (N(0, stdDev) * EigVal)`` (3 draws); a BGR pixel's channel c gets
+    ``shift[2 - c]``, clipped to [0, 255]. Without a file or with stdDev 0 it does nothing (CNTK)."""
 
     def __init__(self, config: Mapping) -> None:
         self.std = to_float(_get(config, "intensityStdDev", 0.0), _opt("intensityStdDev", config))
         path = _get(config, "intensityFile")
         self.eigval = self.eigvec = None
-        if self.std > 0:
-            if path is None:
-                raise ConfigError("intensityStdDev > 0 needs intensityFile (EigVal, EigVec)",
-                                  path=_opt("intensityFile", config))
+        if path is not None and str(path) != "":
             file = to_str(path, _opt("intensityFile", config))
             m = read_opencv_matrices(file, ("EigVal", "EigVec"), "intensityFile")
-            self.eigval = np.asarray(m["EigVal"], np.float32).reshape(-1)
+            self.eigval = np.asarray(m["EigVal"], np.float32)
             self.eigvec = np.asarray(m["EigVec"], np.float32)
-            if self.eigval.size != 3 or self.eigvec.shape != (3, 3):
-                raise FormatError(f"expected EigVal 1x3 and EigVec 3x3, found {self.eigval.size} values "
-                                  f"and {self.eigvec.shape}", file=file)
+            if self.eigval.shape != (1, 3) or self.eigvec.shape != (3, 3):
+                raise FormatError(f"Invalid EigVal/EigVec data in file: {file} (expected 1x3 and 3x3, found "
+                                  f"{'x'.join(map(str, self.eigval.shape))} and "
+                                  f"{'x'.join(map(str, self.eigvec.shape))})", file=file)
+            self.eigval = self.eigval.reshape(3)
+        self.random = self.eigval is not None and self.std != 0.0
 
     def apply(self, img: np.ndarray, rng) -> np.ndarray:
-        if self.eigval is None or img.ndim != 3 or img.shape[2] != 3:
+        if not self.random:
             return img
-        alpha = rng.normal(0.0, self.std, 3).astype(np.float32)
-        shift = self.eigvec @ (alpha * self.eigval)
-        return img.astype(np.float32) + shift.astype(np.float32)
+        alphas = (rng.normal(0.0, self.std, 3).astype(np.float32) * self.eigval).astype(np.float32)
+        shift = self.eigvec @ alphas
+        c = img.shape[2] if img.ndim == 3 else 1
+        per_channel = np.array([shift[c - k - 1] for k in range(c)], np.float32) if c <= 3 else None
+        if per_channel is None:
+            raise ValueError(f"Intensity: an image of {c} channels (1 to 3 expected)")
+        out = img.astype(np.float32) + per_channel
+        return np.clip(out, 0, 255, out=out)
 
 
 # --- Transpose ------------------------------------------------------------------------------
@@ -353,10 +379,6 @@ class Transpose:
         return img
 
 
-for _cls in (Mean,):
-    _cls.random = False
-Crop.random = False       # per instance: set in __init__
-Scale.random = False      # per instance: set in __init__
 
 
 def build_crop(config: Mapping, **options: Any) -> Crop:

@@ -6,7 +6,9 @@ Run from the repository root with the rig built (``bash ../shared/cntk27/setup_c
 
 It writes, in this folder: small BMP/PPM/PGM images (``img/``), mean files, map files, ``cases.json``
 (each case: its map, label count, transforms in cntk.io's spelling, options) and ``golden.npz``
-(per case CNTK's features ``<case>__features`` float32 (N, C, H, W) and labels ``<case>__labels``).
+(per case CNTK's features ``<case>__features`` float32 (N, C, H, W) and labels ``<case>__labels``;
+per random case ``random_<case>``, summaries of 600 draws of CNTK's random transforms, see
+``RANDOM_CASES``).
 The images are made by a fixed NumPy generator, so a rerun gives the same files.
 """
 from __future__ import annotations
@@ -20,10 +22,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(REPO, ".cache", "cntk27", "shim"))
-
-import cntk27  # noqa: E402
-import datagen  # noqa: E402
+RIG = os.path.join(REPO, ".cache", "cntk27", "shim")
+cntk27 = datagen = None      # the rig's modules, imported by run(): the tests import this file without it
 
 SIZES = [(3, 2), (6, 4), (7, 5), (10, 10), (5, 9), (16, 12)]   # (W, H)
 
@@ -117,7 +117,80 @@ def _transforms(spec):
     return out
 
 
+# --- random transforms: compared statistically (CNTK's own random draws cannot be reproduced) ---
+
+RANDOM_COPIES = 600
+RANDOM_CASES = {
+    # name: (image, transforms as dicts, what is summarised)
+    "randomside": ("grad64x48.bmp", [{"type": "Crop", "cropType": "RandomSide", "sideRatio": (0.5, 1.0),
+                                      "jitterType": "UniRatio"}, "scale16"], "crop"),
+    "randomside_aspect": ("grad64x48.bmp", [{"type": "Crop", "cropType": "RandomSide", "sideRatio": (0.5, 1.0),
+                                             "aspectRatio": (0.75, 1.0), "jitterType": "UniRatio"}, "scale16"],
+                          "crop"),
+    "randomarea": ("grad64x48.bmp", [{"type": "Crop", "cropType": "RandomArea", "areaRatio": (0.2, 0.8),
+                                      "aspectRatio": (0.75, 1.0), "jitterType": "UniRatio"}, "scale16"], "crop"),
+    "color": ("col8x8.bmp", [{"type": "Color", "brightnessRadius": 0.3, "contrastRadius": 0.3,
+                              "saturationRadius": 0.3}], "pixels"),
+    "saturation": ("col8x8.bmp", [{"type": "Color", "saturationRadius": 0.5}], "pixels"),
+    "intensity": ("col8x8.bmp", [{"type": "Intensity", "intensityStdDev": 30.0, "intensityFile": "eig.xml"}],
+                  "pixels"),
+}
+
+
+def random_images() -> None:
+    import cv2
+    H, W = 48, 64
+    grad = np.zeros((H, W, 3), np.uint8)
+    yy, xx = np.mgrid[0:H, 0:W]
+    grad[:, :, 0], grad[:, :, 1] = xx * 4, yy * 5       # B encodes x, G encodes y
+    datagen.write_bmp(os.path.join(HERE, "img", "grad64x48.bmp"), grad)
+    col = np.zeros((8, 8, 3), np.uint8)
+    col[:, :] = (60, 120, 200)
+    col[:4, :4] = (200, 90, 30)
+    datagen.write_bmp(os.path.join(HERE, "img", "col8x8.bmp"), col)
+    fs = cv2.FileStorage(os.path.join(HERE, "eig.xml"), cv2.FILE_STORAGE_WRITE)
+    fs.write("EigVal", np.array([[0.2175, 0.0188, 0.0045]], np.float32))
+    fs.write("EigVec", np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
+                                 [-0.5836, -0.6948, 0.4203]], np.float32))
+    fs.release()
+
+
+def summarise(kind: str, f: np.ndarray) -> np.ndarray:
+    """Per image: a crop's (w, h, x0, y0, flipped) read off the gradient through a 16x16 nearest
+    scale, or the pixel values at two corners (6 values)."""
+    if kind == "crop":
+        B, G = f[:, 0] / 4, f[:, 1] / 5
+        xs, ys = B[:, 0, :], G[:, :, 0]
+        return np.stack([(xs.max(1) - xs.min(1)) * 16 / 15, (ys.max(1) - ys.min(1)) * 16 / 15,
+                         xs.min(1), ys.min(1), (B[:, 0, 0] > B[:, 0, -1]).astype(np.float64)], axis=1)
+    return np.stack([f[:, c, y, y] for y in (0, 7) for c in range(3)], axis=1).astype(np.float64)
+
+
+def random_stats() -> dict:
+    out = {}
+    for name, (image, chain, kind) in RANDOM_CASES.items():
+        datagen.write_image_map("random_map.txt", [(f"img/{image}", 0)] * RANDOM_COPIES)
+        ts = []
+        for t in chain:
+            if t == "scale16":
+                ts.append(cntk27.scale(16, 16, 3, "nearest"))
+            elif t["type"] == "Crop":
+                ts.append(cntk27.crop(t["cropType"].lower(), side_ratio=t.get("sideRatio", 0.0),
+                                      area_ratio=t.get("areaRatio", 0.0), aspect_ratio=t.get("aspectRatio", 1.0),
+                                      jitter_type=t["jitterType"].lower()))
+            else:
+                ts.append(dict(t))
+        mbs = cntk27.read_image("random_map.txt", 1, ts, mb_size=RANDOM_COPIES)
+        os.unlink("random_map.txt")
+        out["random_" + name] = summarise(kind, mbs[0]["features"])
+    return out
+
+
 def run() -> None:
+    global cntk27, datagen
+    sys.path.insert(0, RIG)
+    import cntk27
+    import datagen
     images()
     all_cases = cases()
     golden = {}
@@ -145,6 +218,8 @@ def run() -> None:
             all_cases.append({"name": name, "base64": f"{name}.txt",
                               "transforms": [crop(crop_type="center", crop_size=3)] if t else [],
                               "options": {}})
+        random_images()
+        golden.update(random_stats())
     finally:
         os.chdir(cwd)
     with open(os.path.join(HERE, "cases.json"), "w") as f:
