@@ -254,3 +254,13 @@ def test_priors_and_scaled_log_likelihood_are_precomputed():
     assert torch.allclose(out, torch.log_softmax(x @ net.W.T, -1) - torch.log(net.Prior), atol=1e-5)
     # what the write action computes without labels: the output, not what reads the labels
     assert "ScaledLogLikelihood" in net.nodes(x) and "labels" not in net.nodes(x)
+
+
+def test_learning_rate_multiplier_and_need_gradient():
+    net = build("x = Input(2)\nA = Parameter(1, 2, learningRateMultiplier=0.5)\nB = Parameter(1, 2)\n"
+                "C = Parameter(1, 2, needGradient=false)\nD = Parameter(1, 2, learningRateMultiplier=0)\n"
+                "v = SumElements(Plus(Plus(Times(A, x), Times(B, x)), Plus(Times(C, x), Times(D, x))))")
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    net.evaluate({"x": x}, ["v"])["v"].sum().backward()
+    assert net.B.grad.tolist() == [[4.0, 6.0]] and net.A.grad.tolist() == [[2.0, 3.0]]
+    assert not net.C.requires_grad and not net.D.requires_grad

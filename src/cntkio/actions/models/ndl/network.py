@@ -41,6 +41,9 @@ class NDLNetwork(GraphNetwork):
         self.num_layers = 0
         self._x = None
         self.has_delays = any(lookup(n.op).kind == "delay" for n in graph.nodes.values())
+        for n, node in graph.nodes.items():       # learningRateMultiplier: the gradient scaled
+            if lookup(node.op).kind == "param" and node.grad and node.lr_mult != 1.0:
+                self.tensor(n).register_hook(lambda g, m=float(node.lr_mult): g * m)
         self._seq = (None, None)
         crit = self.spec.training_criterion
         self._pred = None
