@@ -172,3 +172,17 @@ def test_binary_reader_refuses_files_of_different_configs(workdir):
 def test_not_a_binary_file(workdir):
     with pytest.raises(CacheError, match="is not a cntkio binary file"):
         BinaryFile(str(workdir / "train.txt"))
+
+
+def test_files_per_section_are_written_in_one_pass_over_the_text(workdir, monkeypatch):
+    from cntkio.readers.legacy.ucifast import UCIFastDeserializer
+    calls = []
+    original = UCIFastDeserializer.parse_chunk
+    monkeypatch.setattr(UCIFastDeserializer, "parse_chunk",
+                        lambda self, c, buf=None: calls.append(c) or original(self, c, buf))
+    cfg = CONFIG.replace("    wfile = cache.bin\n", "").replace(
+        "sectionType = data ]", "sectionType = data; wfile = f.bin ]").replace(
+        "sectionType = labels\n", "sectionType = labels; wfile = l.bin\n")
+    (workdir / "c.cntk").write_text(cfg)
+    _run()
+    assert calls == [0]               # the 400-record text is one chunk, parsed once for both files

@@ -46,8 +46,8 @@ import numpy as np
 from ..._log import get_logger
 from ...errors import ConfigError
 
-__all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "write_binary", "open_or_build_cache",
-           "CacheError", "section_stats"]
+__all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", "write_binary", "write_binaries",
+           "open_or_build_cache", "CacheError", "section_stats"]
 
 _log = get_logger("readers.legacy.binary")
 
@@ -69,20 +69,9 @@ def _align(n: int) -> int:
 
 def section_stats(values: np.ndarray) -> dict[str, list[float]]:
     """The spec's ``Stats`` of ``values[records, dim]``, per column."""
-    v = np.asarray(values, np.float64)
-    n = v.shape[0]
-    if n == 0:
-        zero = [0.0] * (v.shape[1] if v.ndim == 2 else 0)
-        return {k: zero for k in STAT_NAMES}
-    s = v.sum(0)
-    mean = s / n
-    var = (v * v).sum(0) / n - mean * mean
-    var = np.maximum(var, 0.0)
-    mx, mn = v.max(0), v.min(0)
-    return {"sum": s.tolist(), "count": [float(n)] * v.shape[1], "mean": mean.tolist(),
-            "variance": var.tolist(), "stdDev": np.sqrt(var).tolist(), "max": mx.tolist(),
-            "min": mn.tolist(), "range": (mx - mn).tolist(),
-            "rootMeanSquare": np.sqrt((v * v).sum(0) / n).tolist()}
+    stats = _Stats(int(np.prod(np.shape(values)[1:])))
+    stats.add(values)
+    return stats.result()
 
 
 class BinaryFile:
@@ -140,65 +129,149 @@ class BinaryFile:
                 pass
 
 
-def write_binary(path: str, records: int, sections: list[dict], chunks, *, header_extra: Mapping) -> None:
-    """Write a binary file: ``sections`` = ``[{"name", "sectionType", "dtype", "shape" (per
-    record), ...}]``, ``chunks`` an iterable of ``({name: array[n, ...]}, invalid[n])`` in record
-    order. Written to a temporary name beside ``path`` and renamed."""
-    entries, offset = [], _ALIGN
-    for s in sections:
-        e = dict(s)
-        e["shape"] = [records, *s["shape"]]
-        e["offset"] = offset
-        offset = _align(offset + int(np.prod(e["shape"])) * np.dtype(e["dtype"]).itemsize)
-        entries.append(e)
-    inv_entry = {"dtype": "uint8", "shape": [records], "offset": offset}
-    data_end = _align(offset + records)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb+") as fh:
-            fh.truncate(max(data_end, _ALIGN))
-            mm = mmap.mmap(fh.fileno(), max(data_end, _ALIGN))
-            try:
-                arrays = {e["name"]: np.ndarray(tuple(e["shape"]), np.dtype(e["dtype"]), buffer=mm,
-                                                offset=e["offset"]) for e in entries}
-                inv = np.ndarray((records,), np.uint8, buffer=mm, offset=offset)
-                pos = 0
-                for data, invalid in chunks:
-                    n = len(invalid)
-                    if pos + n > records:
-                        raise ValueError(f"more records than announced ({records})")
-                    for e in entries:
-                        arrays[e["name"]][pos:pos + n] = data[e["name"]]
-                    inv[pos:pos + n] = invalid
-                    pos += n
-                if pos != records:
-                    raise ValueError(f"{pos} records written, {records} announced")
-                for e in entries:
-                    if e["sectionType"] == "data":
-                        e["stats"] = section_stats(arrays[e["name"]])
-                any_invalid = bool(inv.any())
-                del arrays, inv
-                mm.flush()
-            finally:
-                mm.close()
+class _Stats:
+    """The spec's statistics accumulated chunk by chunk (float64 sums, no copy of the section)."""
+
+    def __init__(self, dim: int) -> None:
+        self.n = 0
+        self.s = np.zeros(dim)
+        self.ss = np.zeros(dim)
+        self.mx = np.full(dim, -np.inf)
+        self.mn = np.full(dim, np.inf)
+
+    def add(self, values: np.ndarray) -> None:
+        v = np.asarray(values, np.float64).reshape(len(values), -1)
+        if not len(v):
+            return
+        self.n += len(v)
+        self.s += v.sum(0)
+        self.ss += (v * v).sum(0)
+        np.maximum(self.mx, v.max(0), out=self.mx)
+        np.minimum(self.mn, v.min(0), out=self.mn)
+
+    def result(self) -> dict[str, list[float]]:
+        if self.n == 0:
+            zero = [0.0] * len(self.s)
+            return {k: zero for k in STAT_NAMES}
+        mean = self.s / self.n
+        var = np.maximum(self.ss / self.n - mean * mean, 0.0)
+        return {"sum": self.s.tolist(), "count": [float(self.n)] * len(self.s), "mean": mean.tolist(),
+                "variance": var.tolist(), "stdDev": np.sqrt(var).tolist(), "max": self.mx.tolist(),
+                "min": self.mn.tolist(), "range": (self.mx - self.mn).tolist(),
+                "rootMeanSquare": np.sqrt(self.ss / self.n).tolist()}
+
+
+class BinaryFileWriter:
+    """One binary file being written: ``write`` chunks of records in order, then ``finish``
+    (header, rename) or ``abort``. ``sections`` = ``[{"name", "sectionType", "dtype", "shape" (per
+    record), ...}]``. The file is a temporary name beside ``path`` until ``finish``."""
+
+    def __init__(self, path: str, records: int, sections: list[dict]) -> None:
+        self.path, self.records = path, int(records)
+        self.entries, offset = [], _ALIGN
+        for sec in sections:
+            e = dict(sec)
+            e["shape"] = [self.records, *sec["shape"]]
+            e["offset"] = offset
+            offset = _align(offset + int(np.prod(e["shape"])) * np.dtype(e["dtype"]).itemsize)
+            self.entries.append(e)
+        self.inv_entry = {"dtype": "uint8", "shape": [self.records], "offset": offset}
+        self.data_end = _align(offset + self.records)
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+        self.fh = os.fdopen(fd, "wb+")
+        try:
+            size = max(self.data_end, _ALIGN)
+            self.fh.truncate(size)
+            self.mm = mmap.mmap(self.fh.fileno(), size)
+            self.arrays = {e["name"]: np.ndarray(tuple(e["shape"]), np.dtype(e["dtype"]), buffer=self.mm,
+                                                 offset=e["offset"]) for e in self.entries}
+            self.inv = np.ndarray((self.records,), np.uint8, buffer=self.mm, offset=offset)
+        except BaseException:
+            self.abort()
+            raise
+        self.stats = {e["name"]: _Stats(int(np.prod(e["shape"][1:]))) for e in self.entries
+                      if e["sectionType"] == "data"}
+        self.pos = 0
+        self.any_invalid = False
+
+    def write(self, data: Mapping[str, np.ndarray], invalid: np.ndarray) -> None:
+        n = len(invalid)
+        if self.pos + n > self.records:
+            raise ValueError(f"more records than announced ({self.records})")
+        for e in self.entries:
+            self.arrays[e["name"]][self.pos:self.pos + n] = data[e["name"]]
+            if e["name"] in self.stats:
+                self.stats[e["name"]].add(data[e["name"]])
+        self.inv[self.pos:self.pos + n] = invalid
+        self.any_invalid = self.any_invalid or bool(np.any(invalid))
+        self.pos += n
+
+    def finish(self, header_extra: Mapping) -> None:
+        try:
+            if self.pos != self.records:
+                raise ValueError(f"{self.pos} records written, {self.records} announced")
+            for e in self.entries:
+                if e["name"] in self.stats:
+                    e["stats"] = self.stats[e["name"]].result()
+            del self.arrays, self.inv
+            self.mm.flush()
+            self.mm.close()
             header = dict(header_extra)
-            header.update(version=VERSION, records=records, sections=entries,
-                          invalid=inv_entry if any_invalid else None)
+            header.update(version=VERSION, records=self.records, sections=self.entries,
+                          invalid=self.inv_entry if self.any_invalid else None)
             blob = json.dumps(header, sort_keys=True).encode("utf-8")
-            fh.seek(data_end)
-            fh.write(blob)
-            fh.seek(0)
-            fh.write(_PREFIX.pack(MAGIC, VERSION, 0, data_end, len(blob)))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+            self.fh.seek(self.data_end)
+            self.fh.write(blob)
+            self.fh.seek(0)
+            self.fh.write(_PREFIX.pack(MAGIC, VERSION, 0, self.data_end, len(blob)))
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            self.fh.close()
+            os.chmod(self.tmp, 0o666 & ~_umask())
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        for name in ("arrays", "inv"):
+            self.__dict__.pop(name, None)
+        mm = self.__dict__.pop("mm", None)
+        if mm is not None:
+            try:
+                mm.close()
+            except (BufferError, ValueError):
+                pass
+        if not self.fh.closed:
+            self.fh.close()
+        if os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+
+
+def write_binaries(files: Mapping[str, list[dict]], records: int, chunks, *, header_extra: Mapping) -> None:
+    """Write one binary file per path of ``files`` (``{path: sections}``) in ONE pass over
+    ``chunks`` (``({name: array[n, ...]}, invalid[n])`` in record order)."""
+    writers: list[BinaryFileWriter] = []
+    try:
+        for path, secs in files.items():
+            writers.append(BinaryFileWriter(path, records, secs))
+        for data, invalid in chunks:
+            for w in writers:
+                w.write(data, invalid)
+        for w in writers:
+            w.finish(header_extra)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for w in writers:
+            if not w.fh.closed:
+                w.abort()
         raise
+
+
+def write_binary(path: str, records: int, sections: list[dict], chunks, *, header_extra: Mapping) -> None:
+    """Write one binary file (:func:`write_binaries` with one path)."""
+    write_binaries({path: sections}, records, chunks, header_extra=header_extra)
 
 
 def _umask() -> int:
@@ -366,11 +439,9 @@ def open_or_build_cache(deser: Any, conf: Mapping) -> BinaryCache:
         for e in sections:
             by_file.setdefault(files[e["name"]], []).append(e)
         extra = {"fingerprint": fingerprint(deser), "source": source}
-        for path, secs in by_file.items():
-            names = {e["name"] for e in secs}
-            write_binary(path, records, secs, _text_chunks(deser, buf, chunks, names, secs),
-                         header_extra=extra)
-            _log.info("UCIFastReader: wrote the binary cache %s (%d records)", path, records)
+        names = {e["name"] for e in sections}
+        write_binaries(by_file, records, _text_chunks(deser, buf, chunks, names, sections), header_extra=extra)
+        _log.info("UCIFastReader: wrote the binary cache %s (%d records)", ", ".join(by_file), records)
     finally:
         if not isinstance(buf, bytes):
             buf.close()
