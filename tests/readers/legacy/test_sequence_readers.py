@@ -272,3 +272,20 @@ mnistTrain = [
     rows = [[int(x) for x in ln.split()] for ln in (tmp_path / "out.txt").read_text().splitlines()]
     assert rows[:50] == data[:, 1:].tolist()
     assert rows[50:] == np.eye(10, dtype=int)[data[:, 0]].tolist()
+
+
+def test_lm_reader_page_example_with_label_in_only(tmp_path):
+    # CNTK's LMSequenceReader page: labelIn only, 'nbruttineachrecurrentiter' spelt so
+    (tmp_path / "c.txt").write_text("\n".join(LM) + "\n")
+    sec = {"readerType": "LMSequenceReader", "randomize": "false", "nbruttineachrecurrentiter": "10",
+           "file": str(tmp_path / "c.txt"),
+           "labelIn": {"labelDim": "20", "beginSequence": "</s>", "endSequence": "</s>"}}
+    assert reader_spec(sec).stream_names == ["labelIn", "labels"]
+    from cntkio.legacy import DataReader
+    r = DataReader(sec)
+    assert r.number_slices_in_each_recurrent_iter() == 10
+    r.start_minibatch_loop(100, 0)
+    m: dict = {}
+    assert r.get_minibatch(m)
+    assert m["labels"].shape == (m["labelIn"].shape[0], 20)
+    r.destroy()

@@ -79,8 +79,8 @@ class DataReader:
         self._source = MinibatchSource(ds if len(ds) > 1 else ds[0], **kw)
         self._source.full_minibatches = spec.full_minibatches
         sec = as_section(config, "reader")
-        if sec.exists("nbruttsineachrecurrentiter"):
-            self._nbr_slices = sec.int("nbruttsineachrecurrentiter", minimum=1)
+        from .sequence import _parallel_sentences
+        self._nbr_slices = _parallel_sentences(sec)
 
     def destroy(self) -> None:
         if self._source is not None:

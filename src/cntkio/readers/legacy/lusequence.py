@@ -39,7 +39,7 @@ from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
 from .sections import apply_shared_options, block_source_options, randomize_option
-from .sequence import _as_dict, one_hot_sparse
+from .sequence import _as_dict, _parallel_sentences, one_hot_sparse
 from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
 
 __all__ = ["LUSequenceDeserializer", "LUSequenceAdapter", "build", "DESERIALIZER_TYPE"]
@@ -225,7 +225,7 @@ class LUSequenceAdapter:
 
     def config(self, sec: Any, spec: Any) -> dict:
         apply_shared_options(sec, spec)
-        sec.int("nbruttsineachrecurrentiter", 1, minimum=1)     # see SequenceReader: checked only
+        _parallel_sentences(sec)                                # see SequenceReader: checked only
         names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
                  and any(str(x).lower() in ("token", "labeldim") for x in _as_dict(sec.raw(k, inherit=False)))]
         out = [n for n in names if n.lower() == "labels"] or names[-1:]

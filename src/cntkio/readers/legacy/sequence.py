@@ -223,22 +223,26 @@ class SequenceAdapter:
         apply_shared_options(sec, spec)
         # parallel sentences: the engine packs whole sentences up to minibatchSize words (or
         # truncated BPTT with truncated/truncationLength); the value is checked, not used
-        sec.int("nbruttsineachrecurrentiter", 1, minimum=1)
+        _parallel_sentences(sec)
         names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
                  and any(str(x).lower() in ("labeldim", "labeltype") for x in _as_dict(sec.raw(k, inherit=False)))]
         out = [n for n in names if str(sec.section(n).raw("labelType", "", inherit=False)).lower() == "nextword"]
         if not out:
             out = [n for n in names if n.lower() == "labels"]
-        if not out or len(names) < 2:
-            raise sec.error("labels", "a SequenceReader section needs an input section (labelIn = [labelDim = ...]) "
-                            "and an output section (labels = [labelType = NextWord; labelDim = ...])")
-        out_name = out[0]
-        in_name = next(n for n in names if n != out_name)
-        isec, osec = sec.section(in_name), sec.section(out_name)
+        inputs = [n for n in names if n not in out[:1]]
+        if not inputs:
+            raise sec.error("labelIn", "a SequenceReader section needs an input section (labelIn = [labelDim = ...]) "
+                            "and may have an output section (labels = [labelType = NextWord; labelDim = ...])")
+        in_name = inputs[0]
+        isec = sec.section(in_name)
+        # without an output section the labels are the next words in labelIn's vocabulary (the spec:
+        # "in the language modeling case, it is the same as labelIn"), named 'labels'
+        out_name = out[0] if out else "labels"
+        out_dim = sec.section(out_name).int("labelDim", minimum=1) if out else isec.int("labelDim", minimum=1)
         config: dict[str, Any] = {
             "type": self.deserializer_type, "file": sec.str("file"),
             "input": {"name": in_name, "labelDim": isec.int("labelDim", minimum=1)},
-            "output": {"name": out_name, "labelDim": osec.int("labelDim", minimum=1)},
+            "output": {"name": out_name, "labelDim": out_dim},
             "beginSequence": isec.str("beginSequence", "</s>"),
             "endSequence": isec.str("endSequence", "</s>"),
             "precision": "float" if spec.dtype == "float32" else "double",
@@ -254,6 +258,15 @@ class SequenceAdapter:
 
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec, auto_epoch_blocks=False)
+
+
+def _parallel_sentences(sec: Any) -> int:
+    """``nbruttsineachrecurrentiter`` (also spelt ``nbruttineachrecurrentiter`` in CNTK's LM reader
+    page), checked: the engine packs whole sentences up to minibatchSize words."""
+    for key in ("nbruttsineachrecurrentiter", "nbruttineachrecurrentiter"):
+        if sec.exists(key):
+            return sec.int(key, minimum=1)
+    return 1
 
 
 def _as_dict(v: Any) -> Any:
