@@ -356,3 +356,21 @@ def test_channel_order_rgb_reverses_the_channels(tmp_path):
     bgr, _ = read_all(ImageDeserializer(mp, _streams()))
     rgb, _ = read_all(ImageDeserializer(mp, _streams(), channel_order="rgb"))
     np.testing.assert_array_equal(rgb, bgr[:, ::-1])
+
+
+def test_uint8_output_equals_the_float_output_and_reaches_torch_as_bytes(tmp_path):
+    torch = pytest.importorskip("torch")
+    _images(tmp_path, 4, size=(20, 16))
+    mp = _map(tmp_path, [f"im{i}.bmp\t{i}\n" for i in range(4)])
+    chain = [T.crop(crop_type="center", side_ratio=0.75), T.scale(8, 8, 3, "linear")]
+    f32, _ = read_all(ImageDeserializer(mp, _streams(chain)))
+    src = MinibatchSource(ImageDeserializer(mp, _streams(chain), dtype="uint8"), randomize=False, max_sweeps=1)
+    mb = src.next_minibatch(4)
+    u8 = mb[src.streams.features].asarray()[:, 0]
+    assert u8.dtype == np.uint8 and src.streams.features.dtype == np.uint8
+    np.testing.assert_array_equal(u8.astype(np.float32), f32)
+    x = mb[src.streams.features].to_torch()[:, 0]
+    assert x.dtype == torch.uint8 and tuple(x.shape) == (4, 3, 8, 8) and x.is_contiguous()
+    with pytest.raises(ConfigError, match="elementType = uint8 .* Mean makes floats"):
+        MinibatchSource(ImageDeserializer(mp, _streams(chain + [T.mean(str(IMAGE_DATA / "mean8x8.xml"))]),
+                                          dtype="uint8"))

@@ -30,8 +30,11 @@ class _ImageRecord(dict):
     color = staticmethod(_t.color)
 
     def __init__(self, filename: str, streams: Mapping[str, Any] | None = None, *,
-                 channel_order: str = "bgr", grayscale: bool = False, seed: int = 0) -> None:
+                 channel_order: str = "bgr", grayscale: bool = False, seed: int = 0,
+                 dtype: str = "float") -> None:
         super().__init__(type=self.TYPE, file=filename, input={})
+        if dtype != "float":
+            self["elementType"] = dtype
         if channel_order != "bgr":
             self["channelOrder"] = channel_order
         if grayscale:
@@ -75,7 +78,8 @@ class ImageDeserializer(_ImageRecord):
     """cntk.io's ``ImageDeserializer(filename, streams=None)``: lines ``path<TAB>label`` or
     ``key<TAB>path<TAB>label``; paths may name ``archive.zip@/inner/path``. Streams:
     ``StreamDef(field='image', transforms=[...])`` and ``StreamDef(field='label', shape=n)``.
-    cntkio's keywords: ``channel_order='rgb'``, ``grayscale=True``, ``seed`` (random transforms)."""
+    cntkio's keywords: ``channel_order='rgb'``, ``grayscale=True``, ``seed`` (random transforms),
+    ``dtype='uint8'`` (the pixels as bytes; no Mean, Color or Intensity)."""
 
     TYPE = "ImageDeserializer"
 

@@ -68,6 +68,10 @@ class ImageConfig:
                                  "chunkSizeInBytes", minimum=1)
         precision = to_choice(_get(config, "precision", "float"), "precision", ("float", "double"))
         self.dtype = np.float32 if precision == "float" else np.float64
+        # cntkio's extension: elementType = uint8 delivers the pixels as bytes (a quarter of the
+        # memory and of the copy to a GPU; normalise there)
+        if to_choice(_get(config, "elementType", "float"), "elementType", ("float", "uint8")) == "uint8":
+            self.dtype = np.uint8
         inputs = _get(config, "input")
         if inputs is None:
             inputs, legacy = _legacy_inputs(config), True
@@ -98,6 +102,10 @@ class ImageConfig:
                 raise ConfigError("Transpose must be the last transform", path=f"input.{self.image_name}.transforms")
         self.transforms = [t for t in self.transforms if not isinstance(t, Transpose)]
         self.random = any(getattr(t, "random", False) for t in self.transforms)
+        floats = [type(t).__name__ for t in self.transforms if type(t).__name__ in ("Mean", "Color", "Intensity")]
+        if self.dtype == np.uint8 and floats:
+            raise ConfigError(f"elementType = uint8 delivers the decoded bytes, but {floats[0]} makes floats: "
+                              "remove it or deliver floats", path="elementType")
         # a Mean last in the chain is fused with the HWC -> CHW copy (one pass, OpenCV, no GIL)
         self.tail_mean = self.transforms.pop() if self.transforms and type(self.transforms[-1]).__name__ == "Mean" \
             else None
