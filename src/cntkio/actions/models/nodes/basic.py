@@ -299,9 +299,13 @@ class Dropout(_Unary):
         if not 0 <= rate < 1:
             raise NodeError(f"dropoutRate must be in [0, 1), found {rate}")
 
+        box = [rate]            # SGD's dropoutRate sets box[0] per epoch (actions/sgd.set_dropout_rate)
+
         def fn(x, training=False):
-            return torch.nn.functional.dropout(x, rate, training) if rate else x
+            r = box[0]
+            return torch.nn.functional.dropout(x, r, training) if r else x
         fn.wants_training = True
+        fn.dropout_rate = box
         return fn
 
 
