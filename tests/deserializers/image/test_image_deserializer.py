@@ -374,3 +374,39 @@ def test_uint8_output_equals_the_float_output_and_reaches_torch_as_bytes(tmp_pat
     with pytest.raises(ConfigError, match="elementType = uint8 .* Mean makes floats"):
         MinibatchSource(ImageDeserializer(mp, _streams(chain + [T.mean(str(IMAGE_DATA / "mean8x8.xml"))]),
                                           dtype="uint8"))
+
+
+@pytest.mark.parametrize("bad_line", [None, 17])
+def test_base64_random_access_reads_what_whole_chunks_read(tmp_path, bad_line):
+    from cntkio.deserializers.protocol import has_random_access
+    from cntkio.registry import build_deserializer
+    paths = _images(tmp_path, 40, size=(14, 12))
+    lines = [f"{i % 4}\t{_b64(p)}\n" for i, p in enumerate(paths)]
+    if bad_line is not None:
+        lines[bad_line] = f"1\t{_b64(paths[0])[:-8]}!!!!!!!!\n"
+    b64 = _map(tmp_path, lines, "b64.txt")
+    chain = [T.crop(crop_type="randomside", side_ratio=(0.5, 1.0), jitter_type="uniratio"), T.scale(6, 6, 3)]
+
+    def config():
+        d = Base64ImageDeserializer(b64, _streams(chain))
+        d["chunkSizeInBytes"] = 3000          # about 5 images a chunk: 8 chunks
+        return d
+
+    assert has_random_access(build_deserializer(config()))
+    got = {}
+    for direct in (True, False):
+        src = MinibatchSource(config(), randomization_window_in_chunks=3, randomization_seed=5, max_sweeps=2,
+                              random_access=direct, max_errors=2)
+        mbs = []
+        while True:
+            mb = src.next_minibatch(7)
+            if not mb:
+                break
+            mbs.append((mb[src.streams.features].asarray().copy(), mb[src.streams.labels].as_csr().indices.copy()))
+        got[direct] = mbs
+    assert len(got[True]) == len(got[False]) >= 10
+    for (fa, la), (fb, lb) in zip(got[True], got[False]):
+        np.testing.assert_array_equal(fa, fb)
+        np.testing.assert_array_equal(la, lb)
+    n = sum(len(lab) for _, lab in got[True])
+    assert n == (80 if bad_line is None else 78)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ... import transforms as _t
-from .deserializer import Base64ImageDataDeserializer, ImageDataDeserializer
+from .b64 import Base64ImageDataDeserializer
+from .deserializer import ImageDataDeserializer
 
 __all__ = ["ImageDeserializer", "Base64ImageDeserializer", "ImageDataDeserializer",
            "Base64ImageDataDeserializer", "build_image", "build_base64"]

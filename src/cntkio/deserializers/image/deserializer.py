@@ -1,4 +1,5 @@
-"""ImageDeserializer and Base64ImageDeserializer: labelled images through a chain of transforms.
+"""ImageDeserializer (and what the Base64ImageDeserializer of ``b64.py`` shares with it): labelled
+images through a chain of transforms.
 
 One image stream (dense float32, ``(C, H, W)`` with a Transpose, else ``(H, W, C)``; BGR unless
 ``channelOrder = rgb``) and at most one label stream (sparse one-hot of ``labelDim``) per
@@ -18,8 +19,6 @@ every sweep until it does.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import threading
 import zipfile
@@ -36,9 +35,9 @@ from ...transforms.ops import Transpose, cv2_module
 from ...values import to_bool, to_choice, to_int, to_str
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
-from .mapfile import index_base64_map, parse_image_map, resolve_path
+from .mapfile import parse_image_map, resolve_path
 
-__all__ = ["ImageDataDeserializer", "Base64ImageDataDeserializer", "ImageConfig", "parse_config"]
+__all__ = ["ImageCore", "ImageDataDeserializer", "ImageConfig", "parse_config"]
 
 _log = get_logger("deserializers.image")
 
@@ -68,6 +67,7 @@ class ImageConfig:
                                  "chunkSizeInBytes", minimum=1)
         precision = to_choice(_get(config, "precision", "float"), "precision", ("float", "double"))
         self.dtype = np.float32 if precision == "float" else np.float64
+        self.label_dtype = self.dtype
         # cntkio's extension: elementType = uint8 delivers the pixels as bytes (a quarter of the
         # memory and of the copy to a GPU; normalise there)
         if to_choice(_get(config, "elementType", "float"), "elementType", ("float", "uint8")) == "uint8":
@@ -152,7 +152,7 @@ def _legacy_inputs(config: Mapping) -> dict:
 parse_config = ImageConfig
 
 
-class _ImageCore(DeserializerBase):
+class ImageCore(DeserializerBase):
     """What both image deserializers share: decoding, the transform chain, the streams."""
 
     key_kind = "numeric"
@@ -223,7 +223,7 @@ class _ImageCore(DeserializerBase):
         shape = (C, H, W) if self.cfg.chw else (H, W, C)
         self._streams = [StreamInformation(self.cfg.image_name, 0, "dense", self.cfg.dtype, shape)]
         if self.cfg.label_name is not None:
-            self._streams.append(StreamInformation(self.cfg.label_name, 1, "sparse", self.cfg.dtype,
+            self._streams.append(StreamInformation(self.cfg.label_name, 1, "sparse", self.cfg.label_dtype,
                                                    (self.cfg.label_dim,)))
         self._sample_shape = shape
         m = self.cfg.tail_mean
@@ -247,17 +247,21 @@ class _ImageCore(DeserializerBase):
                     where[i] = f"{where[i]}: {e}"
             invalid[i] = True
             _log.warning("%s: sequence skipped (counted against max_errors): %s", self.map_file, where[i])
+        return self._chunk_data(keys, labels, values, invalid if invalid.any() else None)
+
+    def _chunk_data(self, keys: np.ndarray, labels: np.ndarray, values: np.ndarray,
+                    invalid: np.ndarray | None) -> ChunkData:
+        n = len(keys)
         offsets = np.arange(n + 1, dtype=np.int64)
         streams: dict = {self.cfg.image_name: DenseStream(values, offsets)}
         if self.cfg.label_name is not None:
             streams[self.cfg.label_name] = SparseStream(
-                offsets.copy(), labels.astype(np.int32), np.ones(n, self.cfg.dtype), offsets.copy(),
+                offsets.copy(), labels.astype(np.int32), np.ones(n, self.cfg.label_dtype), offsets.copy(),
                 self.cfg.label_dim)
-        table = SequenceTable(keys, np.ones(n, np.int64))
-        return ChunkData(table, streams, invalid if invalid.any() else None)
+        return ChunkData(SequenceTable(keys, np.ones(n, np.int64)), streams, invalid)
 
 
-class ImageDataDeserializer(_ImageCore):
+class ImageDataDeserializer(ImageCore):
     """``type = "ImageDeserializer"``: images listed in a map file (module docstring)."""
 
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
@@ -322,65 +326,3 @@ class ImageDataDeserializer(_ImageCore):
         for z in opened:
             z.close()
         self._zips = threading.local()
-
-
-class Base64ImageDataDeserializer(_ImageCore):
-    """``type = "Base64ImageDeserializer"``: ``[key<TAB>]label<TAB>base64`` lines (module docstring)."""
-
-    def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
-        super().__init__(config, trace_level, **source_options)
-        ix = index_base64_map(self.map_file, self.cfg.label_dim, self.cfg.chunk_size)
-        self.index = ix
-        cs = ix.chunk_starts
-        self._chunks = [ChunkInfo(c, int(cs[c + 1] - cs[c]), int(cs[c + 1] - cs[c])) for c in range(len(cs) - 1)]
-        first = None
-        if self.cfg.declared is None:           # no Scale: the first image gives the stream's shape
-            images, why = self._load_many(0, 1)
-            if images[0] is None:
-                raise FormatError(f"the first image of the map cannot be read, and without a Scale "
-                                  f"transform it gives the image stream's shape: {why[0]}",
-                                  file=self.map_file, line=int(ix.lines[0]) + 1)
-            first = images[0]
-        self._set_shape(first)
-
-    def _load_many(self, a: int, b: int, sweep: int = 0):
-        ix = self.index
-        with open(self.map_file, "rb") as f:
-            f.seek(int(ix.begin[a]))
-            blob = f.read(int(ix.end[b - 1] - ix.begin[a]))
-        base = int(ix.begin[a])
-        images, where = [], []
-        for i in range(a, b):
-            w = f"line {int(ix.lines[i])} (key {int(ix.keys[i])})"
-            text = blob[int(ix.begin[i]) - base:int(ix.end[i]) - base]
-            try:
-                raw = base64.b64decode(text, validate=True)
-            except (binascii.Error, ValueError) as e:
-                images.append(None)
-                where.append(f"{w}: Could not decompress sequence: bad base64 ({e})")
-                continue
-            img = self._decode(np.frombuffer(raw, np.uint8)) if raw else None
-            if img is None:
-                images.append(None)
-                where.append(f"{w}: Could not decompress sequence: not an image")
-                continue
-            try:
-                images.append(self._transform(img, i, sweep))
-                where.append(w)
-            except (ValueError, self._cv2.error) as e:
-                images.append(None)
-                where.append(f"{w}: {e}")
-        return images, where
-
-    def chunk_infos(self) -> list[ChunkInfo]:
-        return self._chunks
-
-    def sequence_infos(self, chunk_id: int) -> SequenceTable:
-        a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
-        return SequenceTable(self.index.keys[a:b], np.ones(b - a, np.int64))
-
-    def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
-        """The images of chunk ``chunk_id``; ``sweep`` as for the ImageDeserializer."""
-        a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
-        images, where = self._load_many(a, b, sweep)
-        return self._pack(self.index.keys[a:b], self.index.labels[a:b], images, where)
