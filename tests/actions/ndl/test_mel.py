@@ -147,3 +147,29 @@ ad = [
     assert "L2.W" in adapted.graph.nodes
     with pytest.raises(ConfigError, match="MEL script .* does not exist"):
         run([f"configFile={cfg}", "command=ed", "ed=[editPath=/no/such.mel]"])
+
+
+def test_wildcard_copy_subtree_snippets_dumps_and_two_models(tmp_path, model):
+    (tmp_path / "snip.ndl").write_text("extra = [\n  g = Sigmoid(out)\n]\n")
+    s = _mel(tmp_path, f"""
+    a = LoadModel("{model}")
+    b = LoadModelWithName(second, "{model}")
+    SetDefaultModel(a)
+    Copy(L1.*, L9.*, copy=all)                  # a copy of the layer: inputs inside the set follow
+    CopySubTree(out, new_, copy=all)            # out and everything it reads, prefixed
+    LoadNDLSnippet("{tmp_path}/snip.ndl", extra)
+    DumpNode(L9.*, "{tmp_path}/l9.txt", includeData=true)
+    SetInputs(second.ce, labels, L1.y.Plus)     # a model-prefixed name edits the other model
+    UnloadModel(second)
+    SaveModel(a, "{tmp_path}/a.dnn")
+    """)
+    assert list(s.models) == ["a"]
+    net = load_model(str(tmp_path / "a.dnn")).network
+    g = net.graph.nodes
+    assert g["L9.y"].inputs == ["L9.y.Plus"] and g["L9.y.Plus.Times"].inputs == ["L9.W", "features"]
+    assert torch.equal(net.get_parameter("L9.W"), net.get_parameter("L1.W"))
+    assert g["new_out"].inputs == ["new_out.Times", "new_bo"] and g["new_out.Times"].inputs == ["new_Wo", "new_L1.y"]
+    assert "new_features" in g and g["g"].inputs == ["out"]
+    dump = (tmp_path / "l9.txt").read_text()
+    assert dump.startswith("L9.W=Parameter()") and "L9.y=Tanh(L9.y.Plus)" in dump
+    assert len(dump.splitlines()) == 5 + 5 + 5           # 5 node headers, the 5 rows of W and of b

@@ -190,10 +190,12 @@ class MelScript:
             raise NDLError("no default model: load one first (m = LoadModel(\"path\"))", loc)
         return self.default
 
-    def nodes(self, e, loc: Loc, *, single: bool = False) -> tuple[MelModel, list[str]]:
-        """The model and node names a (wildcard, maybe model-prefixed) name argument denotes."""
+    def nodes(self, e, loc: Loc, *, single: bool = False, model: "MelModel | None" = None
+              ) -> tuple[MelModel, list[str]]:
+        """The model and node names a (wildcard, maybe model-prefixed) name argument denotes
+        (unprefixed names are nodes of ``model``, by default the default model)."""
         text = self._text(e, "node name")
-        model = self.default
+        model = model or self.default
         first, _, rest = text.partition(".")
         if rest and first.lower() in self.models:
             model, text = self.models[first.lower()], rest
@@ -382,7 +384,7 @@ class MelScript:
 
     def _input_node(self, m: MelModel, e, loc: Loc) -> str:
         self._settle(m)
-        model, names = self.nodes(e, loc, single=True)
+        model, names = self.nodes(e, loc, single=True, model=m)
         if model is not m:
             raise NDLError("an input must be a node of the same model", loc)
         return names[0]
