@@ -27,6 +27,7 @@ and word. Ids must be below each section's ``labelDim``.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Mapping
 
 import numpy as np
@@ -38,7 +39,7 @@ from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
 from .sections import apply_shared_options, block_source_options, randomize_option
-from .vocab import WordClasses, count_words, line_blocks, map_tokens
+from .vocab import WordClasses, line_blocks, map_tokens
 
 __all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
 
@@ -85,31 +86,19 @@ class SequenceDeserializer(DeserializerBase):
             open(self.file, "rb").close()
         except OSError as e:
             raise ConfigError(f"the corpus {self.file!r} cannot be read: {e.strerror}", path="file") from None
+        self.unk = None if unk is None else str(unk)
         if self.classes is not None:
             self.vocab = self.classes.words
-        else:
-            counts = count_words(self.file)
-            counts.setdefault(self.begin, 0)
-            counts.setdefault(self.end, 0)
-            if unk is not None:
-                counts.setdefault(str(unk), 0)
-            words = sorted(counts, key=lambda w: (-counts[w], w))
-            self.vocab = {w: i for i, w in enumerate(words)}
-        for sym, key in ((self.begin, "beginSequence"), (self.end, "endSequence")):
-            if sym not in self.vocab:
-                raise ConfigError(f"{key} {sym!r} is not in the vocabulary", path=key)
-        self.unk_id = -1
-        if unk is not None:
-            if str(unk) not in self.vocab:
-                raise ConfigError(f"the unk word {unk!r} is not in the vocabulary", path="unk")
-            self.unk_id = self.vocab[str(unk)]
+            self._check_symbols()
+        self._index()                       # builds the vocabulary from the corpus without wordclass
+        if self.classes is None:
+            self._check_symbols()
         top = max(self.vocab.values()) + 1
         for name, dim in ((self.in_name, self.in_dim), (self.out_name, self.out_dim)):
             if self.classes is None or name == self.in_name:
                 if top > dim:
                     raise ConfigError(f"the vocabulary has {top} words, more than {name}.labelDim = {dim}",
                                       path=f"{name}.labelDim", hint=f"set labelDim = {top}")
-        self._index()
         per = to_int(config.get("sentencesPerChunk", 0), "sentencesPerChunk", minimum=0)
         tokens_per_chunk = to_int(config.get("tokensPerChunk", 1 << 20), "tokensPerChunk", minimum=1)
         self._chunk(per, tokens_per_chunk)
@@ -117,57 +106,83 @@ class SequenceDeserializer(DeserializerBase):
                        StreamInformation(self.out_name, 1, "dense" if self.classes else "sparse", self.dtype,
                                          (4,) if self.classes else (self.out_dim,))]
 
+    def _check_symbols(self) -> None:
+        for sym, key in ((self.begin, "beginSequence"), (self.end, "endSequence")):
+            if sym not in self.vocab:
+                raise ConfigError(f"{key} {sym!r} is not in the vocabulary", path=key)
+        if self.unk is not None and self.unk not in self.vocab:
+            raise ConfigError(f"the unk word {self.unk!r} is not in the vocabulary", path="unk")
+
     def _index(self) -> None:
-        ids_parts, lens_parts, bad_parts = [], [], []
-        errors = 0
+        """One pass over the corpus: token ids (int32), sentence lengths and line numbers; without
+        a wordclass file the vocabulary is built on the way (ids by first appearance, renumbered by
+        falling count at the end). The per-sentence checks are array operations on the ids."""
+        building = self.classes is None
+        vocab: dict[str, int] = {}
+        if building:
+            for w in (self.begin, self.end, self.unk):
+                if w is not None and w not in vocab:
+                    vocab[w] = len(vocab)
+        else:
+            vocab = self.vocab
+        ids_parts, lens_parts, line_parts = [], [], []
         for first, lines in line_blocks(self.file):
-            sents = []
-            bad = []
-            for i, line in enumerate(lines):
-                t = line.split()
-                if not t:
-                    continue
-                if t[0] != self.begin or len(t) == 1:
-                    t.insert(0, self.begin)
-                ok = t[-1] == self.end
-                if not ok:
-                    errors += 1
-                    if errors <= _LOG_ERRORS:
-                        _log.warning("%s:%d: the sentence does not end with %r (dropped, counted against "
-                                     "maxErrors)", self.file, first + i, self.end)
-                sents.append(t)
-                bad.append((not ok, first + i))
-            flat = [w for t in sents for w in t]
-            ids = map_tokens(flat, self.vocab)
+            sents = list(map(str.split, lines))
             lens = np.fromiter(map(len, sents), np.int64, count=len(sents))
-            flags = np.array([b for b, _ in bad], bool)
-            missing = ids < 0
-            if missing.any():
-                if self.unk_id >= 0:
-                    ids[missing] = self.unk_id
-                else:
-                    sent_of = np.repeat(np.arange(len(sents)), lens)
-                    for k in np.unique(sent_of[missing]):
-                        flags[k] = True
-                        errors += 1
-                        if errors <= _LOG_ERRORS:
-                            word = next(w for w in sents[k] if w not in self.vocab)
-                            _log.warning("%s:%d: word %r is not in the vocabulary and no unk is set (sentence "
-                                         "dropped, counted against maxErrors)", self.file, bad[k][1], word)
-                    ids[missing] = 0
-            ids_parts.append(ids)
-            lens_parts.append(lens)
-            bad_parts.append(flags)
-        if errors > _LOG_ERRORS:
-            _log.warning("%s: %d bad sentences in all", self.file, errors)
-        self.ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int32)
-        lens = np.concatenate(lens_parts) if lens_parts else np.zeros(0, np.int64)
-        self.invalid = np.concatenate(bad_parts) if bad_parts else np.zeros(0, bool)
+            flat = list(chain.from_iterable(sents))
+            if building:
+                new = [w for w in dict.fromkeys(flat) if w not in vocab]
+                vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
+            ids_parts.append(map_tokens(flat, vocab))
+            keep = np.flatnonzero(lens)
+            lens_parts.append(lens[keep])
+            line_parts.append(first + keep)
+        if not ids_parts or not sum(len(x) for x in lens_parts):
+            raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
+        ids = np.concatenate(ids_parts)
+        lens = np.concatenate(lens_parts)
+        lines = np.concatenate(line_parts)
+        if building:       # ids by falling count, ties by the words' text
+            words = list(vocab)
+            counts = np.bincount(ids, minlength=len(words))
+            order = sorted(range(len(words)), key=lambda i: (-int(counts[i]), words[i]))
+            remap = np.empty(len(words), np.int32)
+            remap[order] = np.arange(len(words), dtype=np.int32)
+            ids = remap[ids]
+            self.vocab = {words[i]: k for k, i in enumerate(order)}
+        begin_id, end_id = self.vocab[self.begin], self.vocab[self.end]
+        self.unk_id = -1 if self.unk is None else self.vocab[self.unk]
+        starts = np.zeros(len(lens), np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        invalid = ids[starts + lens - 1] != end_id
+        errors = []
+        for k in np.flatnonzero(invalid)[:_LOG_ERRORS].tolist():
+            errors.append(f"{self.file}:{int(lines[k])}: the sentence does not end with {self.end!r}")
+        missing = ids < 0
+        if missing.any():
+            if self.unk_id >= 0:
+                ids[missing] = self.unk_id
+            else:
+                sent_of = np.repeat(np.arange(len(lens)), lens)
+                bad = np.unique(sent_of[missing])
+                for k in bad[:_LOG_ERRORS].tolist():
+                    line = int(lines[k])
+                    word = next(w for w in _line_text(self.file, line).split() if w not in self.vocab)
+                    errors.append(f"{self.file}:{line}: word {word!r} is not in the vocabulary and no unk is set")
+                invalid[bad] = True
+                ids[missing] = 0
+        for m in errors:
+            _log.warning("%s (sentence dropped, counted against maxErrors)", m)
+        if int(invalid.sum()) > len(errors):
+            _log.warning("%s: %d bad sentences in all", self.file, int(invalid.sum()))
+        # put beginSequence in front of the sentences that do not start with it
+        need = (ids[starts] != begin_id) | (lens == 1)
+        self.ids = np.insert(ids, starts[need], begin_id).astype(np.int32)
+        lens = lens + need
+        self.invalid = invalid
         self.starts = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(lens, out=self.starts[1:])
         self.lengths = lens - 1                       # samples per sentence
-        if len(lens) == 0:
-            raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
 
     def _chunk(self, per: int, tokens_per_chunk: int) -> None:
         n = len(self.lengths)
@@ -258,6 +273,15 @@ class SequenceAdapter:
 
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec, auto_epoch_blocks=False)
+
+
+def _line_text(path: str, line: int) -> str:
+    """Line ``line`` (1-based) of ``path`` (for messages)."""
+    with open(path, encoding="utf-8") as fh:
+        for n, text in enumerate(fh, 1):
+            if n == line:
+                return text
+    return ""
 
 
 def _parallel_sentences(sec: Any) -> int:
