@@ -410,3 +410,26 @@ def test_base64_random_access_reads_what_whole_chunks_read(tmp_path, bad_line):
         np.testing.assert_array_equal(la, lb)
     n = sum(len(lab) for _, lab in got[True])
     assert n == (80 if bad_line is None else 78)
+
+
+def test_base64_index_cache_is_reused_and_rebuilt_when_the_file_changes(tmp_path, monkeypatch):
+    from cntkio.deserializers.image import mapfile
+    paths = _images(tmp_path, 4)
+    b64 = _map(tmp_path, [f"{i}\t{_b64(p)}\n" for i, p in enumerate(paths)], "b64.txt")
+    d = Base64ImageDeserializer(b64, _streams())
+    d["cacheIndex"] = True
+    f1, l1 = read_all(d)
+    cache = tmp_path / ("b64.txt" + mapfile.CACHE_SUFFIX)
+    assert cache.exists()
+    built = []
+    real = mapfile.index_base64_map
+    monkeypatch.setattr(mapfile, "index_base64_map", lambda *a: built.append(a) or real(*a))
+    f2, l2 = read_all(d)
+    assert built == []                                             # read from the cache
+    np.testing.assert_array_equal(f1, f2)
+    np.testing.assert_array_equal(l1, l2)
+    with open(b64, "a") as f:                                      # the map changes: indexed again
+        f.write(f"3\t{_b64(paths[0])}\n")
+    f3, l3 = read_all(d)
+    assert len(built) == 1 and list(l3) == [0, 1, 2, 3, 3]
+    assert not list(tmp_path.glob("*.tmp"))

@@ -1,5 +1,6 @@
 """Base64ImageDeserializer: ``[key<TAB>]label<TAB>base64`` lines, indexed by byte offset and
-chunked like CTF (``mapfile.index_base64_map``), read through a read-only mapping of the file.
+chunked like CTF (``mapfile.index_base64_map``; ``cacheIndex = true`` keeps the index beside the
+map as ``<map>.b64idx``), read through a read-only mapping of the file.
 
 It is a random-access deserializer (``deserializers.protocol.RandomAccessDeserializer``): a
 randomized source keeps only the window's text mapped and decodes each batch's images in delivery
@@ -22,12 +23,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..._log import get_logger
 from ...errors import FormatError
+from ...values import to_bool
 from ..protocol import ChunkData, ChunkInfo, SequenceTable
 from .deserializer import ImageCore
-from .mapfile import index_base64_map
+from .mapfile import cached_base64_index
 
 __all__ = ["Base64ImageDataDeserializer"]
+
+_log = get_logger("deserializers.image")
 
 #: images per decode task of a random-access read (smaller batches are decoded in one task)
 _PER_TASK = 8
@@ -42,7 +47,8 @@ class Base64ImageDataDeserializer(ImageCore):
 
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
         super().__init__(config, trace_level, **source_options)
-        ix = index_base64_map(self.map_file, self.cfg.label_dim, self.cfg.chunk_size)
+        ix = cached_base64_index(self.map_file, self.cfg.label_dim, self.cfg.chunk_size,
+                                 to_bool(config.get("cacheIndex", False), "cacheIndex"), _log)
         self.index = ix
         cs = ix.chunk_starts
         self._chunks = [ChunkInfo(c, int(cs[c + 1] - cs[c]), int(cs[c + 1] - cs[c])) for c in range(len(cs) - 1)]

@@ -22,8 +22,8 @@ import numpy as np
 
 from ...errors import FormatError
 
-__all__ = ["ImageMap", "Base64Index", "parse_image_map", "index_base64_map", "resolve_path",
-           "chunk_bounds"]
+__all__ = ["ImageMap", "Base64Index", "parse_image_map", "index_base64_map", "cached_base64_index",
+           "resolve_path", "chunk_bounds", "CACHE_SUFFIX"]
 
 _LEADING_INT = re.compile(rb"\s*([+-]?\d+)")
 
@@ -207,3 +207,55 @@ def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int) -> B
     end_a = np.asarray(end, np.int64)
     return Base64Index(np.asarray(keys, np.int64), np.asarray(labels, np.int64), np.asarray(lines, np.int64),
                        begin_a, end_a, chunk_bounds(begin_a, end_a, max(1, int(chunk_size))))
+
+
+# --- the Base64 index cache (cacheIndex = true) ----------------------------------------------------
+
+#: the cache beside the map file: ``<map>.b64idx`` (a NumPy .npz)
+CACHE_SUFFIX = ".b64idx"
+_CACHE_VERSION = 1
+_HEAD = 1 << 16
+
+
+def _fingerprint(path: str) -> np.ndarray:
+    """``(size, mtime_ns)`` of the file and the first 64 KiB's CRC, as int64s."""
+    import zlib
+    st = os.stat(path)
+    with open(path, "rb") as f:
+        crc = zlib.crc32(f.read(_HEAD))
+    return np.array([st.st_size, st.st_mtime_ns, crc], np.int64)
+
+
+def cached_base64_index(map_file: str, label_dim: int | None, chunk_size: int, use_cache: bool,
+                        log=None) -> Base64Index:
+    """:func:`index_base64_map`, reusing ``<map>.b64idx`` when ``use_cache`` and it was made from
+    this very file (size, modification time, first 64 KiB) with the same options; otherwise the
+    index is built and, with ``use_cache``, written there (temporary name, then renamed; a folder
+    that cannot be written only logs a warning)."""
+    target = map_file + CACHE_SUFFIX
+    options = np.array([_CACHE_VERSION, -1 if label_dim is None else label_dim, chunk_size], np.int64)
+    if use_cache and os.path.exists(target):
+        try:
+            with np.load(target) as z:
+                if np.array_equal(z["fingerprint"], _fingerprint(map_file)) and np.array_equal(z["options"], options):
+                    return Base64Index(*(z[k] for k in ("keys", "labels", "lines", "begin", "end", "chunk_starts")))
+        except (OSError, ValueError, KeyError) as e:
+            if log is not None:
+                log.warning("%s: the index cache %s cannot be read (%s); indexing again", map_file, target, e)
+    index = index_base64_map(map_file, label_dim, chunk_size)
+    if use_cache:
+        import tempfile
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(target) + ".", suffix=".tmp",
+                                   dir=os.path.dirname(os.path.abspath(target)))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, fingerprint=_fingerprint(map_file), options=options, keys=index.keys,
+                         labels=index.labels, lines=index.lines, begin=index.begin, end=index.end,
+                         chunk_starts=index.chunk_starts)
+            os.replace(tmp, target)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            if log is not None:
+                log.warning("%s: cannot write the index cache %s: %s", map_file, target, e)
+    return index
