@@ -173,3 +173,16 @@ def test_wildcard_copy_subtree_snippets_dumps_and_two_models(tmp_path, model):
     dump = (tmp_path / "l9.txt").read_text()
     assert dump.startswith("L9.W=Parameter()") and "L9.y=Tanh(L9.y.Plus)" in dump
     assert len(dump.splitlines()) == 5 + 5 + 5           # 5 node headers, the 5 rows of W and of b
+
+
+def test_create_model_with_inline_ndl(tmp_path):
+    _mel(tmp_path, f"""m = CreateModel()
+    x = Input(3, tag=feature)
+    y = Input(2, tag=label)
+    W = Parameter(2, 3)
+    ce = CrossEntropyWithSoftmax(y, Times(W, x), tag=criterion)
+    SaveModel(m, "{tmp_path}/new.dnn")
+    """)
+    net = load_model(str(tmp_path / "new.dnn")).network
+    assert list(net.graph.nodes) == ["x", "y", "W", "ce", "ce.Times"]
+    assert net.graph.groups["criterion"] == ["ce"] and net.graph.groups["feature"] == ["x"]

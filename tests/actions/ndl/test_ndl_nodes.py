@@ -111,3 +111,12 @@ def test_the_library_names_cntks_functions():
                  "ErrorPrediction", "CosDistance", "Logistic", "MatrixL1Reg", "MatrixL2Reg"):
         assert lookup(name) is not None and lookup(name.lower()) is lookup(name), name
     assert len(op_names()) >= 55
+
+
+def test_image_input_layouts():
+    x = torch.arange(12.0).reshape(1, 12)
+    hwc = build('img = ImageInput(3, 2, 2, imageLayout="HWC")').evaluate({"img": x}, ["img"])["img"]
+    chw = build('img = ImageInput(3, 2, 2)').evaluate({"img": x}, ["img"])["img"]
+    assert hwc.shape == chw.shape == (1, 2, 2, 3)
+    assert hwc[0, 0].tolist() == [[0, 2, 4], [6, 8, 10]] and hwc[0, 1].tolist() == [[1, 3, 5], [7, 9, 11]]
+    assert chw[0, 0].tolist() == [[0, 1, 2], [3, 4, 5]]
