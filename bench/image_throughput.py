@@ -251,7 +251,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=os.path.join(HERE, "data", "images"))
     ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--bmp", type=int, default=500, help="BMP copies for the CNTK 2.7 column")
+    ap.add_argument("--bmp", type=int, default=1000, help="BMP copies for the CNTK 2.7 column")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--peers", default=os.path.join(ROOT, ".cache", "bench-peers"),
                     help="folder with torchvision + pillow (pip install --no-deps --target)")
