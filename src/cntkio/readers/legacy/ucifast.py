@@ -355,6 +355,12 @@ class UCIFastDeserializer(DeserializerBase):
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+        buf = getattr(self, "_buf", None)
+        if buf is not None and not isinstance(buf, bytes):
+            try:
+                buf.close()
+            except BufferError:       # a chunk's view still alive: the map closes with it
+                pass
 
 
 def _record_lines(buf: Any, begin: int, end: int, first_line: int, records: np.ndarray) -> list[int]:
