@@ -162,7 +162,8 @@ def test_config_errors_name_the_config_file_and_line(tmp_path):
         run([f"configFile={cfg}", "command=mnistTrain"])
     e = info.value
     assert e.file == cfg and "unknown function 'Sigmod'" in str(e) and "Sigmoid" in str(e)
-    assert open(cfg).read().splitlines()[e.line - 1].strip() == "h = Sigmod(features)"
+    row = open(cfg).read().splitlines()[e.line - 1]
+    assert row.strip() == "h = Sigmod(features)" and row.index("Sigmod") + 1 == e.column
 
 
 @pytest.mark.parametrize("builder, message", [
@@ -201,3 +202,17 @@ def test_dumpnode_of_an_ndl_model(tmp_path):
     assert "W=LearnableParameter [3,2]" in text and "0.5 0.5" in text
     assert "h=Tanh ( W.Times )" not in text and "h=Tanh ( h.Times )" in text
     assert "h.Times=Times ( W , x )" in text and "x=InputValue [2]" in text and "m=Mean [2]" in text
+
+
+def test_columns_of_inline_ndl_are_the_config_files(tmp_path):
+    extra = ("netSection = [\n    ab = Input(64, tag=feature) ; b = Plus(ab, zz)\n"
+             "    M(x) = Tanh(Plus(x, qq))\n    c = M(ab)\n]\n")
+    cfg = _config(tmp_path, "run = netSection", extra)
+    rows = open(cfg).read().splitlines()
+    with pytest.raises(ConfigError, match="undefined symbol 'zz'") as info:
+        run([f"configFile={cfg}", "command=mnistTrain"])
+    assert rows[info.value.line - 1].index("zz") + 1 == info.value.column
+    cfg = _config(tmp_path, "run = netSection", extra.replace("zz", "ab"))
+    with pytest.raises(ConfigError, match="undefined symbol 'qq'") as info:
+        run([f"configFile={cfg}", "command=mnistTrain"])
+    assert rows[info.value.line - 1].index("qq") + 1 == info.value.column

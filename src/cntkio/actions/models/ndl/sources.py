@@ -9,6 +9,7 @@ statement parser.
 from __future__ import annotations
 
 import os
+import re
 
 from ....config import ConfigParameters
 from ....config.parser import read_text
@@ -67,6 +68,7 @@ def read_ndl_file(path: str, *, what: str = "NDL file", where: str | None = None
 def config_statements(section: ConfigParameters) -> list:
     """The NDL statements of a config section, each at the file and line it was written on."""
     out = []
+    lines: dict = {}
     for key, value in section.items():
         if isinstance(value, ConfigParameters):
             loc = Loc(value.file or "<config>", value.line or 0, 1)
@@ -78,8 +80,30 @@ def config_statements(section: ConfigParameters) -> list:
         stripped = text.lstrip()
         macro = stripped.startswith("(") and not _one_group(stripped)
         stmt = f"{key}{text}" if macro else f"{key}={text}"
-        out.extend(parse_span(stmt, getattr(value, "file", None) or "<config>", getattr(value, "line", None) or 1))
+        file, line = getattr(value, "file", None) or "<config>", getattr(value, "line", None) or 1
+        stmt, col0 = _as_written(stmt, key, text, file, line, lines)
+        out.extend(parse_span(stmt, file, line, col0))
     return out
+
+
+def _as_written(stmt: str, key: str, text: str, file: str, line: int, cache: dict) -> tuple[str, int]:
+    """The statement with its first line as written in the config file (so columns are the file's),
+    and the column it starts at; the reconstruction itself when the file cannot be matched."""
+    if file not in cache:
+        try:
+            cache[file] = read_text(file).splitlines() if os.path.isfile(file) else None
+        except ConfigError:
+            cache[file] = None
+    rows = cache[file]
+    if not rows or not 0 < line <= len(rows):
+        return stmt, 1
+    src = rows[line - 1]
+    first = text.split("\n", 1)[0].strip()
+    head = re.compile(rf"(?<![\w.]){re.escape(key)}\s*=?\s*", re.I)
+    for m in head.finditer(src):              # "key = value" exactly, not a name that contains key
+        if first and src.startswith(first, m.end()):
+            return src[m.start():m.end()] + text.lstrip(), m.start() + 1
+    return stmt, 1
 
 
 def _one_group(text: str) -> bool:
