@@ -143,6 +143,7 @@ class UCIFastAdapter:
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec)
 
+
 def block_source_options(sec: Any, spec: Any, auto_epoch_blocks: bool = True) -> None:
     """The MinibatchSource randomization options of a legacy section's ``randomize`` (module
     docstring): the deserializer's chunks are the randomization blocks, the window one chunk."""
