@@ -74,12 +74,22 @@ def test_too_deep_nesting_in_an_included_file_names_the_file_and_line(tmp_path):
 
 
 def test_nesting_up_to_the_limit_parses(tmp_path):
-    n = MAX_NESTING - 2   # two sets around the include: the limit counts across files
+    n = MAX_NESTING - 6   # two sets (1 each) and two includes (2 each) above: the limit counts across files
     top = _chain(tmp_path, "deep = " + "[a = " * n + "1" + "]" * n + "\n")
     node = load_config([f"configFile={top}"])("a")("inner")("deep")
     for _ in range(n - 1):
         node = node("a")
     assert node("a") == "1"
+
+
+def test_long_include_chain_is_an_error_naming_the_including_file(tmp_path):
+    for i in range(150):
+        (tmp_path / f"f{i}.cntk").write_text(f"v{i} = {i}\n" + (f"include = f{i + 1}.cntk\n" if i < 149 else ""))
+    with pytest.raises(ConfigError) as err:
+        load_config([f"configFile={tmp_path / 'f0.cntk'}"])
+    assert (err.value.file, err.value.line) == (str(tmp_path / "f100.cntk"), 2)
+    assert "nested too deeply" in str(err.value)
+    assert load_config([f"configFile={tmp_path / 'f60.cntk'}"])("v149") == "149"   # 90 files: fine
 
 
 @pytest.mark.parametrize("text,line", [

@@ -46,6 +46,8 @@ _NAME_EQ = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-
 
 #: parameter sets nested deeper than this are an error (the parser follows nesting recursively)
 MAX_NESTING = 200
+#: the levels an include counts for (its file's parse goes three calls deeper)
+_INCLUDE_LEVELS = 2
 _nesting = threading.local()
 
 
@@ -172,7 +174,16 @@ def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) 
                             path=join_path(target.path, "include"))
         ctx.included.add(real)
         _log.info("config: including %s", path)
-        load_file_into(path, target, ctx)
+        depth = getattr(_nesting, "depth", 0)
+        if depth + _INCLUDE_LEVELS > MAX_NESTING:
+            raise src.error(f"included files and parameter sets nested too deeply (more than {MAX_NESTING} "
+                            f"levels, an include counting {_INCLUDE_LEVELS})", start,
+                            path=join_path(target.path, "include"), hint="include fewer files in a chain")
+        _nesting.depth = depth + _INCLUDE_LEVELS
+        try:
+            load_file_into(path, target, ctx)
+        finally:
+            _nesting.depth = depth
 
 
 def read_text(path: str) -> str:
