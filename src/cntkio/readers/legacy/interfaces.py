@@ -52,7 +52,7 @@ class DataReader:
         self._last: dict[str, Any] = {}
         self._epoch_done = True
         self._sweep_end = False
-        self._nbr_slices = 1
+        self._nbr_slices = 0
         self._deserializers: list = []
         if config is not None:
             self.init(config)
@@ -227,8 +227,10 @@ class DataReader:
         return self._nbr_slices
 
     def set_nbr_slices_each_recurrent_iter(self, n: int) -> None:
-        if int(n) < 1:
-            raise ValueError(f"the number of parallel sequences must be at least 1, found {n}")
+        """Record the number of parallel sequences (0: as many as fill the minibatch, which is how
+        the engine packs)."""
+        if int(n) < 0:
+            raise ValueError(f"the number of parallel sequences must be >= 0, found {n}")
         self._nbr_slices = int(n)
 
     def set_sentence_end_in_batch(self, sentence_end: list) -> None:

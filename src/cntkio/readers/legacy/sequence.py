@@ -286,11 +286,12 @@ def _line_text(path: str, line: int) -> str:
 
 def _parallel_sentences(sec: Any) -> int:
     """``nbruttsineachrecurrentiter`` (also spelt ``nbruttineachrecurrentiter`` in CNTK's LM reader
-    page), checked: the engine packs whole sentences up to minibatchSize words."""
+    page; 0 = as many sentences as fill the minibatch), checked: the engine packs whole sentences
+    up to minibatchSize words, which is what 0 asks for."""
     for key in ("nbruttsineachrecurrentiter", "nbruttineachrecurrentiter"):
         if sec.exists(key):
-            return sec.int(key, minimum=1)
-    return 1
+            return sec.int(key, minimum=0)
+    return 0
 
 
 def _as_dict(v: Any) -> Any:
