@@ -14,6 +14,7 @@ from ..integrations.torch_backend import torch
 from ..errors import ConfigError, NotImplementedInCntkio
 from .models import NetworkSpec, SimpleNetwork, load_model
 from .ndl_support import build_ndl_network
+from .brainscript_support import build_brainscript_network, has_brainscript
 from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
 
 __all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]
@@ -73,6 +74,8 @@ def build_network(command, *, device: torch.device, dtype: torch.dtype, adapt: b
         return SimpleNetwork(spec, dtype=dtype).to(device)
     if command.exists("NDLNetworkBuilder"):
         return build_ndl_network(command, device=device, dtype=dtype)
+    if has_brainscript(command):
+        return build_brainscript_network(command, device=device, dtype=dtype)
     for b in UNSUPPORTED_BUILDERS:
         if command.exists(b):
             raise NotImplementedInCntkio(

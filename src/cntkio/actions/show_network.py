@@ -17,6 +17,8 @@ from .models import SimpleNetwork, load_model
 from .models.mel import MelModel
 from .models.ndl import build_from_config
 from .network import spec_from_config
+from .brainscript_support import build_brainscript_network, has_brainscript
+from ..integrations.torch_backend import torch
 from ._params import get_str, has, section
 
 __all__ = ["main", "describe"]
@@ -39,6 +41,9 @@ def main(argv: Sequence[str], out=None) -> int:
         if sec.exists("NDLNetworkBuilder"):
             net = build_from_config(section(sec, "NDLNetworkBuilder"))
             what = "NDLNetworkBuilder"
+        elif has_brainscript(sec):
+            net = build_brainscript_network(sec, device=torch.device("cpu"), dtype=torch.float32, precompute=False)
+            what = "BrainScriptNetworkBuilder"
         elif sec.exists("SimpleNetworkBuilder"):
             net = SimpleNetwork(spec_from_config(section(sec, "SimpleNetworkBuilder")))
             what = "SimpleNetworkBuilder"

@@ -1,0 +1,300 @@
+"""Evaluation of BrainScript: scopes, records with lazy members, function calls, operators,
+``include``, ``new ComputationNetwork``.
+
+:class:`Evaluator` turns a syntax tree into values (``values.py``); the node functions and layers
+(``library.py``) make :class:`~.values.BNode` s, which ``network.py`` turns into a graph.
+"""
+from __future__ import annotations
+
+import operator
+import os
+from typing import Any
+
+from . import syntax as S
+from .syntax import BrainScriptError, Loc
+from .values import Array, BNode, Function, Record, Thunk, near, type_name
+
+__all__ = ["Evaluator", "Scope"]
+
+MAX_DEPTH = 400
+
+
+class Scope:
+    """Names visible at one level (a record's members, a function's parameters), then the parent's."""
+
+    __slots__ = ("names", "parent")
+
+    def __init__(self, names: dict[str, Thunk], parent: "Scope | None") -> None:
+        self.names, self.parent = names, parent
+
+    def find(self, name: str) -> Thunk | None:
+        s = self
+        while s is not None:
+            t = s.names.get(name)
+            if t is not None:
+                return t
+            s = s.parent
+        return None
+
+    def visible(self) -> set[str]:
+        out, s = set(), self
+        while s is not None:
+            out.update(s.names)
+            s = s.parent
+        return out
+
+
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+          "%": operator.mod, "**": operator.pow, ".*": operator.mul}
+_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+        ">=": operator.ge}
+#: node operators: ``a op b`` with a node on either side
+_NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times"}
+
+
+class Evaluator:
+    """Evaluates BrainScript in a global scope of built-ins (``library.builtins``)."""
+
+    def __init__(self, builtins: dict[str, Any], *, base_dir: str | None = None) -> None:
+        self.paths: list[str] = []
+        self.naming = True
+        self.base_dir = base_dir
+        self.nodes: list[BNode] = []
+        self.globals = Scope({k: Thunk.of(v, k) for k, v in builtins.items()}, None)
+        self.depth = 0
+        self.included: list[str] = []
+
+    # --- nodes ------------------------------------------------------------------------------
+    @property
+    def hint(self) -> str:
+        for p in reversed(self.paths):
+            if p:
+                return p
+        return ""
+
+    def node(self, op: str, inputs: list, attrs: dict | None = None, loc: Loc | None = None) -> BNode:
+        n = BNode(op, list(inputs), dict(attrs or {}), str(loc) if loc else "", self.hint)
+        self.nodes.append(n)
+        return n
+
+    def constant(self, value: float, loc: Loc | None) -> BNode:
+        return self.node("Constant", [], {"value": float(value), "rows": 1, "cols": 1}, loc)
+
+    def as_node(self, v: Any, loc: Loc | None, what: str) -> BNode:
+        if isinstance(v, BNode):
+            return v
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return self.constant(v, loc)
+        raise BrainScriptError(f"{what}: expected a node or a number, found {type_name(v)}", loc)
+
+    # --- records ----------------------------------------------------------------------------
+    def record(self, lit: S.RecordLit, env: Scope, path: str) -> Record:
+        members: dict[str, Thunk] = {}
+        scope = Scope(members, env)
+        self._members(lit.members, scope, members, path)
+        return Record(members, path, lit.loc)
+
+    def _members(self, items: list, scope: Scope, members: dict, path: str) -> None:
+        for m in items:
+            if isinstance(m, S.Include):
+                self._include(m, scope, members, path)
+                continue
+            p = f"{path}.{m.name}" if path else m.name
+            if m.params is not None:
+                fn = Function(m.name, m.params, m.defaults, m.expr, scope, loc=m.loc)
+                members[m.name] = Thunk.of(fn, p)
+            elif m.index is not None:
+                members[m.name] = Thunk(self._generator(m, scope, p), p, m.loc, m.name)
+            else:
+                members[m.name] = Thunk(self._later(m.expr, scope, p), p, m.loc, m.name)
+
+    def _later(self, expr, scope: Scope, path: str):
+        return lambda: self.eval(expr, scope, path)
+
+    def _generator(self, m: S.Assign, scope: Scope, path: str):
+        var, lo_e, hi_e = m.index
+
+        def make():
+            lo, hi = self.integer(self.eval(lo_e, scope, path), lo_e.loc), self.integer(self.eval(hi_e, scope, path),
+                                                                                         hi_e.loc)
+            items = []
+            for i in range(lo, hi + 1):
+                inner = Scope({var: Thunk.of(i)}, scope)
+                items.append(Thunk(self._later(m.expr, inner, f"{path}[{i}]"), f"{path}[{i}]", m.loc, f"{m.name}[{i}]"))
+            return Array(items, lo)
+        return make
+
+    def _include(self, inc: S.Include, scope: Scope, members: dict, path: str) -> None:
+        name = inc.path
+        cands = [name] if os.path.isabs(name) else [os.path.join(d, name) for d in
+                                                    [os.path.dirname(inc.loc.file)] + ([self.base_dir] if self.base_dir else [])
+                                                    + ["."] if d is not None]
+        found = next((c for c in cands if os.path.isfile(c)), None)
+        if found is None:
+            raise BrainScriptError(f"include {name!r}: the file does not exist", inc.loc,
+                                   hint="looked in " + ", ".join(sorted({os.path.dirname(os.path.abspath(c)) for c in cands})))
+        found = os.path.abspath(found)
+        if found in self.included:
+            raise BrainScriptError(f"include {name!r}: the file includes itself", inc.loc)
+        with open(found, encoding="utf-8") as f:
+            text = f.read()
+        self.included.append(found)
+        try:
+            body = S.parse_record_body(text, found)
+            self._members(body.members, scope, members, path)
+        finally:
+            self.included.pop()
+
+    # --- expressions ------------------------------------------------------------------------
+    def eval(self, e, env: Scope, path: str = "") -> Any:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.depth = 0
+            raise BrainScriptError("the evaluation nests too deeply (an infinite recursion?)", e.loc,
+                                   hint="a recursive function needs a condition that ends it")
+        try:
+            return self._eval(e, env, path)
+        finally:
+            self.depth -= 1
+
+    def _eval(self, e, env: Scope, path: str) -> Any:
+        if isinstance(e, S.Lit):
+            return e.value
+        if isinstance(e, S.Name):
+            t = env.find(e.name)
+            if t is None:
+                raise BrainScriptError(f"undefined name {e.name!r}", e.loc, hint=near(e.name, env.visible()))
+            return t.force(self)
+        if isinstance(e, S.Member):
+            obj = self.eval(e.obj, env, path)
+            if isinstance(obj, Record):
+                return obj.get(e.name, self, e.loc)
+            raise BrainScriptError(f"'.{e.name}': expected a record before the dot, found {type_name(obj)}", e.loc)
+        if isinstance(e, S.Call):
+            fn = self.eval(e.fn, env, path)
+            if not isinstance(fn, Function):
+                raise BrainScriptError(f"expected a function to call, found {type_name(fn)}", e.loc)
+            pos = [self._arg(a, env) for a in e.args]
+            named = {k: self._arg(a, env) for k, a in e.named.items()}
+            return self.call(fn, pos, named, e.loc)
+        if isinstance(e, S.BinOp):
+            return self.binop(e.op, self.eval(e.a, env, path), self.eval(e.b, env, path), e.loc)
+        if isinstance(e, S.Unary):
+            v = self.eval(e.a, env, path)
+            if e.op == "!":
+                return not self.boolean(v, e.loc)
+            if isinstance(v, BNode):
+                return self.node("Negate", [v], loc=e.loc) if e.op == "-" else v
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v if e.op == "-" else v
+            raise BrainScriptError(f"unary '{e.op}': expected a number or a node, found {type_name(v)}", e.loc)
+        if isinstance(e, S.If):
+            return self.eval(e.then if self.boolean(self.eval(e.cond, env, path), e.cond.loc) else e.other, env, path)
+        if isinstance(e, S.ArrayLit):
+            items = []
+            for i, x in enumerate(e.items):
+                v = self.eval(x, env, path)
+                items.extend(v.items if isinstance(v, Array) else [Thunk.of(v)])
+            return Array(items)
+        if isinstance(e, S.RecordLit):
+            return self.record(e, env, path)
+        if isinstance(e, S.Lambda):
+            return Function("lambda", e.params, e.defaults, e.body, env, loc=e.loc)
+        if isinstance(e, S.ArrayGen):
+            lo = self.integer(self.eval(e.lo, env, path), e.lo.loc)
+            hi = self.integer(self.eval(e.hi, env, path), e.hi.loc)
+            fn = self.eval(e.fn, env, path)
+            if not isinstance(fn, Function):
+                raise BrainScriptError(f"array[..](f): expected a function i => ..., found {type_name(fn)}", e.fn.loc)
+            items = [Thunk(self._gen(fn, i, e.loc), f"{path}[{i}]" if path else "", e.loc) for i in range(lo, hi + 1)]
+            return Array(items, lo)
+        if isinstance(e, S.Index):
+            obj = self.eval(e.obj, env, path)
+            i = self.eval(e.index, env, path)
+            if isinstance(obj, Array):
+                return obj.get(self.integer(i, e.index.loc), self, e.loc)
+            raise BrainScriptError(f"'[...]': expected an array, found {type_name(obj)}", e.loc)
+        if isinstance(e, S.New):
+            if e.cls != "ComputationNetwork":
+                raise BrainScriptError(f"new {e.cls}: expected new ComputationNetwork", e.loc)
+            v = self.eval(e.body, env, path)
+            if not isinstance(v, Record):
+                raise BrainScriptError(f"new ComputationNetwork: expected a record {{ ... }}, found {type_name(v)}", e.loc)
+            return v
+        raise BrainScriptError(f"cannot evaluate {type(e).__name__}", getattr(e, "loc", None))
+
+    def _gen(self, fn: Function, i: int, loc: Loc):
+        return lambda: self.call(fn, [Thunk.of(i)], {}, loc)
+
+    def _arg(self, a, env: Scope) -> Thunk:
+        if isinstance(a, S.Lit):
+            return Thunk.of(a.value)
+        return Thunk(self._later(a, env, self.hint), self.hint, a.loc, "an argument")
+
+    # --- calls ------------------------------------------------------------------------------
+    def call(self, fn: Function, pos: list[Thunk], named: dict[str, Thunk], loc: Loc | None) -> Any:
+        if fn.builtin is not None:
+            return fn.builtin(self, pos, named, loc)
+        if len(pos) > len(fn.params):
+            raise BrainScriptError(f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), "
+                                   f"found {len(pos)}", loc)
+        names: dict[str, Thunk] = {}
+        for p, t in zip(fn.params, pos):
+            names[p] = t
+        for k, t in named.items():
+            if k not in fn.params:
+                raise BrainScriptError(f"{fn.name} has no parameter {k!r}", loc,
+                                       hint=near(k, fn.params) or f"its parameters: {', '.join(fn.params) or 'none'}")
+            if k in names:
+                raise BrainScriptError(f"{fn.name}: parameter {k!r} is given twice", loc)
+            names[k] = t
+        scope = Scope(names, fn.env)
+        for p in fn.params:
+            if p not in names:
+                if p not in fn.defaults:
+                    raise BrainScriptError(f"{fn.name} needs its parameter {p!r} ({len(fn.params)} parameters: "
+                                           f"{', '.join(fn.params)})", loc)
+                names[p] = Thunk(self._later(fn.defaults[p], scope, self.hint), self.hint, loc, p)
+        return self.eval(fn.body, scope, self.hint)
+
+    # --- operators --------------------------------------------------------------------------
+    def binop(self, op: str, a: Any, b: Any, loc: Loc | None) -> Any:
+        if op in ("&&", "||"):
+            x, y = self.boolean(a, loc), self.boolean(b, loc)
+            return (x and y) if op == "&&" else (x or y)
+        if op in _CMP:
+            if type(a) is not type(b) and not (_num(a) and _num(b)):
+                raise BrainScriptError(f"'{op}' compares {type_name(a)} with {type_name(b)}", loc)
+            return _CMP[op](a, b)
+        if _num(a) and _num(b):
+            if op == "/" and b == 0:
+                raise BrainScriptError("division by zero", loc)
+            v = _ARITH[op](a, b)
+            return int(v) if op == "/" and float(v).is_integer() and isinstance(a, int) and isinstance(b, int) and a % b == 0 else v
+        if op == "+" and isinstance(a, str) and isinstance(b, str):
+            return a + b
+        if isinstance(a, BNode) or isinstance(b, BNode):
+            if op == "*" and (_num(a) or _num(b)):
+                op = ".*"
+            if op == "/" and _num(b):
+                return self.node("ElementTimes", [a, self.constant(1.0 / b, loc)], loc=loc)
+            node_op = _NODE_OPS.get(op)
+            if node_op is None:
+                raise BrainScriptError(f"'{op}' is not defined for nodes (use the node functions)", loc)
+            return self.node(node_op, [self.as_node(a, loc, op), self.as_node(b, loc, op)], loc=loc)
+        raise BrainScriptError(f"'{op}' is not defined for {type_name(a)} and {type_name(b)}", loc)
+
+    def boolean(self, v: Any, loc: Loc | None) -> bool:
+        if isinstance(v, bool):
+            return v
+        raise BrainScriptError(f"expected a boolean, found {type_name(v)}", loc)
+
+    def integer(self, v: Any, loc: Loc | None) -> int:
+        if _num(v) and float(v).is_integer():
+            return int(v)
+        raise BrainScriptError(f"expected an integer, found {v!r}" if _num(v) else
+                               f"expected an integer, found {type_name(v)}", loc)
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
