@@ -264,3 +264,10 @@ def test_learning_rate_multiplier_and_need_gradient():
     net.evaluate({"x": x}, ["v"])["v"].sum().backward()
     assert net.B.grad.tolist() == [[4.0, 6.0]] and net.A.grad.tolist() == [[2.0, 3.0]]
     assert not net.C.requires_grad and not net.D.requires_grad
+
+
+def test_sections_of_a_file_see_its_top_level_variables(tmp_path):
+    f = tmp_path / "net.ndl"
+    f.write_text("run = main\nSDim = 5\nunused = Input(9)\nmain = [\n  x = Input(SDim)\n  y = Tanh(x)\n]\n")
+    net = build(str(f))
+    assert net.shapes["x"] == (5,) and "unused" not in net.graph.nodes

@@ -56,15 +56,17 @@ def build_graph(source: str | NDLFile, *, run=None, load=None, macros=None,
     for m in f.macros:
         lib.add(m)
     run_names = _names(run) or f.run
+    outer = None
     if run_names:
         statements = [st for n in run_names for st in f.section(n)]
+        outer = f.loose               # the file's top-level variables, seen by its sections
     else:
         if f.sections and not f.loose:
             raise NDLError(f"{f.file}: which section to run? (sections: {', '.join(s.name for s in f.sections.values())})",
                            hint="give run=<section> (in the file or the NDLNetworkBuilder)")
         statements = f.loose
     ev = Evaluator(macros=lib)
-    ev.run(statements)
+    ev.run(statements, outer=outer)
     return ev.graph
 
 

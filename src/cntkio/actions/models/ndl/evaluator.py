@@ -160,9 +160,12 @@ class Evaluator:
         self.pending: list[_Pending] = []
 
     # --- entry points ----------------------------------------------------------------------
-    def run(self, statements: list, prefix: str = "", fallback=None) -> "Scope":
-        """Evaluate a script (create pass), then connect the delay nodes (second pass)."""
-        scope = Scope(self, prefix, statements, fallback=fallback)
+    def run(self, statements: list, prefix: str = "", fallback=None, outer: list | None = None) -> "Scope":
+        """Evaluate a script (create pass), then connect the delay nodes (second pass).
+        ``outer``: statements around the script (an NDL file's top level), evaluated only when
+        the script uses their names."""
+        parent = Scope(self, "", outer) if outer else None
+        scope = Scope(self, prefix, statements, fallback=fallback, parent=parent)
         scope.run()
         self.connect()
         return scope
