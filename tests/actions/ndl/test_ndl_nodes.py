@@ -120,3 +120,14 @@ def test_image_input_layouts():
     assert hwc.shape == chw.shape == (1, 2, 2, 3)
     assert hwc[0, 0].tolist() == [[0, 2, 4], [6, 8, 10]] and hwc[0, 1].tolist() == [[1, 3, 5], [7, 9, 11]]
     assert chw[0, 0].tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_lookup_table_hardmax_reciprocal_divide():
+    net = build("w = Input(8)\nE = Parameter(3, 4)\nv = LookupTable(E, w)")
+    ids = torch.tensor([[1, 3], [0, 0]])
+    w = torch.nn.functional.one_hot(ids, 4).float().reshape(2, 8)       # two words per sample
+    got = net.evaluate({"w": w}, ["v"])["v"]
+    assert net.shapes["v"] == (6,) and torch.allclose(got, net.E.T[ids].reshape(2, 6))
+    assert torch.equal(_value("Hardmax(x)")[1], torch.nn.functional.one_hot(X.argmax(1), 6).float())
+    assert torch.allclose(_value("Reciprocal(x)")[1], 1 / X)
+    assert torch.allclose(_value("ElementDivide(x, y)")[1], X / Y)

@@ -475,3 +475,42 @@ class PerDimMeanVarDeNormalization(PerDimMeanVarNormalization):
     def compile(self, attrs, shapes, sample):
         view = operand_view(shapes[1], shapes[0])
         return lambda x, m, s: x / s.reshape(view) + m.reshape(view)
+
+
+@register
+class LookupTable(Op):
+    """``LookupTable(E, x)``: the embedding ``E`` (``[dim, vocabulary]``) of each of the ``k``
+    one-hot (or weighted) words stacked in ``x`` (``k·vocabulary`` rows) -> ``k·dim`` rows."""
+    name = "LookupTable"
+    positional = node_args = ("embedding", "input")
+
+    def infer(self, attrs, shapes, sample):
+        e = tuple(shapes[0]) if len(shapes[0]) == 2 else (shapes[0][0], 1)
+        if sample[0]:
+            raise NodeError("LookupTable: the embedding must be a matrix (a Parameter), not a per-sample value")
+        if numel(shapes[1]) % e[1]:
+            raise NodeError(f"LookupTable: the input's {numel(shapes[1])} rows are not a multiple of the "
+                            f"vocabulary size {e[1]} (the embedding is [{e[0]}, {e[1]}])")
+        return (e[0] * (numel(shapes[1]) // e[1]),), sample[1]
+
+    def compile(self, attrs, shapes, sample):
+        d, v = tuple(shapes[0]) if len(shapes[0]) == 2 else (shapes[0][0], 1)
+        return lambda e, x: (x.reshape(x.shape[0], -1, v) @ e.reshape(d, v).T).reshape(x.shape[0], -1)
+
+
+@register
+class Hardmax(_PerSampleFlat):
+    """1 at each sample's largest value, 0 elsewhere."""
+    name = "Hardmax"
+
+    @staticmethod
+    def fn(x, dim):
+        return torch.zeros_like(x).scatter_(dim, x.argmax(dim, keepdim=True), 1.0)
+
+
+_unary("Reciprocal", torch.reciprocal)
+
+
+@register
+class ElementDivide(_Binary):
+    name, fn = "ElementDivide", staticmethod(torch.div)
