@@ -18,10 +18,12 @@ import fnmatch
 import os
 from typing import Any
 
+from ... import values
+from ...errors import ConfigError
 from ...integrations.torch_backend import torch
 from ..._log import get_logger
 from .modelfile import load_model, save_model
-from .ndl.evaluator import Evaluator, Instance, MacroLibrary, NodeVal, Scope
+from .ndl.evaluator import Evaluator, MacroLibrary, NodeVal, Scope
 from .ndl.graph import GROUPS, TAG_GROUPS, Graph, NodeDef
 from .ndl.network import NDLNetwork
 from .ndl.parser import Assign, Call, ExprStmt, Loc, MacroDef, NDLError, Num, Ref, Str, parse_ndl
@@ -178,6 +180,13 @@ class MelScript:
                 return self._text(e, k)
         return default
 
+    @staticmethod
+    def _bool(text: str, what: str, loc: Loc) -> bool:
+        try:
+            return values.to_bool(text, what)
+        except ConfigError as e:
+            raise NDLError(e.reason, loc) from None
+
     def _model(self, e, loc: Loc) -> MelModel:
         name = self._text(e, "model")
         m = self.models.get(name.lower())
@@ -295,13 +304,13 @@ class MelScript:
     def dump(self, c: Call) -> None:
         a = self._args(c, 2, "(model, file, includeData=false)")
         m = self._model(a[0], c.loc)
-        data = str(self._kw(c, "includeData", "false")).lower() in ("true", "t", "1")
+        data = self._bool(self._kw(c, "includeData", "false"), "includeData", c.loc)
         self._write(self._text(a[1], "file"), self._describe(m, list(m.graph.nodes), data))
 
     def dump_node(self, c: Call) -> None:
         a = self._args(c, 2, "(node, file, includeData=false)")
         m, names = self.nodes(a[0], c.loc)
-        data = str(self._kw(c, "includeData", "false")).lower() in ("true", "t", "1")
+        data = self._bool(self._kw(c, "includeData", "false"), "includeData", c.loc)
         self._write(self._text(a[1], "file"), self._describe(m, names, data))
 
     # --- editing ---------------------------------------------------------------------------
@@ -418,10 +427,7 @@ class MelScript:
 
     def _set_props(self, m: MelModel, names: list[str], c: Call, prop_e, value_e) -> None:
         prop = self._text(prop_e, "property").lower()
-        value = self._text(value_e, "value").lower()
-        if value not in ("true", "false", "t", "f", "1", "0"):
-            raise NDLError(f"{c.fn}: expected true or false, found {value!r}", c.loc)
-        on = value in ("true", "t", "1")
+        on = self._bool(self._text(value_e, "value"), f"{c.fn} value", c.loc)
         for n in names:
             if prop in ("computegradient", "needgradient"):
                 m.graph.nodes[n].grad = on and lookup(m.graph.nodes[n].op).kind == "param"
@@ -481,11 +487,9 @@ class MelScript:
             m.scope = Scope(ev, "", [], fallback=fallback)
         scope = m.scope
         scope.add(statements)
-        for st in statements:
+        for st in statements:                  # evaluated now: the nodes join the model
             if isinstance(st, Assign):
-                v = scope.get(st.name.lower(), st.loc)
-                while isinstance(v, Instance):
-                    v = v.result
+                scope.get(st.name.lower(), st.loc)
 
     def _settle(self, m: MelModel) -> None:
         """Connect the delay nodes of the inline NDL so far (CNTK's second pass)."""
