@@ -202,7 +202,7 @@ def test_adapt_continues_from_original_model(workdir):
     assert adapted.spec == original.spec
     assert torch.equal(adapted.MeanOfFeatures, original.MeanOfFeatures)   # statistics kept, not recomputed
     assert not torch.equal(adapted.W0, original.W0)
-    with pytest.raises(NotImplementedInCntkio, match="KL"):
+    with pytest.raises(ConfigError, match="refNodeName"):      # KL adaptation without its reference node
         _run(workdir, *extra[:1], extra[1][:-1] + "; adaptationRegType=KL]")
 
 

@@ -209,10 +209,17 @@ def test_default_momentum_is_0_9_per_minibatch():
     ("learningRatesPerMB=1; momentumPerMB=0.9; momentumPerSample=0.9; maxEpochs=1", ConfigError, "momentumPerSample"),
     ("learningRatesPerMB=1", ConfigError, "maxEpochs"),
     ("learningRatesPerMB=1; maxEpochs=1; minibatchSize=0", ConfigError, "minibatchSize"),
-    ("learningRatesPerMB=1; maxEpochs=1; useNAG=true", NotImplementedInCntkio, "useNAG"),
-    ("learningRatesPerMB=1; maxEpochs=1; gradUpdateType=AdaGrad", NotImplementedInCntkio, "gradUpdateType"),
-    ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustLR=AdjustAfterEpoch]", NotImplementedInCntkio,
+    ("learningRatesPerMB=1; maxEpochs=1; gradUpdateType=AdaDelta", ConfigError, "gradUpdateType"),
+    ("learningRatesPerMB=1; maxEpochs=1; gradUpdateType=AdaGrad; useNAG=true", ConfigError, "useNAG"),
+    ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustLR=SearchBeforeEpoch]", NotImplementedInCntkio,
      "autoAdjustLR"),
+    ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustLR=Sometimes]", ConfigError, "autoAdjustLR"),
+    ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustMinibatch=true]", NotImplementedInCntkio,
+     "autoAdjustMinibatch"),
+    ("learningRatesPerMB=1; maxEpochs=1; truncated=true", NotImplementedInCntkio, "truncated"),
+    ("learningRatesPerMB=1; maxEpochs=1; doGradientCheck=true", NotImplementedInCntkio, "doGradientCheck"),
+    ("learningRatesPerMB=1; maxEpochs=1; dropoutRate=0.5:1.5", ConfigError, "dropoutRate"),
+    ("learningRatesPerMB=1; maxEpochs=1; L1RegWeight=-1", ConfigError, "L1RegWeight"),
 ])
 def test_bad_sgd_sections(text, error, where):
     cfg = parse_config(f"SGD=[{text}]")

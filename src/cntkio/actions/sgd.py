@@ -1,23 +1,46 @@
-"""The ``SGD`` section: CNTK's per-sample SGD with momentum, as a PyTorch update rule.
+"""The ``SGD`` section: CNTK's per-sample SGD and its options, as PyTorch update rules.
 
 CNTK's criteria are sums over the samples of a minibatch and its learning rates are per sample, so
 an update is ``lr_per_sample * sum_of_gradients``; ``learningRatesPerMB`` is converted with the
 minibatch size of the epoch (``lr_per_sample = lr_per_MB / minibatchSize``). Momentum is per sample
 too: ``momentumPerMB`` m gives ``m ** (1/minibatchSize)`` per sample, ``momentumAsTimeConstant`` T
-gives ``exp(-1/T)``, and a minibatch of ``n`` samples uses ``momentum_per_sample ** n``. CNTK's
-classic update is unit-gain momentum::
+gives ``exp(-1/T)``, and a minibatch of ``n`` samples uses ``momentum_per_sample ** n``.
 
-    smoothed = m * smoothed + (1 - m) * lr_per_sample * gradient     (unitGain=true, the default)
-    smoothed = m * smoothed + lr_per_sample * gradient               (unitGain=false)
-    W       -= smoothed
+One update of a minibatch of ``n`` samples, in CNTK's order (``SGD::UpdateWeights``):
 
-``L2RegWeight`` adds ``L2RegWeight * n * W`` to the gradient of every parameter (scaled by the
-minibatch size because the learning rate is per sample), ``clippingThresholdPerSample`` truncates
-each gradient element to ``±threshold * n`` (``gradientClippingWithTruncation=true``) or rescales
-the gradient to that 2-norm (``false``).
+1. ``clippingThresholdPerSample`` t: each gradient element truncated to ``±t*n``
+   (``gradientClippingWithTruncation=true``) or the parameter's gradient rescaled to 2-norm
+   ``t*n`` (``false``);
+2. ``L2RegWeight`` w: ``w * n * W`` added to the gradient;
+3. the update of ``gradUpdateType``:
 
-torch.optim.SGD is not used: its momentum is not unit-gain and does not rescale with the actual
-minibatch size, so it would not follow a CNTK schedule.
+   * ``None`` (default): unit-gain momentum (``unitGain=true``, default; ``ug = 1-m``, else 1)::
+
+         smoothed = m * smoothed + ug * lr * g ;  W -= smoothed                     (useNAG=false)
+         W -= m * smoothed_new + ug * lr * g                                         (useNAG=true)
+
+   * ``AdaGrad``: ``acc += g*g``; ``g /= sqrt(acc + 1e-16)``; ``W -= lr / ave * g`` where ``ave``
+     is the mean over the parameter of ``1/sqrt(acc + 1e-16)`` (``normWithAveMultiplier=true``,
+     default) or 1; no momentum;
+   * ``RmsProp``: CNTK's sign-adaptive RMSProp: ``avar = gamma*avar + (1-gamma)*g*g``; a
+     per-element step grows by ``rms_wgt_inc`` (up to ``rms_wgt_max``) while the gradient keeps
+     its sign, else shrinks by ``rms_wgt_dec`` (down to ``rms_wgt_min``); ``g *= step /
+     sqrt(avar + 1e-6)``; ``W -= lr / ave * g`` (``ave`` the mean multiplier as for AdaGrad);
+     the first update starts ``avar`` at ``g*g`` and the steps at 0.02;
+   * ``FSAdaGrad``: AdaGrad with a decaying square average (time constant 720000 samples) and a
+     target denominator of 1, then unit-gain momentum (CNTK's legacy SGD constants);
+
+4. ``gaussianNoiseInjectStd`` s: Gaussian noise of deviation s added to the weights;
+5. ``L1RegWeight`` l: proximal step, every weight soft-thresholded by ``lr * l * n``.
+
+torch.optim is not used for these rules: its SGD momentum is not unit-gain and does not rescale
+with the minibatch size, its Adagrad and RMSprop put epsilon elsewhere and know neither the mean
+multiplier nor the sign-adaptive step sizes; the tests check each rule against torch.optim where
+they coincide (classic momentum, Nesterov, AdaGrad without the multiplier).
+
+Every key of the section is declared in :data:`SGD_KEYS`: honoured, accepted with one info line
+(an option about CNTK's memory management with no effect on the result), or refused with an
+error naming the key when set to a value that would change training in a way cntkio does not do.
 """
 from __future__ import annotations
 
@@ -26,10 +49,93 @@ from dataclasses import dataclass, field
 
 from ..integrations.torch_backend import torch
 
+from .._log import get_logger
 from ..errors import ConfigError, NotImplementedInCntkio
-from ._params import get_bool, get_float, get_int, get_schedule, get_str, has, key_path, schedule_value
+from ._params import get_bool, get_float, get_int, get_schedule, get_str, key_path, schedule_value
 
-__all__ = ["SGDParams", "CntkSGD"]
+__all__ = ["SGDParams", "CntkSGD", "AutoAdjust", "SGD_KEYS", "INFO_KEYS", "config_error",
+           "set_dropout_rate", "GRAD_UPDATE_TYPES"]
+
+_log = get_logger("actions.sgd")
+
+GRAD_UPDATE_TYPES = ("none", "adagrad", "rmsprop", "fsadagrad")
+
+#: FSAdaGrad's constants in CNTK's legacy SGD (not configurable there either)
+FSADAGRAD_VARIANCE_TIME_CONSTANT = 2 * 3600 * 100
+FSADAGRAD_TARGET_AV_DENOM = 1.0
+
+#: keys of the SGD section (and its AutoAdjust sub-section) that the trainer honours
+SGD_KEYS = (
+    "modelPath", "minibatchSize", "epochSize", "maxEpochs", "learningRatesPerMB", "learningRatesPerSample",
+    "minLearningRatePerSample", "momentumPerMB", "momentumPerSample", "momentumAsTimeConstant", "unitGain",
+    "useNAG", "L2RegWeight", "L1RegWeight", "clippingThresholdPerSample", "gradientClippingWithTruncation",
+    "gaussianNoiseInjectStd", "numMBsToShowResult", "gradUpdateType", "normWithAveMultiplier", "rms_wgt_inc",
+    "rms_wgt_dec", "rms_wgt_max", "rms_wgt_min", "rms_gamma", "dropoutRate", "AutoAdjust", "autoAdjustLR",
+    "reduceLearnRateIfImproveLessThan", "learnRateDecreaseFactor", "increaseLearnRateIfImproveMoreThan",
+    "learnRateIncreaseFactor", "loadBestModel", "learnRateAdjustInterval", "useCVSetControlLRIfCVExists",
+    "useEvalCriterionControlLR", "numPrevLearnRates", "autoAdjustMinibatch", "trainCriterionNodeName",
+    "evalCriterionNodeName", "parallelTrain", "traceLevel", "keepCheckPointFiles", "truncated",
+    "doGradientCheck", "adaptationRegType", "adaptationRegWeight",
+)
+
+#: keys accepted with one info line: they steer CNTK's memory use or files, not the result
+INFO_KEYS = {
+    "maxTempMemSizeInSamplesForCNN": "PyTorch sizes its own convolution workspace",
+    "numSubminibatches": "a minibatch is computed in one piece (the summed gradient is the same)",
+    "maxSamplesInRAM": "a minibatch is computed in one piece (the summed gradient is the same)",
+    "keepCheckPointFiles": "cntkio keeps the checkpoint (SGD state, reader position) inside every epoch's "
+                           "model file; there are no separate .ckp files to keep or delete",
+    "useAllDataForPreComputedNode": "pre-computed nodes are always computed over one whole sweep",
+    "disableWkInBatchNormal": "BatchNormalization parameters take L2RegWeight like the others in cntkio",
+    "prefetchTrainingData": "cntkio's readers prefetch on their own threads",
+}
+
+#: keys refused when set to anything but their "off" values, with why
+_REFUSED = {
+    "autoAdjustMinibatch": (("false", "f", "0", "no"), "minibatch size search (autoAdjustMinibatch) is not "
+                            "implemented in cntkio; give minibatchSize per epoch"),
+    "doGradientCheck": (("false", "f", "0", "no"), "numerical gradient checking is not implemented in cntkio "
+                        "(PyTorch's torch.autograd.gradcheck serves)"),
+    "truncated": (("false", "f", "0", "no"), "truncated BPTT is the reader's option in cntkio: set "
+                  "truncated=true and truncationLength in the reader section"),
+}
+
+#: sequence-training keys (SequenceWithSoftmax criteria, which cntkio does not build)
+_SEQUENCE_KEYS = ("hsmoothingWeight", "frameDropThresh", "doReferenceAlign", "seqGammarAMF", "seqGammarLMF",
+                  "seqGammarWP", "seqGammarBMMIFactor", "seqGammarUsesMBR")
+
+
+def config_error(cfg, key: str, message: str, hint: str | None = None) -> ConfigError:
+    """A ConfigError naming ``key`` of ``cfg`` with the file and line where it was written."""
+    v = cfg(key) if cfg is not None and cfg.exists(key) else None
+    return ConfigError(message, path=getattr(v, "path", None) or key_path(cfg, key),
+                       file=getattr(v, "file", None), line=getattr(v, "line", None), hint=hint)
+
+
+def _refused(cfg, key: str, message: str) -> NotImplementedInCntkio:
+    v = cfg(key)
+    where = f"{v.file}:{v.line}: " if getattr(v, "file", None) and getattr(v, "line", None) else ""
+    return NotImplementedInCntkio(f"{where}{key_path(cfg, key)}={get_str(cfg, key)}: {message}")
+
+
+@dataclass
+class AutoAdjust:
+    """``AutoAdjust`` (CNTK's names and defaults); ``method`` is ``adjustafterepoch``."""
+
+    method: str = "none"
+    reduce_if_improve_less_than: float = 0.0
+    decrease_factor: float = 0.618
+    increase_if_improve_more_than: float = math.inf
+    increase_factor: float = 1.382
+    load_best_model: bool = True
+    adjust_interval: int = 1
+    use_cv: bool = True
+    use_eval: bool = False
+    num_prev_learn_rates: int = 5
+
+    @property
+    def active(self) -> bool:
+        return self.method == "adjustafterepoch"
 
 
 @dataclass
@@ -45,14 +151,31 @@ class SGDParams:
     momentum_per_mb: list[float] | None = None
     momentum_as_time_constant: list[float] | None = None
     unit_gain: bool = True
+    use_nag: bool = False
     l2_reg_weight: float = 0.0
+    l1_reg_weight: float = 0.0
+    gaussian_noise_inject_std: float = 0.0
     clipping_threshold_per_sample: float = math.inf
     clipping_with_truncation: bool = True
     num_mbs_to_show_result: int = 10
+    grad_update_type: str = "none"
+    norm_with_ave_multiplier: bool = True
+    rms: tuple = (1.2, 0.75, 10.0, 0.1, 0.99)         # inc, dec, max, min, gamma
+    dropout_rate: list[float] | None = None
+    min_learning_rate_per_sample: float = 1e-9
+    auto_adjust: AutoAdjust = field(default_factory=AutoAdjust)
+    train_criterion_node: str | None = None
+    eval_criterion_node: str | None = None
 
     def mb_size(self, epoch: int) -> int:
         """Minibatch size of 0-based ``epoch``."""
         return int(schedule_value(self.minibatch_size, epoch))
+
+    @property
+    def lr_schedule_length(self) -> int:
+        """Epochs the learning-rate schedule gives explicitly (AutoAdjust takes over after them)."""
+        s = self.learning_rates_per_sample if self.learning_rates_per_sample is not None else self.learning_rates_per_mb
+        return len(s)
 
     def lr_per_sample(self, epoch: int) -> float:
         if self.learning_rates_per_sample is not None:
@@ -67,6 +190,18 @@ class SGDParams:
             return 0.0 if tc == 0 else math.exp(-1.0 / tc)
         m = float(schedule_value(self.momentum_per_mb if self.momentum_per_mb is not None else [0.9], epoch))
         return m ** (1.0 / self.mb_size(epoch)) if m > 0 else 0.0
+
+    def dropout_of(self, epoch: int) -> float | None:
+        """``dropoutRate`` of 0-based ``epoch``; None when the section does not set it (the
+        network's Dropout nodes keep their own rates)."""
+        return None if self.dropout_rate is None else float(schedule_value(self.dropout_rate, epoch))
+
+    def make_optimizer(self, params) -> "CntkSGD":
+        return CntkSGD(params, unit_gain=self.unit_gain, l2_reg_weight=self.l2_reg_weight,
+                       l1_reg_weight=self.l1_reg_weight, clipping_threshold_per_sample=self.clipping_threshold_per_sample,
+                       clipping_with_truncation=self.clipping_with_truncation, grad_update_type=self.grad_update_type,
+                       norm_with_ave_multiplier=self.norm_with_ave_multiplier, use_nag=self.use_nag, rms=self.rms,
+                       gaussian_noise_inject_std=self.gaussian_noise_inject_std)
 
     @classmethod
     def from_config(cls, sgd, command) -> "SGDParams":
@@ -86,20 +221,31 @@ class SGDParams:
         if len(given) > 1:
             raise ConfigError(f"more than one momentum is given ({', '.join(given)})",
                               path=key_path(cfg, given[1]), hint="keep only one of them")
-        if get_bool(cfg, "useNAG", False):
-            raise NotImplementedInCntkio("SGD.useNAG (Nesterov momentum) is not implemented in cntkio")
-        if get_float(cfg, "L1RegWeight", 0.0):
-            raise NotImplementedInCntkio("SGD.L1RegWeight is not implemented in cntkio")
-        adjust_cfg = cfg("AutoAdjust") if cfg.exists("AutoAdjust") else cfg     # CNTK's sub-section
-        adjust = get_str_lower(adjust_cfg, "autoAdjustLR", "none")
-        if adjust not in ("none", ""):
-            raise NotImplementedInCntkio(f"SGD.autoAdjustLR={adjust} is not implemented in cntkio")
-        if has(cfg, "gradUpdateType") and get_str_lower(cfg, "gradUpdateType", "none") not in ("none", ""):
-            raise NotImplementedInCntkio("SGD.gradUpdateType (AdaGrad, RmsProp, FSAdaGrad) is not "
-                                         "implemented in cntkio; only plain SGD with momentum")
+        for key, (off, why) in _REFUSED.items():
+            sub = _adjust_section(cfg) if key == "autoAdjustMinibatch" else cfg
+            if sub.exists(key) and (get_str(sub, key) or "").lower() not in off:
+                raise _refused(sub, key, why)
+        for key, why in INFO_KEYS.items():
+            if cfg.exists(key):
+                _log.info("%s=%s is accepted and has no effect in cntkio: %s", key_path(cfg, key),
+                          get_str(cfg, key), why)
+        for key in _SEQUENCE_KEYS:
+            if cfg.exists(key):
+                _log.info("%s is accepted and has no effect in cntkio: it applies to SequenceWithSoftmax "
+                          "criteria (sequence training), which cntkio does not build", key_path(cfg, key))
+        gut = get_str_lower(cfg, "gradUpdateType", "none") or "none"
+        if gut not in GRAD_UPDATE_TYPES:
+            raise config_error(cfg, "gradUpdateType", f"unknown gradUpdateType {get_str(cfg, 'gradUpdateType')!r}",
+                               hint="one of None, AdaGrad, RmsProp, FSAdaGrad")
         mbs = [int(v) for v in get_schedule(cfg, "minibatchSize", "256")]
         if any(m <= 0 for m in mbs):
-            raise ConfigError(f"minibatchSize must be > 0, found {mbs}", path=key_path(cfg, "minibatchSize"))
+            raise config_error(cfg, "minibatchSize", f"minibatchSize must be > 0, found {mbs}")
+        dropout = get_schedule(cfg, "dropoutRate", None)
+        if dropout is not None and not all(0 <= d < 1 for d in dropout):
+            raise config_error(cfg, "dropoutRate", f"dropout rates must be in [0, 1), found {dropout}")
+        rms = tuple(get_float(cfg, k, d) for k, d in (("rms_wgt_inc", 1.2), ("rms_wgt_dec", 0.75),
+                                                      ("rms_wgt_max", 10.0), ("rms_wgt_min", 0.1),
+                                                      ("rms_gamma", 0.99)))
         p = cls(
             minibatch_size=mbs,
             epoch_size=get_int(cfg, "epochSize", 0),
@@ -108,70 +254,216 @@ class SGDParams:
             momentum_per_sample=moms["momentumPerSample"], momentum_per_mb=moms["momentumPerMB"],
             momentum_as_time_constant=moms["momentumAsTimeConstant"],
             unit_gain=get_bool(cfg, "unitGain", True),
+            use_nag=get_bool(cfg, "useNAG", False),
             l2_reg_weight=get_float(cfg, "L2RegWeight", 0.0),
+            l1_reg_weight=get_float(cfg, "L1RegWeight", 0.0),
+            gaussian_noise_inject_std=get_float(cfg, "gaussianNoiseInjectStd", 0.0),
             clipping_threshold_per_sample=get_float(cfg, "clippingThresholdPerSample", math.inf),
             clipping_with_truncation=get_bool(cfg, "gradientClippingWithTruncation", True),
             num_mbs_to_show_result=get_int(cfg, "numMBsToShowResult", 10),
+            grad_update_type=gut,
+            norm_with_ave_multiplier=get_bool(cfg, "normWithAveMultiplier", True),
+            rms=rms,
+            dropout_rate=dropout,
+            min_learning_rate_per_sample=get_float(cfg, "minLearningRatePerSample", 1e-9),
+            auto_adjust=_auto_adjust(cfg),
+            train_criterion_node=get_str(cfg, "trainCriterionNodeName", None),
+            eval_criterion_node=get_str(cfg, "evalCriterionNodeName", None),
         )
         if p.max_epochs <= 0:
-            raise ConfigError(f"maxEpochs must be > 0, found {p.max_epochs}", path=key_path(cfg, "maxEpochs"))
+            raise config_error(cfg, "maxEpochs", f"maxEpochs must be > 0, found {p.max_epochs}")
         if p.epoch_size < 0:
-            raise ConfigError(f"epochSize must be >= 0, found {p.epoch_size}", path=key_path(cfg, "epochSize"))
+            raise config_error(cfg, "epochSize", f"epochSize must be >= 0, found {p.epoch_size}")
+        for key, value in (("L1RegWeight", p.l1_reg_weight), ("L2RegWeight", p.l2_reg_weight),
+                           ("gaussianNoiseInjectStd", p.gaussian_noise_inject_std)):
+            if value < 0:
+                raise config_error(cfg, key, f"{key} must be >= 0, found {value}")
+        if p.use_nag and p.grad_update_type not in ("none",):
+            raise config_error(cfg, "useNAG", f"useNAG applies to gradUpdateType=None (CNTK's momentum SGD), "
+                               f"not to {get_str(cfg, 'gradUpdateType')}")
         return p
+
+
+def _adjust_section(cfg):
+    return cfg("AutoAdjust") if cfg.exists("AutoAdjust") else cfg     # CNTK's sub-section
+
+
+def _auto_adjust(cfg) -> AutoAdjust:
+    sub = _adjust_section(cfg)
+    method = get_str_lower(sub, "autoAdjustLR", "none") or "none"
+    if method == "searchbeforeepoch":
+        raise _refused(sub, "autoAdjustLR", "the learning-rate search before each epoch (SearchBeforeEpoch) is "
+                       "not implemented in cntkio; AdjustAfterEpoch is")
+    if method not in ("none", "adjustafterepoch"):
+        raise config_error(sub, "autoAdjustLR", f"unknown autoAdjustLR {get_str(sub, 'autoAdjustLR')!r}",
+                           hint="one of None, AdjustAfterEpoch, SearchBeforeEpoch")
+    a = AutoAdjust(
+        method=method,
+        reduce_if_improve_less_than=get_float(sub, "reduceLearnRateIfImproveLessThan", 0.0),
+        decrease_factor=get_float(sub, "learnRateDecreaseFactor", 0.618),
+        increase_if_improve_more_than=get_float(sub, "increaseLearnRateIfImproveMoreThan", math.inf),
+        increase_factor=get_float(sub, "learnRateIncreaseFactor", 1.382),
+        load_best_model=get_bool(sub, "loadBestModel", True),
+        adjust_interval=get_int(sub, "learnRateAdjustInterval", 1),
+        use_cv=get_bool(sub, "useCVSetControlLRIfCVExists", True),
+        use_eval=get_bool(sub, "useEvalCriterionControlLR", False),
+        num_prev_learn_rates=get_int(sub, "numPrevLearnRates", 5),
+    )
+    if a.adjust_interval < 1:
+        raise config_error(sub, "learnRateAdjustInterval", f"must be >= 1, found {a.adjust_interval}")
+    if not 0 < a.decrease_factor:
+        raise config_error(sub, "learnRateDecreaseFactor", f"must be > 0, found {a.decrease_factor}")
+    for key in ("numMiniBatch4LRSearch", "numBestSearchEpoch", "minibatchSizeTuningFrequency",
+                "minibatchSizeTuningMax", "minibatchSearchCriterionErrorMargin"):
+        if sub.exists(key):
+            _log.info("%s is accepted and has no effect: it belongs to SearchBeforeEpoch/autoAdjustMinibatch, "
+                      "which this config does not use", key_path(sub, key))
+    return a
 
 
 def get_str_lower(cfg, key: str, default: str) -> str:
     return (get_str(cfg, key, default) or "").lower()
 
 
+def set_dropout_rate(net, rate: float) -> int:
+    """Set every Dropout node of ``net`` to ``rate`` (CNTK: SGD's dropoutRate drives the network's
+    dropout nodes); returns how many nodes there are."""
+    count = 0
+    setter = getattr(net, "set_dropout_rate", None)
+    if setter is not None:
+        return int(setter(rate))
+    for fn in getattr(net, "_fns", {}).values():
+        box = getattr(fn, "dropout_rate", None)
+        if box is not None:
+            box[0] = float(rate)
+            count += 1
+    return count
+
+
 class CntkSGD:
-    """CNTK's SGD update over a module's parameters (see the module docstring for the rule).
+    """CNTK's SGD update over a module's parameters (see the module docstring for the rules).
 
     ``step(n, lr_per_sample, momentum_per_sample)`` applies one update for a minibatch of ``n``
-    samples whose summed-criterion gradients are in ``p.grad``. The smoothed gradients are the
-    whole state; :meth:`state_dict`/:meth:`load_state_dict` store them in model files.
+    samples whose summed-criterion gradients are in ``p.grad``. :meth:`state_dict` /
+    :meth:`load_state_dict` store the per-parameter state in model files.
     """
 
-    def __init__(self, params, *, unit_gain: bool = True, l2_reg_weight: float = 0.0,
-                 clipping_threshold_per_sample: float = math.inf, clipping_with_truncation: bool = True) -> None:
+    def __init__(self, params, *, unit_gain: bool = True, l2_reg_weight: float = 0.0, l1_reg_weight: float = 0.0,
+                 clipping_threshold_per_sample: float = math.inf, clipping_with_truncation: bool = True,
+                 grad_update_type: str = "none", norm_with_ave_multiplier: bool = True, use_nag: bool = False,
+                 rms: tuple = (1.2, 0.75, 10.0, 0.1, 0.99), gaussian_noise_inject_std: float = 0.0) -> None:
         self.params = [p for p in params if p.requires_grad]
         self.unit_gain = unit_gain
         self.l2 = float(l2_reg_weight)
+        self.l1 = float(l1_reg_weight)
         self.clip = float(clipping_threshold_per_sample)
         self.truncate = bool(clipping_with_truncation)
+        self.kind = grad_update_type.lower()
+        if self.kind not in GRAD_UPDATE_TYPES:
+            raise ValueError(f"unknown gradUpdateType {grad_update_type!r}")
+        self.norm_ave = bool(norm_with_ave_multiplier)
+        self.nag = bool(use_nag)
+        self.rms = tuple(float(v) for v in rms)
+        self.noise = float(gaussian_noise_inject_std)
         self.smoothed = [torch.zeros_like(p) for p in self.params]
+        # RmsProp: sign of the previous gradient and the step sizes; FSAdaGrad: the momentum
+        self.extra = [torch.zeros_like(p) for p in self.params] if self.kind in ("rmsprop", "fsadagrad") else []
+        self.steps = [torch.zeros_like(p) for p in self.params] if self.kind == "rmsprop" else []
+        self.counts = [0.0] * len(self.params)     # FSAdaGrad's smoothed sample counts; RmsProp: initialised
+        self.last_update_bytes = 0
 
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
+
+    def _clip(self, g: torch.Tensor, n: int) -> torch.Tensor:
+        if not math.isfinite(self.clip):
+            return g
+        limit = self.clip * n
+        if self.truncate:
+            return g.clamp(-limit, limit)
+        norm = torch.linalg.vector_norm(g)
+        return g * (limit / norm) if norm > limit else g
 
     @torch.no_grad()
     def step(self, n: int, lr_per_sample: float, momentum_per_sample: float) -> None:
         if n <= 0:
             return
         m = momentum_per_sample ** n if momentum_per_sample > 0 else 0.0
-        scale = (1.0 - m) * lr_per_sample if self.unit_gain else lr_per_sample
-        for p, s in zip(self.params, self.smoothed):
+        ug = (1.0 - m) if self.unit_gain else 1.0
+        lr = float(lr_per_sample)
+        for i, (p, s) in enumerate(zip(self.params, self.smoothed)):
             g = p.grad if p.grad is not None else torch.zeros_like(p)
+            g = self._clip(g, n)
             if self.l2 > 0:
                 g = g + (self.l2 * n) * p
-            if math.isfinite(self.clip):
-                limit = self.clip * n
-                if self.truncate:
-                    g = g.clamp(-limit, limit)
+            if self.kind == "none":
+                s.mul_(m).add_(g, alpha=ug * lr)
+                if self.nag:
+                    p.sub_(s, alpha=m).sub_(g, alpha=ug * lr)
                 else:
-                    norm = torch.linalg.vector_norm(g)
-                    if norm > limit:
-                        g = g * (limit / norm)
-            s.mul_(m).add_(g, alpha=scale)
-            p.sub_(s)
+                    p.sub_(s)
+            elif self.kind == "adagrad":
+                s.addcmul_(g, g)
+                inv = torch.rsqrt(s + 1e-16)
+                ave = float(inv.mean()) if self.norm_ave and inv.numel() else 1.0
+                p.sub_(g * inv, alpha=lr / ave)
+            elif self.kind == "rmsprop":
+                self._rmsprop(i, p, g, lr)
+            else:
+                self._fsadagrad(i, p, g, lr, m, ug, n)
+            if self.noise > 0:
+                p.add_(torch.randn_like(p) * self.noise)
+            if self.l1 > 0:
+                t = lr * self.l1 * n
+                p.copy_(torch.sign(p) * torch.clamp(p.abs() - t, min=0))
+
+    def _rmsprop(self, i: int, p, g, lr: float) -> None:
+        inc, dec, wmax, wmin, gamma = self.rms
+        avar, signs, steps = self.smoothed[i], self.extra[i], self.steps[i]
+        if not self.counts[i]:
+            avar.copy_(g * g)
+            steps.fill_(0.02)
+            self.counts[i] = 1.0
+        avar.mul_(gamma).addcmul_(g, g, value=1.0 - gamma)
+        sign = torch.sign(g)
+        same = signs * sign > 0
+        steps.copy_(torch.where(same, torch.clamp(steps * inc, max=wmax), torch.clamp(steps * dec, min=wmin)))
+        a = steps / torch.sqrt(avar + 1e-6)
+        signs.copy_(sign)
+        ave = float(a.mean()) if self.norm_ave and a.numel() else 1.0
+        p.sub_(g * a, alpha=lr / ave)
+
+    def _fsadagrad(self, i: int, p, g, lr: float, m: float, ug: float, n: int) -> None:
+        var_m = math.exp(-n / FSADAGRAD_VARIANCE_TIME_CONSTANT)
+        self.counts[i] = var_m * self.counts[i] + (1.0 - var_m) * n
+        ada_mul = FSADAGRAD_TARGET_AV_DENOM * math.sqrt(self.counts[i])
+        ada, mom = self.smoothed[i], self.extra[i]
+        ada.mul_(var_m).addcmul_(g, g, value=1.0 - var_m)
+        w = torch.where(ada != 0, torch.clamp(ada_mul / torch.sqrt(ada), max=10.0), torch.ones_like(ada))
+        g = g * w
+        if m > 0:
+            mom.mul_(m).add_(g, alpha=ug)
+            g = mom
+        p.sub_(g, alpha=lr)
 
     def state_dict(self) -> dict:
-        return {"smoothed": [s.detach().cpu().clone() for s in self.smoothed]}
+        out = {"smoothed": [s.detach().cpu().clone() for s in self.smoothed], "kind": self.kind,
+               "counts": [float(c) for c in self.counts]}
+        if self.extra:
+            out["extra"] = [s.detach().cpu().clone() for s in self.extra]
+        if self.steps:
+            out["steps"] = [s.detach().cpu().clone() for s in self.steps]
+        return out
 
     def load_state_dict(self, state: dict) -> None:
         saved = state["smoothed"]
         if len(saved) != len(self.smoothed):
             raise ValueError(f"optimizer state has {len(saved)} tensors, expected {len(self.smoothed)}")
-        for s, v in zip(self.smoothed, saved):
-            s.copy_(v.to(s.device, s.dtype))
+        kind = state.get("kind", "none")
+        if kind != self.kind:
+            raise ValueError(f"the optimizer state is of gradUpdateType {kind}, this run uses {self.kind}")
+        for dst, key in ((self.smoothed, "smoothed"), (self.extra, "extra"), (self.steps, "steps")):
+            for s, v in zip(dst, state.get(key, [])):
+                s.copy_(v.to(s.device, s.dtype))
+        self.counts = [float(c) for c in state.get("counts", self.counts)]

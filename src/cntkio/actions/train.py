@@ -18,11 +18,18 @@ shared with the test command, and ``minibatchSize``/``epochSize`` may sit in the
   update: the update is the one of the whole minibatch, as with CNTK's data-parallel SGD.
   Process 0 writes the model files and prints the results.
 
-``adapt`` is ``train`` starting from ``originalModelFileName`` instead of a network builder
-(KL-divergence regularisation, ``adaptationRegType=KL``, is not implemented).
+``adapt`` is ``train`` starting from ``originalModelFileName`` instead of a network builder;
+with ``adaptationRegType=KL`` the training targets are interpolated with the original model's
+output at ``refNodeName``: ``(1 - adaptationRegWeight) * labels + adaptationRegWeight *
+ref(features)`` (CNTK's KL-divergence regularised adaptation).
+
+The SGD options (``sgd.py``), ``AutoAdjust`` with ``autoAdjustLR=AdjustAfterEpoch``
+(:class:`LearningRateState`), ``dropoutRate`` and ``parallelTrain`` (``parallel.py``) are applied
+here; ``docs/actions.md`` lists every key.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -30,7 +37,7 @@ from dataclasses import dataclass, field
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
-from ..errors import CntkioError, ConfigError, NotImplementedInCntkio
+from ..errors import CntkioError, ConfigError
 from .models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
@@ -38,7 +45,8 @@ from ._params import get_bool, get_str, has, key_path, section
 from .eval import EvalResult, evaluate
 from .network import build_network
 from .ndl_support import feed_layout
-from .sgd import CntkSGD, SGDParams
+from .parallel import Parallel, ParallelParams, describe as describe_parallel
+from .sgd import CntkSGD, SGDParams, config_error, set_dropout_rate
 
 __all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
 
@@ -77,12 +85,154 @@ def train(section, name: str = "train") -> TrainResult:
 
 def adapt(section, name: str = "adapt") -> TrainResult:
     """The ``adapt`` action: continue training ``originalModelFileName`` on the section's reader
-    with the section's SGD parameters, writing ``modelPath`` files as ``train`` does."""
-    reg = (get_str(section, "adaptationRegType", "none") or "none").lower()
-    if reg not in ("none", ""):
-        raise NotImplementedInCntkio(f"{key_path(section, 'adaptationRegType')}={reg}: KL-divergence "
-                                     "regularised adaptation is not implemented in cntkio")
+    with the section's SGD parameters, writing ``modelPath`` files as ``train`` does
+    (``adaptationRegType=KL``: see the module docstring)."""
     return _run(section, name, adapt=True)
+
+
+class KLTargets:
+    """``adaptationRegType=KL``: targets ``(1-w) * labels + w * ref_net(x)[refNodeName]``."""
+
+    def __init__(self, ref_net, node: str, weight: float) -> None:
+        self.net, self.node, self.weight = ref_net, node, float(weight)
+        self.net.eval()
+        for p in self.net.parameters():
+            p.requires_grad_(False)
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        ref = self.net.nodes(x)[self.node].to(y.dtype).reshape(y.shape)
+        return (1.0 - self.weight) * y + self.weight * ref
+
+
+def _kl_targets(command, sgd_cfg, device, dtype) -> KLTargets | None:
+    """The KL adaptation of an adapt command (None without ``adaptationRegType=KL``)."""
+    cfg = command if command.exists("adaptationRegType") else sgd_cfg
+    reg = (get_str(cfg, "adaptationRegType", "none") or "none").lower()
+    if reg in ("none", ""):
+        return None
+    if reg != "kl":
+        raise config_error(cfg, "adaptationRegType", f"unknown adaptationRegType {get_str(cfg, 'adaptationRegType')!r}",
+                           hint="None or KL")
+    if not has(command, "originalModelFileName"):
+        raise config_error(cfg, "adaptationRegType", "KL adaptation needs the reference model: "
+                           "originalModelFileName is not set")
+    if not has(command, "refNodeName"):
+        raise config_error(cfg, "adaptationRegType", "KL adaptation needs refNodeName (the node of the original "
+                           "model whose output regularises the targets, e.g. PosteriorProb)")
+    w_cfg = command if command.exists("adaptationRegWeight") else sgd_cfg
+    weight = float(get_str(w_cfg, "adaptationRegWeight", "0") or 0)
+    if not 0 <= weight <= 1:
+        raise config_error(w_cfg, "adaptationRegWeight", f"must be in [0, 1], found {weight}")
+    node = get_str(command, "refNodeName")
+    ref = load_model(get_str(command, "originalModelFileName"), device=device, dtype=dtype).network
+    if node not in ref.node_names():
+        raise ConfigError(f"refNodeName {node!r} is not a node of the original model (nodes: {', '.join(ref.node_names())})",
+                  path=key_path(command, "refNodeName"))
+    return KLTargets(ref, node, weight)
+
+
+def _check_criterion_names(net, params: SGDParams, cfg) -> None:
+    """``trainCriterionNodeName``/``evalCriterionNodeName`` must name the network's criteria."""
+    for key, given, actual in (("trainCriterionNodeName", params.train_criterion_node, net.spec.training_criterion),
+                               ("evalCriterionNodeName", params.eval_criterion_node, net.eval_node_name)):
+        if given is not None and given != actual:
+            raise config_error(cfg, key, f"{key}={given} but the network's node is {actual!r}",
+                               hint="cntkio trains the network's own criterion nodes (NDL tags "
+                                    "criterion/eval, SimpleNetworkBuilder trainingCriterion/evalCriterion)")
+
+
+class LearningRateState:
+    """The learning rate across epochs: the schedule while it lasts; after it, with
+    ``autoAdjustLR=AdjustAfterEpoch``, CNTK's rule: every ``learnRateAdjustInterval`` epochs the
+    average of the control criterion (training criterion, or the cvReader's with
+    ``useCVSetControlLRIfCVExists``; the evaluation criterion with ``useEvalCriterionControlLR``)
+    is compared with the previous one; if it got worse the best model is reloaded
+    (``loadBestModel``); if it improved by at most ``reduceLearnRateIfImproveLessThan`` (relative)
+    the rate is multiplied by ``learnRateDecreaseFactor``, if by more than
+    ``increaseLearnRateIfImproveMoreThan`` by ``learnRateIncreaseFactor``."""
+
+    def __init__(self) -> None:
+        self.lr: float | None = None
+        self.prev = math.inf
+        self.avg = math.inf
+        self.not_counted = 0
+
+    def state(self) -> dict:
+        return {"lr": self.lr, "prev": self.prev, "avg": self.avg, "not_counted": self.not_counted}
+
+    def load(self, state) -> None:
+        if state:
+            self.lr, self.prev, self.avg = state["lr"], state["prev"], state["avg"]
+            self.not_counted = int(state.get("not_counted", 0))
+
+    def learning_rate(self, params: SGDParams, epoch: int) -> float:
+        if not params.auto_adjust.active or epoch < params.lr_schedule_length or self.lr is None:
+            self.lr = params.lr_per_sample(epoch)
+        return self.lr
+
+    def after_epoch(self, params: SGDParams, epoch: int, res: EvalResult, cv, net, opt, model_path: str,
+                    device, dtype, dist: Dist, name: str) -> bool:
+        a = params.auto_adjust
+        if not a.active:
+            return False
+        source = cv if (cv is not None and a.use_cv) else res
+        values = list(source.averages.values())
+        crit = values[1] if a.use_eval and len(values) > 1 else values[0]
+        since = epoch % a.adjust_interval + 1
+        if math.isinf(self.avg):
+            self.avg = crit
+        else:
+            self.avg = ((since - 1 - self.not_counted) * self.avg + crit) / (since - self.not_counted)
+        loaded = False
+        if params.lr_schedule_length <= epoch and since == a.adjust_interval:
+            prev, avg = self.prev, self.avg
+            if math.isnan(avg) or (prev - avg < 0 and not math.isinf(prev)):
+                if a.load_best_model:
+                    best = epoch_model_path(model_path, epoch + 1 - a.adjust_interval, params.max_epochs)
+                    mf = load_model(best, device=device, dtype=dtype)
+                    net.load_state_dict(mf.network.state_dict())
+                    opt.load_state_dict(mf.optimizer)
+                    saved = (mf.optimizer or {}).get("lr_state") or {}
+                    self.lr = saved.get("lr", self.lr)
+                    self.prev = saved.get("prev", self.prev)
+                    report(f"{name}: loading (rolling back to) previous model with best training-criterion value: "
+                           f"{best}", dist=dist)
+                    loaded = True
+            prev = self.prev
+            if math.isnan(avg) or (not math.isinf(prev) and prev - avg <= a.reduce_if_improve_less_than * prev):
+                self.lr *= a.decrease_factor
+                report(f"{name}: learnRatePerSample reduced to {self.lr:.8g}", dist=dist)
+            elif not math.isinf(prev) and prev - avg > a.increase_if_improve_more_than * prev:
+                self.lr *= a.increase_factor
+                report(f"{name}: learnRatePerSample increased to {self.lr:.8g}", dist=dist)
+        elif math.isnan(self.avg):
+            raise CntkioError(f"{name}: the training criterion is not a number (NaN) after epoch {epoch + 1}")
+        if not loaded and since == a.adjust_interval:
+            self.prev = self.avg
+            self.not_counted = 0
+        return loaded
+
+
+def _finish_early(net, opt, model_path: str, epoch: int, params: SGDParams, dist: Dist, name: str) -> None:
+    """Training stopped before ``maxEpochs`` (minLearningRatePerSample): the last model becomes the
+    final model file ``modelPath``, as CNTK."""
+    if epoch == 0 or not dist.is_main:
+        dist.barrier()
+        return
+    last = epoch_model_path(model_path, epoch, params.max_epochs)
+    mf = load_model(last)
+    save_model(model_path, mf.network, epoch=epoch, optimizer=mf.optimizer, reader_checkpoint=mf.reader_checkpoint,
+               info=dict(mf.info, stopped_early=True))
+    dist.barrier()
+
+
+def _gather_object(obj, dist: Dist) -> list:
+    if not dist.active:
+        return [obj]
+    out: list = [None] * dist.world_size
+    torch.distributed.all_gather_object(out, obj)
+    return out
 
 
 def _run(command, name: str, adapt: bool) -> TrainResult:
@@ -91,6 +241,8 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     sgd_cfg = section(command, "SGD", required=False) or command
     params = SGDParams.from_config(sgd_cfg, command)
     model_path = get_str(sgd_cfg, "modelPath")
+    par_params = ParallelParams.from_config(command, sgd_cfg, dist.world_size, dtype == torch.float64)
+    kl = _kl_targets(command, sgd_cfg, device, dtype) if adapt else None       # checked before anything runs
     make_mode = get_bool(command, "makeMode", True)
     start = first_missing_epoch(model_path, params.max_epochs) if make_mode else 0
     result = TrainResult(model_path=model_path, start_epoch=start + 1, max_epochs=params.max_epochs)
@@ -112,20 +264,39 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         net = build_network(command, device=device, dtype=dtype, adapt=adapt)
         if net.spec.apply_mean_var_norm and not adapt:
             _mean_var_norm(net, command, name, dtype, device, dist)
-    opt = CntkSGD(net.parameters(), unit_gain=params.unit_gain, l2_reg_weight=params.l2_reg_weight,
-                  clipping_threshold_per_sample=params.clipping_threshold_per_sample,
-                  clipping_with_truncation=params.clipping_with_truncation)
+    _check_criterion_names(net, params, sgd_cfg)
+    opt = params.make_optimizer(net.parameters())
+    par = Parallel(par_params, dist, [p for p in net.parameters() if p.requires_grad], opt)
+    describe_parallel(par.p, dist, name)
+    lr_state = LearningRateState()
     if resumed is not None:
         if resumed.optimizer is not None:
             opt.load_state_dict(resumed.optimizer)
+            lr_state.load(resumed.optimizer.get("lr_state"))
+            ranks = resumed.optimizer.get("parallel") or []
+            if len(ranks) == dist.world_size:
+                par.load_state_dict(ranks[dist.rank])
         _restore_reader(source, resumed.reader_checkpoint, dist, name)
         if resumed.rng_state is not None:
             torch.set_rng_state(resumed.rng_state)
     cv_source = open_reader(command, "cvReader", name) if has(command, "cvReader") else None
 
     for epoch in range(start, params.max_epochs):
-        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name)
+        lr = lr_state.learning_rate(params, epoch)
+        if lr < params.min_learning_rate_per_sample:
+            report(f"{name}: learning rate per sample for epoch {epoch + 1} = {lr:.8g} is less than "
+                   f"minLearningRatePerSample {params.min_learning_rate_per_sample:.8g}; training complete",
+                   dist=dist)
+            _finish_early(net, opt, model_path, epoch, params, dist, name)
+            break
+        rate = params.dropout_of(epoch)
+        if rate is not None:
+            set_dropout_rate(net, rate)
+        par.start_epoch(epoch)
+        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, par, kl)
+        par.end_epoch(epoch)
         result.epochs.append(res)
+        cv = None
         if cv_source is not None:
             cv = evaluate(net, epoch_minibatches(cv_source, minibatch_size=params.mb_size(epoch), epoch_size=0,
                                                  epoch=epoch, dist=dist),
@@ -133,10 +304,15 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
                           dist=dist, where=key_path(command, "cvReader"))
             result.validation.append(cv)
             report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Validate] {cv}", dist=dist)
+        rolled_back = lr_state.after_epoch(params, epoch, res, cv, net, opt, model_path, device, dtype, dist, name)
         checkpoint = _gather_checkpoint(source, dist)
+        par_states = _gather_object(par.state_dict(), dist)
         path = epoch_model_path(model_path, epoch + 1, params.max_epochs)
         if dist.is_main:
-            save_model(path, net, epoch=epoch + 1, optimizer=opt.state_dict(), reader_checkpoint=checkpoint,
+            state = dict(opt.state_dict(), lr_state=lr_state.state(), parallel=par_states)
+            if rolled_back:
+                _log.info("%s: epoch %d's model is the rolled-back best model", name, epoch + 1)
+            save_model(path, net, epoch=epoch + 1, optimizer=state, reader_checkpoint=checkpoint,
                        info={"command": name, "samples": res.samples,
                              "criteria": {k: v for k, v in res.averages.items()}})
             _log.info("%s: saved %s", name, path)
@@ -145,12 +321,11 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
 
 
 def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, epoch: int, dtype, device,
-                 dist: Dist, command, name: str) -> EvalResult:
+                 dist: Dist, command, name: str, lr: float, par: Parallel, kl=None) -> EvalResult:
     mb_size = params.mb_size(epoch)
-    lr, mom = params.lr_per_sample(epoch), params.momentum_per_sample_of(epoch)
+    mom = params.momentum_per_sample_of(epoch)
     feats, labels = net.spec.feature_node, net.spec.label_node
     crit_names = [net.spec.training_criterion, net.eval_node_name]
-    tensors = [p for p in net.parameters()]
     acc = torch.zeros(3, dtype=torch.float64, device=device)      # criterion, eval, samples
     window = torch.zeros_like(acc)
     show = params.num_mbs_to_show_result
@@ -170,12 +345,15 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
             elif mb is None:
                 break
             opt.zero_grad()
+            t_mb = time.perf_counter()
             stats = torch.zeros(3, dtype=torch.float64, device=device)
             if mb:
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels],
                                   where=key_path(command, "reader"))
                 feed_layout(net, mb, feats, device)
                 x, y = t[feats], t[labels]
+                if kl is not None and x.shape[0]:
+                    y = kl(x, y)
                 if x.shape[0]:
                     hlast = net(x)
                     loss = net.criterion(hlast, y)
@@ -183,20 +361,13 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
                     stats[0] = loss.detach().to(torch.float64)
                     stats[1] = net.evaluation(hlast.detach(), y).to(torch.float64)
                     stats[2] = float(x.shape[0])
-            if dist.active:
-                flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).to(torch.float64)
-                                  for p in tensors] + [stats])
-                dist.all_reduce_(flat)
-                offset = 0
-                for p in tensors:
-                    k = p.numel()
-                    p.grad = flat[offset:offset + k].reshape(p.shape).to(p.dtype)
-                    offset += k
-                stats = flat[offset:]
+            par.time_minibatch(time.perf_counter() - t_mb, epoch)
+            stats, n_step = par.aggregate(stats, epoch)
             n = int(stats[2].item())
             if n == 0:
                 continue
-            opt.step(n, lr, mom)
+            opt.step(n_step, lr, mom)
+            par.after_update(epoch)
             acc += stats
             window += stats
             n_mb += 1

@@ -1,0 +1,393 @@
+"""The ``parallelTrain`` section: CNTK's parallel training methods on torch.distributed.
+
+Processes are started by ``torchrun`` (or any launcher that sets ``WORLD_SIZE``, ``RANK``,
+``MASTER_ADDR``/``MASTER_PORT``): gloo on CPU, NCCL on GPUs (:func:`cntkio.actions._common.dist_context`).
+Every process reads its own partition of each minibatch (cntkio's readers always read
+distributed); the methods differ in what the processes exchange:
+
+* ``DataParallelSGD``: the summed gradients of every minibatch, so that every process applies the
+  update of the whole minibatch. ``gradientBits`` = 32 (64 in double precision; CNTK's default is
+  the precision's width) exchanges them exactly (one all-reduce). Fewer bits quantize each
+  gradient column with **error feedback**, as CNTK's 1-bit SGD: the value quantized is the
+  gradient plus the residual the previous quantization left, and the new residual is kept. With 1
+  bit a column is sent as one bit per element (``>= 0``, or ``>=`` the column mean with
+  ``useZeroThresholdFor1BitQuantization=false``) and two reconstruction values (the means of the
+  elements on each side); with b bits as b-bit indices into 2**b evenly spaced levels between the
+  column's minimum and maximum. Each process all-gathers the packed columns of all processes and
+  sums their reconstructions. :attr:`Parallel.bytes_sent` counts what this process contributes.
+* ``ModelAveragingSGD``: every process updates its own model with its own samples; after every
+  ``blockSize`` samples (all processes together; ``blockSizePerWorker`` times the process count;
+  CNTK's default 40000 per process) the models are averaged, each weighted by the samples it
+  processed since the last average.
+* ``BlockMomentumSGD``: as model averaging, then the block's change ``G = W_prev - W_avg`` goes
+  through block momentum: ``D = bm * D + blockLearningRate * G``; ``W_prev -= D``; every process
+  continues from ``W_prev`` (``- bm * D`` more with ``useNesterovMomentum=true``, the default).
+  ``bm = exp(-blockSize / blockMomentumAsTimeConstant)`` (or ``blockMomentumPerSync``; default
+  ``1 - 1/processes``); ``resetSGDMomentum=true`` (default) zeroes the local SGD momentum at each
+  sync. ``blockSize`` defaults to 120000 per process.
+
+Before ``parallelizationStartEpoch`` (1-based, default 1) every method trains as exact
+data-parallel SGD, which gives the updates of a single process. A block that is not full at the
+end of an epoch is synchronised there, so every model file holds the common model.
+``distributedMBReading`` is accepted either way (reading is always distributed in cntkio, which
+gives the same minibatches); ``syncPerfStats`` N prints every N minibatches the slowest and fastest
+process's compute time. ``useBufferedAsyncGradientAggregation=true`` (asynchronous aggregation)
+is refused. A ``parallelTrain`` section in a run without torch.distributed trains on one process
+after one info line.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from ..integrations.torch_backend import torch
+
+from .._log import get_logger
+from ..errors import NotImplementedInCntkio
+from ._common import Dist, report
+from ._params import get_bool, get_float, get_int, get_str, has, key_path
+from .sgd import config_error
+
+__all__ = ["ParallelParams", "Parallel", "METHODS", "PARALLEL_KEYS", "quantize_columns", "dequantize_columns"]
+
+_log = get_logger("actions.parallel")
+
+METHODS = ("none", "dataparallelsgd", "modelaveragingsgd", "blockmomentumsgd")
+
+#: every key of the parallelTrain section and its method sub-sections that cntkio reads
+PARALLEL_KEYS = ("parallelizationMethod", "parallelizationStartEpoch", "distributedMBReading", "syncPerfStats",
+                 "DataParallelSGD", "gradientBits", "useZeroThresholdFor1BitQuantization",
+                 "useBufferedAsyncGradientAggregation", "ModelAveragingSGD", "BlockMomentumSGD", "blockSize",
+                 "blockSizePerWorker", "blockLearningRate", "blockMomentumAsTimeConstant", "blockMomentumPerSync",
+                 "resetSGDMomentum", "useNesterovMomentum")
+
+
+@dataclass
+class ParallelParams:
+    """A ``parallelTrain`` section, resolved for ``world_size`` processes."""
+
+    method: str = "none"
+    start_epoch: int = 1
+    sync_perf_stats: int = 0
+    gradient_bits: int = 32
+    zero_threshold: bool = True
+    block_size: int = 0                  # samples of all processes per model sync (MA, BM)
+    block_learning_rate: float = 1.0
+    block_momentum: float = 0.0          # per sync
+    reset_sgd_momentum: bool = True
+    nesterov: bool = True
+
+    @classmethod
+    def from_config(cls, command, sgd, world_size: int, double: bool = False) -> "ParallelParams":
+        """The ``parallelTrain`` section found from the SGD section ``sgd`` (or up the chain)."""
+        cfg = sgd if sgd is not None else command
+        if not has(cfg, "parallelTrain"):
+            return cls()
+        pt = cfg("parallelTrain")
+        method = (get_str(pt, "parallelizationMethod", "none") or "none").lower()
+        if method not in METHODS:
+            raise config_error(pt, "parallelizationMethod",
+                               f"unknown parallelizationMethod {get_str(pt, 'parallelizationMethod')!r}",
+                               hint="one of None, DataParallelSGD, ModelAveragingSGD, BlockMomentumSGD")
+        p = cls(method=method, start_epoch=get_int(pt, "parallelizationStartEpoch", 1),
+                sync_perf_stats=get_int(pt, "syncPerfStats", 0))
+        if p.start_epoch < 1:
+            raise config_error(pt, "parallelizationStartEpoch", f"must be >= 1 (1-based), found {p.start_epoch}")
+        if p.sync_perf_stats < 0:
+            raise config_error(pt, "syncPerfStats", f"must be >= 0, found {p.sync_perf_stats}")
+        get_bool(pt, "distributedMBReading", False)          # checked; reading is always distributed
+        if method == "dataparallelsgd":
+            sub = pt("DataParallelSGD") if pt.exists("DataParallelSGD") else pt
+            full = 64 if double else 32
+            p.gradient_bits = get_int(sub, "gradientBits", full)
+            if not (1 <= p.gradient_bits <= 32 or p.gradient_bits == 64):
+                raise config_error(sub, "gradientBits", f"gradientBits must be 1 to 32 (or 64), found {p.gradient_bits}")
+            if p.gradient_bits >= 32:
+                p.gradient_bits = 32
+            p.zero_threshold = get_bool(sub, "useZeroThresholdFor1BitQuantization", True)
+            if get_bool(sub, "useBufferedAsyncGradientAggregation", False):
+                v = sub("useBufferedAsyncGradientAggregation")
+                raise NotImplementedInCntkio(
+                    f"{getattr(v, 'file', '') or ''}{':' + str(v.line) if getattr(v, 'line', None) else ''} "
+                    f"{key_path(sub, 'useBufferedAsyncGradientAggregation')}=true: asynchronous gradient "
+                    "aggregation is not implemented in cntkio (aggregation is synchronous)")
+        elif method in ("modelaveragingsgd", "blockmomentumsgd"):
+            name = "ModelAveragingSGD" if method == "modelaveragingsgd" else "BlockMomentumSGD"
+            sub = pt(name) if pt.exists(name) else pt
+            if sub.exists("blockSize") and sub.exists("blockSizePerWorker"):
+                raise config_error(sub, "blockSizePerWorker", "give blockSize or blockSizePerWorker, not both")
+            if sub.exists("blockSize"):
+                p.block_size = get_int(sub, "blockSize")
+            elif sub.exists("blockSizePerWorker"):
+                p.block_size = get_int(sub, "blockSizePerWorker") * world_size
+            else:
+                p.block_size = (40000 if method == "modelaveragingsgd" else 120000) * world_size
+            if p.block_size <= 0:
+                raise config_error(sub, "blockSize" if sub.exists("blockSize") else "blockSizePerWorker",
+                                   f"the block size must be > 0, found {p.block_size}")
+            if method == "blockmomentumsgd":
+                p.block_learning_rate = get_float(sub, "blockLearningRate", 1.0)
+                p.reset_sgd_momentum = get_bool(sub, "resetSGDMomentum", True)
+                p.nesterov = get_bool(sub, "useNesterovMomentum", True)
+                if sub.exists("blockMomentumAsTimeConstant") and sub.exists("blockMomentumPerSync"):
+                    raise config_error(sub, "blockMomentumPerSync",
+                                       "give blockMomentumAsTimeConstant or blockMomentumPerSync, not both")
+                if sub.exists("blockMomentumAsTimeConstant"):
+                    tc = get_float(sub, "blockMomentumAsTimeConstant")
+                    if tc < 0:
+                        raise config_error(sub, "blockMomentumAsTimeConstant", f"must be >= 0, found {tc}")
+                    p.block_momentum = 0.0 if tc == 0 else math.exp(-p.block_size / tc)
+                elif sub.exists("blockMomentumPerSync"):
+                    p.block_momentum = get_float(sub, "blockMomentumPerSync")
+                else:
+                    p.block_momentum = 1.0 - 1.0 / world_size
+                if not 0 <= p.block_momentum < 1:
+                    raise config_error(sub, "blockMomentumPerSync", f"block momentum must be in [0, 1), "
+                                       f"found {p.block_momentum}")
+        return p
+
+
+# --- quantization ---------------------------------------------------------------------------------
+def _columns(t: torch.Tensor) -> torch.Tensor:
+    """A tensor as a 2-D ``[elements per column, columns]`` view (a vector is one column)."""
+    return t.reshape(t.shape[0], -1) if t.dim() >= 2 else t.reshape(-1, 1)
+
+
+def quantize_columns(values: torch.Tensor, bits: int, zero_threshold: bool = True):
+    """Quantize each column of ``values`` (2-D, float) to ``bits`` bits: ``(indices, lower,
+    upper, reconstruction)``; indices are int64 in ``[0, 2**bits)``."""
+    if bits == 1:
+        thr = torch.zeros_like(values[:1]) if zero_threshold else values.mean(0, keepdim=True)
+        hi = values >= thr
+        n_hi = hi.sum(0, keepdim=True)
+        n_lo = values.shape[0] - n_hi
+        upper = torch.where(hi, values, 0).sum(0, keepdim=True) / n_hi.clamp(min=1)
+        lower = torch.where(hi, 0, values).sum(0, keepdim=True) / n_lo.clamp(min=1)
+        idx = hi.to(torch.int64)
+        recon = torch.where(hi, upper, lower)
+        return idx, lower[0], upper[0], recon
+    lower = values.amin(0, keepdim=True)
+    upper = values.amax(0, keepdim=True)
+    levels = (1 << bits) - 1
+    span = (upper - lower).clamp(min=torch.finfo(values.dtype).tiny)
+    idx = torch.round((values - lower) / span * levels).clamp(0, levels).to(torch.int64)
+    recon = lower + idx.to(values.dtype) * (span / levels)
+    return idx, lower[0], upper[0], recon
+
+
+def dequantize_columns(idx: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, bits: int) -> torch.Tensor:
+    if bits == 1:
+        return torch.where(idx.bool(), upper[None, :], lower[None, :])
+    levels = (1 << bits) - 1
+    span = (upper - lower).clamp(min=torch.finfo(lower.dtype).tiny)
+    return lower[None, :] + idx.to(lower.dtype) * (span / levels)[None, :]
+
+
+
+def _pack(idx: torch.Tensor, bits: int) -> torch.Tensor:
+    """``bits``-bit integers -> bytes (uint8), least significant bit first."""
+    flat = idx.reshape(-1)
+    shifts = torch.arange(bits, device=flat.device)
+    b = ((flat[:, None] >> shifts) & 1).reshape(-1).to(torch.uint8)
+    pad = (-b.numel()) % 8
+    if pad:
+        b = torch.cat([b, torch.zeros(pad, dtype=torch.uint8, device=b.device)])
+    weights = (1 << torch.arange(8, device=b.device)).to(torch.uint8)
+    return (b.reshape(-1, 8) * weights).sum(1, dtype=torch.uint8)
+
+
+def _unpack(packed: torch.Tensor, count: int, bits: int) -> torch.Tensor:
+    shifts = torch.arange(8, device=packed.device)
+    b = ((packed[:, None].to(torch.int64) >> shifts) & 1).reshape(-1)[:count * bits]
+    weights = 1 << torch.arange(bits, device=packed.device)
+    return (b.reshape(count, bits) * weights).sum(1)
+
+
+# --- the methods ----------------------------------------------------------------------------------
+class Parallel:
+    """What a training process does with its gradients and model under a ``parallelTrain`` method
+    (``dist`` inactive: nothing, one process trains alone)."""
+
+    def __init__(self, params: ParallelParams, dist: Dist, tensors: list, opt) -> None:
+        self.p = params
+        self.dist = dist
+        self.tensors = tensors
+        self.opt = opt
+        self.bytes_sent = 0                       # gradient bytes this process contributed
+        self.residuals = None
+        self.block_samples = 0                    # local samples since the last model sync
+        self.prev = None                          # BlockMomentumSGD: the model at the last sync
+        self.block_delta = None
+        self.compute_time = 0.0
+        self.mb_count = 0
+
+    def active(self, epoch: int) -> bool:
+        return self.dist.active and self.p.method != "none" and epoch + 1 >= self.p.start_epoch
+
+    def local_updates(self, epoch: int) -> bool:
+        """Whether processes update their own models (ModelAveraging/BlockMomentum) in ``epoch``."""
+        return self.active(epoch) and self.p.method in ("modelaveragingsgd", "blockmomentumsgd")
+
+    # -- per minibatch ---------------------------------------------------------------------------
+    def aggregate(self, stats: torch.Tensor, epoch: int) -> tuple[torch.Tensor, int]:
+        """Exchange what the method exchanges after a minibatch's backward pass; returns the
+        global stats (criterion, eval, samples) and the sample count of this process's update."""
+        d = self.dist
+        if not d.active:
+            return stats, int(stats[2].item())
+        if self.local_updates(epoch):
+            n_local = int(stats[2].item())
+            self.block_samples += n_local
+            d.all_reduce_(stats)
+            return stats, n_local
+        grads = [(p.grad if p.grad is not None else torch.zeros_like(p)) for p in self.tensors]
+        if self.active(epoch) and self.p.method == "dataparallelsgd" and self.p.gradient_bits < 32:
+            summed = self._quantized_sum(grads)
+            for p, g in zip(self.tensors, summed):
+                p.grad = g
+            d.all_reduce_(stats)
+            return stats, int(stats[2].item())
+        flat = torch.cat([g.reshape(-1).to(torch.float64) for g in grads] + [stats])
+        self.bytes_sent += sum(g.numel() * g.element_size() for g in grads)
+        d.all_reduce_(flat)
+        offset = 0
+        for p in self.tensors:
+            k = p.numel()
+            p.grad = flat[offset:offset + k].reshape(p.shape).to(p.dtype)
+            offset += k
+        return flat[offset:], int(flat[offset + 2].item())
+
+    def _quantized_sum(self, grads: list) -> list:
+        bits, d = self.p.gradient_bits, self.dist
+        if self.residuals is None:
+            self.residuals = [torch.zeros_like(g) for g in grads]
+        packs, ranges, shapes = [], [], []
+        for i, g in enumerate(grads):
+            v = _columns(g + self.residuals[i])
+            idx, lo, hi, recon = quantize_columns(v, bits, self.p.zero_threshold)
+            self.residuals[i] = (v - recon).reshape(g.shape)
+            packs.append(_pack(idx, bits))
+            ranges.append(torch.stack([lo, hi]).reshape(-1))
+            shapes.append(v.shape)
+        packed = torch.cat(packs).to(d.comm_device)
+        rng = torch.cat(ranges).to(d.comm_device, torch.float32)
+        self.bytes_sent += packed.numel() + rng.numel() * 4
+        ws = d.world_size
+        all_packed = [torch.empty_like(packed) for _ in range(ws)]
+        all_rng = [torch.empty_like(rng) for _ in range(ws)]
+        torch.distributed.all_gather(all_packed, packed)
+        torch.distributed.all_gather(all_rng, rng)
+        out = [torch.zeros_like(g) for g in grads]
+        for r in range(ws):
+            po = ro = 0
+            for i, (g, shape) in enumerate(zip(grads, shapes)):
+                count = shape[0] * shape[1]
+                nbytes = (count * bits + 7) // 8
+                idx = _unpack(all_packed[r][po:po + nbytes].to(g.device), count, bits).reshape(shape)
+                lo = all_rng[r][ro:ro + shape[1]].to(g.device, g.dtype)
+                hi = all_rng[r][ro + shape[1]:ro + 2 * shape[1]].to(g.device, g.dtype)
+                out[i] += dequantize_columns(idx, lo, hi, bits).reshape(g.shape)
+                po += nbytes
+                ro += 2 * shape[1]
+        return out
+
+    def after_update(self, epoch: int) -> None:
+        """After this process's update: sync the models when a block is full (MA, BM)."""
+        if not self.local_updates(epoch):
+            return
+        done = torch.tensor([float(self.block_samples)], dtype=torch.float64)
+        total = self.dist.all_reduce_(done).item()
+        if total >= self.p.block_size:
+            self._sync_models(total)
+
+    def end_epoch(self, epoch: int) -> None:
+        if not self.local_updates(epoch):
+            return
+        done = torch.tensor([float(self.block_samples)], dtype=torch.float64)
+        total = self.dist.all_reduce_(done).item()
+        if total > 0:
+            self._sync_models(total)
+
+    @torch.no_grad()
+    def _sync_models(self, total: float) -> None:
+        weight = self.block_samples / total
+        flat = torch.cat([p.detach().reshape(-1).to(torch.float64) * weight for p in self.tensors])
+        self.dist.all_reduce_(flat)
+        avg, offset = [], 0
+        for p in self.tensors:
+            k = p.numel()
+            avg.append(flat[offset:offset + k].reshape(p.shape).to(p.dtype))
+            offset += k
+        self.block_samples = 0
+        if self.p.method == "modelaveragingsgd":
+            for p, a in zip(self.tensors, avg):
+                p.copy_(a)
+            return
+        if self.prev is None:
+            raise RuntimeError("BlockMomentumSGD: start_epoch() was not called")
+        bm = self.p.block_momentum
+        for p, a, prev, delta in zip(self.tensors, avg, self.prev, self.block_delta):
+            delta.mul_(bm).add_(prev - a, alpha=self.p.block_learning_rate)
+            prev.sub_(delta)
+            p.copy_(prev - bm * delta if self.p.nesterov else prev)
+        if self.p.reset_sgd_momentum:
+            for s in self.opt.smoothed:
+                s.zero_()
+
+    def start_epoch(self, epoch: int) -> None:
+        if self.local_updates(epoch) and self.p.method == "blockmomentumsgd" and self.prev is None:
+            self.prev = [p.detach().clone() for p in self.tensors]
+            self.block_delta = [torch.zeros_like(p) for p in self.tensors]
+        self.block_samples = 0
+
+    # -- syncPerfStats -----------------------------------------------------------------------------
+    def time_minibatch(self, seconds: float, epoch: int) -> None:
+        if not (self.dist.active and self.p.sync_perf_stats):
+            return
+        self.compute_time += seconds
+        self.mb_count += 1
+        if self.mb_count % self.p.sync_perf_stats == 0:
+            t = torch.zeros(self.dist.world_size, dtype=torch.float64)
+            t[self.dist.rank] = self.compute_time
+            self.dist.all_reduce_(t)
+            report(f" Epoch[{epoch + 1}] syncPerfStats after {self.mb_count} minibatches: compute time per "
+                   f"process {', '.join(f'{v:.3f}s' for v in t.tolist())} (slowest {t.max().item():.3f}s, "
+                   f"fastest {t.min().item():.3f}s)", dist=self.dist)
+
+    def state_dict(self) -> dict:
+        out = {}
+        if self.residuals is not None:
+            out["residuals"] = [r.detach().cpu().clone() for r in self.residuals]
+        if self.prev is not None:
+            out["prev"] = [r.detach().cpu().clone() for r in self.prev]
+            out["block_delta"] = [r.detach().cpu().clone() for r in self.block_delta]
+        return out
+
+    def load_state_dict(self, state: dict | None) -> None:
+        if not state:
+            return
+        dev = self.tensors[0].device if self.tensors else "cpu"
+        if "residuals" in state:
+            self.residuals = [r.to(dev) for r in state["residuals"]]
+        if "prev" in state:
+            self.prev = [r.to(dev) for r in state["prev"]]
+            self.block_delta = [r.to(dev) for r in state["block_delta"]]
+
+
+def describe(params: ParallelParams, dist: Dist, where: str) -> None:
+    """The one info line of a parallelTrain section."""
+    if params.method == "none":
+        return
+    if not dist.active:
+        _log.info("%s: parallelizationMethod=%s, but this run is not under torchrun/torch.distributed: "
+                  "training on one process", where, params.method)
+        report(f"{where}: parallelTrain asks for {params.method}; not started under torchrun, so training on "
+               "one process", dist=dist)
+        return
+    _log.info("%s: %s on %d processes (gradientBits=%d, blockSize=%d, start epoch %d)", where, params.method,
+              dist.world_size, params.gradient_bits, params.block_size, params.start_epoch)
+
+
+def perf_clock() -> float:
+    return time.perf_counter()
