@@ -271,3 +271,16 @@ def test_sections_of_a_file_see_its_top_level_variables(tmp_path):
     f.write_text("run = main\nSDim = 5\nunused = Input(9)\nmain = [\n  x = Input(SDim)\n  y = Tanh(x)\n]\n")
     net = build(str(f))
     assert net.shapes["x"] == (5,) and "unused" not in net.graph.nodes
+
+
+@pytest.mark.parametrize("text, message", [
+    ("W = Parameter(2, learningRateMultiplier=abc)", "learningRateMultiplier: expected a floating-point number"),
+    ("W = Parameter(2, needGradient=maybe)", "needGradient: expected a boolean"),
+    ("W = Parameter(2.5)", r"node W \(Parameter\): expected an integer, found 2.5"),
+    ("x = Input(3)\nW = RowSlice(x, 1, 2)", r"argument 1 \(startIndex\) must be a number, found node x"),
+    ("W = Parameter(2, init=bogus)", "init: expected uniform, gaussian, fixedValue, zero or fromFile"),
+])
+def test_bad_optional_values(text, message):
+    import re
+    e = _err(text)
+    assert re.search(message, str(e)) and e.column is not None, str(e)

@@ -259,7 +259,10 @@ class Evaluator:
             elif lk in ("needgradient", "computegradient"):
                 node.grad = _flag(v, k, c.kwlocs.get(k, c.loc))
             elif lk == "learningratemultiplier":
-                node.lr_mult = float(v)
+                try:
+                    node.lr_mult = values.to_float(v if isinstance(v, (int, float)) else str(v), k)
+                except ConfigError as err:
+                    raise NDLError(f"{k}: {err.reason}", c.kwlocs.get(k, c.loc)) from None
                 node.grad = node.grad and node.lr_mult != 0
             else:
                 named[k] = v
@@ -340,7 +343,7 @@ def _flag(v, key: str, loc: Loc) -> bool:
     try:
         return values.to_bool(v if isinstance(v, (bool, int)) else str(v), key)
     except ConfigError as e:
-        raise NDLError(e.reason, loc) from None
+        raise NDLError(f"{key}: {e.reason}", loc) from None
 
 
 def _describe(v) -> str:
