@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from ._node import ParameterSet
 from ._text import (OPEN, Text, closest, find_top, group_body, is_dict_group, is_group, is_quoted,
                     join_path, split, strip_span)
-from .parser import ParseContext, make_value, parse_body, parse_text_into
+from .parser import ParseContext, make_value, parse_body, parse_text_into, parsing
 from .printer import dump, format_value
 from .variables import substitute
 
@@ -109,14 +109,21 @@ class ConfigValue(str):
         sep = separator or ":"
         if s < e and is_group(src, s, e) and not is_dict_group(src, s, e):
             s, e, sep = group_body(src, s, e, sep)
-        return ConfigArray(self._elements(src, s, e, sep), path=self.path)
+        with parsing():  # one object per element: no collector passes while they are made
+            return ConfigArray(self._elements(src, s, e, sep), path=self.path)
 
     def _elements(self, src: Text, start: int, end: int, sep: str) -> list:
         out: list = []
         base = self.path or "value"
+        text = src.text
         for ts, te in split(src, start, end, sep + "\n"):
-            ts, te = strip_span(src.text, ts, te)
+            ts, te = strip_span(text, ts, te)
             if ts == te:
+                continue
+            first = text[ts]
+            if first not in OPEN and first != '"' and text.find("*", ts, te) < 0:
+                # a plain element (most of a large array): no group, no quotes, no repeat
+                out.append(self._derive(text[ts:te], quoted=False, line=src.line_of(ts), path=f"{base}[{len(out)}]"))
                 continue
             repeat = 1
             star = find_top(src, ts, te, "*")   # the first '*' outside brackets

@@ -52,7 +52,7 @@ _nesting = threading.local()
 
 
 @contextlib.contextmanager
-def _parsing():
+def parsing():
     """Around a parse: the garbage collector paused (a large configuration makes many objects and
     no cycles; its passes would make the parse slower than linear), restored after."""
     enabled = gc.isenabled()
@@ -201,17 +201,17 @@ def read_text(path: str) -> str:
 def load_file_into(path: str, target, ctx: ParseContext) -> None:
     """Parse the file at ``path`` into ``target`` (its includes relative to the file)."""
     src = Text(read_text(path), file=path, base_dir=os.path.dirname(os.path.abspath(path)))
-    with _parsing():
+    with parsing():
         parse_body(src, 0, len(src.text), ";", target, ctx)
 
 
 def parse_text_into(text: str, target, ctx: ParseContext, *, file: str | None = None,
                     base_dir: str | None = None, first_line: int = 1) -> None:
     """Parse configuration ``text`` into ``target``."""
-    with _parsing():
+    with parsing():
         src = Text(text, file=file, first_line=first_line, base_dir=base_dir)
         parse_body(src, 0, len(src.text), ";", target, ctx)
 
 
-__all__ = ["MAX_NESTING", "ParseContext", "make_value", "parse_body", "group_body", "is_dict_group",
+__all__ = ["MAX_NESTING", "ParseContext", "parsing", "make_value", "parse_body", "group_body", "is_dict_group",
            "load_file_into", "parse_text_into", "read_text", "match"]
