@@ -216,3 +216,17 @@ def test_columns_of_inline_ndl_are_the_config_files(tmp_path):
     with pytest.raises(ConfigError, match="undefined symbol 'qq'") as info:
         run([f"configFile={cfg}", "command=mnistTrain"])
     assert rows[info.value.line - 1].index("qq") + 1 == info.value.column
+
+
+def test_an_interrupted_ndl_training_resumes_exactly(tmp_path):
+    (tmp_path / "sample.ndl").write_text(SAMPLE_NDL)
+    cfg = _config(tmp_path, f"networkDescription = {tmp_path}/sample.ndl\n        run = ndlMacroUse")
+    args = [f"configFile={cfg}", "command=mnistTrain", "mnistTrain=[SGD=[maxEpochs=3]]"]
+    run(args)
+    final = load_model(str(tmp_path / "model" / "sample.dnn")).network.state_dict()
+    os.remove(tmp_path / "model" / "sample.dnn")              # as if killed during epoch 3
+    (_, _, res), = run(args)
+    assert res.start_epoch == 3 and len(res.epochs) == 1
+    again = load_model(str(tmp_path / "model" / "sample.dnn")).network.state_dict()
+    assert again.keys() == final.keys()
+    assert all(torch.equal(again[k], final[k]) for k in final)
