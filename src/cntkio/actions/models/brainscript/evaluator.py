@@ -16,7 +16,7 @@ from .values import Array, BNode, Function, Record, Thunk, near, type_name
 
 __all__ = ["Evaluator", "Scope"]
 
-MAX_DEPTH = 400
+MAX_DEPTH = 150
 
 
 class Scope:
