@@ -283,8 +283,10 @@ class MelScript:
             node = m.graph.nodes[n]
             tags = [g for g in GROUPS if n in m.graph.groups[g]]
             head = f"{n}={node.op}({', '.join(node.inputs)})"
-            if node.attrs:
-                head += " " + " ".join(f"{k}={v}" for k, v in node.attrs.items())
+            defaults = lookup(node.op).optional
+            shown = {k: v for k, v in node.attrs.items() if k not in defaults or defaults[k] != v}
+            if shown:
+                head += " " + " ".join(f"{k}={v}" for k, v in shown.items())
             if tags:
                 head += " tags=" + ",".join(tags)
             lines.append(head)
