@@ -1,0 +1,77 @@
+"""BrainScript layers and node functions against hand-written PyTorch, and recurrence over
+variable-length sequences."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from cntkio.actions.models.brainscript import build
+
+HEAD = "labels = Input{3}\nce = CrossEntropyWithSoftmax(labels, z)\ncriterionNodes = (ce)\noutputNodes = (z)\n"
+
+
+def test_dense_and_linear_layers_equal_torch():
+    net = build("x = Input{4}\nmodel = Sequential(DenseLayer{5, activation=Tanh} : LinearLayer{3})\n"
+                "z = model(x)\n" + HEAD)
+    x = torch.randn(7, 4)
+    W1, b1 = net.tensor("model.W"), net.tensor("model.b")
+    W2, b2 = net.tensor("model.W_2"), net.tensor("model.b_2")
+    assert W1.shape == (5, 4) and W2.shape == (3, 5)        # the input dimensions were inferred
+    want = torch.tanh(x @ W1.T + b1.reshape(-1)) @ W2.T + b2.reshape(-1)
+    torch.testing.assert_close(net(x), want)
+    y = F.one_hot(torch.tensor([0, 1, 2, 0, 1, 2, 0]), 3).float()
+    ce = net.criterion(net(x), y)
+    torch.testing.assert_close(ce, F.cross_entropy(want, y.argmax(1), reduction="sum"))
+
+
+def test_glorot_uniform_bounds_and_layer_sharing():
+    net = build("x = Input{40}\nL = DenseLayer{60}\nh = L(x)\nz0 = L(x * 2)\n"
+                "z = LinearLayer{3}(h)\n" + HEAD)
+    W = net.tensor("L.W")
+    lim = (6 / (40 + 60)) ** 0.5
+    assert W.abs().max() <= lim and W.abs().max() > 0.8 * lim
+    assert [n for n in net.graph.nodes if net.graph.nodes[n].op == "Parameter"].count("L.W") == 1
+
+
+def test_convolution_pooling_batchnorm_equal_torch():
+    net = build("x = Input{(6:5:2)}\n"          # width 6, height 5, 2 channels
+                "c = ConvolutionalLayer{4, (3:3), pad=true, activation=ReLU}(x)\n"
+                "p = MaxPoolingLayer{(2:2), stride=(2:2)}(c)\n"
+                "bn = BatchNormalizationLayer{spatialRank=2}(p)\n"
+                "z = LinearLayer{3}(bn)\n" + HEAD)
+    assert net.shapes["x"] == (2, 5, 6) and net.shapes["c"] == (4, 5, 6) and net.shapes["p"] == (4, 2, 3)
+    net.eval()
+    x = torch.randn(3, 2 * 5 * 6)
+    W = net.tensor("c.W").reshape(4, 2, 3, 3)
+    b = net.tensor("c.b").reshape(-1)
+    img = x.reshape(3, 2, 5, 6)
+    c = torch.relu(F.conv2d(img, W, b, padding=1))
+    p = F.max_pool2d(c, 2, 2)
+    bn = p / (1 + 1e-5) ** 0.5                    # running mean 0, variance 1 in evaluation
+    want = bn.reshape(3, -1) @ net.tensor("z.W").T + net.tensor("z.b").reshape(-1)
+    torch.testing.assert_close(net(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_scale_lambda_and_element_times_with_a_number():
+    net = build("Scale{f} = x => Constant(f) .* x\nx = Input{3}\nz = Scale{0.5}(x) + x * 2 - x / 4\n" + HEAD)
+    x = torch.tensor([[1.0, 2.0, 4.0]])
+    torch.testing.assert_close(net(x), x * (0.5 + 2 - 0.25))
+
+
+def test_recurrence_through_past_value_respects_sequences():
+    # s_t = x_t + s_{t-1}: a running sum inside each sequence (the loop closes through PastValue)
+    net = build("x = Input{2}\ns = x + PastValue(2, s, defaultHiddenActivation=0)\nz = s\n"
+                "labels = Input{2}\nce = SquareError(labels, z)\ncriterionNodes = (ce)\noutputNodes = (z)")
+    x = torch.arange(10.0).reshape(5, 2)          # two sequences: 3 and 2 samples, concatenated
+    net.set_layout(torch.tensor([0, 1, 2, 0, 1]), torch.tensor([3, 3, 3, 2, 2]))
+    want = torch.stack([x[0], x[0] + x[1], x[0] + x[1] + x[2], x[3], x[3] + x[4]])
+    torch.testing.assert_close(net(x), want)
+
+
+def test_top_n_classification_error():
+    net = build("x = Input{4}\nz = x\nlabels = Input{4}\nce = SquareError(labels, z)\n"
+                "e2 = ClassificationError(labels, z, topN=2)\ncriterionNodes = (ce)\nevaluationNodes = (e2)")
+    z = torch.tensor([[0.1, 0.5, 0.3, 0.0], [0.9, 0.0, 0.8, 0.1]])
+    y = torch.tensor([[0.0, 0, 1, 0], [0, 1, 0, 0]])
+    out = net.evaluate({"x": z, "labels": y}, ["e2"])["e2"]
+    assert float(out) == 1.0
