@@ -316,6 +316,29 @@ def test_config_composite_legacy_and_python_forms_give_identical_minibatches(tmp
     assert f0.shape == (6, 3, 8, 8)
 
 
+def test_the_legacy_form_applies_colour_before_the_mean_and_honours_image_layout(tmp_path):
+    _images(tmp_path, 2, size=(8, 8))
+    mp = _map(tmp_path, ["im0.bmp\t0\n", "im1.bmp\t1\n"])
+    mean = IMAGE_DATA / "mean8x8.xml"
+    from cntkio.deserializers.image.deserializer import ImageConfig
+    cfg = ImageConfig({"type": "ImageDeserializer", "file": mp,
+                       "features": {"width": "8", "height": "8", "channels": "3", "meanFile": str(mean),
+                                    "brightnessRadius": "0.2"},
+                       "labels": {"labelDim": "2"}})
+    assert [type(t).__name__ for t in cfg.transforms] == ["Scale", "Color"] and cfg.tail_mean is not None
+    assert cfg.chw
+    src = _source_from_config(f"""
+        reader = [
+            readerType = "ImageReader"
+            file = "{mp}"
+            randomize = false
+            features = [width = 8; height = 8; channels = 3; imageLayout = "legacy"]
+            labels = [labelDim = 2]
+        ]""")
+    f, _ = _drain(src, 2)
+    assert f.shape == (2, 8, 8, 3)                       # HWC
+
+
 def test_a_config_without_transpose_delivers_hwc(tmp_path):
     _images(tmp_path, 2)
     mp = _map(tmp_path, ["im0.bmp\t0\n", "im1.bmp\t1\n"])

@@ -73,10 +73,8 @@ class ImageConfig:
         if to_choice(_get(config, "elementType", "float"), "elementType", ("float", "uint8")) == "uint8":
             self.dtype = np.uint8
         inputs = _get(config, "input")
-        if inputs is None:
-            inputs, legacy = _legacy_inputs(config), True
-        else:
-            legacy = False
+        if inputs is None:                      # readerType = ImageReader
+            inputs = _legacy_inputs(config)
         features, labels = [], []
         for name, spec in dict(inputs).items():
             spec = dict(spec or {})
@@ -96,7 +94,7 @@ class ImageConfig:
                 raise ConfigError(f"expected a transform {{'type': ...}}, found {t!r}",
                                   path=f"input.{self.image_name}.transforms[{i}]")
             self.transforms.append(build_transform(t))
-        self.chw = legacy or any(isinstance(t, Transpose) for t in self.transforms)
+        self.chw = any(isinstance(t, Transpose) for t in self.transforms)
         for i, t in enumerate(self.transforms):
             if isinstance(t, Transpose) and i != len(self.transforms) - 1:
                 raise ConfigError("Transpose must be the last transform", path=f"input.{self.image_name}.transforms")
@@ -115,8 +113,9 @@ class ImageConfig:
 
 def _legacy_inputs(config: Mapping) -> dict:
     """The legacy ``readerType = ImageReader`` section: the subsection with ``labelDim`` is the
-    labels, the one with ``width`` the features, whose keys configure Crop, Scale, Mean, Color and
-    Intensity at once (as CNTK's ImageReader did); Transpose is implied."""
+    labels, the one with ``width`` the features, whose keys configure Crop, Scale, Color, Intensity
+    and Mean at once, in that order (as CNTK's ImageReader did), then Transpose unless
+    ``imageLayout`` is ``legacy`` (HWC)."""
     out: dict = {}
     for name, sec in config.items():
         if not isinstance(sec, Mapping):
@@ -135,8 +134,6 @@ def _legacy_inputs(config: Mapping) -> dict:
             chain.append({"type": "Scale", **{k: v for k, v in sec.items() if str(k).lower() in
                                               ("width", "height", "channels", "interpolations",
                                                "scalemode", "padvalue")}})
-            if _get(sec, "meanFile"):
-                chain.append({"type": "Mean", "meanFile": _get(sec, "meanFile")})
             color = {k: v for k, v in sec.items() if str(k).lower() in
                      ("brightnessradius", "contrastradius", "saturationradius")}
             if color:
@@ -144,7 +141,12 @@ def _legacy_inputs(config: Mapping) -> dict:
             if _get(sec, "intensityStdDev") is not None:
                 chain.append({"type": "Intensity", "intensityStdDev": _get(sec, "intensityStdDev"),
                               "intensityFile": _get(sec, "intensityFile")})
-            chain.append({"type": "Transpose"})
+            if _get(sec, "meanFile"):
+                chain.append({"type": "Mean", "meanFile": _get(sec, "meanFile")})
+            # CNTK's order: Crop, Scale, Color, Intensity, Mean, then Transpose unless the
+            # layout is HWC (imageLayout = legacy)
+            if str(_get(sec, "imageLayout", "cudnn")).lower() not in ("legacy", "hwc"):
+                chain.append({"type": "Transpose"})
             out[name] = {"transforms": chain}
     return out
 
