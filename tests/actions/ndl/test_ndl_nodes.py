@@ -131,3 +131,13 @@ def test_lookup_table_hardmax_reciprocal_divide():
     assert torch.equal(_value("Hardmax(x)")[1], torch.nn.functional.one_hot(X.argmax(1), 6).float())
     assert torch.allclose(_value("Reciprocal(x)")[1], 1 / X)
     assert torch.allclose(_value("ElementDivide(x, y)")[1], X / Y)
+
+
+def test_sgd_sets_the_dropout_rate():
+    net = build("x = Input(1000)\nv = Dropout(x, dropoutRate=0.5)\nw = Dropout(v)")
+    assert net.set_dropout_rate(0.0) == 2
+    net.train()
+    ones = torch.ones(4, 1000)
+    assert torch.equal(net.evaluate({"x": ones}, ["w"])["w"], ones)
+    net.set_dropout_rate(0.75)
+    assert set(net.evaluate({"x": ones}, ["v"])["v"].unique().tolist()) == {0.0, 4.0}

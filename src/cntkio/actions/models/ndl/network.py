@@ -71,6 +71,17 @@ class NDLNetwork(GraphNetwork):
         the samples the next calls compute (``feed_layout`` of the actions)."""
         self._seq = (positions, lengths)
 
+    def set_dropout_rate(self, rate: float) -> int:
+        """Set the rate of every Dropout node (SGD's ``dropoutRate``, per epoch); returns how
+        many there are."""
+        count = 0
+        for fn in self._fns.values():
+            box = getattr(fn, "dropout_rate", None)
+            if box is not None:
+                box[0] = float(rate)
+                count += 1
+        return count
+
     def _eval(self, feeds, wanted):
         return self.evaluate(feeds, wanted, positions=self._seq[0], lengths=self._seq[1])
 
