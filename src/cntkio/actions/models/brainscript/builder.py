@@ -144,7 +144,7 @@ def _name(nodes: list[BNode]) -> dict[int, str]:
 
     def unique(base: str) -> str:
         name, k = base, 1
-        while name in taken or any(t.startswith(name + ".") for t in taken if _holds(t, out, nodes)):
+        while name in taken:
             k += 1
             name = f"{base}_{k}"
         taken.add(name)
@@ -163,10 +163,6 @@ def _name(nodes: list[BNode]) -> dict[int, str]:
         counters[base] = counters.get(base, 0) + 1
         out[id(n)] = unique(base)
     return out
-
-
-def _holds(name, out, nodes) -> bool:
-    return False
 
 
 def _set_param(n: BNode, rows: int, cols: int, names, why: str) -> None:

@@ -20,7 +20,6 @@ from ....integrations.torch_backend import torch
 from ..ndl.graph import Graph
 from ..ndl.network import NDLNetwork
 from .builder import evaluate_network, graph_of, network_of, read_source
-from .syntax import BrainScriptError, Loc
 
 __all__ = ["build", "build_graph", "build_from_config", "builder_source", "BUILDER_KEYS"]
 
@@ -128,5 +127,3 @@ def build_from_config(command, *, dtype: torch.dtype = torch.float32) -> NDLNetw
     graph = graph_of(ev, rec, dropout_rate=_dropout_rate(command))
     return network_of(graph, dtype=dtype, seed_offset=seed, base_dir=base)
 
-
-_ = (BrainScriptError, Loc)

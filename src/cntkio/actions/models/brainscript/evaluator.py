@@ -192,7 +192,7 @@ class Evaluator:
             return self.eval(e.then if self.boolean(self.eval(e.cond, env, path), e.cond.loc) else e.other, env, path)
         if isinstance(e, S.ArrayLit):
             items = []
-            for i, x in enumerate(e.items):
+            for x in e.items:
                 v = self.eval(x, env, path)
                 items.extend(v.items if isinstance(v, Array) else [Thunk.of(v)])
             return Array(items)

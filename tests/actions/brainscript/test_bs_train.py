@@ -1,0 +1,51 @@
+"""BrainScript networks through the config actions: examples/brainscript trains and tests on the
+shipped digits (inline network, and include "net.bs"), show-network prints them, and the model
+file loads back."""
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from cntkio.actions.models import load_model
+from cntkio.actions.runner import run
+from cntkio.actions.show_network import main as show_network
+import paths
+
+EX = os.path.join(str(paths.REPO), "examples", "brainscript")
+DATA = os.path.join(str(paths.REPO), "examples", "digits")
+
+
+@pytest.mark.parametrize("name", ["digits_inline", "digits_include"])
+def test_examples_train_under_5_percent(tmp_path, name):
+    results = run([f"configFile={EX}/{name}.cntk", f"dataDir={DATA}", f"outputDir={tmp_path}",
+                   "progressBar=false"])
+    (_, _, train), (_, _, test) = results
+    assert [e.samples for e in train.epochs] == [1437] * 8
+    assert test.samples == 360
+    assert test.averages["errs"] < 0.05
+    model = load_model(str(tmp_path / f"{name}.dnn")).network
+    assert model.spec.criterion_nodes == ["ce"] and model.spec.eval_nodes == ["errs"]
+
+
+def test_dropout_rate_comes_from_sgd():
+    out = io.StringIO()
+    show_network([f"configFile={EX}/digits_include.cntk", f"dataDir={DATA}"], out=out)
+    text = out.getvalue()
+    assert "== trainNetwork: BrainScriptNetworkBuilder" in text
+    assert "Convolution(model.W, " in text and "[16x8x8] per sample" in text
+
+
+def test_inline_network_errors_name_the_config_line(tmp_path):
+    cfg = tmp_path / "bad.cntk"
+    cfg.write_text("command = t\nt = {\n  action = train\n  BrainScriptNetworkBuilder = {\n"
+                   "    x = Input{4}\n    z = DenseLayr{3}(x)\n  }\n}\n")
+    from cntkio.actions.brainscript_support import build_brainscript_network
+    from cntkio.config import load_config_file
+    import torch
+    cmd = load_config_file(str(cfg))("t")
+    with pytest.raises(Exception) as e:
+        build_brainscript_network(cmd, device=torch.device("cpu"), dtype=torch.float32)
+    assert f"{cfg}:6:9: undefined name 'DenseLayr'" in str(e.value)
+    assert "DenseLayer" in e.value.hint
