@@ -171,12 +171,10 @@ class ImageCore(DeserializerBase):
     # --- decoding and transforms -----------------------------------------------------------
     def _decode(self, data: np.ndarray) -> np.ndarray | None:
         cv2 = self._cv2
-        img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
-        if img is None:
-            return None
-        if self.cfg.grayscale:
-            img = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)[:, :, None]
-        return img
+        if self.cfg.grayscale:        # as CNTK: the decoder's own gray conversion (libjpeg's for JPEG)
+            img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE | cv2.IMREAD_IGNORE_ORIENTATION)
+            return None if img is None else img[:, :, None]
+        return cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
 
     def _rng(self, position: int, sweep: int = 0):
         return np.random.default_rng([self.cfg.seed, sweep, int(position), 0]) if self.cfg.random else None
