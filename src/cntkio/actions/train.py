@@ -295,6 +295,10 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         par.start_epoch(epoch)
         res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, par, kl)
         par.end_epoch(epoch)
+        if par.active(epoch) and par.p.method == "dataparallelsgd":
+            report(f"{name}: epoch {epoch + 1}: this process sent {par.bytes_sent} gradient bytes "
+                   f"(gradientBits={par.p.gradient_bits})", dist=dist)
+            par.bytes_sent = 0
         result.epochs.append(res)
         cv = None
         if cv_source is not None:
