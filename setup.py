@@ -12,4 +12,5 @@ setup(ext_modules=[
     Extension("cntkio._native._uci", ["src/cntkio/_native/uci.c"],
               depends=["src/cntkio/_native/ctf_number.h"], **COMMON),
     Extension("cntkio._native._cbf", ["src/cntkio/_native/cbf.c"], **COMMON),
+    Extension("cntkio._native._htk", ["src/cntkio/_native/htk.c"], **COMMON),
 ])

@@ -294,6 +294,8 @@ class Value:
             return self._values
         S, T = self._mask.shape
         dim = _flat_dim(self._sample_shape)
+        if self._values is not None and len(self._values) == S * T:   # no padding: the rows as they are
+            return self._values.reshape(self.shape)
         out = np.zeros((S * T, dim), dtype=self._dtype)
         cells = np.flatnonzero(self._mask.reshape(-1))
         if self._values is not None:

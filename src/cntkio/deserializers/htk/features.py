@@ -22,10 +22,12 @@ frames of each minibatch.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..._native import native
 from ...errors import FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_str
@@ -34,6 +36,8 @@ from .common import FRAME_KEY, UtteranceCorpus
 from .htkfile import FrameFiles, read_header
 from .options import context_of, dtype_of, one_input, option, paths_of
 from .scp import parse_scp_files
+
+_NATIVE = "<" if sys.byteorder == "little" else ">"
 
 __all__ = ["HTKFeatureDeserializerImpl", "TYPE_NAME"]
 
@@ -103,6 +107,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                                   expected="1 frame", found=f"{int(self._lengths[i])} frames")
         self._init_chunks()
         self._maps = FrameFiles()
+        self._native = native("htk")     # None under CNTKIO_PURE_PYTHON=1: the NumPy reference
         self._stream = StreamInformation(name, 0, "dense", self.dtype, (self.dim,), defines_mb_size=defines)
         if trace_level >= 2:
             log.info("HTKDeserializer: %d utterances grouped into %d chunks; feature kind %s, %d-dimensional, "
@@ -156,12 +161,19 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         pad = left + right
         fids, st, ln = self.index.file_ids[a:b], self._starts[a:b], self._lengths[a:b]
         out = np.empty((int(ln.sum()) + pad * (b - a), self.feature_dim), np.float32)
-        pos = left
-        for f, s, n in zip(fids.tolist(), st.tolist(), ln.tolist()):   # one copy per utterance
-            out[pos:pos + n] = self._maps.frames(self.files[f], self.headers[f])[s:s + n]
-            pos += n + pad
+        dst = np.cumsum(ln + pad) - ln - right                        # row of each utterance's frame 0
+        if self._native is not None:       # one C call per physical file: byte-swapped copies, no GIL
+            fd = self.feature_dim
+            for f in np.unique(fids).tolist():
+                m = fids == f
+                h = self.headers[f]
+                self._native.swap_copy(out, _i64(dst[m] * fd), self._maps.frames(self.files[f], h),
+                               _i64(st[m] * (4 * fd)), _i64(ln[m] * fd), h.byteorder != _NATIVE)
+        else:
+            for f, d, s, n in zip(fids.tolist(), dst.tolist(), st.tolist(), ln.tolist()):   # one copy per utterance
+                out[d:d + n] = self._maps.frames(self.files[f], self.headers[f])[s:s + n]
         if pad:
-            first = np.cumsum(ln + pad) - ln - right                   # row of each utterance's frame 0
+            first = dst
             last = first + ln - 1
             if left:
                 out[(first[:, None] - np.arange(1, left + 1)).ravel()] = np.repeat(out[first], left, axis=0)
@@ -195,36 +207,51 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
         return np.repeat(ustart, lens) + within
 
+    def _gather(self, out: np.ndarray, srcs: list, which: np.ndarray, rows: np.ndarray) -> None:
+        """``out[i]`` = the context window starting at row ``rows[i]`` of the padded chunk
+        ``srcs[which[i]]``: written once, in place (C), or by one gather per chunk (NumPy)."""
+        if self._native is not None and out.flags.c_contiguous:
+            self._native.gather_rows(out, srcs, _i64(which), _i64(rows), self.feature_dim, self.dim,
+                             out.dtype == np.float64)
+            return
+        for j, src in enumerate(srcs):
+            m = np.flatnonzero(which == j) if len(srcs) > 1 else slice(None)
+            out[m] = self._expand(src, rows[m])
+
     def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
         n = len(chunk_ids)
         keys = np.empty(n, self._sequence_key_dtype())
+        uniq = np.unique(chunk_ids)
+        which = np.searchsorted(uniq, chunk_ids)
+        srcs = [raws[c] for c in uniq.tolist()]
         if self.frame_mode:
-            values = np.empty((n, self.dim), self.dtype)
             lengths = np.ones(n, np.int64)
-        else:
-            lengths = np.empty(n, np.int64)
-        parts = []
-        for c in np.unique(chunk_ids).tolist():
-            m = np.flatnonzero(chunk_ids == c)
-            a, b = self._chunk_utts(c)
-            if self.frame_mode:
+            rows = np.empty(n, np.int64)
+            for j, c in enumerate(uniq.tolist()):
+                m = np.flatnonzero(which == j) if len(uniq) > 1 else slice(None)
+                a, b = self._chunk_utts(c)
                 cum = self._utt_offsets[a:b + 1] - self._utt_offsets[a]
                 local = np.searchsorted(cum, indices[m], side="right") - 1
                 frames = indices[m] - cum[local]
-                values[m] = self._expand(raws[c], self._chunk_rows(c, local, frames))
+                rows[m] = self._chunk_rows(c, local, frames)
                 keys["utt"][m] = self._keys[a + local]
                 keys["frame"][m] = frames
-            else:
-                lengths[m] = self._lengths[a + indices[m]]
-                keys[m] = self._keys[a + indices[m]]
-                parts.append((m, c))
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        if not self.frame_mode:
+            values = np.empty((n, self.dim), self.dtype)
+            self._gather(values, srcs, which, rows)
+            offsets = np.arange(n + 1, dtype=np.int64)
+        else:
+            first = self._bounds[chunk_ids]
+            utts = first + indices
+            lengths = self._lengths[utts].astype(np.int64)
+            keys[:] = self._keys[utts]
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            # window starts of every frame: the utterance's first row in its padded chunk + frame
+            left, right = self.context
+            ustart = self._utt_offsets[utts] - self._utt_offsets[first] + indices * (left + right)
+            rows = _ranges(ustart, lengths)
             values = np.empty((int(offsets[-1]), self.dim), self.dtype)
-            for m, c in parts:
-                dest = _ranges(offsets[m], lengths[m])
-                values[dest] = self._expand(raws[c], self._chunk_rows(c, indices[m], None))
+            self._gather(values, srcs, np.repeat(which, lengths), rows)
         return ChunkData(SequenceTable(keys, lengths), {self.name: DenseStream(values, offsets)})
 
     def _sequence_key_dtype(self) -> np.dtype:
@@ -237,7 +264,9 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         if self.context == (0, 0):      # the chunk's frames are the sequences' frames, in order
             values = raw if raw.dtype == self.dtype else raw.astype(self.dtype)
         else:
-            values = self._expand(raw, self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None))
+            rows = self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None)
+            values = np.empty((len(rows), self.dim), self.dtype)
+            self._gather(values, [raw], np.zeros(len(rows), np.int64), rows)
         offsets = np.zeros(len(table) + 1, np.int64)
         np.cumsum(table.lengths, out=offsets[1:])
         return ChunkData(table, {self.name: DenseStream(values, offsets)})
@@ -254,6 +283,10 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
 
     def close(self) -> None:
         self._maps.close()
+
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.int64)
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -1,0 +1,190 @@
+/* HTK feature frames: the two copies the HTK deserializer makes, in C without the GIL.
+ *
+ * swap_copy(dst, dst_off, src, src_off, counts, swap)
+ *     For each k: counts[k] float32 values from byte offset src_off[k] of the buffer src (a
+ *     memory map of an HTK file) to element offset dst_off[k] of the float32 buffer dst,
+ *     byte-swapped when swap is true (HTK files are big-endian). One call per chunk.
+ *
+ * gather_rows(out, srcs, which, rows, row_floats, width)
+ *     Row i of out (width values, float32 or float64) is the width consecutive float32 values
+ *     starting at element rows[i] * row_floats of srcs[which[i]]: a frame with its context is
+ *     left + 1 + right consecutive frames of a padded chunk, so a randomized minibatch of
+ *     context-expanded frames is written once, straight where it is delivered from.
+ *
+ * Every offset is checked against its buffer before anything is copied (ValueError).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static int get_buf(PyObject *o, Buf *b, int writable, const char *what) {
+    b->held = 0;
+    if (PyObject_GetBuffer(o, &b->view, (writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) | PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Format(PyExc_TypeError, "htk: %s must be a C-contiguous%s buffer", what, writable ? " writable" : "");
+        return -1;
+    }
+    b->held = 1;
+    return 0;
+}
+
+static void drop(Buf *b) {
+    if (b->held) {
+        PyBuffer_Release(&b->view);
+        b->held = 0;
+    }
+}
+
+/* an int64 array given as a buffer: its data and length */
+static int get_i64(PyObject *o, Buf *b, const char *what, Py_ssize_t *n) {
+    if (get_buf(o, b, 0, what) < 0)
+        return -1;
+    if (b->view.len % 8) {
+        drop(b);
+        PyErr_Format(PyExc_ValueError, "htk: %s must hold int64 values", what);
+        return -1;
+    }
+    *n = b->view.len / 8;
+    return 0;
+}
+
+static inline uint32_t bswap32(uint32_t v) { return __builtin_bswap32(v); }
+
+static PyObject *swap_copy(PyObject *self, PyObject *args) {
+    PyObject *dst_o, *doff_o, *src_o, *soff_o, *cnt_o;
+    int swap;
+    if (!PyArg_ParseTuple(args, "OOOOOp", &dst_o, &doff_o, &src_o, &soff_o, &cnt_o, &swap))
+        return NULL;
+    Buf dst, doff, src, soff, cnt;
+    Py_ssize_t n1, n2, n3;
+    dst.held = doff.held = src.held = soff.held = cnt.held = 0;
+    PyObject *result = NULL;
+    if (get_buf(dst_o, &dst, 1, "dst") < 0 || get_buf(src_o, &src, 0, "src") < 0 ||
+        get_i64(doff_o, &doff, "dst_off", &n1) < 0 || get_i64(soff_o, &soff, "src_off", &n2) < 0 ||
+        get_i64(cnt_o, &cnt, "counts", &n3) < 0)
+        goto done;
+    if (n1 != n2 || n1 != n3) {
+        PyErr_SetString(PyExc_ValueError, "htk.swap_copy: dst_off, src_off and counts differ in length");
+        goto done;
+    }
+    const int64_t *d_off = doff.view.buf, *s_off = soff.view.buf, *count = cnt.view.buf;
+    const Py_ssize_t dst_n = dst.view.len / 4, src_len = src.view.len;
+    for (Py_ssize_t k = 0; k < n1; k++) {
+        if (count[k] < 0 || d_off[k] < 0 || s_off[k] < 0 || d_off[k] + count[k] > dst_n ||
+            s_off[k] + 4 * count[k] > src_len) {
+            PyErr_Format(PyExc_ValueError, "htk.swap_copy: range %zd out of bounds", k);
+            goto done;
+        }
+    }
+    {
+        float *d = dst.view.buf;
+        const char *s = src.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; k < n1; k++) {
+            float *o = d + d_off[k];
+            const char *in = s + s_off[k];
+            const int64_t c = count[k];
+            if (!swap) {
+                memcpy(o, in, (size_t)c * 4);
+            } else {
+                uint32_t *ou = (uint32_t *)o;
+                for (int64_t j = 0; j < c; j++) {
+                    uint32_t v;
+                    memcpy(&v, in + 4 * j, 4);
+                    ou[j] = bswap32(v);
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    drop(&dst); drop(&doff); drop(&src); drop(&soff); drop(&cnt);
+    return result;
+}
+
+static PyObject *gather_rows(PyObject *self, PyObject *args) {
+    PyObject *out_o, *srcs_o, *which_o, *rows_o;
+    Py_ssize_t row_floats, width;
+    int out_double = 0;
+    if (!PyArg_ParseTuple(args, "OOOOnn|p", &out_o, &srcs_o, &which_o, &rows_o, &row_floats, &width, &out_double))
+        return NULL;
+    PyObject *seq = PySequence_Fast(srcs_o, "htk.gather_rows: srcs must be a sequence of arrays");
+    if (!seq)
+        return NULL;
+    const Py_ssize_t ns = PySequence_Fast_GET_SIZE(seq);
+    Buf out, which, rows;
+    out.held = which.held = rows.held = 0;
+    Buf *srcs = PyMem_Calloc(ns ? ns : 1, sizeof(Buf));
+    const float **base = PyMem_Calloc(ns ? ns : 1, sizeof(float *));
+    Py_ssize_t *len = PyMem_Calloc(ns ? ns : 1, sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    Py_ssize_t n, n2;
+    if (!srcs || !base || !len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < ns; j++) {
+        if (get_buf(PySequence_Fast_GET_ITEM(seq, j), &srcs[j], 0, "srcs[j]") < 0)
+            goto done;
+        base[j] = srcs[j].view.buf;
+        len[j] = srcs[j].view.len / 4;
+    }
+    if (get_buf(out_o, &out, 1, "out") < 0 || get_i64(which_o, &which, "which", &n) < 0 ||
+        get_i64(rows_o, &rows, "rows", &n2) < 0)
+        goto done;
+    if (n != n2 || width < 0 || row_floats < 0 || out.view.len < n * width * (out_double ? 8 : 4)) {
+        PyErr_SetString(PyExc_ValueError, "htk.gather_rows: out, which and rows do not agree");
+        goto done;
+    }
+    const int64_t *w = which.view.buf, *r = rows.view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (w[i] < 0 || w[i] >= ns || r[i] < 0 || r[i] * row_floats + width > len[w[i]]) {
+            PyErr_Format(PyExc_ValueError, "htk.gather_rows: row %zd out of bounds", i);
+            goto done;
+        }
+    }
+    {
+        char *o = out.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        if (!out_double) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                memcpy(o + (size_t)i * width * 4, base[w[i]] + r[i] * row_floats, (size_t)width * 4);
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                double *od = (double *)o + (size_t)i * width;
+                const float *in = base[w[i]] + r[i] * row_floats;
+                for (Py_ssize_t j = 0; j < width; j++)
+                    od[j] = in[j];
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (Py_ssize_t j = 0; srcs && j < ns; j++)
+        drop(&srcs[j]);
+    drop(&out); drop(&which); drop(&rows);
+    PyMem_Free(srcs); PyMem_Free(base); PyMem_Free(len);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"swap_copy", swap_copy, METH_VARARGS,
+     "swap_copy(dst, dst_off, src, src_off, counts, swap): float32 ranges out of a buffer, byte-swapped."},
+    {"gather_rows", gather_rows, METH_VARARGS,
+     "gather_rows(out, srcs, which, rows, row_floats, width[, out_double]): rows of padded chunks."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_htk", "HTK frame copies (see htk.c).", -1, methods};
+
+PyMODINIT_FUNC PyInit__htk(void) { return PyModule_Create(&moduledef); }
