@@ -206,13 +206,6 @@ def test_adapt_continues_from_original_model(workdir):
         _run(workdir, *extra[:1], extra[1][:-1] + "; adaptationRegType=KL]")
 
 
-@pytest.mark.parametrize("builder", ["BrainScriptNetworkBuilder=[x=1]"])
-def test_unimplemented_network_builders(workdir, builder):
-    with pytest.raises(NotImplementedInCntkio, match=builder.split("=")[0]):
-        _run(workdir, "command=t2",
-             f"t2=[action=train; reader=$reader$; SGD=[learningRatesPerMB=1; maxEpochs=1]; {builder}]")
-
-
 @pytest.mark.parametrize("action", ["testUnroll"])
 def test_unimplemented_actions(workdir, action):
     with pytest.raises(NotImplementedInCntkio, match=f"action={action}"):
