@@ -75,3 +75,30 @@ def test_top_n_classification_error():
     y = torch.tensor([[0.0, 0, 1, 0], [0, 1, 0, 0]])
     out = net.evaluate({"x": z, "labels": y}, ["e2"])["e2"]
     assert float(out) == 1.0
+
+
+def _lstm_reference(seq, W, b, H, n):
+    h, c, out = torch.zeros(n), torch.zeros(n), []
+    for t in range(seq.shape[0]):
+        z = W @ seq[t] + b + H @ h
+        i, g, f, o = torch.sigmoid(z[:n]), torch.tanh(z[n:2 * n]), torch.sigmoid(z[2 * n:3 * n]), torch.sigmoid(z[3 * n:])
+        c = f * c + i * g
+        h = o * torch.tanh(c)
+        out.append(h)
+    return torch.stack(out)
+
+
+def test_recurrent_lstm_layer_equals_a_hand_written_lstm_per_sequence():
+    net = build("x = Input{5}\nf = RecurrentLSTMLayer{4}(x)\nb = RecurrentLSTMLayer{4, goBackwards=true}(x)\n"
+                "z = DenseLayer{3}(Splice(f : b))\n" + HEAD)
+    x = torch.randn(5, 5)
+    pos, lens = torch.tensor([0, 1, 2, 0, 1]), torch.tensor([3, 3, 3, 2, 2])
+    v = net.evaluate({"x": x}, ["f", "b"], positions=pos, lengths=lens)
+    for name, flip in (("f", False), ("b", True)):
+        W, bias, H = net.tensor(f"{name}.W"), net.tensor(f"{name}.b").reshape(-1), net.tensor(f"{name}.W_2")
+        parts = []
+        for seq in (x[:3], x[3:]):
+            s = seq.flip(0) if flip else seq
+            r = _lstm_reference(s, W, bias, H, 4)
+            parts.append(r.flip(0) if flip else r)
+        torch.testing.assert_close(v[name], torch.cat(parts), rtol=1e-5, atol=1e-6)

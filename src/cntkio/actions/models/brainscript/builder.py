@@ -20,7 +20,7 @@ from ..ndl.graph import Graph, NodeDef
 from ..ndl.network import NDLNetwork
 from ..nodes import NodeError, lookup
 from ..nodes.base import numel
-from . import layers  # noqa: F401  (registers the layers)
+from . import layers, recurrent  # noqa: F401  (they register the layers)
 from .evaluator import Evaluator
 from .library import builtins
 from .syntax import BrainScriptError, Loc, parse_expression, parse_record_body
