@@ -263,3 +263,10 @@ def test_minibatch_mode(tmp_path, mode, sizes):
         got = [next(iter(m.values())).num_samples for m in reader.epoch(epoch)]
         assert got == sizes
     src.close()
+
+
+def test_randomize_block_not_a_factor_of_the_epoch_size_warns(tmp_path, caplog):
+    _mnist_like(tmp_path / "d.txt", n=100)
+    with caplog.at_level(logging.WARNING, logger="cntkio"):
+        reader_spec(_section(tmp_path / "d.txt", randomize="30", epochSize="100"))
+    assert any("randomize = 30 is not a factor of epochSize = 100" in r.getMessage() for r in caplog.records)

@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._log import get_logger
+
+_log = get_logger("readers.legacy")
+
 __all__ = ["randomize_option", "shared_options", "stream_sections", "block_source_options", "cache_config",
            "apply_shared_options",
            "UCIFastAdapter"]
@@ -49,6 +53,10 @@ def randomize_option(sec: Any, auto_epoch_blocks: bool = True) -> tuple[bool, in
         raise sec.error("randomize", f"randomize must be Auto, None or a number of records, found {text!r}") from None
     if n < 0:
         raise sec.error("randomize", f"randomize must be Auto, None or a positive number of records, found {n}")
+    epoch = sec.int("epochSize", 0, minimum=0) if sec.exists("epochSize") else 0
+    if n and epoch and epoch % n:
+        _log.warning("%s: randomize = %d is not a factor of epochSize = %d (the spec asks for one): epochs "
+                     "will straddle randomization blocks", sec.key_path("randomize"), n, epoch)
     return True, n
 
 
