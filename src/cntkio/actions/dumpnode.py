@@ -60,6 +60,10 @@ def describe_nodes(net) -> dict[str, tuple[str, str, np.ndarray | None]]:
     out[spec.label_node] = ("InputValue", f"[{spec.layer_sizes[-1]}]", None)
     out[spec.training_criterion] = (spec.training_criterion, f"( {spec.label_node} , HLast )", None)
     out[net.eval_node_name] = (spec.eval_criterion, f"( {spec.label_node} , HLast )", None)
+    if getattr(spec, "need_prior", False):
+        out["Prior"] = ("Mean", f"[{spec.layer_sizes[-1]},1]", net.Prior.detach().cpu().numpy()[:, None])
+        out["LogOfPrior"] = ("Log", "( Prior )", None)
+        out["ScaledLogLikelihood"] = ("Minus", "( HLast , LogOfPrior )", None)
     return out
 
 

@@ -2,10 +2,10 @@
 or loaded from a model.
 
 CNTK chose the network builder by which sub-section is present. cntkio builds
-``SimpleNetworkBuilder`` and ``NDLNetworkBuilder`` networks (``models/ndl``; their pre-computed
-nodes, ``Mean``/``InvStdDev``, are computed over the command's reader before training);
-``BrainScriptNetworkBuilder`` (``ExperimentalNetworkBuilder``) networks raise
-:class:`NotImplementedInCntkio` naming the builder, never a silent fallback.
+``SimpleNetworkBuilder``, ``NDLNetworkBuilder`` (``models/ndl``) and ``BrainScriptNetworkBuilder``
+(``ExperimentalNetworkBuilder``, ``models/brainscript``) networks; their pre-computed nodes
+(``Mean``/``InvStdDev``, SimpleNetworkBuilder's ``applyMeanVarNorm`` statistics and ``needPrior``
+label prior) are computed over the command's reader before training.
 """
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ UNSUPPORTED_BUILDERS = ("BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder
 
 #: SimpleNetworkBuilder parameters that would change the network in ways cntkio does not build,
 #: with the values that mean "off" (these are refused, not ignored)
-_REFUSED = {"rnnType": ("simplenet",), "addDropoutNodes": ("false", "f", "0"),
-            "needPrior": ("false", "f", "0"), "lookupTableOrder": ("0",)}
+_REFUSED = {"rnnType": ("simplenet",), "addDropoutNodes": ("false", "f", "0"), "lookupTableOrder": ("0",)}
 
 
 def spec_from_config(builder) -> NetworkSpec:
@@ -36,13 +35,14 @@ def spec_from_config(builder) -> NetworkSpec:
     ``trainingCriterion`` (``CrossEntropyWithSoftmax`` default, ``CrossEntropy``, ``SquareError``,
     ``Logistic``), ``evalCriterion`` (``ClassificationError``/``ErrorPrediction`` default, or a
     training criterion), ``initValueScale`` (1), ``uniformInit`` (true), ``applyMeanVarNorm``
-    (false), ``randomSeedOffset`` (0).
+    (false), ``randomSeedOffset`` (0), ``needPrior`` (false: with true, the label prior and the
+    ``ScaledLogLikelihood`` output node).
     """
     for key, off in _REFUSED.items():
         if builder.exists(key) and (get_str(builder, key) or "").lower() not in off:
             raise NotImplementedInCntkio(
                 f"{key_path(builder, key)}={get_str(builder, key)} is not implemented in cntkio "
-                "(SimpleNetworkBuilder networks are feed-forward, without dropout nodes or priors)")
+                "(SimpleNetworkBuilder networks are feed-forward, without dropout nodes)")
     if not has(builder, "layerSizes"):
         raise ConfigError("SimpleNetworkBuilder needs layerSizes", path=key_path(builder, "layerSizes"),
                           hint="e.g. layerSizes=784:256:10 (input, hidden layers, output)")
@@ -60,6 +60,7 @@ def spec_from_config(builder) -> NetworkSpec:
         uniform_init=get_bool(builder, "uniformInit", True),
         apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
         random_seed_offset=get_int(builder, "randomSeedOffset", 0),
+        need_prior=get_bool(builder, "needPrior", False),
     )
 
 

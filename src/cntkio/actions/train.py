@@ -262,7 +262,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         report(f"{name}: resuming from {path} at epoch {start + 1} of {params.max_epochs}", dist=dist)
     else:
         net = build_network(command, device=device, dtype=dtype, adapt=adapt)
-        if net.spec.apply_mean_var_norm and not adapt:
+        if (net.spec.apply_mean_var_norm or getattr(net.spec, "need_prior", False)) and not adapt:
             _mean_var_norm(net, command, name, dtype, device, dist)
     _check_criterion_names(net, params, sgd_cfg)
     opt = params.make_optimizer(net.parameters())
@@ -396,28 +396,38 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
 
 
 def _mean_var_norm(net: SimpleNetwork, command, name: str, dtype, device, dist: Dist) -> None:
-    """``applyMeanVarNorm``: mean and variance of the features over one sweep of the training data
-    (in float64; under torch.distributed each process sums its part and the sums are all-reduced)."""
+    """SimpleNetworkBuilder's pre-computed nodes over one sweep of the training data (in float64;
+    under torch.distributed each process sums its part and the sums are all-reduced):
+    ``applyMeanVarNorm``'s mean and variance of the features, ``needPrior``'s mean of the labels."""
     source = open_reader(command, "reader", name)
-    feats = net.spec.feature_node
-    dim = net.input_dim
-    s = torch.zeros(2 * dim + 1, dtype=torch.float64, device=device)
+    feats, labels = net.spec.feature_node, net.spec.label_node
+    norm, prior = net.spec.apply_mean_var_norm, net.spec.need_prior
+    dim, out = net.input_dim, net.output_dim
+    need = ([feats] if norm else []) + ([labels] if prior else [])
+    s = torch.zeros(2 * dim + out + 1, dtype=torch.float64, device=device)
     for mb in epoch_minibatches(source, minibatch_size=65536, epoch_size=0, epoch=0, dist=dist):
         if not mb:                 # this process has no data in this minibatch (distributed)
             continue
-        x = batch_tensors(mb, [feats], torch.float64, device, required=[feats],
-                          where=key_path(command, "reader"))[feats]
-        s[:dim] += x.sum(0)
-        s[dim:2 * dim] += (x * x).sum(0)
-        s[-1] += x.shape[0]
+        t = batch_tensors(mb, need, torch.float64, device, required=need, where=key_path(command, "reader"))
+        if norm:
+            x = t[feats]
+            s[:dim] += x.sum(0)
+            s[dim:2 * dim] += (x * x).sum(0)
+        if prior:
+            s[2 * dim:-1] += t[labels].sum(0)
+        s[-1] += t[need[0]].shape[0]
     dist.all_reduce_(s)
     n = s[-1].item()
     if n == 0:
-        raise CntkioError(f"{name}: applyMeanVarNorm read no samples from the reader")
-    mean = s[:dim] / n
-    var = s[dim:2 * dim] / n - mean * mean
-    net.set_mean_var_norm(mean.to(dtype), var.to(dtype))
-    _log.info("%s: mean/variance normalisation computed over %d samples", name, int(n))
+        raise CntkioError(f"{name}: {'applyMeanVarNorm' if norm else 'needPrior'} read no samples from the reader")
+    if norm:
+        mean = s[:dim] / n
+        var = s[dim:2 * dim] / n - mean * mean
+        net.set_mean_var_norm(mean.to(dtype), var.to(dtype))
+        _log.info("%s: mean/variance normalisation computed over %d samples", name, int(n))
+    if prior:
+        net.set_prior((s[2 * dim:-1] / n).to(dtype))
+        _log.info("%s: the label prior computed over %d samples", name, int(n))
 
 
 def _gather_checkpoint(source, dist: Dist):

@@ -8,7 +8,8 @@ default so that values read back exactly), ``deviceId``, ``precision``.
 
 Each sample is one line, its values separated by one space. Nodes with a value per sample can be
 written: ``features``, ``MVNormalizedFeatures``, ``H1``..., ``HLast``, ``PosteriorProb`` (or
-``Sigmoid`` for Logistic networks) and ``labels``. A ``writer`` section (``writerType = ...``,
+``Sigmoid`` for Logistic networks), ``ScaledLogLikelihood`` (``needPrior=true``: ``HLast -
+log(Prior)``, then the default output node) and ``labels``. A ``writer`` section (``writerType = ...``,
 found through :func:`cntkio.registry.writer_factory`, e.g. ``BinaryReader``) writes through
 that :class:`cntkio.legacy.DataWriter` instead: its sub-sections name the nodes written
 (``HLast = [sectionType = data; dim = 10; wfile = out.bin]``) and ``outputPath`` is not used.
@@ -152,6 +153,7 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
 
 
 def _not_per_sample(net) -> set[str]:
-    crit = {net.spec.training_criterion, net.eval_node_name, "MeanOfFeatures", "InvStdOfFeatures"}
+    crit = {net.spec.training_criterion, net.eval_node_name, "MeanOfFeatures", "InvStdOfFeatures", "Prior",
+            "LogOfPrior"}
     params = {f"W{i}" for i in range(net.num_layers)} | {f"B{i}" for i in range(net.num_layers)}
     return crit | params

@@ -52,7 +52,8 @@ class MelModel:
     def from_network(cls, name: str, net) -> "MelModel":
         if isinstance(net, SimpleNetwork):
             graph, tensors = graph_of_simple(net)
-            return cls(name, graph, tensors, set(), next(net.parameters()).dtype)
+            computed = {n for n, node in graph.nodes.items() if lookup(node.op).kind == "precompute"}
+            return cls(name, graph, tensors, computed, next(net.parameters()).dtype)
         tensors, computed = {}, set()
         for n, node in net.graph.nodes.items():
             if lookup(node.op).kind in ("param", "constant", "precompute"):
@@ -105,7 +106,14 @@ def graph_of_simple(net: SimpleNetwork) -> tuple[Graph, dict]:
         if not last:
             g.add(NodeDef(f"H{i + 1}", s.layer_types[i], [z]))
             x = f"H{i + 1}"
-    g.tag("output", "HLast")
+    if s.need_prior:
+        g.add(NodeDef("Prior", "Mean", [s.label_node], grad=False))
+        g.add(NodeDef("LogOfPrior", "Log", ["Prior"]))
+        g.add(NodeDef("ScaledLogLikelihood", "Minus", ["HLast", "LogOfPrior"]))
+        tensors["Prior"] = net.Prior.detach()
+        g.tag("output", "ScaledLogLikelihood")
+    else:
+        g.tag("output", "HLast")
     g.add(NodeDef(s.training_criterion, s.training_criterion, [s.label_node, "HLast"]))
     g.add(NodeDef(net.eval_node_name, s.eval_criterion, [s.label_node, "HLast"]))
     g.tag("criterion", s.training_criterion)

@@ -16,7 +16,13 @@ Conventions kept from CNTK:
   learning rates are per sample); ``SquareError`` is ``sum((o-y)^2)`` (not halved);
 * ``applyMeanVarNorm=true`` normalises the features with their mean and ``1/stddev`` computed over
   the training data before training (``MeanOfFeatures``/``InvStdOfFeatures``); the variance is
-  floored at 1e-10 as in CNTK's ``InvStdDevNode``.
+  floored at 1e-10 as in CNTK's ``InvStdDevNode``;
+* ``needPrior=true`` adds CNTK's prior nodes: ``Prior`` (the mean of the labels over the training
+  data, computed before the first epoch and saved in the model), ``LogOfPrior = Log(Prior)`` and
+  ``ScaledLogLikelihood = Minus(HLast, LogOfPrior)``, which then replaces ``HLast`` as the output
+  node (what ``write`` writes by default; a hybrid HMM decoder reads these scaled likelihoods). A
+  class that never occurs in the training labels has a prior of 0, so its ``LogOfPrior`` is
+  ``-inf`` and its scaled likelihood ``+inf``, as in CNTK.
 """
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ class NetworkSpec:
     uniform_init: bool = True
     apply_mean_var_norm: bool = False
     random_seed_offset: int = 0
+    need_prior: bool = False
     feature_node: str = "features"
     label_node: str = "labels"
 
@@ -117,6 +124,8 @@ class SimpleNetwork(nn.Module):
             self.register_parameter(f"B{i}", nn.Parameter(torch.zeros(fan_out, dtype=dtype)))
         self.register_buffer("MeanOfFeatures", torch.zeros(sizes[0], dtype=dtype))
         self.register_buffer("InvStdOfFeatures", torch.ones(sizes[0], dtype=dtype))
+        if spec.need_prior:
+            self.register_buffer("Prior", torch.zeros(sizes[-1], dtype=dtype))
         self._acts = [LAYER_TYPES[t.lower()] for t in spec.layer_types]
 
     # --- structure -----------------------------------------------------------------------------
@@ -138,6 +147,8 @@ class SimpleNetwork(nn.Module):
             names.append(f"H{i + 1}" if i < self.num_layers - 1 else "HLast")
         names.append(self._posterior_name())
         names += [self.spec.label_node, self.spec.training_criterion, self.eval_node_name]
+        if self.spec.need_prior:
+            names += ["Prior", "LogOfPrior", "ScaledLogLikelihood"]
         return [n for n in names if n is not None]
 
     def _posterior_name(self) -> str | None:
@@ -153,8 +164,9 @@ class SimpleNetwork(nn.Module):
 
     @property
     def output_nodes(self) -> list[str]:
-        """CNTK's default output node group (what ``write`` writes without ``outputNodeNames``)."""
-        return ["HLast"]
+        """CNTK's default output node group (what ``write`` writes without ``outputNodeNames``):
+        ``ScaledLogLikelihood`` with ``needPrior``, else ``HLast``."""
+        return ["ScaledLogLikelihood"] if self.spec.need_prior else ["HLast"]
 
     # --- computation ---------------------------------------------------------------------------
     def nodes(self, features: torch.Tensor, labels: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
@@ -179,6 +191,10 @@ class SimpleNetwork(nn.Module):
             out[post] = torch.softmax(x, dim=-1)
         elif post == "Sigmoid":
             out[post] = torch.sigmoid(x)
+        if self.spec.need_prior:
+            out["Prior"] = self.Prior
+            out["LogOfPrior"] = torch.log(self.Prior)
+            out["ScaledLogLikelihood"] = x - out["LogOfPrior"]
         if labels is not None:
             out[self.spec.label_node] = labels
             out[self.spec.training_criterion] = self.criterion(x, labels)
@@ -208,6 +224,13 @@ class SimpleNetwork(nn.Module):
         with torch.no_grad():
             self.MeanOfFeatures.copy_(mean)
             self.InvStdOfFeatures.copy_(1.0 / torch.sqrt(torch.clamp(var, min=1e-10)))
+
+    def set_prior(self, prior: torch.Tensor) -> None:
+        """Store the mean of the training labels (``needPrior``'s ``Prior`` node)."""
+        if not self.spec.need_prior:
+            raise ValueError("the network was built without needPrior")
+        with torch.no_grad():
+            self.Prior.copy_(prior)
 
 
 def _criterion(name: str, hlast: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
