@@ -172,6 +172,10 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         else:
             for f, d, s, n in zip(fids.tolist(), dst.tolist(), st.tolist(), ln.tolist()):   # one copy per utterance
                 out[d:d + n] = self._maps.frames(self.files[f], self.headers[f])[s:s + n]
+        for f in np.unique(fids).tolist():     # the pages copied out leave the process's memory
+            m = fids == f
+            lo = int(st[m].min())
+            self._maps.done(self.files[f], self.headers[f], lo, int((st[m] + ln[m]).max()) - lo)
         if pad:
             first = dst
             last = first + ln - 1
