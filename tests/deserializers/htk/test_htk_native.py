@@ -1,0 +1,75 @@
+"""The C helper of the HTK feature deserializer (``cntkio._native._htk``) against its NumPy
+reference: the same frames, with and without context, in both precisions, in frame mode
+(random selections across chunks) and sequence mode; its bounds checks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from htk_corpus import write_small
+
+from cntkio._native import native
+from cntkio.deserializers.htk.features import HTKFeatureDeserializerImpl
+
+_htk = native("htk")
+pytestmark = pytest.mark.skipif(_htk is None, reason="CNTKIO_PURE_PYTHON=1: no C helper to compare")
+
+
+def _pair(folder, monkeypatch, context, frame_mode, precision="float"):
+    monkeypatch.chdir(folder)
+    cfg = {"type": "HTKFeatureDeserializer", "precision": precision,
+           "input": {"f": {"dim": 2, "scpFile": "feat.scp", "contextWindow": f"{context[0]}:{context[1]}"}}}
+    fast = HTKFeatureDeserializerImpl(cfg, frame_mode=frame_mode)
+    ref = HTKFeatureDeserializerImpl(cfg, frame_mode=frame_mode)
+    ref._native = None
+    return fast, ref
+
+
+@pytest.mark.parametrize("context", [(0, 0), (2, 3), (5, 5)])
+@pytest.mark.parametrize("precision", ["float", "double"])
+def test_native_equals_numpy(tmp_path, monkeypatch, context, precision):
+    write_small(tmp_path)
+    for frame_mode in (True, False):
+        fast, ref = _pair(tmp_path, monkeypatch, context, frame_mode, precision)
+        for c in range(len(fast.chunk_infos())):
+            np.testing.assert_array_equal(fast.read_bytes(c), ref.read_bytes(c))
+            a, b = fast.get_chunk(c), ref.get_chunk(c)
+            np.testing.assert_array_equal(a.streams["f"].values, b.streams["f"].values)
+        n = fast.chunk_infos()[0].num_sequences
+        rng = np.random.default_rng(3)
+        idx = rng.permutation(n)
+        chunks = np.zeros(n, np.int64)
+        raw_f, raw_r = {0: fast.read_bytes(0)}, {0: ref.read_bytes(0)}
+        x = fast.read_sequences(raw_f, chunks, idx).streams["f"]
+        y = ref.read_sequences(raw_r, chunks, idx).streams["f"]
+        assert x.values.dtype == np.dtype(np.float64 if precision == "double" else np.float32)
+        np.testing.assert_array_equal(x.values, y.values)
+        np.testing.assert_array_equal(x.offsets, y.offsets)
+
+
+def test_frames_are_the_files_values_with_edges_repeated(tmp_path, monkeypatch):
+    """Corpus "small": frame t of utterance u is [u, t]; with context (1, 1) frame 0 of u0 is
+    [f0 f0 f1] and its last frame [f5 f6 f6]."""
+    write_small(tmp_path)
+    fast, _ = _pair(tmp_path, monkeypatch, (1, 1), True)
+    v = fast.get_chunk(0).streams["f"].values
+    assert v[0].tolist() == [0, 0, 0, 0, 0, 1]
+    assert v[6].tolist() == [0, 5, 0, 6, 0, 6]
+
+
+def test_swap_copy_and_gather_rows_check_bounds():
+    src = np.arange(8, dtype=">f4")
+    out = np.zeros(4, np.float32)
+    _htk.swap_copy(out, np.array([0], np.int64), src, np.array([8], np.int64), np.array([4], np.int64), True)
+    assert out.tolist() == [2, 3, 4, 5]
+    with pytest.raises(ValueError, match="out of bounds"):
+        _htk.swap_copy(out, np.array([1], np.int64), src, np.array([0], np.int64), np.array([4], np.int64), True)
+    with pytest.raises(ValueError, match="out of bounds"):
+        _htk.swap_copy(out, np.array([0], np.int64), src, np.array([20], np.int64), np.array([4], np.int64), True)
+    chunk = np.arange(10, dtype=np.float32)
+    rows = np.zeros((2, 3), np.float32)
+    _htk.gather_rows(rows, [chunk], np.array([0, 0], np.int64), np.array([3, 1], np.int64), 2, 3)
+    assert rows.tolist() == [[6, 7, 8], [2, 3, 4]]
+    with pytest.raises(ValueError, match="out of bounds"):
+        _htk.gather_rows(rows, [chunk], np.array([0, 0], np.int64), np.array([4, 0], np.int64), 2, 3)
+    with pytest.raises(ValueError, match="out of bounds"):
+        _htk.gather_rows(rows, [chunk], np.array([1, 0], np.int64), np.array([0, 0], np.int64), 2, 3)
