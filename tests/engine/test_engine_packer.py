@@ -35,7 +35,7 @@ def test_check_frame_mode():
 @pytest.mark.parametrize("pure", [False, True])
 def test_copy_segments_with_and_without_shift(pure, monkeypatch):
     if pure:
-        monkeypatch.setattr("cntkio.engine.packer.native", lambda name: None)
+        monkeypatch.setattr("cntkio.engine.segments.native", lambda name: None)
     src = np.arange(10, dtype=np.int64) * 10
     dst = np.full(6, -1, np.int64)
     copy_segments(src, np.array([7, 0, 4]), dst, np.array([0, 2, 5]), np.array([2, 3, 0]))

@@ -47,6 +47,9 @@ class Handoff:
         self.queue: deque = deque()
         self.parts: list = []  # the PackedBatch objects the entries index
         self.key = None
+        #: ``(ids, pad_id, masks)`` when a consumer wants each batch's tensor-ready arrays built as it is
+        #: packed (:meth:`~cntkio.engine.packer.PackedBatch.tensor_ready`), else None
+        self.tensor_ready = None
         self._sample_bytes = sum(
             (int(np.prod(i.sample_shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize) if not i.is_sparse else 64
             for i in stream_infos) or 4
@@ -90,8 +93,11 @@ class Handoff:
                     start += n
                 sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
                 groups = group_by_chunk(sel_chunk)
-        return pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
-                          owned=direct is not None), invalid
+        packed = pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
+                            owned=direct is not None)
+        if self.tensor_ready is not None:
+            packed.tensor_ready(*self.tensor_ready)
+        return packed, invalid
 
     def finish(self, entries: list, parsed: list, chunk: Callable[[int], object]) -> tuple[list, list]:
         """Pack a batch's parts ``[(prep, direct or None)]`` whose minibatches end at ``entries``

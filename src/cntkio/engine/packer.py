@@ -14,14 +14,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .._native import native
 from ..deserializers.protocol import ChunkData
 from ..minibatch import Minibatch, MinibatchData
 from ..streams import StreamInformation
-from .composite import ranges
+from .segments import copy_segments
 from .tensor_ready import BatchTensors
 
-__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode"]
+__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode", "copy_segments"]
 
 
 def make_mask(lengths: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -44,22 +43,6 @@ def check_frame_mode(lengths: np.ndarray) -> None:
 def _contiguous(idx: np.ndarray) -> bool:
     return len(idx) > 0 and int(idx[-1]) - int(idx[0]) == len(idx) - 1 and \
         (len(idx) < 3 or bool(np.all(np.diff(idx) == 1)))
-
-
-def copy_segments(src: np.ndarray, src_starts: np.ndarray, dst: np.ndarray, dst_starts: np.ndarray,
-                  lengths: np.ndarray, shift: np.ndarray | None = None) -> None:
-    """``dst[d:d+n] = src[s:s+n]`` along the first axis for every segment (C memcpy when built);
-    ``shift`` (int64 arrays only) adds one number per segment to its elements."""
-    mod = native("rand")
-    if (mod is not None and src.flags.c_contiguous and dst.flags.c_contiguous and src.dtype == dst.dtype
-            and src.shape[1:] == dst.shape[1:]):
-        mod.copy_segments(src, np.asarray(src_starts, np.int64), dst, np.asarray(dst_starts, np.int64),
-                          np.asarray(lengths, np.int64), *(() if shift is None else (np.asarray(shift, np.int64),)))
-        return
-    values = src[ranges(src_starts, lengths)]
-    if shift is not None:
-        values = values + np.repeat(np.asarray(shift, np.int64), lengths)
-    dst[ranges(dst_starts, lengths)] = values
 
 
 def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkData],
@@ -235,15 +218,15 @@ class PackedBatch:
                 mb[info] = packed(info, mask, arrays[0][r0:r1], None, None, None, eos, r1 - r0)
         return mb
 
-    def tensors(self, j: int, ids: frozenset = frozenset(), pad_id: int = 0) -> list:
-        """Minibatch ``j`` as tensor-ready arrays (:class:`~cntkio.engine.tensor_ready.BatchTensors`:
-        padded dense values, CSR arrays with row pointers from 0, or token ids and their mask, plus
-        the lengths), built for the whole batch on the first call and sliced after that; ``ids``
-        names the one-hot sparse streams wanted as token ids."""
+    def tensor_ready(self, ids: frozenset = frozenset(), pad_id: int = 0, masks: bool = False) -> BatchTensors:
+        """The batch's tensor-ready arrays (:class:`~cntkio.engine.tensor_ready.BatchTensors`:
+        padded dense values, CSR arrays with row pointers from 0 per minibatch, or token ids and
+        their masks with ``masks``, plus the lengths), built for the whole batch on the first call;
+        ``ids`` names the one-hot sparse streams wanted as token ids."""
         t = self._tensors
-        if t is None or t[0] != (ids, pad_id):
-            t = self._tensors = ((ids, pad_id), BatchTensors(self, ids, pad_id))
-        return t[1].get(j)
+        if t is None or t[0] != (ids, pad_id, masks):
+            t = self._tensors = ((ids, pad_id, masks), BatchTensors(self, ids, pad_id, masks))
+        return t[1]
 
 
 def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:

@@ -12,6 +12,11 @@ decides which sequences come next and which chunks are held:
 The reader itself owns what both share: the worker's budget (:func:`~cntkio.engine.walk.worker_budget`),
 truncated-BPTT packing (slots filled from the policy's next sequences), and the checkpoint (the
 policy's position keys plus the truncated-BPTT slots under ``truncatedBpttSlots``).
+
+``parallel_sequences`` (CNTK's legacy ``nbrUttsInEachRecurrentIter``): a truncated-BPTT minibatch
+has exactly that many slots whatever size is asked, each of ``truncation_length`` steps, or, with
+``truncation_length`` 0, of as many steps as the call's size (the legacy readers' minibatch size
+counted steps per parallel sequence).
 """
 from __future__ import annotations
 
@@ -88,12 +93,18 @@ class Reader:
     """Reads minibatches through a window policy (module docstring)."""
 
     def __init__(self, policy: WindowPolicy, stream_infos: list[StreamInformation], *,
-                 truncation_length: int = 0, frame_mode: bool = False, trace_level: int = 1) -> None:
+                 truncation_length: int = 0, frame_mode: bool = False, trace_level: int = 1,
+                 parallel_sequences: int = 0) -> None:
         self.policy = policy
         self.T = int(truncation_length)
+        self.parallel = int(parallel_sequences)
+        if self.parallel < 0 or self.T < 0:
+            raise ValueError(f"parallel_sequences and truncation_length must be >= 0, found "
+                             f"{self.parallel} and {self.T}")
         self.frame_mode = bool(frame_mode)
         self.trace_level = int(trace_level)
-        self.slots = TruncatedSlots(stream_infos, self.T) if self.T else None
+        truncated = bool(self.T or self.parallel)
+        self.slots = TruncatedSlots(stream_infos, self.T or 1) if truncated else None
         #: truncated BPTT: the sequences in the slots whose fetch carried the sweep-end flag
         self.sweep_ends: set = set()
 
@@ -135,7 +146,12 @@ class Reader:
 
     # --- truncated BPTT -------------------------------------------------------------------------
     def _next_truncated(self, size: int, W: int, r: int):
-        slots = max(1, size // self.T)
+        if self.parallel:
+            slots = self.parallel
+            if not self.T:                       # steps per slot = the call's size
+                self.slots.T = max(1, int(size))
+        else:
+            slots = max(1, size // self.T)
         if W > slots:
             raise ValueError("Too many workers for minibatch size; please increase minibatch size or "
                              "decrease number of workers.")

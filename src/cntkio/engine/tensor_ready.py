@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .composite import ranges
+from .segments import copy_segments
+
 
 __all__ = ["BatchTensors", "check_one_hot"]
 
 
 def check_one_hot(name: str, indptr: np.ndarray, data: np.ndarray) -> None:
     """Raise ``ValueError`` unless every sample has exactly one non-zero and it is 1."""
+    n = len(indptr) - 1
+    p0 = int(indptr[0])
+    if int(indptr[-1]) - p0 == n and bool((data[p0:p0 + n] == 1).all()) and \
+            (n < 2 or bool((indptr[1:] - indptr[:-1] == 1).all())):
+        return
     per_sample = np.diff(indptr)
     bad = np.flatnonzero(per_sample != 1)
     if len(bad):
@@ -43,10 +49,10 @@ def check_one_hot(name: str, indptr: np.ndarray, data: np.ndarray) -> None:
 
 class _Blocks:
     """Per-minibatch padded blocks in one flat buffer: minibatch ``j`` (rows ``s0..s1`` of the
-    batch, width ``w``) is ``buf[start[j]:start[j] + (s1 - s0) * w]`` viewed as ``[s1 - s0, w]``,
-    and ``dest`` is the flat cell of every valid sample in packed (row-major) order."""
+    batch, width ``w``) is ``buf[start[j]:start[j] + (s1 - s0) * w]`` viewed as ``[s1 - s0, w]``;
+    ``row_base`` is the flat cell where each row of the batch begins."""
 
-    __slots__ = ("start", "widths", "rows", "dest", "total")
+    __slots__ = ("start", "widths", "rows", "row_base", "total")
 
     def __init__(self, lens: np.ndarray, bounds: np.ndarray, widths: np.ndarray) -> None:
         rows = np.diff(bounds)
@@ -55,93 +61,124 @@ class _Blocks:
         np.cumsum(sizes, out=start[1:])
         mb_of_row = np.repeat(np.arange(len(rows), dtype=np.int64), rows)
         row_in_mb = np.arange(len(lens), dtype=np.int64) - bounds[:-1][mb_of_row]
-        row_base = start[:-1][mb_of_row] + row_in_mb * widths[mb_of_row]
-        self.dest = ranges(row_base, lens)
+        self.row_base = start[:-1][mb_of_row] + row_in_mb * widths[mb_of_row]
         self.start, self.widths, self.rows = start.tolist(), widths.tolist(), rows.tolist()
         self.total = int(start[-1])
 
-    def view(self, buf: np.ndarray, j: int) -> np.ndarray:
-        a = self.start[j]
-        return buf[a:a + self.rows[j] * self.widths[j]].reshape((self.rows[j], self.widths[j]) + buf.shape[1:])
+    def fill(self, src: np.ndarray, lens: np.ndarray, pad) -> np.ndarray:
+        """The padded buffer of ``src`` (the rows' samples one after another): one native copy
+        per row, no index array per sample."""
+        buf = np.full((self.total,) + src.shape[1:], pad, src.dtype)
+        row0 = np.zeros(len(lens), np.int64)
+        np.cumsum(lens[:-1], out=row0[1:])
+        copy_segments(src, row0, buf, self.row_base, lens)
+        return buf
+
+    def mask(self, lens: np.ndarray) -> np.ndarray:
+        """The bool buffer, True on valid cells."""
+        ones = np.ones(int(lens.max()) if len(lens) else 0, np.bool_)
+        buf = np.zeros(self.total, np.bool_)
+        copy_segments(ones, np.zeros(len(lens), np.int64), buf, self.row_base, lens)
+        return buf
 
 
 class BatchTensors:
     """The tensor-ready arrays of one packed batch, for the streams named in ``ids`` as token ids
-    and for every other stream in its natural layout (module docstring). :meth:`get` hands out
-    minibatch ``j``: ``[(name, kind, arrays, lengths)]`` with ``kind`` ``"dense"`` (arrays: the
-    padded array itself), ``"csr"`` (``(crow, col, values, (rows, dim))``) or ``"ids"``
-    (``(ids, mask)``)."""
+    and for every other stream in its natural layout (module docstring).
 
-    __slots__ = ("streams", "bounds")
+    ``streams`` holds per stream ``(name, kind, lens, bounds, parts)``: ``lens`` the int64 lengths
+    of all the batch's rows, ``bounds`` the minibatches' first rows (``nmb + 1``), and ``parts``
+    a list of ``(flat array, starts, shapes)``: minibatch ``j``'s array is
+    ``flat[starts[j]:starts[j + 1]]`` reshaped to ``shapes[j]`` (None: kept 1-D). ``kind`` is
+    ``"dense"`` (parts: the padded values), ``"ids"`` (the token ids, the mask) or ``"csr"``
+    (row pointers, column indices, values; ``sizes`` gives the matrices' shapes), or None for a
+    stream with no sequences in the batch. :meth:`get` slices minibatch ``j`` out as NumPy
+    arrays; the PyTorch integration splits the flat arrays into tensors once per batch.
+    ``cache`` is free for such a consumer to keep what it made of the batch.
+    """
 
-    def __init__(self, batch, ids: frozenset = frozenset(), pad_id: int = 0) -> None:
+    __slots__ = ("streams", "nmb", "sizes", "cache")
+
+    def __init__(self, batch, ids: frozenset = frozenset(), pad_id: int = 0, masks: bool = False) -> None:
         bounds = np.asarray(batch.bounds, np.int64)
-        self.bounds = batch.bounds
-        nmb = len(bounds) - 1
+        self.nmb = nmb = len(bounds) - 1
+        self.cache = None
+        self.sizes = {}
         self.streams = []
         for info, mask_all, widths, rows, arrays, lens in batch.streams:
             name = info.name
             if mask_all is None:
-                self.streams.append((name, None, None))
+                self.streams.append((name, None, None, batch.bounds, None))
                 continue
             widths_a = np.asarray(widths, np.int64)
-            lens_per_mb = [lens[bounds[j]:bounds[j + 1]] for j in range(nmb)]
             if len(arrays) == 1:
-                self.streams.append((name, "dense", self._dense(arrays[0], lens, bounds, widths_a, rows),
-                                     lens_per_mb))
+                parts = [self._dense(arrays[0], lens, bounds, widths_a, rows)]
+                kind = "dense"
             elif name in ids:
-                self.streams.append((name, "ids", self._ids(name, arrays, lens, bounds, widths_a, pad_id),
-                                     lens_per_mb))
+                parts = self._ids(name, arrays, lens, bounds, widths_a, pad_id, masks)
+                kind = "ids"
             else:
-                self.streams.append((name, "csr", self._csr(info, arrays, rows), lens_per_mb))
+                parts = self._csr(info, arrays, rows, nmb)
+                kind = "csr"
+            self.streams.append((name, kind, lens, batch.bounds, parts))
 
     @staticmethod
-    def _dense(values: np.ndarray, lens, bounds, widths, rows) -> list:
-        nmb = len(bounds) - 1
+    def _dense(values: np.ndarray, lens, bounds, widths, rows) -> tuple:
         shape = values.shape[1:]
+        nrows = np.diff(bounds).tolist()
         if len(lens) and int(lens.min()) == int(lens.max()):  # no padding: the packed values
             L = int(lens[0])
-            return [values[rows[j]:rows[j + 1]].reshape((int(bounds[j + 1] - bounds[j]), L) + shape)
-                    for j in range(nmb)]
+            return values, rows, [(n, L) + shape for n in nrows]
         blocks = _Blocks(lens, bounds, widths)
-        buf = np.zeros((blocks.total,) + shape, values.dtype)
-        buf[blocks.dest] = values[:len(blocks.dest)]
-        return [blocks.view(buf, j) for j in range(nmb)]
+        buf = blocks.fill(np.ascontiguousarray(values), lens, 0)
+        return buf, blocks.start, [(n, w) + shape for n, w in zip(nrows, blocks.widths)]
 
     @staticmethod
-    def _ids(name, arrays, lens, bounds, widths, pad_id: int) -> list:
+    def _ids(name, arrays, lens, bounds, widths, pad_id: int, masks: bool) -> list:
         indptr, indices, data = arrays
         check_one_hot(name, indptr, data)
         blocks = _Blocks(lens, bounds, widths)
-        ids = np.full(blocks.total, pad_id, np.int64)
-        ids[blocks.dest] = indices[int(indptr[0]):int(indptr[-1])]
-        mask = np.zeros(blocks.total, np.bool_)
-        mask[blocks.dest] = True
-        return [(blocks.view(ids, j), blocks.view(mask, j)) for j in range(len(bounds) - 1)]
+        ids = blocks.fill(indices[int(indptr[0]):int(indptr[-1])].astype(np.int64), lens, pad_id)
+        shapes = list(zip(blocks.rows, blocks.widths))
+        parts = [(ids, blocks.start, shapes)]
+        if masks:
+            parts.append((blocks.mask(lens), blocks.start, shapes))
+        return parts
 
-    @staticmethod
-    def _csr(info, arrays, rows) -> list:
+    def _csr(self, info, arrays, rows, nmb: int) -> list:
         indptr, indices, data = arrays
         dim = int(np.prod(info.sample_shape, dtype=np.int64)) if info.sample_shape else 1
         rows_a = np.asarray(rows, np.int64)
         counts = np.diff(rows_a)
-        nmb = len(counts)
         # minibatch j's row pointers, rebased to 0, at crow[rows[j] + j : rows[j + 1] + j + 1]
-        first = indptr[rows_a[:-1]]
-        crow = indptr[ranges(rows_a[:-1], counts + 1)] - np.repeat(first, counts + 1)
-        p0 = int(indptr[0])
-        col = indices[p0:int(indptr[-1])].astype(np.int64)
+        crow = np.empty(int(rows_a[-1]) + nmb, np.int64)
+        copy_segments(np.ascontiguousarray(indptr), rows_a[:-1], crow, rows_a[:-1] + np.arange(nmb),
+                      counts + 1, shift=-indptr[rows_a[:-1]])
+        p0, p1 = int(indptr[0]), int(indptr[-1])
+        col = indices[p0:p1].astype(np.int64)
         nz = (indptr[rows_a] - p0).tolist()
-        return [(crow[rows[j] + j:rows[j + 1] + j + 1], col[nz[j]:nz[j + 1]],
-                 data[p0 + nz[j]:p0 + nz[j + 1]], (rows[j + 1] - rows[j], dim)) for j in range(nmb)]
+        crow_starts = (rows_a + np.arange(nmb + 1)).tolist()
+        self.sizes[info.name] = [(n, dim) for n in counts.tolist()]
+        return [(crow, crow_starts, None), (col, nz, None), (data[p0:p1], nz, None)]
 
     def get(self, j: int) -> list:
-        """Minibatch ``j``: ``[(name, kind, arrays, lengths)]`` (class docstring); kind None for a
-        stream with no sequences in the batch."""
+        """Minibatch ``j``: ``[(name, kind, arrays, lengths)]``; ``arrays`` is the padded array
+        (dense), ``(ids, mask)`` (ids) or ``(crow, col, values, shape)`` (csr); kind None (and
+        the rest None) for a stream with no sequences in the batch."""
         out = []
-        for name, kind, per_mb, *lens in self.streams:
+        for name, kind, lens, bounds, parts in self.streams:
             if kind is None:
                 out.append((name, None, None, None))
+                continue
+            got = []
+            for flat, starts, shapes in parts:
+                a = flat[starts[j]:starts[j + 1]]
+                got.append(a if shapes is None else a.reshape(shapes[j]))
+            if kind == "dense":
+                got = got[0]
+            elif kind == "csr":
+                got = (*got, self.sizes[name][j])
             else:
-                out.append((name, kind, per_mb[j], lens[0][j]))
+                got = tuple(got)
+            out.append((name, kind, got, lens[bounds[j]:bounds[j + 1]]))
         return out

@@ -9,8 +9,8 @@ DataLoader worker processes. torch is imported only here.
 Layouts: a dense stream becomes the padded float tensor ``[S, T, *shape]`` (padding zero); a
 sparse stream becomes a ``torch.sparse_csr_tensor`` of shape ``(num_valid_samples, dim)`` with
 the valid samples in sequence order, never densified (int64 row pointers and column indices);
-a one-hot sparse stream named in ``ids`` becomes int64 token ids ``[S, T]`` (padding ``pad_id``)
-with a bool mask ``[S, T]``. Sequence lengths (int64 ``[S]``) come with each stream so padding
+a one-hot sparse stream named in ``ids`` becomes int64 token ids ``[S, T]`` (padding ``pad_id``);
+``masks=True`` adds a bool mask ``[S, T]`` per stream. Sequence lengths (int64 ``[S]``) come with each stream so padding
 and sparse rows can be mapped back to sequences.
 
 Minibatches of a ``MinibatchSource`` carry tensor-ready arrays built by the packer once per
@@ -44,17 +44,20 @@ def _tensor(arr: np.ndarray) -> torch.Tensor:
     return _from_numpy(arr)
 
 
-def _csr(crow: np.ndarray, col: np.ndarray, values: np.ndarray, size) -> torch.Tensor:
+def _csr_t(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
+    """A sparse CSR tensor over these tensors (not checked: the packer made them)."""
     global _csr_warned
     if _csr_warned:
-        return torch.sparse_csr_tensor(_tensor(crow), _tensor(col), _tensor(values), size=size,
-                                       check_invariants=False)
+        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        t = torch.sparse_csr_tensor(_tensor(crow), _tensor(col), _tensor(values), size=size,
-                                    check_invariants=False)
+        t = torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
     _csr_warned = True
     return t
+
+
+def _csr(crow: np.ndarray, col: np.ndarray, values: np.ndarray, size) -> torch.Tensor:
+    return _csr_t(_tensor(crow), _tensor(col), _tensor(values), size)
 
 
 def value_to_torch(value: Value, device: Any = None) -> torch.Tensor:
@@ -109,26 +112,58 @@ def _check_ids(ids: frozenset, names: list[str], sparse: dict) -> None:
         raise ValueError(f"ids: stream {dense[0]!r} is dense; token ids need a sparse one-hot stream")
 
 
-def _packed_to_torch(mb, ids: frozenset, pad_id: int, lengths: bool, masks: bool) -> dict:
-    """The fast path: a packed minibatch's tensor-ready arrays as tensors (no copies)."""
-    batch, j = mb.packed
-    out: dict[str, torch.Tensor] = {}
-    for name, kind, arrays, lens in batch.tensors(j, ids, pad_id):
-        if kind is None:  # no sequences in this minibatch: the generic path's empty tensors
-            return {}
-        lt = _from_numpy(lens)
+def _split(flat: np.ndarray, starts: list, shapes: list | None) -> list:
+    """``flat[starts[j]:starts[j + 1]]`` (viewed as ``shapes[j]``) for every j, as tensors sharing
+    ``flat``'s memory."""
+    if not flat.flags.writeable:
+        flat = flat.copy()
+    if shapes is None:  # one tensor, split into views (cheaper than a from_numpy per piece)
+        t = _from_numpy(flat[starts[0]:starts[-1]])
+        return list(t.split([b - a for a, b in zip(starts, starts[1:])]))
+    return [_from_numpy(flat[a:b].reshape(shape)) for a, b, shape in zip(starts, starts[1:], shapes)]
+
+
+def _batch_to_torch(bt, lengths: bool, masks: bool) -> list:
+    """Every minibatch of a packed batch as its ``{name: tensor}`` dict (None where a stream has
+    no sequences), made at once from the batch's flat arrays: a few tensors per batch, then one
+    view per minibatch and array."""
+    out = [{} for _ in range(bt.nmb)]
+    for name, kind, lens, bounds, parts in bt.streams:
+        if kind is None:
+            return [None] * bt.nmb
+        split = [_split(*p) for p in (parts[:1] if kind == "ids" and not masks else parts)]
+        lts = _split(lens, bounds, None)
         if kind == "dense":
-            out[name] = _tensor(arrays)
-        elif kind == "csr":
-            out[name] = _csr(*arrays)
+            for d, v in zip(out, split[0]):
+                d[name] = v
+        elif kind == "ids":
+            for d, v in zip(out, split[0]):
+                d[name] = v
+            if masks:
+                for d, m in zip(out, split[1]):
+                    d[name + "_mask"] = m
         else:
-            out[name] = _from_numpy(arrays[0])
-            out[name + "_mask"] = _from_numpy(arrays[1])
+            for d, crow, col, val, size in zip(out, *split, bt.sizes[name]):
+                d[name] = _csr_t(crow, col, val, size)
         if lengths:
-            out[name + "_lengths"] = lt
+            for d, lt in zip(out, lts):
+                d[name + "_lengths"] = lt
         if masks and kind != "ids":
-            out[name + "_mask"] = _mask_from(lt, int(lens.max()) if len(lens) else 0)
+            for d, lt, b0, b1 in zip(out, lts, bounds, bounds[1:]):
+                d[name + "_mask"] = _mask_from(lt, int(lens[b0:b1].max()) if b1 > b0 else 0)
     return out
+
+
+def _packed_to_torch(mb, ids: frozenset, pad_id: int, lengths: bool, masks: bool) -> dict | None:
+    """The fast path: a packed minibatch's tensors, made for its whole batch at once (no copies);
+    None when a stream has no sequences (the generic path makes the empty tensors)."""
+    batch, j = mb.packed
+    bt = batch.tensor_ready(ids, pad_id, masks)
+    cache = bt.cache
+    if cache is None or cache[0] != (lengths, masks):
+        cache = bt.cache = ((lengths, masks), _batch_to_torch(bt, lengths, masks))
+    d = cache[1][j]
+    return None if d is None else dict(d)
 
 
 def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths: bool = True,
@@ -137,9 +172,9 @@ def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths
     ``{stream name + '_lengths': int64 tensor [S]}`` (valid samples per sequence).
 
     ``ids`` names one-hot sparse streams to deliver as int64 token ids ``[S, T]`` (padding
-    ``pad_id``) with ``name + '_mask'`` (bool ``[S, T]``, True on valid cells), ready for
-    ``nn.Embedding`` and ``pack_padded_sequence``; a sample that is not exactly one non-zero of
-    value 1 raises ``ValueError``. ``masks`` adds the bool mask of every other stream too.
+    ``pad_id``), ready for ``nn.Embedding`` and, with the lengths, ``pack_padded_sequence``; a
+    sample that is not exactly one non-zero of value 1 raises ``ValueError``. ``masks`` adds
+    ``name + '_mask'`` for every stream: bool ``[S, T]``, True on valid cells.
 
     Keys that are StreamInformation are replaced by their names; other keys (an ``input_map``'s)
     are used as given, converted to ``str``.
@@ -150,7 +185,7 @@ def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths
         _check_ids(ids, names, {n: mb.is_sparse for n, mb in zip(names, minibatch.values())})
     if getattr(minibatch, "packed", None) is not None:
         out = _packed_to_torch(minibatch, ids, int(pad_id), lengths, masks)
-        if out:
+        if out is not None:
             return out if device is None else {k: v.to(device) for k, v in out.items()}
     out = {}
     for name, mb in zip(names, minibatch.values()):
@@ -158,7 +193,8 @@ def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths
         if name in ids:
             tid, valid = value_to_ids(mb.data, name, pad_id)
             out[name] = torch.from_numpy(tid)
-            out[name + "_mask"] = torch.from_numpy(valid)
+            if masks:
+                out[name + "_mask"] = torch.from_numpy(valid)
         else:
             out[name] = mb.to_torch()
             if masks:
@@ -274,6 +310,9 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
             _workers_warned = True
             warnings.warn(_WORKERS_MESSAGE.format(n=info.num_workers), RuntimeWarning, stacklevel=2)
         source = self._make_source()
+        reader = getattr(source, "_reader", None)
+        if reader is not None and hasattr(reader, "prepare_tensors"):
+            reader.prepare_tensors(self.ids, self.pad_id, self.masks)  # built as batches are packed, ahead
         sweep = self._sweep_size(source)
         if sweep:
             epoch = self.epoch
