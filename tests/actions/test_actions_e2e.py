@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cntkio.actions.runner import run
-from cntkio.errors import ConfigError, NotImplementedInCntkio
+from cntkio.errors import ConfigError
 from cntkio.actions.models import load_model
 
 N_TRAIN, N_TEST = 90, 30
@@ -204,12 +204,6 @@ def test_adapt_continues_from_original_model(workdir):
     assert not torch.equal(adapted.W0, original.W0)
     with pytest.raises(ConfigError, match="refNodeName"):      # KL adaptation without its reference node
         _run(workdir, *extra[:1], extra[1][:-1] + "; adaptationRegType=KL]")
-
-
-@pytest.mark.parametrize("action", ["testUnroll"])
-def test_unimplemented_actions(workdir, action):
-    with pytest.raises(NotImplementedInCntkio, match=f"action={action}"):
-        _run(workdir, "command=x", f"x=[action={action}]")
 
 
 def test_missing_streams_are_named(workdir, tmp_path):

@@ -35,7 +35,7 @@ BUILTIN_ACTIONS: dict[str, str] = {
     "dumpnode": "cntkio.actions.dumpnode:dumpnode",
     "adapt": "cntkio.actions.train:adapt",
     "edit": "cntkio.actions.edit:edit",
-    "testUnroll": "cntkio.actions.unsupported:test_unroll",
+    "testUnroll": "cntkio.actions.unroll:test_unroll",
 }
 
 #: one line per action for ``cntkio --help``
@@ -48,9 +48,9 @@ ACTION_SUMMARIES: dict[str, str] = {
     "write": "write the outputs of a model's nodes for the section's reader",
     "createLabelMap": "write a label mapping file from a reader's labels",
     "dumpnode": "dump the nodes (parameters) of a model to a text file",
-    "adapt": "continue training from originalModelFileName (adaptationRegType=KL is not implemented)",
+    "adapt": "continue training from originalModelFileName (adaptationRegType=KL regularises toward it)",
     "edit": "run a Model Editing Language (MEL) script (editPath) on model files",
-    "testUnroll": "(CNTK's unrolled evaluation: not implemented in cntkio)",
+    "testUnroll": "evaluate a model frame by frame (each output from its sequence's frames so far)",
 }
 
 # lower-cased name -> canonical name: CNTK's config names are case-insensitive
