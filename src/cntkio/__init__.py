@@ -23,6 +23,7 @@ _LAZY = {
     "CBFDeserializer": "deserializers.cbf",
     "HTKFeatureDeserializer": "deserializers.htk",
     "HTKMLFDeserializer": "deserializers.htk",
+    "HTKMLFBinaryDeserializer": "deserializers.htk",
     "ImageDeserializer": "deserializers.image",
     "Base64ImageDeserializer": "deserializers.image",
     "UserDeserializer": "deserializers.user",

@@ -59,6 +59,7 @@ _DESERIALIZERS: dict[str, FactorySpec] = {
     "LUSequenceReaderDeserializer": "cntkio.readers.legacy.lusequence:build",
     "HTKFeatureDeserializer": "cntkio.deserializers.htk:build_features",
     "HTKMLFDeserializer": "cntkio.deserializers.htk:build_mlf",
+    "HTKMLFBinaryDeserializer": "cntkio.deserializers.htk:build_mlf_binary",
     "HTKMLFReaderDeserializer": "cntkio.readers.legacy.htkmlf:build",
 }
 _TRANSFORMS: dict[str, FactorySpec] = {
