@@ -49,6 +49,9 @@ def format_rows(values: np.ndarray, fmt: str) -> str:
 
 def write(section, name: str = "write") -> dict[str, int]:
     """Write ``outputNodeNames`` for the section's reader; returns ``{output file: lines}``."""
+    from .htkwrite import has_htk_write, write_htk_outputs
+    if has_htk_write(section):      # HTKMLFReader's dataset-processing mode (reader.write = [...])
+        return write_htk_outputs(section, name)
     dist = dist_context()
     writer = None
     if has(section, "writer"):
