@@ -106,3 +106,38 @@ def write_big(d, n_utts: int = 60) -> dict:
     return {"scp": os.path.join(d, "big.scp"), "mlf": [os.path.join(d, "big.mlf")],
             "states": os.path.join(d, "states.list"), "dim": 1, "labels": len(STATES),
             "lengths": lens, "dir": d}
+
+
+BINARY_KEYS = ["10", "3", "7", "0", "12"]
+
+
+def binary_runs(u: int, n: int) -> list:
+    """The (state, frames) runs of utterance u (n frames) in the binary corpus."""
+    return [(s, b - a) for a, b, s in ((a, b, STATES.index(lab)) for a, b, lab in small_segments(u, n))]
+
+
+def write_binary(d) -> dict:
+    """Corpus "binary" in folder d: the small corpus's frames and runs under numeric keys (so that
+    version 1 files can hold them), one archive and SCP, binary MLF files of version 1 and 2 (in
+    reverse key order), and a second version-2 file that repeats key "10" with other labels (the
+    first file's entry wins)."""
+    from cntkio.deserializers.htk.mlfbin import write_binary_mlf
+    d = os.fspath(d)
+    frames = [np.stack([np.full(n, u, np.float32), np.arange(n, dtype=np.float32)], 1)
+              for u, n in enumerate(SMALL_LENGTHS)]
+    write_htk(os.path.join(d, "a.htk"), np.concatenate(frames))
+    lines, pos = [], 0
+    for k, n in zip(BINARY_KEYS, SMALL_LENGTHS):
+        lines.append(f"{k}.mfc=a.htk[{pos},{pos + n - 1}]")
+        pos += n
+    with open(os.path.join(d, "feat.scp"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    entries = [(k, binary_runs(u, n)) for u, (k, n) in enumerate(zip(BINARY_KEYS, SMALL_LENGTHS))][::-1]
+    write_binary_mlf(os.path.join(d, "v1.bmlf"), entries, version=1)
+    write_binary_mlf(os.path.join(d, "v2.bmlf"), entries, version=2)
+    write_binary_mlf(os.path.join(d, "v2b.bmlf"), [("10", [(5, SMALL_LENGTHS[0])])], version=2)
+    with open(os.path.join(d, "states.list"), "w") as f:
+        f.write("\n".join(STATES) + "\n")
+    return {"scp": os.path.join(d, "feat.scp"), "v1": os.path.join(d, "v1.bmlf"), "v2": os.path.join(d, "v2.bmlf"),
+            "v2b": os.path.join(d, "v2b.bmlf"), "states": os.path.join(d, "states.list"), "dim": 2,
+            "labels": len(STATES), "dir": d}

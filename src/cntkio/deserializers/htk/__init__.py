@@ -4,6 +4,8 @@
   map, with context windows; :mod:`.features`.
 * :class:`HTKMLFDeserializer` (config type ``HTKMLFDeserializer``): labels from MLF files through
   a state list; :mod:`.labels`.
+* :class:`HTKMLFBinaryDeserializer` (config type ``HTKMLFBinaryDeserializer``): the same from
+  binary MLF files; :mod:`.mlfbin`.
 
 The two join by utterance key (the feature deserializer first). Frame mode (the source's
 ``frame_mode``) makes every frame a sequence, so that CNTK's block randomizer shuffles frames.
@@ -13,10 +15,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .features import TYPE_NAME as FEATURE_TYPE, HTKFeatureDeserializerImpl
-from .labels import TYPE_NAME as MLF_TYPE, HTKMLFDeserializerImpl
+from .labels import BINARY_TYPE_NAME as MLF_BINARY_TYPE, TYPE_NAME as MLF_TYPE, HTKMLFBinaryDeserializerImpl, \
+    HTKMLFDeserializerImpl
 
-__all__ = ["HTKFeatureDeserializer", "HTKMLFDeserializer", "build_features", "build_mlf",
-           "HTKFeatureDeserializerImpl", "HTKMLFDeserializerImpl", "FEATURE_TYPE", "MLF_TYPE"]
+__all__ = ["HTKFeatureDeserializer", "HTKMLFDeserializer", "HTKMLFBinaryDeserializer", "build_features",
+           "build_mlf", "build_mlf_binary", "HTKFeatureDeserializerImpl", "HTKMLFDeserializerImpl",
+           "HTKMLFBinaryDeserializerImpl", "FEATURE_TYPE", "MLF_TYPE", "MLF_BINARY_TYPE"]
 
 
 def _has(stream: Mapping, key: str) -> bool:
@@ -70,3 +74,22 @@ def build_features(config: Mapping, **source_options: Any) -> HTKFeatureDeserial
 def build_mlf(config: Mapping, **source_options: Any) -> HTKMLFDeserializerImpl:
     """The registry's factory of ``HTKMLFDeserializer``."""
     return HTKMLFDeserializerImpl(config, **source_options)
+
+
+def HTKMLFBinaryDeserializer(streams: Mapping[str, Any]) -> dict:
+    """The config of a binary MLF label deserializer, as CNTK 2.7's ``HTKMLFBinaryDeserializer(stream
+    name, mlf files, dimension)``: ``streams = {name: StreamDef(shape=number of labels, mlf=path or
+    list)}``."""
+    if len(streams) != 1:
+        raise ValueError("HTKMLFBinaryDeserializer only accepts a single stream")
+    (name, s), = streams.items()
+    if not _has(s, "mlf"):
+        raise ValueError("HTKMLFBinaryDeserializer: No mlf files were specified")
+    mlf = s["mlf"]
+    mlfs = list(mlf) if isinstance(mlf, (list, tuple)) else [mlf]
+    return {"type": MLF_BINARY_TYPE, "input": {name: {"dim": s.get("dim"), "mlfFileList": mlfs}}}
+
+
+def build_mlf_binary(config: Mapping, **source_options: Any) -> HTKMLFBinaryDeserializerImpl:
+    """The registry's factory of ``HTKMLFBinaryDeserializer``."""
+    return HTKMLFBinaryDeserializerImpl(config, **source_options)

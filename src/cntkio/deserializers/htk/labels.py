@@ -3,7 +3,8 @@
 One stream per deserializer, configured by::
 
     input = [ labels = [ dim = 132                       # or labelDim
-                         mlfFile = "train.mlf"            # or mlfFileList = ("a.mlf":"b.mlf")
+                         mlfFile = "train.mlf"            # or mlfFileList = ("a.mlf":"b.mlf"),
+                                                          # or mlfFileList = "mlfs.txt" (one path a line)
                          labelMappingFile = "state.list"
                          phoneBoundaries = false ] ]
 
@@ -18,17 +19,40 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_path
 from ..protocol import ChunkData, RandomAccessDeserializer, SequenceTable, SparseStream
 from .common import FRAME_KEY, UtteranceCorpus
-from .mlf import parse_mlf_files, read_state_list
+from .mlf import MLFIndex, parse_mlf_files, read_state_list
+from .mlfbin import parse_binary_mlf_files
 from .options import dtype_of, one_input, option, paths_of
 
-__all__ = ["HTKMLFDeserializerImpl", "TYPE_NAME"]
+__all__ = ["HTKMLFDeserializerImpl", "HTKMLFBinaryDeserializerImpl", "TYPE_NAME", "BINARY_TYPE_NAME"]
 
 TYPE_NAME = "HTKMLFDeserializer"
+BINARY_TYPE_NAME = "HTKMLFBinaryDeserializer"
+
+
+def mlf_paths(spec: Mapping, name: str) -> list[str]:
+    """The MLF files of a stream, as CNTK's ConfigHelper took them: ``mlfFile`` (one file, or a
+    list from Python), else ``mlfFileList``: an array ``("a.mlf":"b.mlf")`` (or a Python list), or
+    a text file listing the MLF files one a line (a string without ``:``)."""
+    if option(spec, None, "mlfFile", "mlf", "file") is not None:
+        return paths_of(spec, ("mlfFile", "mlf", "file"), f"input.{name}.mlfFile")
+    value = option(spec, None, "mlfFileList")
+    if isinstance(value, str) and ":" not in value and not value.startswith("("):
+        listing = to_path(value, f"input.{name}.mlfFileList")
+        try:
+            with open(listing, encoding="utf-8") as f:
+                files = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+        except OSError as e:
+            raise FormatError(f"cannot open the mlfFileList file (a list of MLF files, one a line): {e.strerror}",
+                              file=listing) from e
+        if not files:
+            raise FormatError("the mlfFileList file lists no MLF file", file=listing)
+        return files
+    return paths_of(spec, ("mlfFileList",), f"input.{name}.mlfFile")
 
 
 class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
@@ -41,18 +65,10 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self.frame_mode = bool(frame_mode)
         self.dtype = dtype_of(config)
         self.label_dim = to_int(option(spec, None, "labelDim", "dim", "shape"), f"input.{name}.dim", minimum=1)
-        mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
-        if mapping is None:
-            raise ConfigError(f"input.{name}.labelMappingFile is required: the state list, one label a line",
-                              path=f"input.{name}.labelMappingFile")
         self.phone_boundaries = to_bool(option(spec, config, "phoneBoundaries", "phone_boundaries", default=False),
                                         f"input.{name}.phoneBoundaries")
-        if self.phone_boundaries and self.frame_mode:
-            raise ConfigError("frameMode and phoneBoundaries are mutually exclusive options.",
-                              path=f"input.{name}.phoneBoundaries")
-        mlfs = paths_of(spec, ("mlfFileList", "mlfFile", "mlf", "file"), f"input.{name}.mlfFile")
-        states = read_state_list(to_path(mapping, f"input.{name}.labelMappingFile"))
-        self.mlf = idx = parse_mlf_files(mlfs, states, self.label_dim)
+        mlfs = mlf_paths(spec, name)
+        self.mlf = idx = self._index(name, spec, config, mlfs)
         self._keys = idx.keys
         durations = np.maximum(idx.seg_ends - idx.seg_starts, 0)
         self._seg_durations = durations
@@ -60,6 +76,18 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self._lengths = cs[idx.seg_offsets[1:]] - cs[idx.seg_offsets[:-1]]
         self._init_chunks()
         self._stream = StreamInformation(name, 0, "sparse", self.dtype, (self.label_dim,))
+
+    def _index(self, name: str, spec: Mapping, config: Mapping, mlfs: list[str]) -> MLFIndex:
+        """The utterances of the MLF files (text MLF through the state list)."""
+        mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
+        if mapping is None:
+            raise ConfigError(f"input.{name}.labelMappingFile is required: the state list, one label a line",
+                              path=f"input.{name}.labelMappingFile")
+        if self.phone_boundaries and self.frame_mode:
+            raise ConfigError("frameMode and phoneBoundaries are mutually exclusive options.",
+                              path=f"input.{name}.phoneBoundaries")
+        states = read_state_list(to_path(mapping, f"input.{name}.labelMappingFile"))
+        return parse_mlf_files(mlfs, states, self.label_dim)
 
     def stream_infos(self) -> list[StreamInformation]:
         return [self._stream]
@@ -146,3 +174,16 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.zeros(0, np.int64)
     return np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+
+
+class HTKMLFBinaryDeserializerImpl(HTKMLFDeserializerImpl):
+    """``HTKMLFBinaryDeserializer``: the same labels from binary MLF files (:mod:`.mlfbin`), whose
+    runs carry state indices (a ``labelMappingFile`` is accepted, as CNTK did, and not needed).
+    ``phoneBoundaries`` is refused with CNTK 2.7's error."""
+
+    def _index(self, name: str, spec: Mapping, config: Mapping, mlfs: list[str]) -> MLFIndex:
+        if self.phone_boundaries:
+            raise ConfigError("phoneBoundaries is not supported with binary MLF files (CNTK 2.7: 'TODO: "
+                              "implement phoneBoundaries setting in Binary MLF deserializer.')",
+                              path=f"input.{name}.phoneBoundaries")
+        return parse_binary_mlf_files(mlfs, self.label_dim)
