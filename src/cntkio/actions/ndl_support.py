@@ -4,8 +4,11 @@
   (``Mean``, ``InvStdDev``) are computed over the command's reader, as CNTK did before the first
   epoch. Every process reads the whole training data for them, so all hold the same statistics.
 * ``feed_layout``: the sequence layout of a minibatch (each sample's position in its sequence and
-  its sequence's length), which delay nodes (``PastValue``/``FutureValue``) need; the train, test
-  and write actions hand it to an NDL network before computing it.
+  its sequence's length, its row, whether it continues a sequence of the previous minibatch),
+  which delay nodes (``PastValue``/``FutureValue``) need; the train, test and write actions hand
+  it to an NDL network before computing it. With the reader's truncated BPTT a row holds several
+  sequences end to end (each start marked 2 in the mask) and a row starting with 1 continues the
+  previous minibatch's row, whose ``PastValue`` state the network carries over.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from .models.nodes import lookup
 from ._common import Dist, batch_tensors, epoch_minibatches, open_reader
 from ._params import key_path, section
 
-__all__ = ["build_ndl_network", "precompute_from_reader", "sequence_layout", "feed_layout", "describe_ndl_nodes"]
+__all__ = ["build_ndl_network", "precompute_from_reader", "sequence_layout", "sequence_state", "feed_layout",
+           "describe_ndl_nodes"]
 
 _log = get_logger("actions.ndl")
 
@@ -52,24 +56,42 @@ def precompute_from_reader(net: NDLNetwork, command, *, dtype, device, key: str 
 
 def sequence_layout(minibatch, stream: str, device=None):
     """``(positions, lengths)`` of the samples of ``stream`` in the order ``batch_tensors`` gives
-    them (sequences concatenated), from the minibatch's mask; ``(None, None)`` when the stream is
-    not there."""
+    them (rows concatenated), from the minibatch's mask; ``(None, None)`` when the stream is not
+    there. A position counts from the sequence's start (a 2 in the mask), or from the row's
+    start for a sequence continued from the previous minibatch; a length is the number of the
+    sequence's samples in this minibatch."""
+    return sequence_state(minibatch, stream, device)[:2]
+
+
+def sequence_state(minibatch, stream: str, device=None):
+    """``(positions, lengths, rows, continued, num_rows)`` of the samples of ``stream``
+    (see :func:`sequence_layout`): ``rows[i]`` the row of sample ``i``, ``continued[i]`` whether
+    its sequence started in an earlier minibatch; all None (and 0 rows) when the stream is not
+    there. Whole-array operations on the mask."""
     data = next((v for k, v in minibatch.items() if (k if isinstance(k, str) else getattr(k, "name", str(k))) == stream),
                 None)
     if data is None:
-        return None, None
-    valid = np.asarray(data.mask) != 0
-    cols = np.broadcast_to(np.arange(valid.shape[1], dtype=np.int64), valid.shape)
-    lens = np.broadcast_to(valid.sum(1, dtype=np.int64)[:, None], valid.shape)
-    return (torch.from_numpy(np.ascontiguousarray(cols[valid])).to(device),
-            torch.from_numpy(np.ascontiguousarray(lens[valid])).to(device))
+        return None, None, None, None, 0
+    mask = np.asarray(data.mask)
+    S, T = mask.shape
+    valid = mask != 0
+    cols = np.broadcast_to(np.arange(T, dtype=np.int64), mask.shape)
+    start_col = np.maximum.accumulate(np.where(mask == 2, cols, 0), axis=1)
+    seg = np.cumsum(mask == 2, axis=1)                      # 0: the part continued from before
+    key = (np.arange(S, dtype=np.int64)[:, None] * (T + 1) + seg)[valid]
+    lens = np.bincount(key, minlength=S * (T + 1))[key] if key.size else key
+    rows = np.broadcast_to(np.arange(S, dtype=np.int64)[:, None], mask.shape)[valid]
+
+    def t(a):
+        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+    return (t((cols - start_col)[valid]), t(lens.astype(np.int64)), t(rows), t(seg[valid] == 0), S)
 
 
 def feed_layout(net, minibatch, stream: str, device=None) -> None:
     """Give an NDL network with delay nodes the sequence layout of the minibatch it computes next
     (other networks need none)."""
     if isinstance(net, NDLNetwork) and net.has_delays:
-        net.set_layout(*sequence_layout(minibatch, stream, device))
+        net.set_layout(*sequence_state(minibatch, stream, device))
 
 
 def describe_ndl_nodes(net: NDLNetwork) -> dict:

@@ -24,7 +24,7 @@ from ..nodes import NodeError, lookup
 from ..nodes.base import as_float, as_int, numel
 from .parser import Loc, NDLError
 
-__all__ = ["NodeDef", "Graph", "GraphNetwork", "GROUPS", "TAG_GROUPS"]
+__all__ = ["NodeDef", "Graph", "GraphNetwork", "SequenceCarry", "GROUPS", "TAG_GROUPS"]
 
 # the kinds of steps of an evaluation plan
 _COMPUTE, _TRAIN, _TENSOR, _DELAY, _LOOP = range(5)
@@ -101,6 +101,75 @@ class Graph:
 
     def copy(self) -> "Graph":
         return Graph.from_dict(self.to_dict())
+
+
+class SequenceCarry:
+    """The state ``PastValue`` carries from one minibatch to the next (truncated BPTT).
+
+    With truncated BPTT the reader cuts sequences into pieces of ``truncationLength`` samples, in
+    parallel rows (slots) that keep their order from one minibatch to the next; a row whose first
+    cell is marked 1 (not 2) continues the sequence that ended the same row of the previous
+    minibatch. As in CNTK, a ``PastValue`` reading before the start of such a piece reads the
+    values its input had at the end of the previous minibatch (detached: the gradient stops at
+    the minibatch boundary), not ``defaultHiddenActivity``.
+
+    Per delay node it keeps, for every row, the input's last ``timeStep`` values of the row's last
+    sequence (and whether each exists). :meth:`next_minibatch` gives the layout of the next
+    minibatch (the row of each sample, whether it continues a sequence) and makes what the
+    previous minibatch recorded readable; every evaluation of that minibatch reads the same state.
+    """
+
+    def __init__(self) -> None:
+        self._prev: dict[str, tuple] = {}
+        self._cur: dict[str, tuple] = {}
+        self.rows = self.cont = None
+        self.num_rows = -1
+
+    def next_minibatch(self, rows: torch.Tensor, cont: torch.Tensor, num_rows: int) -> None:
+        """``rows[i]``: the row of sample ``i``; ``cont[i]``: it belongs to a sequence continued from
+        the previous minibatch; ``num_rows``: the minibatch's row count (state is kept only
+        between minibatches with the same rows)."""
+        self._prev = self._cur if int(num_rows) == self.num_rows else {}
+        self._cur = {}
+        self.rows, self.cont, self.num_rows = rows, cont.to(torch.bool), int(num_rows)
+
+    def reset(self) -> None:
+        self._prev, self._cur, self.num_rows = {}, {}, -1
+
+    def carried(self, node: str, idx: torch.Tensor, pos: torch.Tensor):
+        """For samples ``idx`` at positions ``pos`` (< timeStep) of their sequence: the carried
+        values ``[len(idx), width]`` and which of them exist, or None."""
+        c = self._prev.get(node)
+        if c is None or idx.numel() == 0:
+            return None
+        vals, valid = c
+        r = self.rows[idx]
+        return vals[r, pos], self.cont[idx] & valid[r, pos]
+
+    def record(self, node: str, x: torch.Tensor, positions: torch.Tensor, k: int) -> None:
+        """Keep the last ``k`` values of ``x`` (a delay node's input) of each row's last sequence."""
+        n = x.shape[0]
+        S = self.num_rows
+        if n == 0 or S <= 0:
+            return
+        x = x.detach().reshape(n, -1)
+        dev = x.device
+        counts = torch.bincount(self.rows, minlength=S)
+        has = counts > 0
+        ends = (torch.cumsum(counts, 0) - 1).clamp(min=0)
+        back = torch.arange(k - 1, -1, -1, device=dev)                 # slot j holds position end-(k-1-j)
+        q = positions[ends][:, None] - back[None, :]                   # [S, k] positions in the sequence
+        valid = (q >= 0) & has[:, None]
+        vals = x[(ends[:, None] - back[None, :]).clamp(min=0)]         # [S, k, width]
+        prev = self._prev.get(node)
+        if prev is not None and prev[0].shape == vals.shape:
+            pv, pvalid = prev
+            j = (k + q).clamp(min=0, max=k - 1)
+            ar = torch.arange(S, device=dev)[:, None]
+            ok = (~valid) & has[:, None] & self.cont[ends][:, None] & (k + q >= 0) & pvalid[ar, j]
+            vals = torch.where(ok[..., None], pv[ar, j], vals)
+            valid = valid | ok
+        self._cur[node] = (vals, valid)
 
 
 def _where(node: NodeDef) -> Loc | None:
@@ -421,7 +490,8 @@ class GraphNetwork(nn.Module):
             elif kind in ("param", "constant", "precompute"):
                 plan.append((_TENSOR, n, None, [], self._owner_get(n)))
             elif kind == "delay":
-                plan.append((_DELAY, n, self._fns[n], list(node.inputs), None))
+                op = lookup(node.op)
+                plan.append((_DELAY, n, self._fns[n], list(node.inputs), (op.step(node.attrs), op.direction)))
         self._plans[key] = plan
         return plan
 
@@ -450,10 +520,12 @@ class GraphNetwork(nn.Module):
         return out
 
     def evaluate(self, feeds: dict[str, torch.Tensor], wanted: Iterable[str], *,
-                 positions: torch.Tensor | None = None, lengths: torch.Tensor | None = None
-                 ) -> dict[str, torch.Tensor]:
+                 positions: torch.Tensor | None = None, lengths: torch.Tensor | None = None,
+                 carry: SequenceCarry | None = None) -> dict[str, torch.Tensor]:
         """Values of the ``wanted`` nodes (and of every node computed on the way) from ``feeds``
-        (input nodes, or any node whose value is given instead of computed)."""
+        (input nodes, or any node whose value is given instead of computed). With ``carry``
+        (truncated BPTT), ``PastValue`` reads before the start of a continued sequence from it,
+        and records its input's last values for the next minibatch."""
         wanted = tuple(wanted)
         plan = self._plan(frozenset(feeds), wanted)
         values: dict[str, torch.Tensor] = {}
@@ -474,9 +546,19 @@ class GraphNetwork(nn.Module):
             elif code == _DELAY:
                 x = values[ins[0]]
                 p, ln = self._layout(x, positions, lengths)
-                values[n] = fn(x, p, ln)
+                v = fn(x, p, ln)
+                k, direction = extra
+                if carry is not None and direction > 0:
+                    idx = torch.nonzero(p < k).reshape(-1)
+                    got = carry.carried(n, idx, p[idx])
+                    if got is not None:
+                        vals, ok = got
+                        v = v.index_put((idx[ok],), vals[ok].to(v.dtype))
+                    carry.record(n, x, p, k)
+                values[n] = v
             else:
-                self._run_loop(ins, values, *self._layout(self._any_sample(values), positions, lengths))
+                p, ln = self._layout(self._any_sample(values), positions, lengths)
+                self._run_loop(ins, values, p, ln, carry)
         return values
 
     @property
@@ -525,7 +607,8 @@ class GraphNetwork(nn.Module):
         self.__dict__.setdefault("_loop_cache", {})[key] = (sign, steps)
         return sign, steps
 
-    def _run_loop(self, members: list[str], values: dict, positions, lengths) -> None:
+    def _run_loop(self, members: list[str], values: dict, positions, lengths,
+                  carry: SequenceCarry | None = None) -> None:
         """Evaluate a loop closed through delay nodes one sequence step at a time."""
         sign, steps = self._loop_steps(members)
         key = positions if sign > 0 else lengths - 1 - positions
@@ -543,6 +626,10 @@ class GraphNetwork(nn.Module):
                     k, d, src, src_inside, width = info
                     if t < k:
                         v = torch.full((r.numel(), width), d, dtype=self._dtype, device=key.device)
+                        got = carry.carried(m, r, torch.full_like(r, t)) if carry is not None and sign > 0 else None
+                        if got is not None:
+                            vals, ok = got
+                            v = v.index_put((torch.nonzero(ok).reshape(-1),), vals[ok].to(v.dtype))
                     else:
                         pos = torch.searchsorted(rows[t - k], r - sign * k)
                         prev = hist[src][t - k] if src_inside else values[src][rows[t - k]]
@@ -557,6 +644,10 @@ class GraphNetwork(nn.Module):
         perm = torch.argsort(order) if count else None
         for m in members:
             values[m] = torch.cat(hist[m])[perm] if count else torch.zeros(0, *self.shapes[m], dtype=self._dtype)
+        if carry is not None and sign > 0:
+            for m, is_delay, info in steps:
+                if is_delay:
+                    carry.record(m, values[info[2]], positions, info[0])
 
     # --- pre-computed statistics -----------------------------------------------------------
     def pending_precompute(self) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ....errors import ConfigError, NotImplementedInCntkio
 from ....integrations.torch_backend import torch
 from ..nodes import lookup
-from .graph import Graph, GraphNetwork
+from .graph import Graph, GraphNetwork, SequenceCarry
 
 __all__ = ["NDLNetwork", "NDLSpec"]
 
@@ -45,6 +45,10 @@ class NDLNetwork(GraphNetwork):
             if lookup(node.op).kind == "param" and node.grad and node.lr_mult != 1.0:
                 self.tensor(n).register_hook(lambda g, m=float(node.lr_mult): g * m)
         self._seq = (None, None)
+        # truncated BPTT: PastValue state carried between minibatches, one per mode (training
+        # minibatches and the cvReader's evaluations between epochs do not mix)
+        self._carries = {True: SequenceCarry(), False: SequenceCarry()}
+        self._carry = None
         crit = self.spec.training_criterion
         self._pred = None
         if crit is not None:
@@ -66,10 +70,23 @@ class NDLNetwork(GraphNetwork):
                 f"{where}: the network has {len(s.feature_nodes)} feature and {len(s.label_nodes)} label nodes; "
                 "cntkio's train/test actions feed one of each (use cntkio.ndl.build in a PyTorch loop)")
 
-    def set_layout(self, positions, lengths) -> None:
+    def set_layout(self, positions, lengths, rows=None, continued=None, num_rows: int = 0) -> None:
         """The sequence layout (each sample's position in its sequence, its sequence's length) of
-        the samples the next calls compute (``feed_layout`` of the actions)."""
+        the samples the next calls compute (``feed_layout`` of the actions). With ``rows`` (each
+        sample's row of the minibatch) and ``continued`` (its sequence started in the previous
+        minibatch, truncated BPTT), ``PastValue`` carries its state over from the previous
+        minibatch set this way in the same mode (training or evaluation)."""
         self._seq = (positions, lengths)
+        if rows is None or continued is None:
+            self._carry = None
+            return
+        self._carry = self._carries[bool(self.training)]
+        self._carry.next_minibatch(rows, continued, num_rows)
+
+    def reset_state(self) -> None:
+        """Forget the carried PastValue state (the next minibatch's sequences start afresh)."""
+        for c in self._carries.values():
+            c.reset()
 
     def set_dropout_rate(self, rate: float) -> int:
         """Set the rate of every Dropout node (SGD's ``dropoutRate``, per epoch); returns how
@@ -83,7 +100,7 @@ class NDLNetwork(GraphNetwork):
         return count
 
     def _eval(self, feeds, wanted):
-        return self.evaluate(feeds, wanted, positions=self._seq[0], lengths=self._seq[1])
+        return self.evaluate(feeds, wanted, positions=self._seq[0], lengths=self._seq[1], carry=self._carry)
 
     @property
     def eval_node_name(self) -> str:
