@@ -17,12 +17,13 @@ import numpy as np
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
+from ..errors import ConfigError
 from .models.ndl import NDLNetwork, build_from_config
 from .models.nodes import lookup
 from ._common import Dist, batch_tensors, epoch_minibatches, open_reader
 from ._params import key_path, section
 
-__all__ = ["build_ndl_network", "precompute_from_reader", "sequence_layout", "sequence_state", "feed_layout",
+__all__ = ["build_ndl_network", "precompute_from_reader", "sequence_layout", "sequence_state", "feed_layout", "extra_inputs",
            "describe_ndl_nodes"]
 
 _log = get_logger("actions.ndl")
@@ -47,6 +48,8 @@ def precompute_from_reader(net: NDLNetwork, command, *, dtype, device, key: str 
         source = open_reader(command, key, name)
         for mb in epoch_minibatches(source, minibatch_size=65536, epoch_size=0, epoch=0, dist=Dist()):
             t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
+            if net.extra_inputs:
+                t.update(extra_inputs(net, mb, device, where))
             yield (t, *sequence_layout(mb, feats, device))
     pending = net.pending_precompute()
     n = net.precompute(batches)
@@ -87,11 +90,34 @@ def sequence_state(minibatch, stream: str, device=None):
     return (t((cols - start_col)[valid]), t(lens.astype(np.int64)), t(rows), t(seg[valid] == 0), S)
 
 
-def feed_layout(net, minibatch, stream: str, device=None) -> None:
-    """Give an NDL network with delay nodes the sequence layout of the minibatch it computes next
-    (other networks need none)."""
-    if isinstance(net, NDLNetwork) and net.has_delays:
+def feed_layout(net, minibatch, stream: str, device=None, where: str = "reader") -> None:
+    """Give an NDL network what it needs of the minibatch it computes next besides its first
+    feature and label streams (other networks need nothing): its other Input nodes, each from
+    the reader stream of the same name (CNTK mapped streams to inputs by name; a feature node
+    without its stream is a ConfigError naming the streams the reader delivers), and, with delay
+    nodes, the sequence layout of ``stream``."""
+    if not isinstance(net, NDLNetwork):
+        return
+    if net.extra_inputs:
+        net.set_inputs(extra_inputs(net, minibatch, device, where))
+    if net.has_delays:
         net.set_layout(*sequence_state(minibatch, stream, device))
+
+
+def extra_inputs(net: NDLNetwork, minibatch, device, where: str = "reader") -> dict:
+    """The values of ``net.extra_inputs`` the minibatch delivers (a feature node's stream is
+    required; a missing label or other input is an error only where a computation reads it)."""
+    required = [n for n in net.extra_inputs if n in net.spec.feature_nodes]
+    vals = batch_tensors(minibatch, net.extra_inputs, net._dtype, device, required=required, where=where)
+    counts = {k: int(t.shape[0]) for k, t in vals.items()}
+    first = next((v for k, v in minibatch.items() if getattr(k, "name", k) == net.spec.feature_node), None)
+    if first is not None:
+        counts[net.spec.feature_node] = int(first.num_samples)
+    if len(set(counts.values())) > 1:
+        raise ConfigError("the network's inputs read streams with different sample counts in one minibatch ("
+                          + ", ".join(f"{k}: {c}" for k, c in counts.items()) + ")", path=where,
+                          hint="the streams an NDL network reads must have the same sequence lengths")
+    return vals
 
 
 def describe_ndl_nodes(net: NDLNetwork) -> dict:

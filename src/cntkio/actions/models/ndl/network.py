@@ -1,7 +1,7 @@
 """An NDL network as the train/test/write actions use it, and its model-file record."""
 from __future__ import annotations
 
-from ....errors import ConfigError, NotImplementedInCntkio
+from ....errors import ConfigError
 from ....integrations.torch_backend import torch
 from ..nodes import lookup
 from .graph import Graph, GraphNetwork, SequenceCarry
@@ -49,6 +49,10 @@ class NDLNetwork(GraphNetwork):
         # minibatches and the cvReader's evaluations between epochs do not mix)
         self._carries = {True: SequenceCarry(), False: SequenceCarry()}
         self._carry = None
+        #: every Input node besides the first feature and label nodes (fed by stream name)
+        self.extra_inputs = [n for n, node in graph.nodes.items() if lookup(node.op).kind == "input"
+                             and n not in (self.spec.feature_node, self.spec.label_node)]
+        self._extra: dict = {}
         crit = self.spec.training_criterion
         self._pred = None
         if crit is not None:
@@ -58,17 +62,19 @@ class NDLNetwork(GraphNetwork):
 
     # --- what the actions need -------------------------------------------------------------
     def check_trainable(self, where: str) -> None:
-        """The actions read one feature and one label stream: say so when the network differs."""
+        """A trained network needs feature, label and criterion nodes."""
         s = self.spec
         for what, nodes, tag in (("feature", s.feature_nodes, "feature"), ("label", s.label_nodes, "label"),
                                  ("criterion", s.criterion_nodes, "criterion")):
             if not nodes:
                 raise ConfigError(f"the network has no {what} node", path=where,
                                   hint=f"tag one with tag={tag} or list it in {tag.capitalize()}Nodes=(...)")
-        if len(s.feature_nodes) > 1 or len(s.label_nodes) > 1:
-            raise NotImplementedInCntkio(
-                f"{where}: the network has {len(s.feature_nodes)} feature and {len(s.label_nodes)} label nodes; "
-                "cntkio's train/test actions feed one of each (use cntkio.ndl.build in a PyTorch loop)")
+
+    def set_inputs(self, values: dict) -> None:
+        """The values of the other Input nodes (``extra_inputs``: second feature or label nodes,
+        untagged inputs) for the samples the next calls compute; the actions feed each from the
+        reader stream of the same name (``feed_layout``), as CNTK mapped streams to inputs."""
+        self._extra = dict(values)
 
     def set_layout(self, positions, lengths, rows=None, continued=None, num_rows: int = 0) -> None:
         """The sequence layout (each sample's position in its sequence, its sequence's length) of
@@ -100,6 +106,8 @@ class NDLNetwork(GraphNetwork):
         return count
 
     def _eval(self, feeds, wanted):
+        if self._extra:
+            feeds = {**self._extra, **feeds}
         return self.evaluate(feeds, wanted, positions=self._seq[0], lengths=self._seq[1], carry=self._carry)
 
     @property
@@ -141,7 +149,8 @@ class NDLNetwork(GraphNetwork):
         feeds = {self.spec.feature_node: features}
         if labels is not None:
             feeds[self.spec.label_node] = labels
-        label_deps = {self.spec.label_node} if labels is None else set()
+        fed = set(feeds) | set(self._extra)
+        label_deps = {n for n in [self.spec.label_node, *self.extra_inputs] if n not in fed}
         wanted = [n for n in self.order if self.sample[n] and n not in feeds and n not in label_deps
                   and not (self._reads(n) & label_deps)]
         return self._eval(feeds, wanted)
