@@ -1,0 +1,136 @@
+"""A BrainScript network vs the same network written by hand in PyTorch: training steps per second.
+
+Two networks, each in BrainScript and by hand: an MLP (``Sequential`` of ``DenseLayer``s) and the
+ConvNet of CNTK's MNIST example (three ``ConvolutionalLayer``s, two ``MaxPoolingLayer``s, a
+``DenseLayer``); both train with torch.optim.SGD on the same in-memory data, minibatch and device,
+criteria summed over the minibatch as CNTK's. Runs are interleaved and repeated; the median time
+per step is reported. The issue's target: the BrainScript network within 10% of the hand-written one.
+
+    python bench/brainscript_vs_torch.py                    # CPU, both networks, minibatch 64
+    python bench/brainscript_vs_torch.py --device cuda:0    # on a GPU
+    python bench/brainscript_vs_torch.py --small            # a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import cntkio.brainscript  # noqa: E402
+
+TAIL = """
+features = Input {SHAPE}
+labels = Input {10}
+z = model (features)
+ce = CrossEntropyWithSoftmax (labels, z)
+criterionNodes = (ce)
+"""
+
+MLP_BS = "model = Sequential (DenseLayer {H, activation=ReLU} : DenseLayer {H, activation=ReLU} : LinearLayer {10})"
+CONV_BS = """model = Sequential (
+    ConvolutionalLayer {32, (5:5), pad = true} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
+    ConvolutionalLayer {48, (3:3), pad = false} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
+    ConvolutionalLayer {64, (3:3), pad = false} : ReLU :
+    DenseLayer {96, activation=ReLU} : LinearLayer {10})"""
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.a, self.b, self.c = torch.nn.Linear(d, h), torch.nn.Linear(h, h), torch.nn.Linear(h, 10)
+
+    def forward(self, x, y):
+        z = self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+        return -(y * torch.log_softmax(z, -1)).sum()
+
+
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.c3 = torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.Conv2d(32, 48, 3), \
+            torch.nn.Conv2d(48, 64, 3)
+        self.d, self.o = torch.nn.Linear(64 * 3 * 3, 96), torch.nn.Linear(96, 10)
+
+    def forward(self, x, y):
+        x = x.reshape(-1, 1, 28, 28)
+        x = F.max_pool2d(torch.relu(self.c1(x)), 3, 2)
+        x = F.max_pool2d(torch.relu(self.c2(x)), 3, 2)
+        x = torch.relu(self.c3(x)).flatten(1)
+        z = self.o(torch.relu(self.d(x)))
+        return -(y * torch.log_softmax(z, -1)).sum()
+
+
+def step_time(step, steps: int, sync) -> float:
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    return (time.perf_counter() - t0) / steps
+
+
+def bench(name, bs_net, hand, x, y, a, sync) -> None:
+    runs = {}
+    for kind, net in (("brainscript", bs_net), ("torch", hand)):
+        opt = torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9)
+        state = {"i": 0}
+
+        def step(net=net, opt=opt, state=state, kind=kind):
+            i = state["i"] = (state["i"] + 1) % 8
+            xb, yb = x[i * a.batch:(i + 1) * a.batch], y[i * a.batch:(i + 1) * a.batch]
+            opt.zero_grad(set_to_none=True)
+            if kind == "brainscript":
+                loss = net.evaluate({"features": xb, "labels": yb}, ("ce",))["ce"].sum()
+            else:
+                loss = net(xb, yb)
+            loss.backward()
+            opt.step()
+        step()
+        runs[kind] = (step, [])
+    for _ in range(a.repeats):                       # interleaved
+        for step, times in runs.values():
+            times.append(step_time(step, a.steps, sync))
+    med = {n: statistics.median(t) for n, (_, t) in runs.items()}
+    for n, m in med.items():
+        print(f"{name:5s} {n:12s} {m * 1e3:8.3f} ms/step  ({a.batch / m:,.0f} samples/s)")
+    print(f"{name:5s} brainscript/torch = {med['brainscript'] / med['torch']:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--only", choices=("mlp", "conv"), default=None)
+    ap.add_argument("--small", action="store_true", help="a smoke run (tiny sizes)")
+    a = ap.parse_args()
+    if a.small:
+        a.batch, a.hidden, a.steps, a.repeats = 4, 16, 2, 2
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    dev = torch.device(a.device)
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(a.batch * 8, 784, generator=gen).to(dev)
+    y = F.one_hot(torch.randint(0, 10, (a.batch * 8,), generator=gen), 10).float().to(dev)
+    if a.only in (None, "mlp"):
+        text = MLP_BS.replace("{H", "{" + str(a.hidden)) + TAIL.replace("SHAPE", "784")
+        bench("mlp", cntkio.brainscript.build(text, device=dev), MLP(784, a.hidden).to(dev), x, y, a, sync)
+    if a.only in (None, "conv"):
+        text = CONV_BS + TAIL.replace("SHAPE", "28:28:1")
+        bench("conv", cntkio.brainscript.build(text, device=dev), Conv().to(dev), x, y, a, sync)
+    print(f"(minibatch {a.batch}, device {dev})")
+
+
+if __name__ == "__main__":
+    main()
