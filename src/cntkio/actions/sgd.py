@@ -406,8 +406,10 @@ class CntkSGD:
             elif self.kind == "adagrad":
                 s.addcmul_(g, g)
                 inv = torch.rsqrt(s + 1e-16)
-                ave = float(inv.mean()) if self.norm_ave and inv.numel() else 1.0
-                p.sub_(g * inv, alpha=lr / ave)
+                step = g * inv
+                if self.norm_ave and inv.numel():
+                    step.div_(inv.mean())           # a tensor: no device synchronisation
+                p.sub_(step, alpha=lr)
             elif self.kind == "rmsprop":
                 self._rmsprop(i, p, g, lr)
             else:
@@ -427,12 +429,19 @@ class CntkSGD:
             self.counts[i] = 1.0
         avar.mul_(gamma).addcmul_(g, g, value=1.0 - gamma)
         sign = torch.sign(g)
-        same = signs * sign > 0
-        steps.copy_(torch.where(same, torch.clamp(steps * inc, max=wmax), torch.clamp(steps * dec, min=wmin)))
-        a = steps / torch.sqrt(avar + 1e-6)
+        same = signs.mul_(sign) > 0
+        if inc >= 1.0 >= dec and wmax >= 0.02:
+            # steps stay in [min, max] after the first update (which starts below min, shrinks and
+            # is raised to min), so one clamp of both sides is CNTK's min/max per branch
+            steps.mul_(torch.where(same, inc, dec)).clamp_(wmin, wmax)
+        else:
+            steps.copy_(torch.where(same, torch.clamp(steps * inc, max=wmax), torch.clamp(steps * dec, min=wmin)))
+        a = torch.rsqrt(avar + 1e-6).mul_(steps)
         signs.copy_(sign)
-        ave = float(a.mean()) if self.norm_ave and a.numel() else 1.0
-        p.sub_(g * a, alpha=lr / ave)
+        step = g * a
+        if self.norm_ave and a.numel():
+            step.div_(a.mean())
+        p.sub_(step, alpha=lr)
 
     def _fsadagrad(self, i: int, p, g, lr: float, m: float, ug: float, n: int) -> None:
         var_m = math.exp(-n / FSADAGRAD_VARIANCE_TIME_CONSTANT)
