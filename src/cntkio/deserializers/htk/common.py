@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import DeserializerBase
 from ..protocol import ChunkInfo, SequenceTable
-from .text import hash_names
+from .text import hash_names, numeric_names
 
 __all__ = ["FRAME_KEY", "CHUNK_FRAMES", "MAX_UTTERANCES_PER_CHUNK", "chunk_bounds", "UtteranceCorpus"]
 
@@ -107,7 +107,9 @@ class UtteranceCorpus(DeserializerBase):
         elif keys.dtype.kind == "u":
             hashes, frames = keys, None
         else:
-            hashes, frames = hash_names([str(k) for k in keys]), None
+            names = [str(k) for k in keys]
+            hashes, frames = (numeric_names(names)[0] if getattr(self, "numeric_keys", False)
+                              else hash_names(names)), None
         utt = self._find_utts(hashes)
         ok = utt >= 0
         u = np.where(ok, utt, 0)

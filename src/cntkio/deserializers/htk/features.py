@@ -34,7 +34,7 @@ from ...values import to_bool, to_int, to_str
 from ..protocol import ChunkData, DenseStream, RandomAccessDeserializer, SequenceTable
 from .common import FRAME_KEY, UtteranceCorpus
 from .htkfile import FrameFiles, read_header
-from .options import context_of, dtype_of, one_input, option, paths_of
+from .options import context_of, dtype_of, numeric_keys_of, one_input, option, paths_of
 from .scp import parse_scp_files
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -66,7 +66,8 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                           f"input.{name}.definesMBSize")
         self.max_sequence_length = to_int(option(spec, None, "maxSequenceLength", "max_sequence_length",
                                                  default=65535), f"input.{name}.maxSequenceLength", minimum=1)
-        idx = parse_scp_files(scps, prefix)
+        self.numeric_keys = numeric_keys_of(config, spec)
+        idx = parse_scp_files(scps, prefix, numeric=self.numeric_keys)
         if len(idx) == 0:
             raise FormatError("the SCP file(s) list no utterance", file=", ".join(scps))
         self.index = idx

@@ -26,7 +26,8 @@ from ..protocol import ChunkData, RandomAccessDeserializer, SequenceTable, Spars
 from .common import FRAME_KEY, UtteranceCorpus
 from .mlf import MLFIndex, parse_mlf_files, read_state_list
 from .mlfbin import parse_binary_mlf_files
-from .options import dtype_of, one_input, option, paths_of
+from .options import dtype_of, numeric_keys_of, one_input, option, paths_of
+from .text import numeric_names
 
 __all__ = ["HTKMLFDeserializerImpl", "HTKMLFBinaryDeserializerImpl", "TYPE_NAME", "BINARY_TYPE_NAME"]
 
@@ -58,6 +59,8 @@ def mlf_paths(spec: Mapping, name: str) -> list[str]:
 class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     """See the module docstring."""
 
+    _where_is_line = True       # MLFIndex.where holds (file, line); binary files: (file, byte offset)
+
     def __init__(self, config: Mapping[str, Any], frame_mode: bool = False, trace_level: int = 1,
                  **_ignored: Any) -> None:
         name, spec = one_input(config, TYPE_NAME)
@@ -68,8 +71,17 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self.phone_boundaries = to_bool(option(spec, config, "phoneBoundaries", "phone_boundaries", default=False),
                                         f"input.{name}.phoneBoundaries")
         mlfs = mlf_paths(spec, name)
+        self.numeric_keys = numeric_keys_of(config, spec)
         self.mlf = idx = self._index(name, spec, config, mlfs)
         self._keys = idx.keys
+        if self.numeric_keys:      # useNumericSequenceKeys: the keys' numbers ("007" is 7), as CNTK
+            self._keys, ok = numeric_names(idx.names)
+            if not ok.all():
+                u = int(np.flatnonzero(~ok)[0])
+                at = {"line": idx.where[u][1]} if self._where_is_line else {}
+                raise FormatError(f"Invalid numeric sequence id '{idx.names[u]}' (useNumericSequenceKeys = true)",
+                                  file=idx.where[u][0], expected="a key that starts with a number",
+                                  found=repr(idx.names[u]), **at)
         durations = np.maximum(idx.seg_ends - idx.seg_starts, 0)
         self._seg_durations = durations
         cs = np.concatenate(([0], np.cumsum(durations))).astype(np.int64)
@@ -180,6 +192,8 @@ class HTKMLFBinaryDeserializerImpl(HTKMLFDeserializerImpl):
     """``HTKMLFBinaryDeserializer``: the same labels from binary MLF files (:mod:`.mlfbin`), whose
     runs carry state indices (a ``labelMappingFile`` is accepted, as CNTK did, and not needed).
     ``phoneBoundaries`` is refused with CNTK 2.7's error."""
+
+    _where_is_line = False
 
     def _index(self, name: str, spec: Mapping, config: Mapping, mlfs: list[str]) -> MLFIndex:
         if self.phone_boundaries:

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...errors import ConfigError
-from ...values import to_array, to_choice, to_pair, to_path
+from ...values import to_array, to_bool, to_choice, to_pair, to_path
 
 __all__ = ["one_input", "option", "paths_of", "context_of", "dtype_of", "MISSING"]
 
@@ -79,3 +79,15 @@ def dtype_of(config: Mapping) -> np.dtype:
     if prec is MISSING or prec is None:
         return np.dtype(np.float32)
     return np.dtype(np.float32 if to_choice(prec, "precision", ("float", "double")) == "float" else np.float64)
+
+
+def numeric_keys_of(config: Mapping, spec: Mapping) -> bool:
+    """``useNumericSequenceKeys`` (keys are numbers: ``"007"`` joins ``"7"``, as CNTK's corpus
+    descriptor read them) and ``hashSequenceKeys`` (string keys hashed: cntkio always hashes them,
+    so it changes nothing), on the deserializer or its stream. Both true is CNTK's error."""
+    numeric = to_bool(option(spec, config, "useNumericSequenceKeys", default=False), "useNumericSequenceKeys")
+    hashed = to_bool(option(spec, config, "hashSequenceKeys", default=False), "hashSequenceKeys")
+    if numeric and hashed:
+        raise ConfigError("Hashing should not be used with numeric sequence keys. (useNumericSequenceKeys and "
+                          "hashSequenceKeys are both true)", path="hashSequenceKeys")
+    return numeric

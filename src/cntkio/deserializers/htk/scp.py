@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FormatError
-from .text import first_in_lines, fnv1a, last_in_lines, line_bounds, padded
+from .text import first_in_lines, fnv1a, last_in_lines, line_bounds, numeric_keys, padded
 
 __all__ = ["ScpIndex", "parse_scp", "parse_scp_files"]
 
@@ -76,7 +76,7 @@ def _resolve(physical: str, scp_path: str, prefix: str | None) -> str:
     return os.path.abspath(physical)
 
 
-def parse_scp(path: str, prefix: str | None = None) -> tuple:
+def parse_scp(path: str, prefix: str | None = None, numeric: bool = False) -> tuple:
     """One SCP file: ``(keys, physical paths (object array of distinct str) and per-line ids, starts,
     ends, 1-based lines)``. Raises FormatError naming the file and line of a line that does not parse."""
     try:
@@ -129,7 +129,15 @@ def parse_scp(path: str, prefix: str | None = None) -> tuple:
     slash = np.maximum(last_in_lines(data, b"/", log_a, log_b), last_in_lines(data, b"\\", log_a, log_b))
     dot = last_in_lines(data, b".", log_a, log_b)
     key_b = np.where((dot > slash) & (dot > log_a), dot, log_b)
-    keys = fnv1a(padded(data, log_a, key_b), key_b - log_a)
+    if numeric:     # useNumericSequenceKeys: the key's number, as CNTK's sscanf("%llu") read it
+        keys, ok = numeric_keys(padded(data, log_a, key_b), key_b - log_a)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            key = data[log_a[i]:key_b[i]].tobytes().decode("utf-8", "replace")
+            raise FormatError(f"Invalid numeric sequence id '{key}' (useNumericSequenceKeys = true)", file=path,
+                              line=int(lineno[i]), expected="a key that starts with a number", found=repr(key))
+    else:
+        keys = fnv1a(padded(data, log_a, key_b), key_b - log_a)
     # the physical paths: distinct ones only become Python strings
     mat = padded(data, phys_a, phys_b)
     width = mat.shape[1]
@@ -139,9 +147,10 @@ def parse_scp(path: str, prefix: str | None = None) -> tuple:
     return keys, files, file_ids.astype(np.int32).ravel(), r_start, r_end, lineno.astype(np.int32)
 
 
-def parse_scp_files(paths: list[str], prefix: str | None = None) -> ScpIndex:
-    """Several SCP files, concatenated in order."""
-    parts = [parse_scp(p, prefix) for p in paths]
+def parse_scp_files(paths: list[str], prefix: str | None = None, numeric: bool = False) -> ScpIndex:
+    """Several SCP files, concatenated in order (``numeric``: keys are numbers, see
+    :func:`~cntkio.deserializers.htk.text.numeric_keys`)."""
+    parts = [parse_scp(p, prefix, numeric) for p in paths]
     files: list[str] = []
     where: dict[str, int] = {}
     fids, scps = [], []

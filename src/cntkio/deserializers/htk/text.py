@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["line_bounds", "padded", "fnv1a", "hash_names", "last_in_lines", "first_in_lines"]
+__all__ = ["line_bounds", "padded", "fnv1a", "hash_names", "numeric_keys", "numeric_names", "last_in_lines",
+           "first_in_lines"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -65,6 +66,57 @@ def hash_names(names) -> np.ndarray:
     lens = np.fromiter((len(r) for r in raw), np.int64, len(raw))
     ends = np.cumsum(lens)
     return fnv1a(padded(buf, ends - lens, ends), lens)
+
+
+_U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def numeric_keys(mat: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's first ``lens`` bytes read as CNTK read a numeric sequence key (``sscanf`` with
+    ``%llu``, ``useNumericSequenceKeys``): leading white space skipped, an optional sign, then the
+    longest run of digits; what follows is ignored (``"007"`` and ``"7x"`` are 7), a minus sign
+    negates modulo 2**64, a value past 2**64 - 1 saturates. ``(values uint64, ok)``: ``ok`` is
+    False where no digit follows (CNTK's ``Invalid numeric sequence id``)."""
+    n, w = mat.shape
+    col = np.arange(w)[None, :]
+    live = col < lens[:, None]
+    c = np.where(live, mat, 0)
+    space = np.isin(c, (9, 10, 11, 12, 13, 32)) & live
+    body = live & ~space
+    first = np.where(body.any(1), body.argmax(1), w)
+    sign = np.where(first < w, c[np.arange(n), np.minimum(first, w - 1)] if w else 0, 0)
+    neg = sign == 45
+    ds = first + ((sign == 43) | neg)
+    digit = (c >= 48) & (c <= 57) & live
+    stop = (~digit) & (col >= ds[:, None])
+    end = np.where(stop.any(1), stop.argmax(1), w)
+    ok = end > ds
+    val = np.zeros(n, np.uint64)
+    sat = np.zeros(n, bool)
+    limit = _U64_MAX // np.uint64(10)
+    with np.errstate(over="ignore"):
+        for j in range(w):
+            within = (j >= ds) & (j < end)
+            if not within.any():
+                continue
+            d = (c[:, j].astype(np.uint64) - np.uint64(48)) * within
+            over = within & ((val > limit) | ((val == limit) & (d > _U64_MAX % np.uint64(10))))
+            sat |= over
+            val = np.where(within & ~sat, val * np.uint64(10) + d, val)
+        val = np.where(neg & ~sat, (~val) + np.uint64(1), val)
+    val = np.where(sat, _U64_MAX, val)
+    return val, ok
+
+
+def numeric_names(names) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numeric_keys` of names given as str or bytes."""
+    raw = [n.encode("utf-8") if isinstance(n, str) else bytes(n) for n in names]
+    if not raw:
+        return np.zeros(0, np.uint64), np.zeros(0, bool)
+    buf = np.frombuffer(b"".join(raw), np.uint8)
+    lens = np.fromiter((len(r) for r in raw), np.int64, len(raw))
+    ends = np.cumsum(lens)
+    return numeric_keys(padded(buf, ends - lens, ends), lens)
 
 
 def _in_lines(pos: np.ndarray, starts: np.ndarray, ends: np.ndarray, last: bool) -> np.ndarray:
