@@ -66,6 +66,10 @@ class MinibatchSource:
         multithreaded_deserializer: ``None`` = on for image deserializers; loads chunks on a pool.
         frame_mode: every sequence must be one sample.
         truncation_length: non-zero = truncated-BPTT packing with this many steps.
+        parallel_sequences: cntkio only (CNTK's legacy ``nbrUttsInEachRecurrentIter``). Non-zero =
+            truncated-BPTT packing with exactly this many parallel sequences per minibatch, each
+            ``truncation_length`` steps, or, with ``truncation_length`` 0, as many steps as the
+            minibatch size asked for.
         randomize: ``False`` forces no randomization.
         max_errors: invalid sequences that may be dropped before raising.
         random_access: cntkio only. When randomized, parse each batch of minibatches' sequences
@@ -82,7 +86,7 @@ class MinibatchSource:
                  randomization_window_in_samples: int = 0, randomization_seed: int = 0,
                  trace_level: int = TraceLevel.Warning, multithreaded_deserializer: bool | None = None,
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
-                 max_errors: int = 0, random_access: bool = True) -> None:
+                 max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0) -> None:
         self._reader = None
         self.random_access = bool(random_access)
         items = _flatten(deserializers)
@@ -104,9 +108,13 @@ class MinibatchSource:
                                "randomization_window_in_samples cannot both be non-zero "
                                f"(got {win_chunks} and {win_samples}); set one of them to 0")
         truncation_length = _as_int("truncation_length", truncation_length)
-        if frame_mode and truncation_length:
+        parallel_sequences = _as_int("parallel_sequences", parallel_sequences)
+        if parallel_sequences < 0:
+            raise ValueError(f"MinibatchSource: parallel_sequences must be >= 0, got {parallel_sequences}")
+        if frame_mode and (truncation_length or parallel_sequences):
             raise RuntimeError("MinibatchSource: frame_mode cannot be combined with truncation_length "
-                               f"{truncation_length}; use one packing mode")
+                               f"{truncation_length} or parallel_sequences {parallel_sequences}; use one "
+                               "packing mode")
         self.trace_level = int(trace_level)
         self.max_samples = max_samples
         self.max_sweeps = max_sweeps
@@ -116,6 +124,9 @@ class MinibatchSource:
         self.randomization_seed = _as_int("randomization_seed", randomization_seed)
         self.frame_mode = bool(frame_mode)
         self.truncation_length = truncation_length
+        self.parallel_sequences = parallel_sequences
+        #: truncated-BPTT packing (a truncation length or a fixed number of parallel sequences)
+        self.truncated = bool(truncation_length or parallel_sequences)
         self.max_errors = _as_int("max_errors", max_errors)
         if multithreaded_deserializer is None:
             multithreaded_deserializer = any(
@@ -153,7 +164,7 @@ class MinibatchSource:
                         f"or a Deserializer, got {type(d).__name__}")
 
     def _output_infos(self, infos: list[StreamInformation]) -> list[StreamInformation]:
-        if not self.truncation_length:
+        if not self.truncated:
             return infos
         for i in infos:
             if any(s <= 0 for s in i.sample_shape):
@@ -181,13 +192,14 @@ class MinibatchSource:
             corpus, self._stream_infos, randomize=self.randomize, window=self.randomization_window,
             sample_based=self.sample_based_window, seed=self.randomization_seed,
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
-            truncated=bool(self.truncation_length), max_errors=self.max_errors, loader_threads=threads,
+            truncated=self.truncated, max_errors=self.max_errors, loader_threads=threads,
             trace_level=self.trace_level, random_access=self.random_access)
         self._reader = self._make_reader(policy)
 
     def _make_reader(self, policy) -> Reader:
         return Reader(policy, self._stream_infos, truncation_length=self.truncation_length,
-                      frame_mode=self.frame_mode, trace_level=self.trace_level)
+                      frame_mode=self.frame_mode, trace_level=self.trace_level,
+                      parallel_sequences=self.parallel_sequences)
 
     def _init_user(self, d, threads: int) -> None:
         self._corpus = d

@@ -110,7 +110,7 @@ class EpochReader:
         kwargs: dict[str, Any] = {}
         if self.num_subsets > 1:
             kwargs = {"num_data_partitions": self.num_subsets, "partition_index": self.subset_num}
-        truncated = bool(getattr(self.source, "truncation_length", 0))
+        truncated = bool(getattr(self.source, "truncation_length", 0) or getattr(self.source, "parallel_sequences", 0))
         engine = None
         if self.num_subsets > 1 or truncated:
             # Each worker walks its own sequences with a local budget, so the global position seen

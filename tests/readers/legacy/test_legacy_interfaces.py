@@ -103,7 +103,13 @@ def test_recurrent_slices(tmp_path):
     r.start_minibatch_loop(10, 0)
     m: dict = {}
     assert r.get_minibatch(m)
-    assert m["labelIn"].shape == (3, 5) and m["labelIn"].nnz == 3     # sparse CSR
+    # 2 parallel rows of 10 steps, interleaved (row t * 2 + s); the one sentence </s> a b in row 0
+    assert m["labelIn"].shape == (20, 5)
+    assert np.flatnonzero(m["labelIn"].any(1)).tolist() == [0, 2, 4]
+    r.set_nbr_slices_each_recurrent_iter(0)                        # whole sentences: sparse CSR
+    r.start_minibatch_loop(10, 0)
+    assert r.get_minibatch(m)
+    assert m["labelIn"].shape == (3, 5) and m["labelIn"].nnz == 3
     r.destroy()
 
 

@@ -219,23 +219,28 @@ lu = [
 """)
     monkeypatch.chdir(tmp_path)
     assert main(["configFile=run.cntk"]) == 0
-    # a minibatch of 1 sample holds one sentence: its input lines, then its labels' (one-hot, 20 wide)
+    # nbruttsineachrecurrentiter = 10 and minibatchSize = 1: every minibatch holds one word of each
+    # sentence side by side (the 4 sentences in rows 0-3, rows 4-9 empty): step t's input lines
+    # of the sentences still running, then their labels' (one-hot, 20 wide)
     lm = [[int(x) for x in ln.split()] for ln in (tmp_path / "lm.txt").read_text().splitlines()]
     vocab = _vocab(["</s> " + ln if not ln.startswith("</s>") else ln for ln in LM])
     eye = np.eye(20, dtype=int).tolist()
+    sents = [ln.split() if ln.startswith("</s>") else ["</s>"] + ln.split() for ln in LM]
     want = []
-    for ln in LM:
-        words = ln.split() if ln.startswith("</s>") else ["</s>"] + ln.split()
-        want += [eye[vocab[w]] for w in words[:-1]] + [eye[vocab[w]] for w in words[1:]]
+    for t in range(max(len(w) for w in sents) - 1):
+        running = [w for w in sents if len(w) - 1 > t]
+        want += [eye[vocab[w[t]]] for w in running] + [eye[vocab[w[t + 1]]] for w in running]
     assert lm == want
     lu_rows = [[int(x) for x in ln.split()] for ln in (tmp_path / "lu.txt").read_text().splitlines()]
-    # sentence 1: 8 input lines (33 wide), 8 label lines (3 wide); then sentence 2 (5 + 5)
-    assert [len(r) for r in lu_rows] == [33] * 8 + [3] * 8 + [33] * 5 + [3] * 5
-    assert [r.index(1) for r in lu_rows[8:16]] == [0, 0, 0, 0, 0, 0, 1, 0]     # B-fromloc.city_name
+    # the 2 sentences (8 and 5 samples) side by side: inputs 33 wide, labels 3 wide
+    assert [len(r) for r in lu_rows] == [33, 33, 3, 3] * 5 + [33, 3] * 3
+    first = [lu_rows[4 * t] for t in range(5)] + [lu_rows[20 + 2 * t] for t in range(3)]
+    labels = [lu_rows[4 * t + 2] for t in range(5)] + [lu_rows[21 + 2 * t] for t in range(3)]
+    assert [r.index(1) for r in labels] == [0, 0, 0, 0, 0, 0, 1, 0]     # B-fromloc.city_name
     # the first input sample: BOS, i, want at offsets 0, 1, 2 (token ids 0, 2, 3 in blocks of 11)
-    assert [j for j, v in enumerate(lu_rows[0]) if v] == [0, 11 + 2, 22 + 3]
+    assert [j for j, v in enumerate(first[0]) if v] == [0, 11 + 2, 22 + 3]
     # 'boston' maps to <unk> (id 10) through the word map: the 7th sample's own word
-    assert lu_rows[6][10] == 1
+    assert first[6][10] == 1
 
 
 def test_lu_default_context_is_the_word_itself(lu):
@@ -287,5 +292,6 @@ def test_lm_reader_page_example_with_label_in_only(tmp_path):
     r.start_minibatch_loop(100, 0)
     m: dict = {}
     assert r.get_minibatch(m)
-    assert m["labels"].shape == (m["labelIn"].shape[0], 20)
+    # 10 sentences side by side, 100 steps each (CNTK's layout: row t * 10 + s)
+    assert m["labelIn"].shape == m["labels"].shape == (1000, 20)
     r.destroy()

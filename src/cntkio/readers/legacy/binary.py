@@ -434,6 +434,10 @@ def open_or_build_cache(deser: Any, conf: Mapping) -> BinaryCache:
     try:
         chunks = index_records(buf, 0, deser.chunk_bytes)
         records = int(chunks[2].sum())
+        wrecords = int(conf.get("wrecords") or 0)
+        if wrecords and records > wrecords:
+            _log.warning("UCIFastReader: %d records, more than wrecords = %d: CNTK's preallocated cache would "
+                         "have failed; cntkio's grows as it is written", records, wrecords)
         sections = _sections_for(deser, conf.get("sectionTypes", {}))
         by_file: dict[str, list[dict]] = {}
         for e in sections:

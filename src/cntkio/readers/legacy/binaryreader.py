@@ -24,7 +24,7 @@ from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_array, to_choice, to_int, to_str
 from .binary import NO_LABEL, BinaryFile, CacheError
-from .sections import apply_shared_options, block_source_options, randomize_option
+from .sections import apply_shared_options, block_source_options, info_once, randomize_option
 
 __all__ = ["BinaryReaderDeserializer", "build", "DESERIALIZER_TYPE"]
 
@@ -136,6 +136,9 @@ class BinaryReaderAdapter:
 
     def config(self, sec: Any, spec: Any) -> dict:
         apply_shared_options(sec, spec)
+        if sec.exists("windowSize"):
+            info_once("windowSize", "%s = %d: the binary file is memory-mapped whole; the engine holds only "
+                      "its randomization window", sec.key_path("windowSize"), sec.int("windowSize", minimum=0))
         files = [str(x) for x in sec.list("file")]
         randomize, block = randomize_option(sec)
         config = {"type": self.deserializer_type, "file": files,

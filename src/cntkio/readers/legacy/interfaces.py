@@ -21,11 +21,15 @@ from typing import Any, Mapping
 import numpy as np
 
 from ... import registry
+from ..._log import get_logger
 from ...errors import ConfigError
 from ..epochs import EpochReader
 from ..factory import reader_spec
 from ..section import as_section
 from .binary import write_binary
+from .sections import info_once
+
+log = get_logger("readers.legacy.interfaces")
 
 __all__ = ["DataReader", "DataWriter", "BinaryDataWriter", "REQUEST_DATA_SIZE", "END_DATASET", "END_EPOCH",
            "END_SENTENCE"]
@@ -74,15 +78,19 @@ class DataReader:
                 kw["randomization_window_in_samples"] = max(1, sum(c.num_samples for c in infos))
             else:
                 kw["randomization_window_in_chunks"] = max(1, len(infos))
+        self._kwargs = kw
+        self._nbr_slices = int(kw.get("parallel_sequences", 0))
+        self._make_source()
+
+    def _make_source(self) -> None:
         from ...source import MinibatchSource
         ds = self._deserializers
-        self._source = MinibatchSource(ds if len(ds) > 1 else ds[0], **kw)
-        self._source.full_minibatches = spec.full_minibatches
-        sec = as_section(config, "reader")
-        from .sequence import _parallel_sentences
-        self._nbr_slices = _parallel_sentences(sec)
+        self._source = MinibatchSource(ds if len(ds) > 1 else ds[0], **self._kwargs)
+        self._source.full_minibatches = self._spec.full_minibatches
 
     def destroy(self) -> None:
+        if self._iter is not None:
+            self._iter.close()            # the epoch's generator restores the source's epoch end
         if self._source is not None:
             self._source.close()
         self._source = None
@@ -141,7 +149,7 @@ class DataReader:
                 continue
             self._last[info.name] = value
             self._sweep_end = self._sweep_end or bool(getattr(value, "end_of_sweep", False))
-            matrices[info.name] = _flat(value)
+            matrices[info.name] = _interleaved(value) if self._nbr_slices and self._source.truncated else _flat(value)
         return True
 
     def sequence_lengths(self, name: str | None = None) -> list[int]:
@@ -161,7 +169,7 @@ class DataReader:
         if kind == END_DATASET:
             return self._sweep_end
         if kind == END_SENTENCE:
-            return not self._spec.source_kwargs.get("truncation_length", 0)
+            return not self._need().truncated
         raise ValueError(f"data_end: kind must be 'dataset', 'epoch' or 'sentence', found {kind!r}")
 
     # --- label mappings and data ----------------------------------------------------------------
@@ -227,11 +235,24 @@ class DataReader:
         return self._nbr_slices
 
     def set_nbr_slices_each_recurrent_iter(self, n: int) -> None:
-        """Record the number of parallel sequences (0: as many as fill the minibatch, which is how
-        the engine packs)."""
-        if int(n) < 0:
+        """Set the number of parallel sequences per minibatch (``nbrUttsInEachRecurrentIter``; 0:
+        whole sequences up to the minibatch size). The source is rebuilt on the same deserializers;
+        the next ``start_minibatch_loop`` reads with it."""
+        n = int(n)
+        if n < 0:
             raise ValueError(f"the number of parallel sequences must be >= 0, found {n}")
-        self._nbr_slices = int(n)
+        self._need()
+        if n == self._nbr_slices:
+            return
+        if n and self._kwargs.get("frame_mode"):
+            raise ValueError("parallel sequences cannot be set in frame mode (frames are delivered one by one)")
+        if self._iter is not None:
+            self._iter.close()
+        self._source.close()
+        self._kwargs = dict(self._kwargs, parallel_sequences=n)
+        self._nbr_slices = n
+        self._iter = None
+        self._make_source()
 
     def set_sentence_end_in_batch(self, sentence_end: list) -> None:
         """Fill ``sentence_end`` with, per sequence of the last minibatch, its length (the time
@@ -269,6 +290,20 @@ class DataReader:
         self.init(self._config)
 
 
+def _interleaved(value: Any) -> np.ndarray:
+    """A minibatch of parallel sequences as CNTK's legacy readers laid it out: ``[T * S, dim]``,
+    row ``t * S + s`` = step ``t`` of parallel row ``s`` (zeros where a row has no sample)."""
+    mask = np.asarray(value.mask)
+    S, T = mask.shape
+    rows = [np.asarray(seq.todense() if hasattr(seq, "todense") else seq) for seq in value.as_sequences()]
+    dim = max((int(np.prod(r.shape[1:])) for r in rows if r.ndim > 1), default=1)
+    dtype = next((r.dtype for r in rows if r.size), np.float32)
+    out = np.zeros((T, S, dim), dtype)
+    for s, arr in enumerate(rows):
+        out[np.flatnonzero(mask[s]), s] = arr.reshape(len(arr), dim)
+    return out.reshape(T * S, dim)
+
+
 def _flat(value: Any) -> Any:
     seqs = value.as_sequences()
     if value.is_sparse:
@@ -289,6 +324,7 @@ class BinaryDataWriter:
         self._parts: dict[int, tuple[int, dict]] = {}
         self._mappings: dict[str, list[str]] = {}
         self._size = None
+        self._wrecords: int | None = None
         self.written: list[str] = []
         if config is not None:
             self.init(config)
@@ -317,6 +353,14 @@ class BinaryDataWriter:
             self._sections[n] = {"name": n, "sectionType": kind, "dtype": dtype,
                                  "shape": [] if dtype == "uint32" else [dim]}
             self._files[n] = path
+        self._wrecords = None
+        for key in ("wsize", "wrecords", "windowSize"):          # see sections.cache_config
+            if sec.exists(key):
+                value = sec.int(key, minimum=0)
+                if key == "wrecords":
+                    self._wrecords = value
+                info_once(key, "%s = %d: cntkio's binary files grow as they are written and are "
+                          "memory-mapped whole; the value is not needed", sec.key_path(key), value)
 
     def get_sections(self) -> dict[str, str]:
         """``{section name: sectionType}``."""
@@ -334,6 +378,9 @@ class BinaryDataWriter:
         whole data set has been saved and the file(s) written."""
         if self._size is None:
             self._size = int(dataset_size)
+            if self._wrecords and self._size > self._wrecords:
+                log.warning("BinaryWriter: %d records, more than wrecords = %d: CNTK's preallocated file would "
+                            "have failed; cntkio's grows as it is written", self._size, self._wrecords)
         elif int(dataset_size) != self._size:
             raise ValueError(f"save_data: dataset_size changed from {self._size} to {dataset_size}")
         missing = [n for n in self._sections if n not in matrices]

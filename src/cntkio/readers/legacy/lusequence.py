@@ -38,8 +38,9 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, SequenceTable
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
-from .sections import apply_shared_options, block_source_options, randomize_option
-from .sequence import _as_dict, _parallel_sentences, one_hot_sparse
+from .sections import (apply_parallel_sequences, apply_shared_options, block_source_options,
+                       parallel_sequences_option, randomize_option)
+from .sequence import _as_dict, one_hot_sparse
 from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
 
 __all__ = ["LUSequenceDeserializer", "LUSequenceAdapter", "build", "DESERIALIZER_TYPE"]
@@ -225,7 +226,7 @@ class LUSequenceAdapter:
 
     def config(self, sec: Any, spec: Any) -> dict:
         apply_shared_options(sec, spec)
-        _parallel_sentences(sec)                                # see SequenceReader: checked only
+        parallel_sequences_option(sec)                  # checked here; applied in source_options
         names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
                  and any(str(x).lower() in ("token", "labeldim") for x in _as_dict(sec.raw(k, inherit=False)))]
         out = [n for n in names if n.lower() == "labels"] or names[-1:]
@@ -257,6 +258,7 @@ class LUSequenceAdapter:
 
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec, auto_epoch_blocks=False)
+        apply_parallel_sequences(sec, spec, always_truncated=True)   # as SequenceReader
 
 
 def build(config: Mapping, **source_options: Any) -> LUSequenceDeserializer:

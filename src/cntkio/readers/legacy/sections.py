@@ -18,6 +18,9 @@ LUSequenceReader, HTKMLFReader) are read here, once:
 * ``minibatchMode``: ``Partial`` (default) or ``Full`` (epochs deliver no partial minibatch:
   ``ReaderSpec.full_minibatches``, applied by :class:`cntkio.readers.EpochReader`).
 * ``readMethod``, ``readAhead``, ``verbosity``: see :func:`shared_options`.
+* ``nbrUttsInEachRecurrentIter``: N sentences/utterances in parallel per minibatch, see
+  :func:`apply_parallel_sequences` (SequenceReader, LUSequenceReader and HTKMLFReader call it
+  from their ``source_options``).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from ..._log import get_logger
 _log = get_logger("readers.legacy")
 
 __all__ = ["randomize_option", "shared_options", "stream_sections", "block_source_options", "cache_config",
-           "apply_shared_options",
+           "apply_shared_options", "parallel_sequences_option", "apply_parallel_sequences", "PARALLEL_KEYS",
            "UCIFastAdapter"]
 
 
@@ -60,19 +63,47 @@ def randomize_option(sec: Any, auto_epoch_blocks: bool = True) -> tuple[bool, in
     return True, n
 
 
+_INFO_ONCE: set[str] = set()
+
+
+def info_once(key: str, msg: str, *args: Any) -> None:
+    """Log ``msg`` at info level once per process for ``key`` (an option that cntkio's engine
+    makes unnecessary is said once, not per reader built)."""
+    if key not in _INFO_ONCE:
+        _INFO_ONCE.add(key)
+        _log.info(msg, *args)
+
+
+def _warn_once(key: str, msg: str, *args: Any) -> None:
+    if key not in _INFO_ONCE:
+        _INFO_ONCE.add(key)
+        _log.warning(msg, *args)
+
+
 def shared_options(sec: Any) -> dict[str, Any]:
     """The options every legacy reader shares (and HTKMLFReader maps through the same code):
 
     * ``minibatchMode``: ``partial`` or ``full`` (CNTK's spelling in any case);
-    * ``readMethod``: ``blockRandomize`` (default), ``rollingWindow`` or ``none``: cntkio reads
-      every method through its block randomizer, so the value is checked and recorded only;
-    * ``readAhead``: a bool; cntkio always loads ahead (its prefetch), so recorded only;
+    * ``readMethod``: ``blockRandomize`` (default) is cntkio's block randomizer, as CNTK's;
+      ``rollingWindow`` (CNTK: a temporary file and a window rolling over it) is read through the
+      block randomizer over the same window, with a warning (the order differs from CNTK's);
+      ``none`` (cntkio's extension) turns randomization off as ``randomize = None`` does
+      (:func:`block_source_options` applies it);
+    * ``readAhead``: CNTK's optional read-ahead thread. cntkio always loads and packs ahead on its
+      own threads, so either value reads the same minibatches: accepted with a one-time info line;
     * ``verbosity``: the trace level (the reader factory maps it to ``trace_level``).
     """
     out: dict[str, Any] = {}
     out["minibatchMode"] = sec.choice("minibatchMode", ("partial", "full"), "partial")
     out["readMethod"] = sec.choice("readMethod", ("blockRandomize", "rollingWindow", "none"), "blockRandomize")
+    if out["readMethod"] == "rollingWindow":
+        _warn_once("readMethod", "%s = rollingWindow: cntkio randomizes through its block randomizer over the "
+                   "same window (no temporary file); the order differs from CNTK's rolling window",
+                   sec.key_path("readMethod"))
     out["readAhead"] = sec.bool("readAhead", False)
+    if sec.exists("readAhead"):
+        info_once("readAhead", "%s = %s: cntkio always loads and packs ahead on its own threads; the "
+                  "option changes nothing", sec.key_path("readAhead"), out["readAhead"])
     out["verbosity"] = sec.int("verbosity", 1) if sec.exists("verbosity") else None
     return out
 
@@ -95,6 +126,61 @@ def apply_shared_options(sec: Any, spec: Any) -> dict[str, Any]:
     options = shared_options(sec)
     spec.full_minibatches = options["minibatchMode"] == "full"
     return options
+
+
+#: CNTK's spellings of the number of parallel sequences (the LM reader's page also spells it
+#: without the s of "utts"); keys are case-insensitive
+PARALLEL_KEYS = ("nbrUttsInEachRecurrentIter", "nbrUttInEachRecurrentIter")
+
+
+def parallel_sequences_option(sec: Any) -> int:
+    """``nbrUttsInEachRecurrentIter`` (0 when absent): checked to be a whole number >= 0."""
+    for key in PARALLEL_KEYS:
+        if sec.exists(key):
+            return sec.int(key, minimum=0)
+    return 0
+
+
+def apply_parallel_sequences(sec: Any, spec: Any, *, always_truncated: bool) -> int:
+    """Map ``nbrUttsInEachRecurrentIter = N`` onto the engine's truncated-BPTT slots; returns N.
+
+    CNTK's recurrent legacy readers put N sentences (utterances) side by side in every minibatch:
+    each of the N parallel rows continues its sentence in the next minibatch (the network carries
+    its state over) and takes the next sentence when one ends; a minibatch holds ``minibatchSize``
+    steps of each row (``truncationLength`` steps where one is given). That is the engine's
+    truncated-BPTT packing with a fixed number of slots: ``spec.source_kwargs["parallel_sequences"]
+    = N`` (``truncation_length`` stays the factory's: ``truncationLength`` with ``truncated =
+    true``, else 0 = the minibatch size per row).
+
+    ``always_truncated``: the reader always works this way (SequenceReader, LUSequenceReader);
+    otherwise (HTKMLFReader) only with ``truncated = true``, and N must then be 0 or 1 without it
+    (CNTK's check: a non-truncated minibatch is whole utterances, cntkio's sequence packing). In
+    frame mode the value has no effect (frames are randomized one by one), which is logged.
+    Call it from an adapter's ``source_options`` (after the factory's ``truncated``/``frameMode``).
+    """
+    n = parallel_sequences_option(sec)
+    key = next((k for k in PARALLEL_KEYS if sec.exists(k)), PARALLEL_KEYS[0])
+    kw = spec.source_kwargs
+    if n == 0:
+        kw.pop("parallel_sequences", None)
+        return 0
+    if kw.get("frame_mode"):
+        _log.info("%s = %d has no effect in frame mode (frames are delivered one by one, as in CNTK)",
+                  sec.key_path(key), n)
+        kw.pop("parallel_sequences", None)
+        return n
+    truncated = always_truncated or bool(kw.get("truncation_length")) or sec.bool("truncated", False)
+    if not truncated:
+        if n > 1:
+            raise sec.error(key, f"{key} = {n} needs truncated = true (whole utterances are packed up to "
+                            "the minibatch size without it)",
+                            "set truncated = true, or nbrUttsInEachRecurrentIter = 1")
+        kw.pop("parallel_sequences", None)
+        return n
+    kw["parallel_sequences"] = n
+    _log.info("%s = %d: %d sequences in parallel per minibatch, %s steps each", sec.key_path(key), n, n,
+              kw.get("truncation_length") or "minibatchSize")
+    return n
 
 
 _LABEL_KEYS = ("labelDim", "labelType", "labelMappingFile", "labelMapping")
@@ -156,6 +242,8 @@ def block_source_options(sec: Any, spec: Any, auto_epoch_blocks: bool = True) ->
     """The MinibatchSource randomization options of a legacy section's ``randomize`` (module
     docstring): the deserializer's chunks are the randomization blocks, the window one chunk."""
     randomize, block = randomize_option(sec, auto_epoch_blocks)
+    if sec.exists("readMethod") and str(sec.raw("readMethod")).strip().lower() == "none":
+        randomize = False                      # readMethod = none: as randomize = None
     kw = spec.source_kwargs
     kw["randomize"] = randomize
     kw["randomization_window_in_samples"] = 0
@@ -188,9 +276,18 @@ def cache_config(sec: Any, names: list[str]) -> dict:
         raise sec.error("wfile", f"writerType is set but no wfile names the cache of {', '.join(missing)}",
                         "set wfile = ... in the reader section (one file) or in each section")
     conf: dict[str, Any] = {"files": files}
-    for key in ("wsize", "wrecords", "windowSize"):
+    # CNTK's BinaryWriter preallocated its file (wsize MB, wrecords records: too small was an
+    # error) and viewed it through a window of windowSize; cntkio's files grow as they are written
+    # and are memory-mapped whole (the OS pages in what the engine's window touches), so these are
+    # checked and said once; wrecords is compared with the records written (binary.py)
+    for key, why in (("wsize", "the cache file is sized from the data"),
+                     ("wrecords", "the cache file holds every record (a warning says when CNTK's "
+                      "preallocation would have been too small)"),
+                     ("windowSize", "the cache file is memory-mapped whole; the engine holds only "
+                      "its randomization window")):
         if sec.exists(key):
             conf[key] = sec.int(key, minimum=0)
+            info_once(key, "%s = %d: %s", sec.key_path(key), conf[key], why)
     for name in names:
         s = sec.section(name)
         if s.has_local("sectionType"):

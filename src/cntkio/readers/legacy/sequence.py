@@ -6,10 +6,15 @@
         randomize = None                     # Auto: sentences randomized over the whole corpus
         unk = "<unk>"                        # words outside the vocabulary
         wordclass = vocab.txt                # optional: 'index count word class' per line
-        nbruttsineachrecurrentiter = 10
+        nbruttsineachrecurrentiter = 10      # 10 sentences side by side per minibatch
         labelIn = [ labelDim = 10000; beginSequence = "</s>"; endSequence = "</s>" ]
         labels = [ labelType = NextWord; labelDim = 10000 ]
     ]
+
+``nbrUttsInEachRecurrentIter = N`` (N > 0) puts N sentences side by side in every minibatch, each
+row continued in the next minibatch until its sentence ends, ``minibatchSize`` words per row
+(:func:`.sections.apply_parallel_sequences`); 0 (the default) packs whole sentences up to
+``minibatchSize`` words.
 
 Each non-blank line is a sentence. It must end with ``endSequence`` (else it is reported with
 file and line and dropped, counted against ``maxErrors``); ``beginSequence`` is put in front
@@ -38,7 +43,8 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, Sequenc
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
-from .sections import apply_shared_options, block_source_options, randomize_option
+from .sections import (apply_parallel_sequences, apply_shared_options, block_source_options,
+                       parallel_sequences_option, randomize_option)
 from .vocab import WordClasses, line_blocks, map_tokens
 
 __all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
@@ -236,9 +242,7 @@ class SequenceAdapter:
 
     def config(self, sec: Any, spec: Any) -> dict:
         apply_shared_options(sec, spec)
-        # parallel sentences: the engine packs whole sentences up to minibatchSize words (or
-        # truncated BPTT with truncated/truncationLength); the value is checked, not used
-        _parallel_sentences(sec)
+        parallel_sequences_option(sec)          # checked here; applied in source_options
         names = [k for k in sec.keys() if isinstance(_as_dict(sec.raw(k, inherit=False)), dict)
                  and any(str(x).lower() in ("labeldim", "labeltype") for x in _as_dict(sec.raw(k, inherit=False)))]
         out = [n for n in names if str(sec.section(n).raw("labelType", "", inherit=False)).lower() == "nextword"]
@@ -273,6 +277,9 @@ class SequenceAdapter:
 
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec, auto_epoch_blocks=False)
+        # nbrUttsInEachRecurrentIter = N: N sentences side by side, each carried on into the next
+        # minibatch (the LM reader always read this way)
+        apply_parallel_sequences(sec, spec, always_truncated=True)
 
 
 def _line_text(path: str, line: int) -> str:
@@ -282,16 +289,6 @@ def _line_text(path: str, line: int) -> str:
             if n == line:
                 return text
     return ""
-
-
-def _parallel_sentences(sec: Any) -> int:
-    """``nbruttsineachrecurrentiter`` (also spelt ``nbruttineachrecurrentiter`` in CNTK's LM reader
-    page; 0 = as many sentences as fill the minibatch), checked: the engine packs whole sentences
-    up to minibatchSize words, which is what 0 asks for."""
-    for key in ("nbruttsineachrecurrentiter", "nbruttineachrecurrentiter"):
-        if sec.exists(key):
-            return sec.int(key, minimum=0)
-    return 0
 
 
 def _as_dict(v: Any) -> Any:

@@ -1,0 +1,151 @@
+"""nbrUttsInEachRecurrentIter: N sentences side by side per minibatch (the engine's truncated-BPTT
+slots with a fixed number of rows), for SequenceReader, LUSequenceReader and the shared helper
+HTKMLFReader calls."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from cntkio.errors import ConfigError
+from cntkio.legacy import DataReader
+from cntkio.readers import build_reader, reader_spec
+from cntkio.readers.factory import ReaderSpec
+from cntkio.readers.legacy.sections import apply_parallel_sequences
+from cntkio.readers.section import as_section
+
+LM = ["</s> the cat sat on the mat </s>", "a dog ran </s>", "</s> the dog sat </s>", "the end </s>"]
+
+
+def _lm(path, **extra):
+    sec = {"readerType": "SequenceReader", "file": str(path), "randomize": "None",
+           "labelIn": {"labelDim": "20", "beginSequence": "</s>", "endSequence": "</s>"},
+           "labels": {"labelType": "NextWord", "labelDim": "20"}}
+    sec.update(extra)
+    return sec
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("\n".join(LM) + "\n")
+    words = [w for ln in LM for w in (ln.split() if ln.startswith("</s>") else ["</s>"] + ln.split())]
+    from collections import Counter
+    c = Counter(words)
+    vocab = sorted(c, key=lambda w: (-c[w], w))          # the reader's ids: by falling count
+    return p, vocab
+
+
+def _rows(value, vocab) -> list[list[str]]:
+    return [[vocab[int(i)] for i in np.asarray(s).argmax(1)] for s in value.as_sequences()]
+
+
+def test_two_sentences_side_by_side_carried_over(corpus):
+    path, vocab = corpus
+    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2"), max_sweeps=1)
+    assert src.parallel_sequences == 2 and src.truncation_length == 0
+    got, labels, masks = [], [], []
+    while True:
+        mb = src.next_minibatch(3)                 # minibatchSize = 3 steps per row
+        if not mb:
+            break
+        v = {s.name: d for s, d in mb.items()}
+        got.append(_rows(v["labelIn"], vocab))
+        labels.append(_rows(v["labels"], vocab))
+        masks.append(np.asarray(v["labelIn"].mask).tolist())
+    assert got == [[["</s>", "the", "cat"], ["</s>", "a", "dog"]],
+                   [["sat", "on", "the"], ["ran", "</s>", "the"]],
+                   [["mat", "</s>", "the"], ["dog", "sat"]],
+                   [["end"], []]]
+    assert labels == [[["the", "cat", "sat"], ["a", "dog", "ran"]],
+                      [["on", "the", "mat"], ["</s>", "the", "dog"]],
+                      [["</s>", "the", "end"], ["sat", "</s>"]],
+                      [["</s>"], []]]
+    # 2 marks a sentence's first word, 1 a continued one, 0 an empty cell
+    assert masks == [[[2, 1, 1], [2, 1, 1]], [[1, 1, 1], [1, 2, 1]], [[1, 2, 1], [1, 1, 0]],
+                     [[1, 0, 0], [0, 0, 0]]]
+
+
+def test_truncation_length_sets_the_steps_and_the_row_count_stays(corpus):
+    path, vocab = corpus
+    sec = _lm(path, nbrUttsInEachRecurrentIter="3", truncated="true", truncationLength="2")
+    src = build_reader(sec, max_sweeps=1)
+    mb = {s.name: d for s, d in src.next_minibatch(1000).items()}
+    assert np.asarray(mb["labelIn"].mask).shape == (3, 2)
+    assert _rows(mb["labelIn"], vocab) == [["</s>", "the"], ["</s>", "a"], ["</s>", "the"]]
+
+
+def test_zero_keeps_whole_sentences(corpus):
+    path, vocab = corpus
+    src = build_reader(_lm(path, nbruttsineachrecurrentiter="0"), max_sweeps=1)
+    assert not src.truncated
+    mb = {s.name: d for s, d in src.next_minibatch(1000).items()}
+    assert [r.shape[0] for r in mb["labelIn"].as_sequences()] == [7, 4, 4, 3]
+
+
+def test_checkpoint_inside_parallel_rows_resumes_the_same(corpus):
+    path, _ = corpus
+    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2", randomize="Auto"))
+    src.next_minibatch(3)
+    state = src.get_checkpoint_state()
+    a = [np.asarray(next(iter(src.next_minibatch(3).values())).mask).tolist() for _ in range(3)]
+    src.restore_from_checkpoint(state)
+    b = [np.asarray(next(iter(src.next_minibatch(3).values())).mask).tolist() for _ in range(3)]
+    assert a == b
+
+
+def test_lu_sequence_reader_rows(tmp_path):
+    (tmp_path / "a.txt").write_text("BOS O\ni O\nwant O\nEOS O\nBOS O\nfly O\nEOS O\n")
+    (tmp_path / "in.txt").write_text("BOS\nEOS\ni\nwant\nfly\n")
+    (tmp_path / "out.txt").write_text("O\n")
+    sec = {"readerType": "LUSequenceReader", "file": str(tmp_path / "a.txt"), "randomize": "None",
+           "nbrUttsInEachRecurrentIter": "2",
+           "labelIn": {"token": str(tmp_path / "in.txt"), "beginSequence": "BOS", "endSequence": "EOS"},
+           "labels": {"token": str(tmp_path / "out.txt")}}
+    src = build_reader(sec, max_sweeps=1)
+    mb = {s.name: d for s, d in src.next_minibatch(2).items()}
+    ids = [np.asarray(s).argmax(1).tolist() for s in mb["labelIn"].as_sequences()]
+    assert ids == [[0, 2], [0, 4]]                       # BOS i | BOS fly, side by side
+
+
+def test_data_reader_lays_rows_out_as_cntk(corpus):
+    path, vocab = corpus
+    r = DataReader(_lm(path, nbrUttsInEachRecurrentIter="2"))
+    assert r.number_slices_in_each_recurrent_iter() == 2
+    r.start_minibatch_loop(3, 0)
+    m: dict = {}
+    assert r.get_minibatch(m)
+    # row t * 2 + s: step t of parallel row s
+    assert [vocab[i] for i in m["labelIn"].argmax(1)] == ["</s>", "</s>", "the", "a", "cat", "dog"]
+    assert not r.data_end("sentence")
+    r.destroy()
+
+
+def _spec(sec: dict, **kw) -> tuple:
+    spec = ReaderSpec()
+    spec.source_kwargs.update(kw)
+    return as_section(sec, "reader"), spec
+
+
+def test_helper_for_htkmlf_truncated_non_truncated_and_frame_mode(caplog):
+    s, spec = _spec({"nbrUttsInEachRecurrentIter": "4", "truncated": "true"}, truncation_length=20)
+    assert apply_parallel_sequences(s, spec, always_truncated=False) == 4
+    assert spec.source_kwargs["parallel_sequences"] == 4 and spec.source_kwargs["truncation_length"] == 20
+    s, spec = _spec({"nbrUttsInEachRecurrentIter": "1"}, truncation_length=0)
+    assert apply_parallel_sequences(s, spec, always_truncated=False) == 1
+    assert "parallel_sequences" not in spec.source_kwargs          # whole utterances, as CNTK
+    s, spec = _spec({"nbrUttsInEachRecurrentIter": "3"}, truncation_length=0)
+    with pytest.raises(ConfigError, match=r"reader\.nbrUttsInEachRecurrentIter.*needs truncated = true"):
+        apply_parallel_sequences(s, spec, always_truncated=False)
+    s, spec = _spec({"nbrUttsInEachRecurrentIter": "32"}, frame_mode=True)
+    with caplog.at_level(logging.INFO, logger="cntkio"):
+        assert apply_parallel_sequences(s, spec, always_truncated=False) == 32
+    assert "parallel_sequences" not in spec.source_kwargs
+    assert "no effect in frame mode" in caplog.text
+
+
+def test_bad_value_names_the_key(corpus):
+    path, _ = corpus
+    with pytest.raises(ConfigError, match="nbrUttsInEachRecurrentIter"):
+        reader_spec(_lm(path, nbrUttsInEachRecurrentIter="-1"))
