@@ -643,7 +643,8 @@ class GraphNetwork(nn.Module):
                 hist[m].append(v)
         perm = torch.argsort(order) if count else None
         for m in members:
-            values[m] = torch.cat(hist[m])[perm] if count else torch.zeros(0, *self.shapes[m], dtype=self._dtype)
+            values[m] = (torch.cat(hist[m])[perm] if count else
+                         torch.zeros(0, *self.shapes[m], dtype=self._dtype, device=key.device))
         if carry is not None and sign > 0:
             for m, is_delay, info in steps:
                 if is_delay:
