@@ -325,3 +325,16 @@ def test_a_parallel_object_is_inert_on_one_process():
     par = Parallel(ParallelParams(method="dataparallelsgd", gradient_bits=1), Dist(), [w], None)
     stats, n = par.aggregate(torch.tensor([1.0, 0.0, 4.0], dtype=torch.float64), 0)
     assert n == 4 and w.grad.tolist() == [1.0, 2.0] and par.bytes_sent == 0
+
+
+def test_resume_with_another_number_of_processes(tmp_path):
+    """A model file written by two processes resumes on one: the next epoch starts at its global
+    timeline position, so the result is the two-process run's (up to the summation order)."""
+    cfg, model = _train(tmp_path, "parallelizationMethod = DataParallelSGD", "resume")
+    _launch(["-m", "cntkio", f"configFile={cfg}"])
+    final = {k: v.clone() for k, v in load_model(str(model)).network.state_dict().items()}
+    os.remove(model)                                        # as if the third epoch had not run
+    run([f"configFile={cfg}"])
+    resumed = load_model(str(model)).network.state_dict()
+    for k, v in final.items():
+        assert torch.allclose(v, resumed[k], atol=1e-9), k

@@ -444,7 +444,15 @@ def _restore_reader(source, checkpoint, dist: Dist, name: str) -> None:
     if checkpoint is None:
         return
     if checkpoint.get("world_size") != dist.world_size:
+        truncated = bool(getattr(source, "truncation_length", 0) or getattr(source, "parallel_sequences", 0))
+        if not truncated:
+            # model files are written at epoch ends, and every epoch seeks the reader to its own
+            # start on the global timeline, which is the same for any number of processes
+            _log.info("%s: the model file was written by %s processes, this run has %d: each reader starts "
+                      "at the epoch's global timeline position", name, checkpoint.get("world_size"), dist.world_size)
+            return
         raise ConfigError(f"{name}: the model file was written by {checkpoint.get('world_size')} processes but "
                           f"this run has {dist.world_size}; the reader position cannot be restored exactly",
-                          hint="resume with the same number of processes, or makeMode=false to restart")
+                          hint="truncated BPTT keeps per-process sequence state: resume with the same number "
+                               "of processes, or makeMode=false to restart")
     source.restore_from_checkpoint(checkpoint["ranks"][dist.rank])
