@@ -86,3 +86,24 @@ def test_need_prior_false_is_the_plain_network(workdir):
          "train=[SimpleNetworkBuilder=[needPrior=false]]"])
     net = load_model(str(workdir / "out" / "model.dnn")).network
     assert net.output_nodes == ["HLast"] and "Prior" not in dict(net.named_buffers())
+
+
+def test_the_prior_written_in_ndl(workdir):
+    """The same in NDL: ``Prior = Mean(labels)`` is computed over the training labels before epoch
+    1, and the scaled log-likelihood output is what write writes."""
+    ndl = ("n = [\n features = Input(4, tag=feature)\n labels = Input(3, tag=label)\n W = Parameter(3, 4)\n"
+           " z = Times(W, features)\n ce = CrossEntropyWithSoftmax(labels, z, tag=criterion)\n"
+           " Prior = Mean(labels)\n sll = Minus(z, Log(Prior), tag=output)\n]\n")
+    cfg = (workdir / "c.cntk").read_text().replace(
+        "SimpleNetworkBuilder = [ layerSizes = 4:6:3 ; layerTypes = Tanh ; needPrior = true ]",
+        "NDLNetworkBuilder = [ run = n ]")
+    assert "NDLNetworkBuilder" in cfg
+    (workdir / "ndl.cntk").write_text(cfg + ndl)
+    run([f"configFile={workdir / 'ndl.cntk'}", f"modelPath={workdir}/ndl/model.dnn",
+         f"write=[outputPath={workdir}/ndl/written]"])
+    net = load_model(str(workdir / "ndl" / "model.dnn")).network
+    assert torch.allclose(net.Prior.reshape(-1), torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64))
+    sll = np.loadtxt(workdir / "ndl" / "written.sll")
+    run([f"configFile={workdir / 'ndl.cntk'}", f"modelPath={workdir}/ndl/model.dnn", "command=write",
+         f"write=[outputPath={workdir}/ndl/written; outputNodeNames=z]"])
+    assert np.allclose(sll, np.loadtxt(workdir / "ndl" / "written.z") - np.log([0.5, 0.3, 0.2]))
