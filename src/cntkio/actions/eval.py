@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from .models.nodes import lookup
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
@@ -48,6 +49,9 @@ def criterion_nodes(net: SimpleNetwork, names: list[str] | None, path: str = "ev
     """The criterion nodes to report, validated (``ErrorPrediction`` names are accepted as aliases
     of the classification-error node, as CNTK renamed it)."""
     available = [net.spec.training_criterion, net.eval_node_name]
+    graph = getattr(net, "graph", None)
+    if graph is not None:   # a graph network (NDL, BrainScript): any criterion node of the graph
+        available += [n for n, node in graph.nodes.items() if n not in available and getattr(lookup(node.op), "criterion", False)]
     if not names:
         return [net.eval_node_name, net.spec.training_criterion]
     aliases = {"evalerrorprediction": "EvalClassificationError", "errorprediction": "EvalClassificationError",
@@ -83,6 +87,9 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
                 x, y = t[feats], t[labels]
                 hlast = net(x)
                 vals = {net.spec.training_criterion: net.criterion(hlast, y), net.eval_node_name: net.evaluation(hlast, y)}
+                for n in nodes:
+                    if n not in vals:
+                        vals[n] = net._crit(n, hlast, y)
                 step = torch.stack([vals[n].to(torch.float64) for n in nodes]
                                    + [torch.tensor(float(x.shape[0]), dtype=torch.float64, device=device)])
                 acc += step
