@@ -186,3 +186,27 @@ def test_files_per_section_are_written_in_one_pass_over_the_text(workdir, monkey
     (workdir / "c.cntk").write_text(cfg)
     _run()
     assert calls == [0]               # the 400-record text is one chunk, parsed once for both files
+
+
+def test_cache_chunks_are_the_engines_32mib_unless_chunk_size_is_given(tmp_path):
+    # 1400 records of 784 floats + a uint32 label: 3140 bytes a record, 4.4 MB in all. The text's
+    # 4 MiB chunks would cut it at 1335 records; the cache's chunks are views of its map, so they
+    # take the engine's 32 MiB (one chunk here), or chunkSizeInBytes where the config gives it
+    rows = np.zeros((1400, 785), np.int64)
+    rows[:, 0] = np.arange(1400) % 10
+    rows[:, 1] = np.arange(1400)
+    (tmp_path / "m.txt").write_text("".join(" ".join(map(str, r)) + "\n" for r in rows.tolist()))
+    sec = {"readerType": "UCIFastReader", "file": str(tmp_path / "m.txt"), "randomize": "None",
+           "writerType": "BinaryReader", "wfile": str(tmp_path / "m.bin"),
+           "features": {"dim": "784", "start": "1"}, "labels": {"dim": "1", "start": "0", "labelDim": "10"}}
+    from cntkio.legacy import DataReader
+    for extra, want in (({}, [1400]), ({"chunkSizeInBytes": str(3140 * 500)}, [500, 500, 400])):
+        r = DataReader(dict(sec, **extra))
+        assert [c.num_sequences for c in r.deserializer().chunk_infos()] == want
+        r.start_minibatch_loop(600, 0)
+        m: dict = {}
+        firsts = []
+        while r.get_minibatch(m):
+            firsts.extend(m["features"][:, 0].astype(int).tolist())
+        assert firsts == list(range(1400))
+        r.destroy()
