@@ -111,7 +111,7 @@ def write(section, name: str = "write") -> dict[str, int]:
                 if labels in t:
                     values[labels] = t[labels]
                 for n in names:
-                    arr = values[n].detach().cpu().numpy()
+                    arr = _node_value(values, n, mb, section).detach().cpu().numpy()
                     handles[n].write(format_rows(arr, fmt))
                     counts[n] += arr.shape[0]
     finally:
@@ -137,7 +137,7 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
             values = net.nodes(t[feats])
             if labels in t:
                 values[labels] = t[labels]
-            arrays = {n: values[n].detach().cpu().numpy() for n in names}
+            arrays = {n: _node_value(values, n, mb, section).detach().cpu().numpy() for n in names}
             count = next(iter(arrays.values())).shape[0]
             if start + count > total:
                 raise ConfigError(f"the reader delivered more than the {total} samples announced to the writer",
@@ -153,6 +153,17 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
            stream=sys.stderr)
     dist.barrier()
     return {n: start for n in names}
+
+
+def _node_value(values: dict, node: str, minibatch, section):
+    """The value of ``node``; a node not computed read an input whose stream the reader lacks."""
+    v = values.get(node)
+    if v is None:
+        streams = ", ".join(sorted(getattr(k, "name", str(k)) for k in minibatch))
+        raise ConfigError(f"node {node!r} reads an input node that no reader stream feeds (the reader delivers "
+                          f"{streams})", path=key_path(section, "outputNodeNames"),
+                          hint="name the reader's inputs after the network's Input nodes")
+    return v
 
 
 def _not_per_sample(net) -> set[str]:

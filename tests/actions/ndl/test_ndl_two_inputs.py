@@ -27,6 +27,7 @@ two = [
     z = Times(V, h)
     ce = CrossEntropyWithSoftmax(labels, z, tag=criterion)
     err = ErrorPrediction(labels, z, tag=eval)
+    miss = Minus(labels, Softmax(z))
     OutputNodes = (z)
 ]
 """
@@ -91,3 +92,20 @@ def test_a_feature_input_without_its_stream_is_an_error(tmp_path):
     cfg = _config(tmp_path, streams="x1:x3")
     with pytest.raises(ConfigError, match="stream named 'x2' but the reader delivers labels, x1, x3"):
         run([f"configFile={cfg}", "command=train"])
+
+
+
+def test_write_of_a_node_whose_input_has_no_stream(tmp_path):
+    _data(tmp_path / "train.ctf", 30, 1)
+    _data(tmp_path / "test.ctf", 6, 2)
+    cfg = _config(tmp_path)
+    run([f"configFile={cfg}", "command=train"])
+    # a writer's reader without labels: z is written, the node reading the labels is an error
+    reader = (f"[ readerType = CNTKTextFormatReader ; file = {tmp_path / 'test.ctf'} ; randomize = false\n"
+              "  input = [ x1 = [ dim = 2 ; format = dense ] ; x2 = [ dim = 2 ; format = dense ] ] ]")
+    (tmp_path / "w.cntk").write_text(f"w = [ action = write ; outputPath = {tmp_path}/w ; reader = {reader} ]\n")
+    run([f"configFile={cfg}+{tmp_path / 'w.cntk'}", "command=w", "w=[outputNodeNames=z]"])
+    assert np.loadtxt(tmp_path / "w.z").shape == (6, 3)
+    with pytest.raises(ConfigError, match="node 'miss' reads an input node that no reader stream feeds "
+                                          r"\(the reader delivers x1, x2\)"):
+        run([f"configFile={cfg}+{tmp_path / 'w.cntk'}", "command=w", "w=[outputNodeNames=miss]"])
