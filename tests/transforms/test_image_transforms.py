@@ -210,3 +210,35 @@ def test_the_sweep_seeds_the_draws(image_map):
     np.testing.assert_array_equal(a0, d.get_chunk(3).streams["features"].values)
     np.testing.assert_array_equal(a0, d.get_chunk(3, sweep=0).streams["features"].values)
     assert not np.array_equal(a0, d.get_chunk(3, sweep=1).streams["features"].values)
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+def test_every_sweep_draws_anew_through_a_source(image_map, randomize):
+    # the engine passes each load's sweep (SweepDependentDeserializer): an image's random crop and
+    # colour change from sweep to sweep; without a random transform its pixels stay the same
+    def sweeps(transforms):
+        d = ImageDeserializer(image_map, StreamDefs(features=StreamDef(field="image", transforms=transforms),
+                                                    labels=StreamDef(field="label", shape=5)))
+        src = MinibatchSource(d, randomize=randomize, max_sweeps=2, randomization_window_in_chunks=4,
+                              randomization_seed=3)
+        per_sweep = [{}, {}]
+        k = 0
+        for mb in src.iter(minibatch_size=6):  # 24 images: a sweep ends exactly at a call's end
+            x = mb[src.streams.features]
+            for img in x.asarray():
+                per_sweep[k][len(per_sweep[k])] = img.copy()
+            if x.end_of_sweep:
+                k += 1
+        src.close()
+        return per_sweep
+    det = [T.crop(crop_type="center", side_ratio=0.5), T.scale(8, 8, 3, "linear")]
+    a, b = sweeps(_random_chain())
+    c, d = sweeps(det)
+    assert len(a) == len(b) == len(c) == len(d) == 24
+    if not randomize:  # the same image at the same place in both sweeps
+        assert all(np.array_equal(c[i], d[i]) for i in range(24))
+        assert sum(not np.array_equal(a[i], b[i]) for i in range(24)) == 24
+    else:  # the deterministic chain's images of sweep 1 are a permutation of sweep 0's; the random
+        # chain's are new images (none equals any of sweep 0's)
+        assert sorted(x.tobytes() for x in c.values()) == sorted(x.tobytes() for x in d.values())
+        assert not {x.tobytes() for x in a.values()} & {x.tobytes() for x in b.values()}

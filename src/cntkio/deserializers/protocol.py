@@ -32,7 +32,7 @@ from ..streams import StreamInformation
 __all__ = [
     "ChunkInfo", "SequenceTable", "DenseStream", "SparseStream", "StreamData", "ChunkData",
     "KeyKind", "Timeline", "Deserializer", "RandomAccessDeserializer", "LocalTimelineDeserializer",
-    "has_random_access", "is_local_timeline",
+    "SweepDependentDeserializer", "has_random_access", "is_local_timeline", "depends_on_sweep",
 ]
 
 #: ``'numeric'`` (int64/uint64 keys, e.g. CTF sequence ids) or ``'string'`` (HTK/MLF utterance ids).
@@ -229,6 +229,32 @@ class LocalTimelineDeserializer(Deserializer, Protocol):
     def num_chunks(self) -> int:
         """The number of chunks (at least 1)."""
         ...
+
+
+@runtime_checkable
+class SweepDependentDeserializer(Deserializer, Protocol):
+    """A deserializer whose chunk data depends on the sweep that reads it (random image
+    transforms: a new crop in every sweep, drawn from ``(seed, sweep, position)``).
+
+    When :func:`depends_on_sweep` says so, the engine loads a chunk again for every sweep that
+    reads it and passes the sweep: ``get_chunk(chunk_id, sweep=k)`` (it then reads whole chunks,
+    not by sequence).
+    """
+
+    def depends_on_sweep(self) -> bool:
+        """Whether this instance's chunk data depends on the sweep (images: only when a random
+        transform is configured)."""
+        ...
+
+    def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
+        """Chunk ``chunk_id`` as sweep ``sweep`` reads it."""
+        ...
+
+
+def depends_on_sweep(d: object) -> bool:
+    """Whether ``d`` declares :class:`SweepDependentDeserializer` and its data depends on the
+    sweep now."""
+    return isinstance(d, SweepDependentDeserializer) and bool(d.depends_on_sweep())
 
 
 def has_random_access(d: object) -> bool:

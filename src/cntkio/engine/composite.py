@@ -19,7 +19,8 @@ import numpy as np
 
 from ..deserializers.base import DeserializerBase
 from ..deserializers.protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, RandomAccessDeserializer,
-                                     SequenceTable, SparseStream, has_random_access)
+                                     SequenceTable, SparseStream, SweepDependentDeserializer,
+                                     depends_on_sweep, has_random_access)
 from ..streams import StreamInformation
 
 __all__ = ["CompositeDeserializer", "gather_stream", "ranges"]
@@ -74,7 +75,7 @@ def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tup
     return np.where(numeric, chunk, -1), np.where(numeric, index, -1)
 
 
-class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
+class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDependentDeserializer):
     """Deserializers joined by sequence key, the first one primary (see module docstring)."""
 
     def __init__(self, deserializers: list[Deserializer], trace_level: int = 1) -> None:
@@ -82,6 +83,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
             raise ValueError("MinibatchSource needs at least one deserializer")
         self.parts = list(deserializers)
         self.primary = self.parts[0]
+        self._by_sweep = [depends_on_sweep(d) for d in self.parts]
         self.trace_level = int(trace_level)
         self.key_kind = "string" if any(d.key_kind == "string" for d in self.parts) \
             else "numeric"
@@ -172,8 +174,17 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
     def sequence_infos(self, chunk_id: int) -> SequenceTable:
         return self._tables[chunk_id]
 
-    def get_chunk(self, chunk_id: int) -> ChunkData:
-        base = self.primary.get_chunk(self._chunks[chunk_id])
+    def depends_on_sweep(self) -> bool:
+        """True when a part's chunk data depends on the sweep (:func:`depends_on_sweep`)."""
+        return any(self._by_sweep)
+
+    def _load(self, part: int, chunk_id: int, sweep: int) -> ChunkData:
+        d = self.parts[part]
+        return d.get_chunk(chunk_id, sweep=sweep) if self._by_sweep[part] else d.get_chunk(chunk_id)
+
+    def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
+        """A corpus chunk; ``sweep`` reaches the parts whose data depends on it."""
+        base = self._load(0, self._chunks[chunk_id], sweep)
         keep = self._keep[chunk_id]
         table = self._tables[chunk_id]
         streams: dict[str, object] = {}
@@ -182,7 +193,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
             streams[name] = st if keep is None else gather_stream(st, keep)
         if keep is not None and invalid is not None:
             invalid = invalid[keep]
-        for s, (c, i) in zip(self.parts[1:], self._sec_refs[chunk_id]):
+        for p, (c, i) in enumerate(self._sec_refs[chunk_id], start=1):
             n = len(c)
             parts: dict[str, list] = {}
             order = np.empty(n, np.int64)
@@ -191,7 +202,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer):
             uniq = np.unique(c)
             for sc in uniq:
                 m = np.flatnonzero(c == sc)
-                data = s.get_chunk(int(sc))
+                data = self._load(p, int(sc), sweep)
                 for name, st in data.streams.items():
                     parts.setdefault(name, []).append(gather_stream(st, i[m]))
                 if data.invalid is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 
 from ..constants import POSITION_KEY
-from ..deserializers.protocol import Deserializer, has_random_access
+from ..deserializers.protocol import Deserializer, depends_on_sweep, has_random_access
 from ..streams import StreamInformation
 from ..values import check_state_int
 from .handoff import Handoff
@@ -52,11 +52,16 @@ class GlobalTimeline:
         self.corpus = corpus
         self.stream_infos = stream_infos
         lengths = [corpus.sequence_infos(c.id).lengths for c in corpus.chunk_infos()]
+        # a deserializer whose chunks depend on the sweep (random transforms) is told the sweep of
+        # every load, and a chunk is loaded again in every sweep (walk.TimelineWalker: load ids)
+        by_sweep = depends_on_sweep(corpus)
         self.walker = TimelineWalker(lengths, randomize=randomize, window=window, sample_based=sample_based,
-                                     seed=seed, epoch_end=epoch_end)
+                                     seed=seed, epoch_end=epoch_end, sweep_chunks=by_sweep)
         # read randomized batches sequence by sequence (:mod:`~cntkio.engine.schedule`); chunks
-        # whose direct read reported an issue go through chunk loading
-        direct = bool(random_access and randomize and not truncated and has_random_access(corpus))
+        # whose direct read reported an issue go through chunk loading. (Not when the chunks
+        # depend on the sweep: the direct reads carry no sweep.)
+        direct = bool(random_access and randomize and not truncated and not by_sweep
+                      and has_random_access(corpus))
         self.window = ChunkWindow(corpus, self.walker, threads=loader_threads, direct=direct)
         self.handoff = Handoff(stream_infos, max_errors=max_errors, trace_level=trace_level)
         # random access: a batch is parsed in two halves at once (given two cores)
@@ -136,7 +141,7 @@ class GlobalTimeline:
         """``(ref, length, data)`` of the sequence with global sequence number ``ref``."""
         k, i = divmod(int(ref), self.walker.N)
         tl = self.walker.timeline(k)
-        chunk = self.window.chunk(int(tl.chunk[i]))
+        chunk = self.window.chunk(self.walker.load_id(k, int(tl.chunk[i])))
         idx = int(tl.index[i])
         return int(ref), int(tl.length[i]), {info.name: sequence_arrays(info, chunk, idx)
                                              for info in self.stream_infos}

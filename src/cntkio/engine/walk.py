@@ -63,10 +63,15 @@ class TimelineWalker:
 
     ``N`` sequences and ``S`` samples per sweep in ``C`` chunks; ``E`` the epoch end (global
     sample position, None: endless).
+
+    The chunk ids it hands out (:meth:`selection`, :meth:`span`, :meth:`load_id`) are *load ids*:
+    the corpus chunk ids, or with ``sweep_chunks`` (a deserializer whose chunk data depends on the
+    sweep, e.g. random image transforms) ``sweep * C + chunk``, so that a chunk is loaded again
+    for every sweep that reads it and the loads of two sweeps are told apart.
     """
 
     def __init__(self, chunk_lengths: Sequence[np.ndarray], *, randomize: bool, window: int,
-                 sample_based: bool, seed: int, epoch_end: int | None) -> None:
+                 sample_based: bool, seed: int, epoch_end: int | None, sweep_chunks: bool = False) -> None:
         self.randomizer = (BlockRandomizer(chunk_lengths, window, sample_based, seed) if randomize
                            else NoRandomizer(chunk_lengths))
         self.randomized = bool(randomize)
@@ -76,6 +81,8 @@ class TimelineWalker:
         if self.S <= 0:
             raise RuntimeError("The input has no samples: every sequence is empty")
         self.E = epoch_end
+        #: load id of chunk c in sweep k: c + k * stride (stride 0: the chunk id itself)
+        self.stride = self.C if sweep_chunks else 0
         self._local_cache: dict = {}
         self._span_cache: dict = {}
         self._ctx_cache: dict = {}
@@ -304,12 +311,23 @@ class TimelineWalker:
             if self.at_epoch_end(k) or idle > W + 1:
                 return -1, -1, False, (k, 0)
 
+    def load_id(self, k: int, chunk: int) -> int:
+        """The load id of corpus chunk ``chunk`` read in sweep ``k`` (class docstring)."""
+        return chunk + k * self.stride
+
+    def chunk_of(self, load_id: int) -> tuple[int, int]:
+        """``(sweep, corpus chunk)`` of a load id (sweep 0 without ``sweep_chunks``)."""
+        return divmod(load_id, self.stride) if self.stride else (0, load_id)
+
+    def _ids(self, k: int, chunks: np.ndarray) -> np.ndarray:
+        return chunks + k * self.stride if self.stride else chunks
+
     def selection(self, plans: list):
-        """``(chunk ids, indices in chunk, lengths)`` of the plans' sequences, in delivery order."""
+        """``(load ids, indices in chunk, lengths)`` of the plans' sequences, in delivery order."""
         if len(plans) == 1 and len(plans[0].segs) == 1 and plans[0].segs[0][3] is None:
             k, a, b, _ = plans[0].segs[0]
             tl = self.randomizer.timeline(k)
-            return tl.chunk[a:b], tl.index[a:b], tl.length[a:b]
+            return self._ids(k, tl.chunk[a:b]), tl.index[a:b], tl.length[a:b]
         first = plans[0].segs[0] if plans and plans[0].segs else None
         if first is not None and first[3] is None:
             # consecutive plans of one worker in one sweep usually make one range of positions
@@ -321,13 +339,13 @@ class TimelineWalker:
             else:
                 tl = self.randomizer.timeline(k)
                 a = first[1]
-                return tl.chunk[a:prev], tl.index[a:prev], tl.length[a:prev]
+                return self._ids(k, tl.chunk[a:prev]), tl.index[a:prev], tl.length[a:prev]
         cs, xs, ls = [], [], []
         for plan in plans:
             for k, a, b, loc in plan.segs:
                 tl = self.randomizer.timeline(k)
                 pos = slice(a, b) if loc is None else loc[a:b]
-                cs.append(tl.chunk[pos])
+                cs.append(self._ids(k, tl.chunk[pos]))
                 xs.append(tl.index[pos])
                 ls.append(tl.length[pos])
         if not cs:
@@ -337,39 +355,50 @@ class TimelineWalker:
 
     # --- the chunks ahead ---------------------------------------------------------------------
     def span(self, cursor: tuple[int, int], W: int, r: int) -> set[int]:
-        """Chunks the positions just ahead of ``cursor`` need: those of the current and next two
-        randomized chunks (the next 3W when distributed), into the next sweep when it runs out."""
+        """Chunks (load ids) the positions just ahead of ``cursor`` need: those of the current and
+        next two randomized chunks (the next 3W when distributed), into the next sweep when it runs
+        out."""
         k, i = cursor
         tl = self.randomizer.timeline(k)
         o = tl.owner(i)
-        key = (k if self.randomized or W > 1 else 0, o, W, r)
+        key = (k if self.randomized or W > 1 or self.stride else 0, o, W, r)
         need = self._span_cache.get(key)
         if need is None:
             span = 3 * max(1, W)
             stop = min(self.C, o + span)
             loc, _ = self._local(k, W, r)
             lo, hi = np.searchsorted(loc, [tl.rchunk_start[o], tl.rchunk_start[stop]])
-            need = self._chunks_of(tl, loc, lo, hi)
+            need = self._chunks_of(k, tl, loc, lo, hi)
             if o + span > self.C and (self.E is None or (k + 1) * self.S < self.E):
                 tl2 = self.randomizer.timeline(k + 1)
                 loc2, _ = self._local(k + 1, W, r)
                 end2 = tl2.rchunk_start[min(self.C, o + span - self.C)]
-                need |= self._chunks_of(tl2, loc2, 0, int(np.searchsorted(loc2, end2)))
+                need |= self._chunks_of(k + 1, tl2, loc2, 0, int(np.searchsorted(loc2, end2)))
             if len(self._span_cache) > 16:
                 self._span_cache.clear()
             self._span_cache[key] = need
         return need
 
     def used_later(self, cursor: tuple[int, int], chunks) -> set[int]:
-        """The chunks of ``chunks`` that a position at or after ``cursor`` in its sweep uses."""
+        """The chunks (load ids) of ``chunks`` that a position at or after ``cursor`` uses: in its
+        sweep, by the timeline; with sweep load ids, also every load of a later sweep."""
         k, i = cursor
         last_use = self.randomizer.timeline(k).last_use
-        return {c for c in chunks if last_use[c] >= i}
+        if not self.stride:
+            return {c for c in chunks if last_use[c] >= i}
+        later = set()
+        for v in chunks:
+            kv, c = divmod(v, self.stride)
+            if kv > k or (kv == k and last_use[c] >= i):
+                later.add(v)
+        return later
 
-    def _chunks_of(self, tl: Timeline, loc: np.ndarray, lo: int, hi: int) -> set[int]:
-        """The chunks of the local positions ``loc[lo:hi]`` (a count per chunk: no sort)."""
+    def _chunks_of(self, k: int, tl: Timeline, loc: np.ndarray, lo: int, hi: int) -> set[int]:
+        """The chunks (load ids) of sweep ``k``'s local positions ``loc[lo:hi]`` (a count per
+        chunk: no sort)."""
         ids = tl.chunk[lo:hi] if len(loc) == self.N else tl.chunk[loc[lo:hi]]
-        return set(np.flatnonzero(np.bincount(ids, minlength=self.C)).tolist())
+        found = np.flatnonzero(np.bincount(ids, minlength=self.C))
+        return set(self._ids(k, found).tolist())
 
     def bound(self, cursor: tuple[int, int], W: int) -> tuple[int, int]:
         """(sweep, position) of the last randomized chunk whose chunks :meth:`span` covers for

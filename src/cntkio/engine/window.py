@@ -9,6 +9,10 @@ With random access (:func:`~cntkio.deserializers.protocol.has_random_access`) th
 the chunks' raw bytes instead (for CTF, byte ranges of a read-only mapping of the file, read ahead
 by the kernel), by the same rule; a chunk whose direct parse reported an issue is *dirty* and goes
 through whole-chunk loading from then on (its issues are counted and logged exactly once).
+
+Chunks are named by the walker's load ids: with a deserializer whose chunk data depends on the
+sweep (:func:`~cntkio.deserializers.protocol.depends_on_sweep`), a chunk read in two sweeps is two
+loads, each told its sweep.
 """
 from __future__ import annotations
 
@@ -29,7 +33,12 @@ class ChunkWindow:
 
     def __init__(self, corpus, walker: TimelineWalker, *, threads: int, direct: bool) -> None:
         self.walker = walker
-        self.cache = ChunkCache(corpus, threads=threads)
+        loader = None
+        if walker.stride:  # load ids name (sweep, chunk): the deserializer is told the sweep
+            def loader(load_id: int):
+                k, c = walker.chunk_of(load_id)
+                return corpus.get_chunk(c, sweep=k)
+        self.cache = ChunkCache(corpus, threads=threads, loader=loader)
         self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
                               release=corpus.release_bytes) if direct else None
         self.dirty: set[int] = set()

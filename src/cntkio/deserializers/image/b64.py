@@ -114,8 +114,8 @@ class Base64ImageDataDeserializer(ImageCore):
         return SequenceTable(self.index.keys[a:b], np.ones(b - a, np.int64))
 
     def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
-        """The images of chunk ``chunk_id``; ``sweep`` seeds the random transforms as for the
-        ImageDeserializer (the engine does not pass it yet)."""
+        """The images of chunk ``chunk_id`` as sweep ``sweep`` reads it (it seeds the random
+        transforms, as for the ImageDeserializer)."""
         a, b = int(self.index.chunk_starts[chunk_id]), int(self.index.chunk_starts[chunk_id + 1])
         images, where = zip(*(self._image(i, sweep) for i in range(a, b)))
         return self._pack(self.index.keys[a:b], self.index.labels[a:b], list(images), list(where))

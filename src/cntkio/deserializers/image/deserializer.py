@@ -13,9 +13,10 @@ An image that cannot be read, decoded or transformed makes its sequence invalid:
 
 Random transforms draw from ``numpy.random.default_rng([seed, sweep, position, stream])`` per
 sequence (``position`` = its index in the map, ``seed`` = the deserializer's ``seed`` option), so
-every run, thread count and checkpoint restore sees the same pixels (docs/images.md). The engine
-does not tell ``get_chunk`` the sweep yet, so ``sweep`` is 0 and an image is augmented alike in
-every sweep until it does.
+every run, thread count and checkpoint restore sees the same pixels (docs/images.md). With a
+random transform the deserializer declares that its chunks depend on the sweep
+(``depends_on_sweep``): the engine then loads an image again in every sweep, passing the sweep, so
+every sweep draws a new augmentation.
 """
 from __future__ import annotations
 
@@ -176,6 +177,11 @@ class ImageCore(DeserializerBase):
             return None if img is None else img[:, :, None]
         return cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
 
+    def depends_on_sweep(self) -> bool:
+        """With a random transform, an image's pixels depend on the sweep that reads it
+        (:class:`~cntkio.deserializers.protocol.SweepDependentDeserializer`)."""
+        return bool(self.cfg.random)
+
     def _rng(self, position: int, sweep: int = 0):
         return np.random.default_rng([self.cfg.seed, sweep, int(position), 0]) if self.cfg.random else None
 
@@ -314,8 +320,8 @@ class ImageDataDeserializer(ImageCore):
         return SequenceTable(self.keys[chunk_id:chunk_id + 1], np.ones(1, np.int64))
 
     def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
-        """Image ``chunk_id`` (one per chunk); ``sweep`` seeds the random transforms (the engine
-        does not pass it yet: every sweep draws as sweep 0, see docs/images.md)."""
+        """Image ``chunk_id`` (one per chunk) as sweep ``sweep`` reads it (it seeds the random
+        transforms)."""
         img, where = self._load(chunk_id, sweep)
         return self._pack(self.keys[chunk_id:chunk_id + 1], self.labels[chunk_id:chunk_id + 1], [img], [where])
 
