@@ -11,7 +11,7 @@ from cntkio.config import parse_config
 from cntkio.deserializers import base
 from cntkio.errors import ConfigError, NotImplementedInCntkio
 from cntkio.readers import UnsupportedReaderError, build_reader, reader_spec
-from test_ctf_format import EXTENDED as EXTENDED_DATA  # the format page's extended example
+from ctf_cases import EXTENDED as EXTENDED_DATA  # the format page's extended example
 
 # --- the reader sections of the pages, as written there -----------------------------------------
 

@@ -19,7 +19,7 @@ from cntkio import MinibatchSource
 from cntkio.deserializers.ctf import available_backends
 from cntkio.errors import FormatError, MaxErrorsExceeded
 from cntkio.testing import _difference, _snapshot, assert_resumes_exactly
-from test_ctf_properties import DIM_A, DIM_B, ctf_files
+from ctf_cases import DIM_A, DIM_B, ctf_files
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

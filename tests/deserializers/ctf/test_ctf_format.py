@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 import pytest
+from ctf_cases import EXTENDED
 
 from cntkio.deserializers.ctf import CNTKTextFormatDeserializer, available_backends
 from cntkio.deserializers.ctf import _reference as ref
@@ -63,18 +64,6 @@ def sequences(d):
 # ---------------------------------------------------------------------------------------------
 # sequence ids, continuation lines, aliases (the format page's extended example)
 
-EXTENDED = """100 |a 1 2 3 |b 100 200
-100 |a 4 5 6 |b 101 201
-100 |b 102983 14532 |a 7 8 9
-100 |a 7 8 9
-200 |b 300 400 |a 10 20 30
-333 |b 500 100
-333 |b 600 -900
-400 |a 1 2 3 |b 100 200
-|a 4 5 6 |b 101 201
-|a 4 5 6 |b 101 201
-500 |a 1 2 3 |b 100 200
-"""
 
 
 def test_extended_example(tmp_path, backend):
