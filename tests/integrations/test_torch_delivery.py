@@ -83,7 +83,7 @@ def test_first_minibatch_concrete_values(ctf):
     assert out["w_lengths"].dtype == torch.int64 and out["w_lengths"].tolist() == [3, 1, 2]
     w = out["w"]
     assert w.layout == torch.sparse_csr and w.shape == (6, VOCAB)
-    assert w.crow_indices().dtype == torch.int64 and w.col_indices().dtype == torch.int64
+    assert w.crow_indices().dtype == torch.int32 and w.col_indices().dtype == torch.int32
     assert w.crow_indices().tolist() == [0, 1, 2, 3, 4, 5, 6]
     assert w.col_indices().tolist() == [3, 7, 2, 5, 0, 9]
     assert w.values().dtype == torch.float32 and w.values().tolist() == [1.0] * 6
@@ -160,6 +160,15 @@ def test_partitions_give_the_same_tensors_both_ways(ctf):
             fast, slow = to_torch(mb, ids=("w",)), generic(mb, ids=("w",))
             for k in fast:
                 same(fast[k], slow[k])
+
+
+def test_sparse_indices_and_values_share_the_packed_memory(ctf):
+    mb = make_source(ctf, max_sweeps=1).next_minibatch(6)
+    t = to_torch(mb)["w"]
+    packed = mb["w"].data
+    assert t.col_indices().data_ptr() == packed._indices.ctypes.data + 4 * int(packed._indptr[0])
+    assert t.values().data_ptr() == packed._data.ctypes.data + 4 * int(packed._indptr[0])
+    assert torch.sparse.mm(t, torch.eye(VOCAB)).tolist() == t.to_dense().tolist()
 
 
 def test_dense_without_padding_shares_the_packed_memory(tmp_path):

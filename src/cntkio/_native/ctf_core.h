@@ -53,9 +53,70 @@ typedef struct {
     int heap;    /* never mmap'ed: stays on the C heap whatever its size */
 } ctf_vec;
 
+#ifdef CTF_HAVE_MMAP
+#include <pthread.h>
+/* Freed mapped blocks are kept for the next parse (up to CTF_POOL_BYTES in CTF_POOL_SLOTS blocks)
+ * instead of being unmapped. A sweep over a file of several chunks parses chunk after chunk, each
+ * into tens of MB of fresh output; unmapped and mapped again, every page of it was faulted in and
+ * zeroed by the kernel once per chunk (with huge pages refused on a busy machine, 4 KiB at a
+ * time: a quarter of the parse's CPU time on the sequence bench file, and the reason a sweep
+ * got slower per MB as files grew past one chunk; below CTF_MMAP_MIN, blocks stay on the C heap,
+ * which reuses them). A block taken from the cache is already faulted in. */
+#define CTF_POOL_SLOTS 16
+#define CTF_POOL_BYTES ((size_t)96 << 20)
+#define CTF_POOL_MIN ((size_t)256 << 10)
+static struct { char *data; size_t cap; } ctf_pool[CTF_POOL_SLOTS];
+static int ctf_pool_n;
+static size_t ctf_pool_bytes;
+static pthread_mutex_t ctf_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t ctf_pool_once = PTHREAD_ONCE_INIT;
+
+/* a fork (DataLoader workers) while another thread holds the lock must not leave it held */
+static void ctf_pool_prefork(void) { pthread_mutex_lock(&ctf_pool_lock); }
+static void ctf_pool_postfork(void) { pthread_mutex_unlock(&ctf_pool_lock); }
+static void ctf_pool_init(void) { pthread_atfork(ctf_pool_prefork, ctf_pool_postfork, ctf_pool_postfork); }
+
+/* Keep a freed block (0), or say there is no room (-1). */
+static int ctf_pool_put(char *data, size_t cap) {
+    int kept = -1;
+    pthread_once(&ctf_pool_once, ctf_pool_init);
+    pthread_mutex_lock(&ctf_pool_lock);
+    if (ctf_pool_n < CTF_POOL_SLOTS && ctf_pool_bytes + cap <= CTF_POOL_BYTES) {
+        ctf_pool[ctf_pool_n].data = data;
+        ctf_pool[ctf_pool_n].cap = cap;
+        ctf_pool_n++;
+        ctf_pool_bytes += cap;
+        kept = 0;
+    }
+    pthread_mutex_unlock(&ctf_pool_lock);
+    return kept;
+}
+
+/* The largest kept block of at least need bytes (its size in *cap), or NULL. */
+static char *ctf_pool_take(size_t need, size_t *cap) {
+    char *d = NULL;
+    int best = -1;
+    pthread_once(&ctf_pool_once, ctf_pool_init);
+    pthread_mutex_lock(&ctf_pool_lock);
+    for (int i = 0; i < ctf_pool_n; i++)
+        if (ctf_pool[i].cap >= need && (best < 0 || ctf_pool[i].cap > ctf_pool[best].cap)) best = i;
+    if (best >= 0) {
+        d = ctf_pool[best].data;
+        *cap = ctf_pool[best].cap;
+        ctf_pool_bytes -= *cap;
+        ctf_pool[best] = ctf_pool[--ctf_pool_n];
+    }
+    pthread_mutex_unlock(&ctf_pool_lock);
+    return d;
+}
+#endif
+
 static void ctf_block_free(void *data, size_t cap, int mapped) {
 #ifdef CTF_HAVE_MMAP
-    if (mapped) { munmap(data, cap); return; }
+    if (mapped) {
+        if (ctf_pool_put((char *)data, cap)) munmap(data, cap);
+        return;
+    }
 #endif
     (void)cap;
     (void)mapped;
@@ -69,8 +130,28 @@ static int ctf_vec_reserve(ctf_vec *v, size_t extra) {
     cap = v->cap ? v->cap : 256;
     while (cap < need) cap += cap / 2 + 64;
 #ifdef CTF_HAVE_MMAP
+    size_t kept_cap = 0;
+    /* from CTF_POOL_MIN on, a kept block (already faulted in) replaces the growth on the heap,
+     * whose reallocations would fault in fresh pages up to CTF_MMAP_MIN */
+    if (cap >= CTF_POOL_MIN && !v->heap && !v->mapped &&
+        (d = ctf_pool_take(cap < CTF_MMAP_MIN ? CTF_MMAP_MIN : cap, &kept_cap)) != NULL) {
+        if (v->len) memcpy(d, v->data, v->len);
+        free(v->data);
+        v->mapped = 1;
+        v->data = d;
+        v->cap = kept_cap;
+        return 0;
+    }
     if (cap >= CTF_MMAP_MIN && !v->heap) {
         cap = (cap + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+        if ((d = ctf_pool_take(cap, &kept_cap)) != NULL) {  /* already faulted in */
+            if (v->len) memcpy(d, v->data, v->len);
+            ctf_block_free(v->data, v->cap, v->mapped);
+            v->mapped = 1;
+            v->data = d;
+            v->cap = kept_cap;
+            return 0;
+        }
         if (v->mapped) {
             d = (char *)mremap(v->data, v->cap, cap, MREMAP_MAYMOVE);
             if (d == (char *)MAP_FAILED) return -1;

@@ -11,8 +11,9 @@ handing out one minibatch is slicing:
   are that layout and are reshaped, not copied; otherwise each minibatch gets its own block of
   ``S * T`` cells in one buffer per batch, filled by one scatter.
 * **csr** — the valid samples as CSR: row pointers starting at 0 for every minibatch (one buffer
-  of ``num_samples + num_minibatches`` int64 per batch), column indices as int64 (one conversion
-  per batch) and the values as packed (a slice, no copy).
+  of ``num_samples + num_minibatches`` per batch, one native copy), the column indices and the
+  values as packed (slices, no copy); the row pointers take the indices' type (int32, or int64
+  when a batch holds 2^31 non-zeros or more).
 * **ids** — a one-hot sparse stream (every sample exactly one non-zero, of value 1) as padded
   ``[S, T]`` int64 token ids plus a bool ``[S, T]`` mask, in per-minibatch blocks like dense.
 
@@ -155,7 +156,11 @@ class BatchTensors:
         copy_segments(np.ascontiguousarray(indptr), rows_a[:-1], crow, rows_a[:-1] + np.arange(nmb),
                       counts + 1, shift=-indptr[rows_a[:-1]])
         p0, p1 = int(indptr[0]), int(indptr[-1])
-        col = indices[p0:p1].astype(np.int64)
+        col = indices[p0:p1]  # as packed (int32): no copy; the row pointers take its type
+        if col.dtype != crow.dtype and p1 - p0 <= np.iinfo(col.dtype).max:
+            crow = crow.astype(col.dtype)
+        elif col.dtype != crow.dtype:
+            col = col.astype(crow.dtype)
         nz = (indptr[rows_a] - p0).tolist()
         crow_starts = (rows_a + np.arange(nmb + 1)).tolist()
         self.sizes[info.name] = [(n, dim) for n in counts.tolist()]

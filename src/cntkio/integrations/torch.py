@@ -8,7 +8,8 @@ DataLoader worker processes. torch is imported only here.
 
 Layouts: a dense stream becomes the padded float tensor ``[S, T, *shape]`` (padding zero); a
 sparse stream becomes a ``torch.sparse_csr_tensor`` of shape ``(num_valid_samples, dim)`` with
-the valid samples in sequence order, never densified (int64 row pointers and column indices);
+the valid samples in sequence order, never densified (int32 row pointers and column indices,
+the packer's own; int64 past 2^31 non-zeros);
 a one-hot sparse stream named in ``ids`` becomes int64 token ids ``[S, T]`` (padding ``pad_id``);
 ``masks=True`` adds a bool mask ``[S, T]`` per stream. Sequence lengths (int64 ``[S]``) come with each stream so padding
 and sparse rows can be mapped back to sequences.
@@ -67,8 +68,10 @@ def value_to_torch(value: Value, device: Any = None) -> torch.Tensor:
         indptr = value._indptr
         p0, p1 = int(indptr[0]), int(indptr[-1])
         dim = int(np.prod(value.sample_shape, dtype=np.int64)) if value.sample_shape else 1
-        t = _csr(np.asarray(indptr - p0, np.int64), value._indices[p0:p1].astype(np.int64),
-                 value._data[p0:p1], (len(indptr) - 1, dim))
+        col = value._indices[p0:p1]
+        if col.dtype != np.int32 or p1 - p0 > np.iinfo(np.int32).max:
+            col = col.astype(np.int64)
+        t = _csr((indptr - p0).astype(col.dtype), col, value._data[p0:p1], (len(indptr) - 1, dim))
     else:
         mask = value._mask
         S, T = mask.shape
