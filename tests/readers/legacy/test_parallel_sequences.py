@@ -149,3 +149,16 @@ def test_bad_value_names_the_key(corpus):
     path, _ = corpus
     with pytest.raises(ConfigError, match="nbrUttsInEachRecurrentIter"):
         reader_spec(_lm(path, nbrUttsInEachRecurrentIter="-1"))
+
+
+def test_truncated_without_truncation_length_takes_the_minibatch_size(corpus):
+    # CNTK's configs: truncated = true and nbrUttsInEachRecurrentIter, the steps = minibatchSize
+    path, vocab = corpus
+    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2", truncated="true"), max_sweeps=1)
+    mb = {s.name: d for s, d in src.next_minibatch(4).items()}
+    assert np.asarray(mb["labelIn"].mask).shape == (2, 4)
+    # truncated = true alone: one row (CNTK's default N = 1) of minibatchSize steps
+    src = build_reader(_lm(path, truncated="true"), max_sweeps=1)
+    mb = {s.name: d for s, d in src.next_minibatch(5).items()}
+    assert np.asarray(mb["labelIn"].mask).tolist() == [[2, 1, 1, 1, 1]]
+    assert _rows(mb["labelIn"], vocab) == [["</s>", "the", "cat", "sat", "on"]]

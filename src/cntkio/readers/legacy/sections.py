@@ -156,11 +156,16 @@ def apply_parallel_sequences(sec: Any, spec: Any, *, always_truncated: bool) -> 
     otherwise (HTKMLFReader) only with ``truncated = true``, and N must then be 0 or 1 without it
     (CNTK's check: a non-truncated minibatch is whole utterances, cntkio's sequence packing). In
     frame mode the value has no effect (frames are randomized one by one), which is logged.
+    ``truncated = true`` with neither ``truncationLength`` nor N reads one row (CNTK's default N of
+    1) of ``minibatchSize`` steps.
     Call it from an adapter's ``source_options`` (after the factory's ``truncated``/``frameMode``).
     """
     n = parallel_sequences_option(sec)
     key = next((k for k in PARALLEL_KEYS if sec.exists(k)), PARALLEL_KEYS[0])
     kw = spec.source_kwargs
+    if (n == 0 and not sec.exists(key) and not kw.get("frame_mode") and not kw.get("truncation_length")
+            and sec.bool("truncated", False)):
+        n = 1            # truncated = true without a truncationLength: CNTK's default of one row
     if n == 0:
         kw.pop("parallel_sequences", None)
         return 0
