@@ -102,3 +102,23 @@ def test_recurrent_lstm_layer_equals_a_hand_written_lstm_per_sequence():
             r = _lstm_reference(s, W, bias, H, 4)
             parts.append(r.flip(0) if flip else r)
         torch.testing.assert_close(v[name], torch.cat(parts), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_normalization_stabilizer_reductions_hardmax():
+    net = build("x = Input{6}\nln = LayerNormalizationLayer{}(x)\nst = StabilizerLayer{}(ln)\nhm = Hardmax(x)\n"
+                "r = ReduceMax(x) + ReduceMean(x) / 2\nq = x / ReduceSum(x)\nz = DenseLayer{3}(st)\n" + HEAD)
+    x = torch.tensor([[1.0, 5.0, 2.0, 0.5, 3.0, 4.0], [2.0, 1.0, 1.0, 1.0, 1.0, 6.0]])
+    v = net.evaluate({"x": x}, ["ln", "st", "hm", "r", "q"])
+    torch.testing.assert_close(v["ln"], F.layer_norm(x, (6,), eps=1e-5))
+    torch.testing.assert_close(v["st"], v["ln"])            # the stabilizer starts at 1
+    assert v["hm"].tolist() == [[0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1]]
+    torch.testing.assert_close(v["r"].reshape(-1), torch.tensor([5 + 15.5 / 12, 6 + 1.0]))
+    torch.testing.assert_close(v["q"], x / x.sum(1, keepdim=True))
+
+
+def test_feature_mvn_layer_uses_statistics_of_the_data():
+    net = build("x = Input{2}\nn = FeatureMVNLayer{}(x)\nz = DenseLayer{3}(n)\n" + HEAD)
+    data = torch.tensor([[1.0, 10.0], [3.0, 30.0], [5.0, 20.0]])
+    net.precompute(lambda: [({"x": data}, None, None)])
+    v = net.evaluate({"x": data}, ["n"])["n"]
+    torch.testing.assert_close(v, (data - data.mean(0)) / data.std(0, unbiased=False))

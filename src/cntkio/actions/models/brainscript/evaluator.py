@@ -49,7 +49,7 @@ _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
         ">=": operator.ge}
 #: node operators: ``a op b`` with a node on either side
-_NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times"}
+_NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times", "/": "ElementDivide"}
 
 
 class Evaluator:

@@ -170,3 +170,42 @@ def _Sequential(ev, a, loc):
             x = ev.call(f, [Thunk.of(x)], {}, loc2)
         return x
     return Function("Sequential", ["x"], builtin=call)
+
+
+@define("LayerNormalizationLayer", (), {"initScale": 1.0, "initBias": 0.0, "epsilon": 0.00001})
+def _LayerNormalizationLayer(ev, a, loc):
+    """``(x - mean(x)) / sqrt(var(x) + eps) · scale + bias``, the statistics over each sample."""
+    gain = _param(ev, 0, 1, loc, init="fixedValue", value=float(a["initScale"]))
+    bias = _param(ev, 0, 1, loc, init="fixedValue", value=float(a["initBias"]))
+    eps = float(a["epsilon"])
+
+    def apply(ev, x, l2):
+        x = _node(ev, x, l2, "LayerNormalizationLayer")
+        x0 = ev.node("Minus", [x, ev.node("ReduceMean", [x], loc=loc)], loc=loc)
+        var = ev.node("ReduceMean", [ev.node("Square", [x0], loc=loc)], loc=loc)
+        std = ev.node("Sqrt", [ev.node("Plus", [var, ev.constant(eps, loc)], loc=loc)], loc=loc)
+        norm = ev.node("ElementDivide", [x0, std], loc=loc)
+        return ev.node("Plus", [ev.node("ElementTimes", [norm, gain], loc=loc), bias], loc=loc)
+    return _layer("LayerNormalizationLayer", apply)
+
+
+@define("StabilizerLayer", (), {"steepness": 4.0})
+def _StabilizerLayer(ev, a, loc):
+    """A learned scalar ``β = softplus(s·p)/s`` times the input (``p`` starts where β = 1)."""
+    s = float(a["steepness"])
+    p0 = math.log(math.exp(s) - 1) / s
+    p = _param(ev, 1, 1, loc, init="fixedValue", value=p0)
+    beta = ev.node("ElementTimes", [ev.node("Softplus", [ev.node("ElementTimes", [p, ev.constant(s, loc)], loc=loc)],
+                                            loc=loc), ev.constant(1.0 / s, loc)], loc=loc)
+    return _layer("StabilizerLayer", lambda ev, x, l2: ev.node(
+        "ElementTimes", [beta, _node(ev, x, l2, "StabilizerLayer")], loc=loc))
+
+
+@define("FeatureMVNLayer", ())
+def _FeatureMVNLayer(ev, a, loc):
+    """Mean and variance normalisation with statistics of the training data (pre-computed)."""
+    def apply(ev, x, l2):
+        x = _node(ev, x, l2, "FeatureMVNLayer")
+        return ev.node("PerDimMeanVarNormalization", [x, ev.node("Mean", [x], loc=loc),
+                                                       ev.node("InvStdDev", [x], loc=loc)], loc=loc)
+    return _layer("FeatureMVNLayer", apply)

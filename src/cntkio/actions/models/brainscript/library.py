@@ -230,7 +230,9 @@ for _n, _op, _al in (("Sigmoid", "Sigmoid", ()), ("Tanh", "Tanh", ()), ("ReLU", 
                      ("Square", "Square", ()), ("Cosine", "Cos", ("Cos",)), ("Sin", "Sin", ()),
                      ("Transpose", "Transpose", ()), ("SumElements", "SumElements", ()),
                      ("ReduceSum", "SumColumnElements", ("SumColumnElements",)),
-                     ("Mean", "Mean", ()), ("InvStdDev", "InvStdDev", ())):
+                     ("Mean", "Mean", ()), ("InvStdDev", "InvStdDev", ()), ("ReduceMean", "ReduceMean", ()),
+                     ("ReduceMax", "ReduceMax", ()), ("ReduceMin", "ReduceMin", ()),
+                     ("ReduceLogSum", "ReduceLogSum", ()), ("Hardmax", "Hardmax", ()), ("Softplus", "Softplus", ())):
     _unary_node(_n, _op, _al)
 
 
@@ -242,6 +244,7 @@ def _binary_node(name: str, op: str, aliases=()):
 
 for _n, _op, _al in (("Times", "Times", ()), ("Plus", "Plus", ()), ("Minus", "Minus", ()),
                      ("ElementTimes", "ElementTimes", ()), ("TransposeTimes", "TransposeTimes", ()),
+                     ("ElementDivide", "ElementDivide", ()),
                      ("DiagTimes", "DiagTimes", ()), ("Scale", "Scale", ()),
                      ("CrossEntropyWithSoftmax", "CrossEntropyWithSoftmax", ("CEWithSM",)),
                      ("CrossEntropy", "CrossEntropy", ()), ("SquareError", "SquareError", ("SE",)),

@@ -376,9 +376,7 @@ class _Parser:
                 n = self.tok.text
                 self.i += 2
                 named[n] = self.expr()
-            else:
-                if named:
-                    raise self.err("a named argument (name=value) after named ones")
+            else:                   # positional arguments may follow named ones (CNTK's calls do)
                 pos.append(self.expr())
             if not self.is_op(close):
                 self.take(",")
