@@ -171,6 +171,9 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
             if key.lower() in ("module", "input", "type"):   # type: resolved above
                 continue
             config[key] = value
+        for key in ("useNumericSequenceKeys", "hashSequenceKeys"):   # reader-level, as CNTK's corpus
+            if type_name.startswith("HTK") and key not in config and dsec.exists(key):
+                config[key] = dsec.bool(key)
         if dsec.has_local("input"):
             inputs = dsec.section("input")
             config["input"] = {}
@@ -259,7 +262,9 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool, own_randomiz
         raise reader.error("truncated", "frameMode and truncated cannot both be true")
     kw["frame_mode"] = frame_mode
     if truncated:
-        kw["truncation_length"] = reader.int("truncationLength", minimum=1)
+        # a legacy reader's truncated = true without truncationLength: the minibatch size per row
+        kw["truncation_length"] = reader.int("truncationLength", minimum=1) \
+            if reader.exists("truncationLength") or not legacy else 0
     else:
         kw["truncation_length"] = 0
     if reader.exists("multiThreadedDeserialization"):
