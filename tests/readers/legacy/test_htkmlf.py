@@ -19,9 +19,8 @@ import htk_corpus  # noqa: E402
 LEGACY = """
 reader = [
     readerType = "HTKMLFReader"
-    readMethod = "blockRandomize"
     miniBatchMode = "partial"
-    nbruttsineachrecurrentiter = 4
+    nbruttsineachrecurrentiter = 1
     verbosity = 0
     {extra}
     features = [ dim = 11; type = "real"; scpFile = "big.scp" ]
@@ -66,7 +65,7 @@ def _read(src, size=3000, limit=12):
 @pytest.mark.parametrize("legacy_extra,composite_extra", [
     ("randomize = auto", "randomize = true; frameMode = true; randomizationSeed = 0"),
     ("randomize = 40000", "randomize = true; frameMode = true; randomizationWindow = 40000"),
-    ("randomize = none", "randomize = false; frameMode = true"),
+    ("readMethod = rollingWindow; randomize = none", "randomize = false; frameMode = true"),
     ("randomize = auto; frameMode = false", "randomize = true; frameMode = false"),
 ])
 def test_legacy_section_equals_the_deserializer_form(corpus, legacy_extra, composite_extra):
@@ -84,7 +83,7 @@ def test_legacy_defaults_frame_mode_and_whole_corpus_window(corpus):
     assert spec.source_kwargs["frame_mode"] is True and spec.whole_dataset_window == "samples"
     spec = reader_spec(_reader(LEGACY, "randomize = 5000"))
     assert spec.source_kwargs["randomization_window_in_samples"] == 5000
-    spec = reader_spec(_reader(LEGACY, "readMethod = none"))
+    spec = reader_spec(_reader(LEGACY, "readMethod = rollingWindow; randomize = none"))
     assert spec.source_kwargs["randomize"] is False
 
 

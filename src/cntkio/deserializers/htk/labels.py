@@ -68,11 +68,14 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self.frame_mode = bool(frame_mode)
         self.dtype = dtype_of(config)
         self.label_dim = to_int(option(spec, None, "labelDim", "dim", "shape"), f"input.{name}.dim", minimum=1)
+        target_file = option(spec, None, "labelToTargetMappingFile")
         self.phone_boundaries = to_bool(option(spec, config, "phoneBoundaries", "phone_boundaries", default=False),
                                         f"input.{name}.phoneBoundaries")
         mlfs = mlf_paths(spec, name)
         self.numeric_keys = numeric_keys_of(config, spec)
         self.mlf = idx = self._index(name, spec, config, mlfs)
+        if target_file is not None:     # CNTK's old HTKMLFReader: labels delivered as target vectors
+            self._map_targets(name, spec, config, to_path(target_file, f"input.{name}.labelToTargetMappingFile"))
         self._keys = idx.keys
         if self.numeric_keys:      # useNumericSequenceKeys: the keys' numbers ("007" is 7), as CNTK
             self._keys, ok = numeric_names(idx.names)
@@ -100,6 +103,60 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                               path=f"input.{name}.phoneBoundaries")
         states = read_state_list(to_path(mapping, f"input.{name}.labelMappingFile"))
         return parse_mlf_files(mlfs, states, self.label_dim)
+
+    def _map_targets(self, name: str, spec: Mapping, config: Mapping, path: str) -> None:
+        """``labelToTargetMappingFile``/``targetDim``, as CNTK's old HTKMLFReader read them: one line
+        per state-list label, in its order, ``label 0010...`` (the target vector as ``targetDim``
+        characters 0/1); every frame's label becomes its target. cntkio delivers targets as one-hot
+        rows, so each row must hold exactly one 1 (a state -> class map); others are refused."""
+        where = f"input.{name}.labelToTargetMappingFile"
+        mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
+        if mapping is None:
+            raise ConfigError("HTKMLFReader::ReadLabelToTargetMappingFile(): cannot read labelToTargetMappingFile "
+                              "without a labelMappingFile!", path=where)
+        tdim = option(spec, None, "targetDim")
+        if tdim is None:
+            raise ConfigError("output must specify targetDim if labelToTargetMappingFile specified!",
+                              path=f"input.{name}.targetDim")
+        tdim = to_int(tdim, f"input.{name}.targetDim", minimum=1)
+        with open(to_path(mapping, where), encoding="utf-8", errors="surrogateescape") as f:
+            labels = [ln.strip() for ln in f.read().splitlines()]
+        try:
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                rows = f.read().splitlines()
+        except OSError as e:
+            raise FormatError(f"cannot open the labelToTargetMappingFile: {e.strerror}", file=path) from e
+        rows = [r for r in rows if r.strip()]
+        labels = [lb for lb in labels if lb]
+        if len(rows) != len(labels):
+            raise FormatError("HTKMLFReader::ReadLabelToTargetMappingFile(): mismatch between lengths of "
+                              "labelMappingFile vs labelToTargetMappingFile", file=path,
+                              expected=f"{len(labels)} lines (the state list)", found=f"{len(rows)} lines")
+        target = np.empty(len(rows), np.int32)
+        width = None
+        for i, (row, want) in enumerate(zip(rows, labels)):
+            token, _, bits = row.partition(" ")
+            if token != want:
+                raise FormatError("HTKMLFReader::ReadLabelToTargetMappingFile(): mismatch between labelMappingFile "
+                                  "and labelToTargetMappingFile", file=path, line=i + 1, expected=repr(want),
+                                  found=repr(token))
+            width = len(bits) if width is None else width
+            if len(bits) != width:
+                raise FormatError("HTKMLFReader::ReadLabelToTargetMappingFile(): inconsistent target length among "
+                                  "records", file=path, line=i + 1, expected=f"{width} characters",
+                                  found=f"{len(bits)}")
+            if set(bits) - {"0", "1"}:
+                raise FormatError("HTKMLFReader::ReadLabelToTargetMappingFile(): expecting label2target mapping to "
+                                  "contain only 1's or 0's", file=path, line=i + 1, found=repr(bits))
+            if bits.count("1") != 1:
+                raise FormatError("a target vector with other than one 1: cntkio delivers each frame's target as "
+                                  "one class", file=path, line=i + 1, expected="exactly one 1", found=repr(bits))
+            target[i] = bits.index("1")
+        if width != tdim:
+            raise FormatError("mismatch between targetDim and dim found in labelToTargetMappingFile", file=path,
+                              expected=f"targetDim {tdim}", found=f"{width} characters a line")
+        self.mlf.seg_labels = target[self.mlf.seg_labels]
+        self.label_dim = tdim
 
     def stream_infos(self) -> list[StreamInformation]:
         return [self._stream]

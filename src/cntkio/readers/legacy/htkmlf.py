@@ -32,13 +32,17 @@ from typing import Any, Mapping
 
 from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_mlf
 from ...engine.composite import CompositeDeserializer
-from .sections import shared_options
+from .sections import PARALLEL_KEYS, apply_parallel_sequences, shared_options
 
 __all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]
 
 TYPE_NAME = "HTKMLFReaderDeserializer"
 log = logging.getLogger("cntkio.readers.htkmlf")
 
+#: old-HTKMLFReader keys cntkio refuses (reader level), with why
+_REFUSED_READER_KEYS = {
+    "unigram": "the unigram language model of lattice-based sequence training (lattices are not read)",
+}
 _LABEL_KEYS = ("labelDim", "labelMappingFile", "mlfFile", "mlfFileList", "labelType")
 _FEATURE_OPTIONS = ("dim", "contextWindow", "prefixPathInSCP", "expandToUtterance", "definesMBSize",
                     "maxSequenceLength")
@@ -93,11 +97,22 @@ class HTKMLFAdapter:
         if shared_options(sec)["minibatchMode"] == "full":
             raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
                             "use Partial (the default): the last minibatch of an epoch may be smaller")
-        for key in ("nbrUttsInEachRecurrentIter",):
-            if sec.exists(key):
-                log.info("%s = %s: cntkio packs as many utterances in parallel as the minibatch size allows",
-                         sec.key_path(key), sec.raw(key))
+        for key, why in _REFUSED_READER_KEYS.items():
+            if sec.has_local(key):
+                raise sec.error(key, f"{key} is not supported by cntkio's HTKMLFReader: {why}")
+        if sec.exists("addEnergy") and sec.int("addEnergy", minimum=0) != 0:
+            # the spec: energy elements added with rollingWindow; CNTK 2.7's reader never read the key
+            # (its rolling-window source was built with 0 energy elements), so neither does cntkio
+            log.warning("%s = %s has no effect, as in CNTK 2.7 (its HTKMLFReader never read it)",
+                        sec.key_path("addEnergy"), sec.raw("addEnergy"))
+        if sec.exists("readAhead"):     # CNTK's old reader: a loader thread; the data are the same
+            log.info("%s = %s: cntkio always loads ahead on background threads", sec.key_path("readAhead"),
+                     sec.raw("readAhead"))
         parts = feats + labels
+        for key in ("useNumericSequenceKeys", "hashSequenceKeys"):   # the reader's corpus: every part
+            if sec.exists(key):
+                for p in parts:
+                    p[key] = sec.bool(key)
         spec.stream_names.extend(next(iter(p["input"])) for p in parts)
         precision = "float" if spec.dtype == "float32" else "double"
         for p in parts:
@@ -136,6 +151,9 @@ class HTKMLFAdapter:
         entry["labelMappingFile"] = s.raw("labelMappingFile")
         if s.has_local("labelType") and s.str("labelType", inherit=False).lower() != "category":
             raise s.error("labelType", "HTK label sections are labelType = category (one-hot per frame)")
+        for key in ("labelToTargetMappingFile", "targetDim"):    # labels delivered as their targets
+            if s.has_local(key):
+                entry[key] = s.raw(key, inherit=False)
         if s.has_local("phoneBoundaries"):
             entry["phoneBoundaries"] = s.raw("phoneBoundaries", inherit=False)
         return {"type": MLF_TYPE, "input": {name: entry}}
@@ -156,12 +174,51 @@ class HTKMLFAdapter:
             kw["randomize"] = True
             kw["randomization_window_in_samples"] = sec.int("randomize", minimum=1)
             spec.whole_dataset_window = None
-        if sec.str("readMethod", "blockRandomize").lower() == "none":
+        old = spec.reader_type.lower() == "htkmlfreader"     # CNTK's own HTKMLFReader DLL, else HTKDeserializers
+        method = sec.str("readMethod", "blockRandomize").lower()
+        allowed = ("blockrandomize", "rollingwindow") if old else ("blockrandomize", "none")
+        if method not in allowed:
+            raise sec.error("readMethod", "readMethod must be 'rollingWindow' or 'blockRandomize'" if old
+                            else "readMethod must be 'blockRandomize' or 'none'.")
+        no_window = text in ("none", "false", "0")
+        if method == "blockrandomize" and no_window:
+            raise sec.error("randomize", "'randomize' cannot be 'none' when 'readMethod' is 'blockRandomize'.",
+                            "readMethod = rollingWindow (HTKMLFReader) or none (HTKDeserializers) with "
+                            "randomize = none reads the corpus in order")
+        if method == "rollingwindow":
+            if any(p["input"][next(iter(p["input"]))].get("expandToUtterance") not in (None, False, "false")
+                   for p in spec.deserializers[0]["parts"] if p["type"] == FEATURE_TYPE):
+                raise sec.error("readMethod", "rollingWindow reader does not support expandToUtt. Change to "
+                                "blockRandomize.")
+            if not no_window:
+                raise sec.error("readMethod", "readMethod = rollingWindow with a randomization window is not "
+                                "supported by cntkio (the order of CNTK's disk-paged rolling window is not "
+                                "reproduced)", "readMethod = blockRandomize randomizes frames over the same "
+                                "window; rollingWindow with randomize = none reads in order")
+        if method == "none" or no_window:
             kw["randomize"] = False
             kw["randomization_window_in_samples"] = 0
             spec.whole_dataset_window = None
         truncated = sec.bool("truncated", False)
-        kw["frame_mode"] = sec.bool("frameMode", not truncated)
+        frame_mode = sec.bool("frameMode", True)
+        if frame_mode and truncated:
+            raise sec.error("truncated", "'Truncated' cannot be 'true' in frameMode (i.e. when 'frameMode' is "
+                            "'true')" if old else "frameMode and truncated BPTT are mutually exclusive.",
+                            "frameMode = false with truncated = true")
+        kw["frame_mode"] = frame_mode
+        # nbrUttsInEachRecurrentIter: with truncated = true, that many utterances side by side,
+        # truncationLength steps each (without it, the minibatch size per row: CNTK's legacy form);
+        # default 1. CNTK's HTKMLFReader refused more than 1 in frame mode and less than 1.
+        key = next((k for k in PARALLEL_KEYS if sec.exists(k)), None)
+        if key is not None:
+            n = sec.int(key)
+            if n < 1:
+                raise sec.error(key, "nbrUttsInEachRecurrentIter cannot be less than 1.")
+            if old and frame_mode and n > 1:
+                raise sec.error(key, "nbrUttsInEachRecurrentIter cannot be more than 1 in frame mode reading.")
+        n = apply_parallel_sequences(sec, spec, always_truncated=False)
+        if truncated and n == 0 and not kw.get("truncation_length"):
+            kw["parallel_sequences"] = 1
 
 
 def build(config: Mapping, **source_options: Any) -> CompositeDeserializer:
