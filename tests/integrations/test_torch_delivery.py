@@ -288,3 +288,19 @@ def test_pin_memory_delivers_the_same_tensors(ctf):
         assert b["g"].dtype == torch.int64 and b["g"].dim() == 2
         if torch.cuda.is_available():
             assert b["f"].is_pinned() and b["g"].is_pinned()
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+def test_dataset_reports_a_stream_that_is_not_one_hot(tmp_path, randomize):
+    # the token ids are built as batches are packed (ahead, on the packing thread when not
+    # randomized): the error still reaches the loop that iterates the loader
+    path = tmp_path / "multi.ctf"
+    path.write_text("".join(f"{i}\t|w {i % 5}:1{' 4:1' if i == 7 else ''}\n" for i in range(12)))
+
+    def source():
+        return MinibatchSource(CTFDeserializer(str(path), StreamDefs(w=StreamDef(field="w", shape=5,
+                                                                                 is_sparse=True))),
+                               randomize=randomize, max_sweeps=1)
+    loader = torch.utils.data.DataLoader(MinibatchIterableDataset(source, 4, ids=("w",)), batch_size=None)
+    with pytest.raises(ValueError, match="'w'.*exactly one non-zero.*has 2"):
+        list(loader)
