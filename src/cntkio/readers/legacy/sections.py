@@ -84,26 +84,22 @@ def shared_options(sec: Any) -> dict[str, Any]:
     """The options every legacy reader shares (and HTKMLFReader maps through the same code):
 
     * ``minibatchMode``: ``partial`` or ``full`` (CNTK's spelling in any case);
-    * ``readMethod``: ``blockRandomize`` (default) is cntkio's block randomizer, as CNTK's;
+    * ``readMethod``: ``blockRandomize`` (default), ``rollingWindow`` or ``none``, checked here;
+      :func:`block_source_options` applies it for the readers that randomize through it (UCIFast,
+      Binary, Sequence, LUSequence): ``blockRandomize`` is cntkio's block randomizer, as CNTK's;
       ``rollingWindow`` (CNTK: a temporary file and a window rolling over it) is read through the
       block randomizer over the same window, with a warning (the order differs from CNTK's);
-      ``none`` (cntkio's extension) turns randomization off as ``randomize = None`` does
-      (:func:`block_source_options` applies it);
-    * ``readAhead``: CNTK's optional read-ahead thread. cntkio always loads and packs ahead on its
-      own threads, so either value reads the same minibatches: accepted with a one-time info line;
+      ``none`` (cntkio's extension) turns randomization off as ``randomize = None`` does.
+      HTKMLFReader maps the value itself (``htkmlf.py``);
+    * ``readAhead``: CNTK's optional read-ahead thread, checked here. cntkio always loads and packs
+      ahead on its own threads, so either value reads the same minibatches: accepted with a
+      one-time info line (:func:`block_source_options`; HTKMLFReader logs its own);
     * ``verbosity``: the trace level (the reader factory maps it to ``trace_level``).
     """
     out: dict[str, Any] = {}
     out["minibatchMode"] = sec.choice("minibatchMode", ("partial", "full"), "partial")
     out["readMethod"] = sec.choice("readMethod", ("blockRandomize", "rollingWindow", "none"), "blockRandomize")
-    if out["readMethod"] == "rollingWindow":
-        _warn_once("readMethod", "%s = rollingWindow: cntkio randomizes through its block randomizer over the "
-                   "same window (no temporary file); the order differs from CNTK's rolling window",
-                   sec.key_path("readMethod"))
     out["readAhead"] = sec.bool("readAhead", False)
-    if sec.exists("readAhead"):
-        info_once("readAhead", "%s = %s: cntkio always loads and packs ahead on its own threads; the "
-                  "option changes nothing", sec.key_path("readAhead"), out["readAhead"])
     out["verbosity"] = sec.int("verbosity", 1) if sec.exists("verbosity") else None
     return out
 
@@ -247,8 +243,16 @@ def block_source_options(sec: Any, spec: Any, auto_epoch_blocks: bool = True) ->
     """The MinibatchSource randomization options of a legacy section's ``randomize`` (module
     docstring): the deserializer's chunks are the randomization blocks, the window one chunk."""
     randomize, block = randomize_option(sec, auto_epoch_blocks)
-    if sec.exists("readMethod") and str(sec.raw("readMethod")).strip().lower() == "none":
+    method = shared_options(sec)["readMethod"]
+    if method == "none":
         randomize = False                      # readMethod = none: as randomize = None
+    elif method == "rollingWindow" and randomize:
+        _warn_once("readMethod", "%s = rollingWindow: cntkio randomizes through its block randomizer over the "
+                   "same window (no temporary file); the order differs from CNTK's rolling window",
+                   sec.key_path("readMethod"))
+    if sec.exists("readAhead"):
+        info_once("readAhead", "%s = %s: cntkio always loads and packs ahead on its own threads; the "
+                  "option changes nothing", sec.key_path("readAhead"), sec.bool("readAhead"))
     kw = spec.source_kwargs
     kw["randomize"] = randomize
     kw["randomization_window_in_samples"] = 0
