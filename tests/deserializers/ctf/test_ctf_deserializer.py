@@ -45,6 +45,18 @@ def test_factory_validation_as_cntk():
         CTFDeserializer("x.ctf", StreamDefs(x=StreamDef(field="x")))
 
 
+def test_map_input_names_streams_as_cntk_2_0_did():
+    # the spec's composite example: CTFDeserializer(file) then .map_input(name, dim, format)
+    cfg = CTFDeserializer("x.ctf")
+    assert cfg.map_input("rois", dim=8, format="dense") is cfg
+    cfg.map_input("labels", 5, "sparse", alias="l")
+    assert cfg == {"type": "CNTKTextFormatDeserializer", "file": "x.ctf", "input": {
+        "rois": {"alias": "rois", "dim": 8, "format": "dense", "definesMBSize": False},
+        "labels": {"alias": "l", "dim": 5, "format": "sparse", "definesMBSize": False}}}
+    with pytest.raises(ValueError, match="format must be 'dense' or 'sparse'"):
+        cfg.map_input("x", 3, "csr")
+
+
 def test_registered_and_built_from_config(tmp_path, backend):
     assert "CNTKTextFormatDeserializer" in registered_deserializers()
     cfg = CTFDeserializer(write(tmp_path, "|x 1 2\n|x 3 4\n"), StreamDefs(X=StreamDef("x", 2)))

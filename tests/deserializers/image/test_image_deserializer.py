@@ -100,11 +100,10 @@ def test_the_spec_example_joining_images_with_ctf_rois_and_labels(tmp_path):
     image_source = ImageDeserializer(map_file)
     image_source.ignore_labels()
     image_source.map_features('features', [scale])
-    # the example's CTF part spells its streams with map_input (CTFDeserializer(file) then
-    # .map_input(name, dim, format)); cntkio's CTFDeserializer takes them as StreamDefs
-    roi_source = CTFDeserializer(str(roi_file), StreamDefs(rois=StreamDef(field="rois", shape=rois_dim)))
-    label_source = CTFDeserializer(str(label_file), StreamDefs(
-        roiLabels=StreamDef(field="roiLabels", shape=label_dim)))
+    roi_source = CTFDeserializer(str(roi_file))
+    roi_source.map_input('rois', dim=rois_dim, format="dense")
+    label_source = CTFDeserializer(str(label_file))
+    label_source.map_input('roiLabels', dim=label_dim, format="dense")
     reader = MinibatchSource([image_source, roi_source, label_source], randomize=False, max_sweeps=1)
     mb = reader.next_minibatch(3)
     feats = mb[reader.streams.features].asarray()[:, 0]
