@@ -84,6 +84,10 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
         self.parts = list(deserializers)
         self.primary = self.parts[0]
         self._by_sweep = [depends_on_sweep(d) for d in self.parts]
+        # secondaries whose one-sample sequences stand for the whole primary sequence (HTK
+        # expandToUtterance in sequence mode; frame mode resolves it per frame key)
+        self._broadcast = [i > 0 and bool(getattr(d, "broadcast", False)) and not getattr(d, "frame_mode", False)
+                           for i, d in enumerate(self.parts)]
         self.trace_level = int(trace_level)
         self.key_kind = "string" if any(d.key_kind == "string" for d in self.parts) \
             else "numeric"
@@ -212,6 +216,8 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
             for name, pieces in parts.items():
                 merged = pieces[0] if len(pieces) == 1 else _concat(pieces)
                 streams[name] = merged if len(uniq) == 1 else gather_stream(merged, order)
+                if self._broadcast[p]:
+                    streams[name] = _broadcast(streams[name], table.lengths)
             if sec_invalid.any():
                 invalid = sec_invalid if invalid is None else (invalid | sec_invalid)
         return ChunkData(table, streams, invalid)
@@ -281,8 +287,9 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                 return None
             streams: dict = {}
             invalid = None
-            for d in parts:
-                streams.update(d.streams)
+            for j, d in enumerate(parts):
+                streams.update({name: _broadcast(st, lengths) for name, st in d.streams.items()}
+                               if self._broadcast[j] else d.streams)
                 if d.invalid is not None:
                     invalid = d.invalid if invalid is None else (invalid | d.invalid)
             return ChunkData(SequenceTable(keys, lengths), streams, invalid)
@@ -291,6 +298,15 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
     def close(self) -> None:
         for d in self.parts:
             d.close()
+
+
+def _broadcast(stream, lengths: np.ndarray):
+    """A secondary's one-sample sequences repeated to the corpus sequences' lengths (an HTK
+    ``expandToUtterance`` stream in sequence mode, as CNTK 2.7 delivered it)."""
+    lengths = np.asarray(lengths, np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return DenseStream(np.repeat(stream.values[stream.offsets[:-1]], lengths, axis=0), offsets)
 
 
 def _concat(pieces):
