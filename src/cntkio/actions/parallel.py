@@ -217,6 +217,7 @@ class Parallel:
         self.bytes_sent = 0                       # gradient bytes this process contributed
         self.residuals = None
         self.block_samples = 0                    # local samples since the last model sync
+        self.block_total = 0                      # all processes' samples since the last sync
         self.prev = None                          # BlockMomentumSGD: the model at the last sync
         self.block_delta = None
         self.compute_time = 0.0
@@ -240,6 +241,7 @@ class Parallel:
             n_local = int(stats[2].item())
             self.block_samples += n_local
             d.all_reduce_(stats)
+            self.block_total += int(stats[2].item())
             return stats, n_local
         grads = [(p.grad if p.grad is not None else torch.zeros_like(p)) for p in self.tensors]
         if self.active(epoch) and self.p.method == "dataparallelsgd" and self.p.gradient_bits < 32:
@@ -270,23 +272,25 @@ class Parallel:
             packs.append(_pack(idx, bits))
             ranges.append(torch.stack([lo, hi]).reshape(-1))
             shapes.append(v.shape)
-        packed = torch.cat(packs).to(d.comm_device)
-        rng = torch.cat(ranges).to(d.comm_device, torch.float32)
-        self.bytes_sent += packed.numel() + rng.numel() * 4
+        packed = torch.cat(packs)
+        rng = torch.cat(ranges).to(torch.float32)
+        # one message: the packed bits, then the column values as bytes
+        message = torch.cat([packed, rng.view(torch.uint8)]).to(d.comm_device)
+        self.bytes_sent += message.numel()
         ws = d.world_size
-        all_packed = [torch.empty_like(packed) for _ in range(ws)]
-        all_rng = [torch.empty_like(rng) for _ in range(ws)]
-        torch.distributed.all_gather(all_packed, packed)
-        torch.distributed.all_gather(all_rng, rng)
+        gathered = [torch.empty_like(message) for _ in range(ws)]
+        torch.distributed.all_gather(gathered, message)
         out = [torch.zeros_like(g) for g in grads]
         for r in range(ws):
+            got = gathered[r].to(grads[0].device if grads else "cpu")
+            all_rng = got[packed.numel():].clone().view(torch.float32)
             po = ro = 0
             for i, (g, shape) in enumerate(zip(grads, shapes)):
                 count = shape[0] * shape[1]
                 nbytes = (count * bits + 7) // 8
-                idx = _unpack(all_packed[r][po:po + nbytes].to(g.device), count, bits).reshape(shape)
-                lo = all_rng[r][ro:ro + shape[1]].to(g.device, g.dtype)
-                hi = all_rng[r][ro + shape[1]:ro + 2 * shape[1]].to(g.device, g.dtype)
+                idx = _unpack(got[po:po + nbytes], count, bits).reshape(shape)
+                lo = all_rng[ro:ro + shape[1]].to(g.dtype)
+                hi = all_rng[ro + shape[1]:ro + 2 * shape[1]].to(g.dtype)
                 out[i] += dequantize_columns(idx, lo, hi, bits).reshape(g.shape)
                 po += nbytes
                 ro += 2 * shape[1]
@@ -294,20 +298,12 @@ class Parallel:
 
     def after_update(self, epoch: int) -> None:
         """After this process's update: sync the models when a block is full (MA, BM)."""
-        if not self.local_updates(epoch):
-            return
-        done = torch.tensor([float(self.block_samples)], dtype=torch.float64)
-        total = self.dist.all_reduce_(done).item()
-        if total >= self.p.block_size:
-            self._sync_models(total)
+        if self.local_updates(epoch) and self.block_total >= self.p.block_size:
+            self._sync_models(self.block_total)
 
     def end_epoch(self, epoch: int) -> None:
-        if not self.local_updates(epoch):
-            return
-        done = torch.tensor([float(self.block_samples)], dtype=torch.float64)
-        total = self.dist.all_reduce_(done).item()
-        if total > 0:
-            self._sync_models(total)
+        if self.local_updates(epoch) and self.block_total > 0:
+            self._sync_models(self.block_total)
 
     @torch.no_grad()
     def _sync_models(self, total: float) -> None:
@@ -319,7 +315,7 @@ class Parallel:
             k = p.numel()
             avg.append(flat[offset:offset + k].reshape(p.shape).to(p.dtype))
             offset += k
-        self.block_samples = 0
+        self.block_samples = self.block_total = 0
         if self.p.method == "modelaveragingsgd":
             for p, a in zip(self.tensors, avg):
                 p.copy_(a)
@@ -339,7 +335,7 @@ class Parallel:
         if self.local_updates(epoch) and self.p.method == "blockmomentumsgd" and self.prev is None:
             self.prev = [p.detach().clone() for p in self.tensors]
             self.block_delta = [torch.zeros_like(p) for p in self.tensors]
-        self.block_samples = 0
+        self.block_samples = self.block_total = 0
 
     # -- syncPerfStats -----------------------------------------------------------------------------
     def time_minibatch(self, seconds: float, epoch: int) -> None:

@@ -341,12 +341,11 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
     net.train()
     try:
         while True:
+            # under torch.distributed epoch_minibatches yields the same number of minibatches on
+            # every process (the global sample count decides the end), so all end together and
+            # every process takes part in each update, data or not
             mb = next(it, None)
-            if dist.active:            # every process takes part in each update, data or not
-                more = torch.tensor([0.0 if mb is None else 1.0], device=device)
-                if dist.all_reduce_(more).item() == 0:
-                    break
-            elif mb is None:
+            if mb is None:
                 break
             opt.zero_grad()
             t_mb = time.perf_counter()
