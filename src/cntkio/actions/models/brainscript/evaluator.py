@@ -235,19 +235,18 @@ class Evaluator:
     def call(self, fn: Function, pos: list[Thunk], named: dict[str, Thunk], loc: Loc | None) -> Any:
         if fn.builtin is not None:
             return fn.builtin(self, pos, named, loc)
-        if len(pos) > len(fn.params):
-            raise BrainScriptError(f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), "
-                                   f"found {len(pos)}", loc)
         names: dict[str, Thunk] = {}
-        for p, t in zip(fn.params, pos):
-            names[p] = t
         for k, t in named.items():
             if k not in fn.params:
                 raise BrainScriptError(f"{fn.name} has no parameter {k!r}", loc,
                                        hint=near(k, fn.params) or f"its parameters: {', '.join(fn.params) or 'none'}")
-            if k in names:
-                raise BrainScriptError(f"{fn.name}: parameter {k!r} is given twice", loc)
             names[k] = t
+        free = [p for p in fn.params if p not in names]     # positional arguments fill the others, in order
+        if len(pos) > len(free):
+            raise BrainScriptError(f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), "
+                                   f"found {len(pos) + len(names)}", loc)
+        for p, t in zip(free, pos):
+            names[p] = t
         scope = Scope(names, fn.env)
         for p in fn.params:
             if p not in names:

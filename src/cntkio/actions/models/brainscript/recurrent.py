@@ -1,5 +1,6 @@
 """Recurrent layers of BrainScript: ``RecurrentLSTMLayer``, ``RecurrentLSTMLayerStack``,
-``DelayLayer``, and the LSTM step of ``BS.RNNs`` (``LSTMBlock``).
+``DelayLayer``, and ``BS.RNNs.RecurrentLSTMP``/``RecurrentLSTMPStack`` (with the ``PreviousHC``,
+``NextHC`` and ``NoAuxInputHook`` hooks).
 
 An LSTM layer is built of node-library nodes: the input projection ``W·x + b`` is computed for the
 whole minibatch at once; the loop closed through ``PastValue`` (``FutureValue`` with
@@ -8,10 +9,10 @@ sequence step at a time over the reader's packed sequences (no padding is comput
 """
 from __future__ import annotations
 
-from .library import _dims, _node, _param, define
+from .library import _LIB, _dims, _node, _param, define
 from .layers import _layer
 from .syntax import BrainScriptError
-from .values import Array
+from .values import Array, Function, Record, Thunk, type_name
 
 __all__: list[str] = []
 
@@ -100,3 +101,67 @@ def _DelayLayer(ev, a, loc):
         return ev.node(op, [_node(ev, x, l2, "DelayLayer")], {"rows": 0, "timeStep": abs(t),
                                                              "defaultHiddenActivity": float(a["defaultValue"])}, loc)
     return _layer("DelayLayer", apply)
+
+
+# --- BS.RNNs: the LSTM functions of CNTK's BrainScript library ------------------------------------
+def _hook(name: str):
+    def call(ev, pos, named, loc):
+        raise BrainScriptError(f"BS.RNNs.{name} is a hook for RecurrentLSTMP/RecurrentLSTMPStack; cntkio does not "
+                               "call it on its own", loc)
+    return Function(name, ["lstmState"], builtin=call)
+
+
+for _h in ("PreviousHC", "NextHC", "NoAuxInputHook"):
+    _LIB[_h] = _hook(_h)
+
+
+def _direction(ev, a, loc) -> bool:
+    hook, aux = a["previousHook"], a["augmentInputHook"]
+    name = getattr(hook, "name", None)
+    if name not in ("PreviousHC", "NextHC"):
+        raise BrainScriptError("previousHook: cntkio supports BS.RNNs.PreviousHC and BS.RNNs.NextHC, found "
+                               f"{name or type_name(hook)}", loc)
+    if getattr(aux, "name", None) != "NoAuxInputHook" or int(a["augmentInputDim"]) != 0:
+        raise BrainScriptError("augmentInputHook: cntkio supports BS.RNNs.NoAuxInputHook with augmentInputDim=0 "
+                               "only", loc)
+    if a["enableSelfStabilization"]:
+        raise BrainScriptError("enableSelfStabilization=true is not supported by cntkio", loc)
+    return name == "NextHC"
+
+
+_LSTMP = {"inputDim": 0, "previousHook": _LIB["PreviousHC"], "augmentInputHook": _LIB["NoAuxInputHook"],
+          "augmentInputDim": 0, "layerIndex": 0, "enableSelfStabilization": False}
+
+
+def _lstmp(ev, x, out, cell, back, loc):
+    a = {"init": "uniform", "initValueScale": 1.0}
+    W, b, H, proj = _lstm_params(ev, cell, out, a, loc)
+    h, c = lstm(ev, _node(ev, x, loc, "RecurrentLSTMP"), W, b, H, cell, out, loc, backwards=back, proj=proj)
+    return Record({"h": Thunk.of(h), "c": Thunk.of(c), "dim": Thunk.of(out)})
+
+
+@define("RecurrentLSTMP", ("outputDim", "x"), {**_LSTMP, "cellDim": None})
+def _RecurrentLSTMP(ev, a, loc):
+    """``BS.RNNs.RecurrentLSTMP (outputDim, cellDim=, x, ...)``: the record ``{h, c, dim}``."""
+    out = _dim(a["outputDim"], loc, "outputDim")
+    cell = out if a["cellDim"] is None else _dim(a["cellDim"], loc, "cellDim")
+    return _lstmp(ev, a["x"], out, cell, _direction(ev, a, loc), loc)
+
+
+@define("RecurrentLSTMPStack", ("layerDims", "input"), {**_LSTMP, "cellDims": None})
+def _RecurrentLSTMPStack(ev, a, loc):
+    """``BS.RNNs.RecurrentLSTMPStack (layerDims, cellDims=, input, ...)``: an array of ``{h, c, dim}``
+    records, one per layer, each on the one before."""
+    def ints(v, what):
+        return [int(d) for d in v.values(ev)] if isinstance(v, Array) else [_dim(v, loc, what)]
+    outs = ints(a["layerDims"], "layerDims")
+    cells = outs if a["cellDims"] is None else ints(a["cellDims"], "cellDims")
+    if len(outs) != len(cells):
+        raise BrainScriptError(f"RecurrentLSTMPStack: {len(outs)} layerDims but {len(cells)} cellDims", loc)
+    back = _direction(ev, a, loc)
+    x, layers = a["input"], []
+    for o, c in zip(outs, cells):
+        rec = _lstmp(ev, x, o, c, back, loc)
+        layers.append(Thunk.of(rec))
+        x = rec.members["h"].value
+    return Array(layers)
