@@ -130,3 +130,15 @@ rnn = [
     (_, _, train), (_, _, test) = run([f"configFile={cfg}"])
     assert test.samples == sum(1 for _ in open(tmp_path / "test.ctf"))
     assert test.averages["err"] < 0.02
+
+
+
+def test_the_carried_state_moves_with_the_network(tmp_path):
+    _ctf(tmp_path / "s.ctf", [7, 5])
+    net = cntkio.ndl.build(NET, dtype=torch.float64)
+    _outputs(tmp_path / "s.ctf", net, truncation_length=3)
+    kept = net._carries[False]._cur
+    assert set(kept) == {"hPrev", "d"} and kept["d"][0].shape == (2, 2, 3)      # rows, timeStep, width
+    net.to(torch.float32)
+    assert {v.dtype for v, _ in kept.values()} == {torch.float32}
+    assert {ok.dtype for _, ok in kept.values()} == {torch.bool}

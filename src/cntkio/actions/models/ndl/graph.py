@@ -136,6 +136,14 @@ class SequenceCarry:
     def reset(self) -> None:
         self._prev, self._cur, self.num_rows = {}, {}, -1
 
+    def apply(self, fn) -> None:
+        """``fn`` (``nn.Module._apply``'s: a move or cast) on the kept tensors."""
+        for d in (self._prev, self._cur):
+            for node, (vals, valid) in d.items():
+                d[node] = (fn(vals), fn(valid))
+        if self.rows is not None:
+            self.rows, self.cont = fn(self.rows), fn(self.cont)
+
     def carried(self, node: str, idx: torch.Tensor, pos: torch.Tensor):
         """For samples ``idx`` at positions ``pos`` (< timeStep) of their sequence: the carried
         values ``[len(idx), width]`` and which of them exist, or None."""

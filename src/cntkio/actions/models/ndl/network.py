@@ -89,6 +89,12 @@ class NDLNetwork(GraphNetwork):
         self._carry = self._carries[bool(self.training)]
         self._carry.next_minibatch(rows, continued, num_rows)
 
+    def _apply(self, fn, *args, **kwargs):      # .to(device) moves the carried state too
+        out = super()._apply(fn, *args, **kwargs)
+        for c in self.__dict__.get("_carries", {}).values():
+            c.apply(fn)
+        return out
+
     def reset_state(self) -> None:
         """Forget the carried PastValue state (the next minibatch's sequences start afresh)."""
         for c in self._carries.values():
