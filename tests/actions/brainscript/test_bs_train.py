@@ -49,3 +49,19 @@ def test_inline_network_errors_name_the_config_line(tmp_path):
         build_brainscript_network(cmd, device=torch.device("cpu"), dtype=torch.float32)
     assert f"{cfg}:6:9: undefined name 'DenseLayr'" in str(e.value)
     assert "DenseLayer" in e.value.hint
+
+
+def test_mel_edits_a_trained_brainscript_model(tmp_path):
+    from cntkio.ndl import run_mel
+    import torch
+    run([f"configFile={EX}/digits_inline.cntk", f"dataDir={DATA}", f"outputDir={tmp_path}", "progressBar=false",
+         "command=trainNetwork", "trainNetwork=[SGD=[maxEpochs=1]]"])
+    src, dst = tmp_path / "digits_inline.dnn", tmp_path / "edited.dnn"
+    run_mel(f'm = LoadModel("{src}", format=cntk)\nP = Softmax(out.z)\nSetProperty(P, output, true)\n'
+            f'SaveModel(m, "{dst}")\n')
+    before, after = load_model(str(src)).network, load_model(str(dst)).network
+    assert "P" in after.graph.groups["output"]
+    torch.testing.assert_close(after.tensor("out.h1.W"), before.tensor("out.h1.W"))   # trained values kept
+    x = torch.rand(3, 64)
+    p = after.evaluate({"features": x}, ["P"])["P"]
+    torch.testing.assert_close(p, torch.softmax(before(x), -1))
