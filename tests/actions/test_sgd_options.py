@@ -250,10 +250,11 @@ def task(tmp_path):
     data.write_text("".join(f"|features {' '.join('%.4f' % v for v in xi)} |labels "
                             f"{' '.join('1' if k == yi else '0' for k in range(3))}\n" for xi, yi in zip(x, y)))
 
-    def go(sgd, epochs=4, name="run", extra=()):
+    def go(sgd, epochs=4, name="run", extra=(), builder=""):
         out = tmp_path / name
         cfg = tmp_path / f"{name}.cntk"
-        cfg.write_text(TASK.format(out=out, data=data, epochs=epochs, sgd=sgd))
+        text = TASK.format(out=out, data=data, epochs=epochs, sgd=sgd)
+        cfg.write_text(text.replace("layerTypes = Tanh ]", f"layerTypes = Tanh ; {builder} ]"))
         return run([f"configFile={cfg}", *extra]), out
     return go
 
@@ -370,3 +371,27 @@ def test_kl_adaptation_errors(task, tmp_path):
         task("", extra=("command=ad", ad.replace("{ref}", "refNodeName=Nope;")), name="base")
     with pytest.raises(ConfigError, match="adaptationRegType"):
         task("", extra=("command=ad", ad.replace("{ref}", "refNodeName=HLast;").replace("=KL", "=L2")), name="base")
+
+
+def test_add_dropout_nodes_follow_the_dropout_schedule(task):
+    """SimpleNetworkBuilder addDropoutNodes: DropH1 after the hidden layer, its rate SGD's
+    dropoutRate per epoch: a rate of 0 trains exactly as without the nodes; 0.5 changes training
+    but not evaluation (the identity there)."""
+    from cntkio.actions.models import SimpleNetwork
+    from cntkio.actions.network import spec_from_config
+    spec = spec_from_config(parse_config("b=[layerSizes=4:8:3; addDropoutNodes=true]")("b"))
+    net = SimpleNetwork(spec, dtype=torch.float64)
+    assert "DropH1" in net.node_names() and net.set_dropout_rate(0.5) == 1
+    x = torch.ones(200, 4, dtype=torch.float64)
+    net.train()
+    h, d = (net.nodes(x)[k] for k in ("H1", "DropH1"))
+    assert set(torch.unique(d / h).tolist()) <= {0.0, 2.0} and 0.3 < (d == 0).double().mean() < 0.7
+    net.eval()
+    assert torch.equal(net.nodes(x)["DropH1"], net.nodes(x)["H1"])
+    assert torch.allclose(net(x), net.nodes(x)["HLast"])
+
+    plain = task("learningRatesPerSample = 0.02", epochs=2, name="plain")[1]
+    zero = task("learningRatesPerSample = 0.02 ; dropoutRate = 0", epochs=2, name="zero", builder="addDropoutNodes = true")[1]
+    half = task("learningRatesPerSample = 0.02 ; dropoutRate = 0.5", epochs=2, name="half", builder="addDropoutNodes = true")[1]
+    w = {k: load_model(str(p / "model.dnn")).network.W0 for k, p in (("plain", plain), ("zero", zero), ("half", half))}
+    assert torch.equal(w["plain"], w["zero"]) and not torch.equal(w["plain"], w["half"])

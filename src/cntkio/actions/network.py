@@ -24,7 +24,7 @@ UNSUPPORTED_BUILDERS = ("BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder
 
 #: SimpleNetworkBuilder parameters that would change the network in ways cntkio does not build,
 #: with the values that mean "off" (these are refused, not ignored)
-_REFUSED = {"rnnType": ("simplenet",), "addDropoutNodes": ("false", "f", "0"), "lookupTableOrder": ("0",)}
+_REFUSED = {"rnnType": ("simplenet",), "lookupTableOrder": ("0",)}
 
 
 def spec_from_config(builder) -> NetworkSpec:
@@ -42,7 +42,7 @@ def spec_from_config(builder) -> NetworkSpec:
         if builder.exists(key) and (get_str(builder, key) or "").lower() not in off:
             raise NotImplementedInCntkio(
                 f"{key_path(builder, key)}={get_str(builder, key)} is not implemented in cntkio "
-                "(SimpleNetworkBuilder networks are feed-forward, without dropout nodes)")
+                "(cntkio builds feed-forward SimpleNetworkBuilder networks: rnnType = SIMPLENET, no lookup table)")
     if not has(builder, "layerSizes"):
         raise ConfigError("SimpleNetworkBuilder needs layerSizes", path=key_path(builder, "layerSizes"),
                           hint="e.g. layerSizes=784:256:10 (input, hidden layers, output)")
@@ -61,6 +61,7 @@ def spec_from_config(builder) -> NetworkSpec:
         apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
         random_seed_offset=get_int(builder, "randomSeedOffset", 0),
         need_prior=get_bool(builder, "needPrior", False),
+        add_dropout_nodes=get_bool(builder, "addDropoutNodes", False),
     )
 
 

@@ -290,8 +290,9 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
             _finish_early(net, opt, model_path, epoch, params, dist, name)
             break
         rate = params.dropout_of(epoch)
-        if rate is not None:
-            set_dropout_rate(net, rate)
+        if rate is not None and set_dropout_rate(net, rate) == 0 and epoch == start:
+            _log.info("%s: dropoutRate is set but the network has no Dropout nodes (SimpleNetworkBuilder: "
+                      "addDropoutNodes=true; NDL: Dropout(x)): it changes nothing", name)
         par.start_epoch(epoch)
         res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, par, kl)
         par.end_epoch(epoch)

@@ -22,7 +22,10 @@ Conventions kept from CNTK:
   ``ScaledLogLikelihood = Minus(HLast, LogOfPrior)``, which then replaces ``HLast`` as the output
   node (what ``write`` writes by default; a hybrid HMM decoder reads these scaled likelihoods). A
   class that never occurs in the training labels has a prior of 0, so its ``LogOfPrior`` is
-  ``-inf`` and its scaled likelihood ``+inf``, as in CNTK.
+  ``-inf`` and its scaled likelihood ``+inf``, as in CNTK;
+* ``addDropoutNodes=true`` puts a Dropout node after every hidden layer (``DropH1``, ...), as
+  CNTK's builder did; its rate is SGD's ``dropoutRate`` of the epoch (:meth:`SimpleNetwork.set_dropout_rate`,
+  0 until set), active in training and the identity in evaluation.
 """
 from __future__ import annotations
 
@@ -63,6 +66,7 @@ class NetworkSpec:
     apply_mean_var_norm: bool = False
     random_seed_offset: int = 0
     need_prior: bool = False
+    add_dropout_nodes: bool = False
     feature_node: str = "features"
     label_node: str = "labels"
 
@@ -127,6 +131,18 @@ class SimpleNetwork(nn.Module):
         if spec.need_prior:
             self.register_buffer("Prior", torch.zeros(sizes[-1], dtype=dtype))
         self._acts = [LAYER_TYPES[t.lower()] for t in spec.layer_types]
+        self.dropout_rate = 0.0
+
+    def set_dropout_rate(self, rate: float) -> int:
+        """The rate of the Dropout nodes (``addDropoutNodes``; SGD's ``dropoutRate``); returns how
+        many there are."""
+        self.dropout_rate = float(rate)
+        return self.num_layers - 1 if self.spec.add_dropout_nodes else 0
+
+    def _drop(self, x: torch.Tensor) -> torch.Tensor:
+        if self.spec.add_dropout_nodes and self.dropout_rate and self.training:
+            return torch.nn.functional.dropout(x, self.dropout_rate, True)
+        return x
 
     # --- structure -----------------------------------------------------------------------------
     @property
@@ -145,6 +161,8 @@ class SimpleNetwork(nn.Module):
         for i in range(self.num_layers):
             names += [f"W{i}", f"B{i}"]
             names.append(f"H{i + 1}" if i < self.num_layers - 1 else "HLast")
+            if i < self.num_layers - 1 and self.spec.add_dropout_nodes:
+                names.append(f"DropH{i + 1}")
         names.append(self._posterior_name())
         names += [self.spec.label_node, self.spec.training_criterion, self.eval_node_name]
         if self.spec.need_prior:
@@ -185,6 +203,8 @@ class SimpleNetwork(nn.Module):
             if i < self.num_layers - 1:
                 x = self._acts[i](x)
                 out[f"H{i + 1}"] = x
+                if self.spec.add_dropout_nodes:
+                    x = out[f"DropH{i + 1}"] = self._drop(x)
         out["HLast"] = x
         post = self._posterior_name()
         if post == "PosteriorProb":
@@ -208,7 +228,7 @@ class SimpleNetwork(nn.Module):
         for i in range(self.num_layers):
             x = torch.addmm(getattr(self, f"B{i}"), x, getattr(self, f"W{i}").T)
             if i < self.num_layers - 1:
-                x = self._acts[i](x)
+                x = self._drop(self._acts[i](x))
         return x
 
     def criterion(self, hlast: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
