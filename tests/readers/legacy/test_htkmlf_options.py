@@ -69,8 +69,12 @@ def test_cntks_rules_name_the_key(small, rtype, extra, message):
 
 
 def test_rolling_window_with_expand_to_utterance_is_cntks_error(small):
+    two = SECTION.replace('features = [', 'zivec = [ dim = 2; scpFile = "feat.scp"; expandToUtterance = true ]\n'
+                          '    features = [')
+    text = two.format(rtype="HTKMLFReader", extra="readMethod = rollingWindow; randomize = none", fextra="",
+                      lextra="")
     with pytest.raises(ConfigError, match="rollingWindow reader does not support expandToUtt"):
-        reader_spec(_sec("readMethod = rollingWindow; randomize = none", fextra="; expandToUtterance = true"))
+        reader_spec(parse_config(textwrap.dedent(text))("reader"))
 
 
 def test_rolling_window_without_window_reads_in_order_and_htkdeserializers_ignores_n_in_frame_mode(small):
@@ -191,3 +195,18 @@ def test_add_energy_and_read_ahead_are_logged(small, caplog):
     with caplog.at_level(logging.INFO, logger="cntkio"):
         reader_spec(_sec("addEnergy = 2; readAhead = true"))
     assert "addEnergy = 2 has no effect" in caplog.text and "always loads ahead" in caplog.text
+
+
+def test_expand_to_utterance_rules_of_cntks_reader(small):
+    with open("iv.scp", "w") as f:
+        f.write("u0.iv=a.htk[0,0]\n")
+    # sections are taken in name order, as CNTK's config map held them: "afeats" comes first
+    two = SECTION.replace('features = [', 'afeats = [ dim = 2; scpFile = "iv.scp"; expandToUtterance = true ]\n'
+                          '    features = [')
+    text = two.format(rtype="HTKMLFReader", extra="", fextra="", lextra="")
+    with pytest.raises(ConfigError, match="first feature stream in the file must be frame-based"):
+        reader_spec(parse_config(textwrap.dedent(text))("reader"))
+    text = SECTION.format(rtype="HTKMLFReader", extra="", fextra="; expandToUtterance = true; contextWindow = 3",
+                          lextra="")
+    with pytest.raises(ConfigError, match="contextWindow expansion not permitted when expandToUtterance=true"):
+        reader_spec(parse_config(textwrap.dedent(text))("reader"))

@@ -48,6 +48,10 @@ _FEATURE_OPTIONS = ("dim", "contextWindow", "prefixPathInSCP", "expandToUtteranc
                     "maxSequenceLength")
 
 
+def _truthy(v: Any) -> bool:
+    return v is not None and str(v).strip().lower() in ("true", "1", "t", "yes")
+
+
 def _sections(sec: Any) -> list[tuple[str, Any]]:
     out = []
     for group in ("input", "output"):
@@ -94,6 +98,18 @@ class HTKMLFAdapter:
                 feats.append(self._features(name, s))
         if not feats:
             raise sec.error("features", "an HTKMLFReader section needs a feature section with scpFile")
+        # CNTK's config sections are a map ordered by name (case-insensitive): its first feature
+        # section by name is the primary stream
+        feats.sort(key=lambda f: str(next(iter(f["input"]))).lower())
+        expand = [_truthy(next(iter(f["input"].values())).get("expandToUtterance")) for f in feats]
+        for f, e in zip(feats, expand):
+            ctx = next(iter(f["input"].values())).get("contextWindow")
+            if e and ctx is not None and str(ctx).strip() not in ("1", "0", "0:0", "(0:0)"):
+                raise sec.error(next(iter(f["input"])), "contextWindow expansion not permitted when "
+                                "expandToUtterance=true")
+        if expand[0]:     # CNTK's HTKMLFReader's checks
+            raise sec.error(next(iter(feats[0]["input"])), "The first feature stream in the file must be frame-based "
+                            "not utterance based. Please reorder the feature blocks of your config appropriately")
         if shared_options(sec)["minibatchMode"] == "full":
             raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
                             "use Partial (the default): the last minibatch of an epoch may be smaller")
