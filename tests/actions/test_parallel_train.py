@@ -338,3 +338,18 @@ def test_resume_with_another_number_of_processes(tmp_path):
     resumed = load_model(str(model)).network.state_dict()
     for k, v in final.items():
         assert torch.allclose(v, resumed[k], atol=1e-9), k
+
+
+def test_every_key_read_is_declared():
+    """The SGD and parallelTrain keys the code reads are all in SGD_KEYS/INFO_KEYS/PARALLEL_KEYS,
+    so that an unused-key check can trust those lists."""
+    import inspect
+
+    from cntkio.actions import parallel, sgd
+    read = set()
+    for module in (sgd, parallel):
+        read |= set(re.findall(r'get_\w+\(\w+, "(\w+)"', inspect.getsource(module)))
+        read |= set(re.findall(r'\.exists(?:_current)?\("(\w+)"\)', inspect.getsource(module)))
+    declared = set(sgd.SGD_KEYS) | set(sgd.INFO_KEYS) | set(sgd.NOTED_KEYS) | set(parallel.PARALLEL_KEYS)
+    assert read - declared == set()
+    assert {"gradientBits", "blockMomentumAsTimeConstant", "gradUpdateType", "dropoutRate"} <= read

@@ -53,7 +53,7 @@ from .._log import get_logger
 from ..errors import ConfigError, NotImplementedInCntkio
 from ._params import get_bool, get_float, get_int, get_schedule, get_str, key_path, schedule_value
 
-__all__ = ["SGDParams", "CntkSGD", "AutoAdjust", "SGD_KEYS", "INFO_KEYS", "config_error",
+__all__ = ["SGDParams", "CntkSGD", "AutoAdjust", "SGD_KEYS", "INFO_KEYS", "NOTED_KEYS", "config_error",
            "set_dropout_rate", "GRAD_UPDATE_TYPES"]
 
 _log = get_logger("actions.sgd")
@@ -103,6 +103,14 @@ _REFUSED = {
 #: sequence-training keys (SequenceWithSoftmax criteria, which cntkio does not build)
 _SEQUENCE_KEYS = ("hsmoothingWeight", "frameDropThresh", "doReferenceAlign", "seqGammarAMF", "seqGammarLMF",
                   "seqGammarWP", "seqGammarBMMIFactor", "seqGammarUsesMBR")
+
+
+#: SearchBeforeEpoch / autoAdjustMinibatch keys: read (an info line) when those are off
+_SEARCH_KEYS = ("numMiniBatch4LRSearch", "numBestSearchEpoch", "minibatchSizeTuningFrequency",
+                "minibatchSizeTuningMax", "minibatchSearchCriterionErrorMargin")
+
+#: keys accepted with an info line of their own (the sequence-training and search keys)
+NOTED_KEYS = _SEQUENCE_KEYS + _SEARCH_KEYS
 
 
 def config_error(cfg, key: str, message: str, hint: str | None = None) -> ConfigError:
@@ -313,8 +321,7 @@ def _auto_adjust(cfg) -> AutoAdjust:
         raise config_error(sub, "learnRateAdjustInterval", f"must be >= 1, found {a.adjust_interval}")
     if not 0 < a.decrease_factor:
         raise config_error(sub, "learnRateDecreaseFactor", f"must be > 0, found {a.decrease_factor}")
-    for key in ("numMiniBatch4LRSearch", "numBestSearchEpoch", "minibatchSizeTuningFrequency",
-                "minibatchSizeTuningMax", "minibatchSearchCriterionErrorMargin"):
+    for key in _SEARCH_KEYS:
         if sub.exists(key):
             _log.info("%s is accepted and has no effect: it belongs to SearchBeforeEpoch/autoAdjustMinibatch, "
                       "which this config does not use", key_path(sub, key))
