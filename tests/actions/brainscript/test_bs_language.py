@@ -112,3 +112,7 @@ def test_dimension_mismatch_names_the_node():
         build_graph("x = Input{5}\ny = Input{3}\nz = x + y\nce = SquareError(y, z)\ncriterionNodes = (ce)",
                     file="n.bs")
     assert "n.bs:3:7" in str(e.value) and "do not match" in str(e.value)
+
+
+def test_deep_but_finite_recursion_evaluates():
+    assert value("count(n) = if n == 0 then 0 else 1 + count(n - 1)\nr = count(250)") == 250

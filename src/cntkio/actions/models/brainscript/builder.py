@@ -21,7 +21,7 @@ from ..ndl.network import NDLNetwork
 from ..nodes import NodeError, lookup
 from ..nodes.base import numel
 from . import layers, recurrent  # noqa: F401  (they register the layers)
-from .evaluator import Evaluator
+from .evaluator import Evaluator, deep_recursion
 from .library import builtins
 from .syntax import BrainScriptError, Loc, parse_expression, parse_record_body
 from .values import Array, BNode, Record, Thunk, type_name
@@ -41,12 +41,13 @@ def evaluate_network(text: str, *, file: str = "<brainscript>", line: int = 1, c
     inside of ``BrainScriptNetworkBuilder = {...}``), or an expression giving a record
     (``new ComputationNetwork {...}``)."""
     ev = Evaluator(builtins(), base_dir=base_dir)
-    if expression:
-        tree = parse_expression(text, file, line, col)
-        rec = ev.eval(tree, ev.globals, "")
-    else:
-        tree = parse_record_body(text, file, line, col)
-        rec = ev.record(tree, ev.globals, "")
+    with deep_recursion():
+        if expression:
+            tree = parse_expression(text, file, line, col)
+            rec = ev.eval(tree, ev.globals, "")
+        else:
+            tree = parse_record_body(text, file, line, col)
+            rec = ev.record(tree, ev.globals, "")
     if not isinstance(rec, Record):
         raise BrainScriptError(f"the network must be a record {{ ... }}, found {type_name(rec)}", Loc(file, line, col))
     return ev, rec
@@ -55,6 +56,11 @@ def evaluate_network(text: str, *, file: str = "<brainscript>", line: int = 1, c
 def graph_of(ev: Evaluator, rec: Record, *, dropout_rate: float = 0.0) -> Graph:
     groups: dict[str, list[BNode]] = {g: [] for g in ("feature", "label", "criterion", "eval", "output")}
     roots: list[BNode] = []
+    with deep_recursion():
+        return _graph_of(ev, rec, groups, roots, dropout_rate)
+
+
+def _graph_of(ev: Evaluator, rec: Record, groups: dict, roots: list, dropout_rate: float) -> Graph:
     for name, t in rec.members.items():
         v = t.force(ev)
         group = SPECIAL.get(name.lower())

@@ -6,17 +6,35 @@
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
+import sys
 from typing import Any
 
 from . import syntax as S
 from .syntax import BrainScriptError, Loc
 from .values import Array, BNode, Function, Record, Thunk, near, type_name
 
-__all__ = ["Evaluator", "Scope"]
+__all__ = ["Evaluator", "Scope", "deep_recursion"]
 
-MAX_DEPTH = 150
+
+@contextlib.contextmanager
+def deep_recursion(limit: int = 20000):
+    """Room for BrainScript's nesting (each level is a few Python frames); a Python recursion
+    error that still happens is reported as a BrainScript error."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    except RecursionError:
+        raise BrainScriptError("the network nests too deeply (an infinite recursion?)", None,
+                               hint="a recursive function needs a condition that ends it") from None
+    finally:
+        sys.setrecursionlimit(old)
+
+#: the deepest nesting of evaluations (recursive functions included) before an error
+MAX_DEPTH = 1000
 
 
 class Scope:
@@ -147,12 +165,17 @@ class Evaluator:
 
     # --- expressions ------------------------------------------------------------------------
     def eval(self, e, env: Scope, path: str = "") -> Any:
+        if self.depth == 0:                 # the outermost evaluation makes room for the nesting
+            with deep_recursion():
+                return self._counted(e, env, path)
+        return self._counted(e, env, path)
+
+    def _counted(self, e, env: Scope, path: str) -> Any:
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            self.depth = 0
-            raise BrainScriptError("the evaluation nests too deeply (an infinite recursion?)", e.loc,
-                                   hint="a recursive function needs a condition that ends it")
         try:
+            if self.depth > MAX_DEPTH:
+                raise BrainScriptError("the evaluation nests too deeply (an infinite recursion?)", e.loc,
+                                       hint="a recursive function needs a condition that ends it")
             return self._eval(e, env, path)
         finally:
             self.depth -= 1
