@@ -65,3 +65,28 @@ def test_mel_edits_a_trained_brainscript_model(tmp_path):
     x = torch.rand(3, 64)
     p = after.evaluate({"features": x}, ["P"])["P"]
     torch.testing.assert_close(p, torch.softmax(before(x), -1))
+
+
+def test_network_load_builds_on_a_trained_model(tmp_path):
+    import torch
+    from cntkio.actions.models.modelfile import save_model
+    from cntkio.brainscript import build
+    first = build("features = Input{6}\nlabels = Input{3}\nout = { h1 = DenseLayer{5, activation=Tanh}(features) }\n"
+                  "z = LinearLayer{3}(out.h1)\nce = CrossEntropyWithSoftmax(labels, z)\ncriterionNodes = (ce)")
+    save_model(str(tmp_path / "model.1.dnn"), first, epoch=1)
+    text = (f'inModel = BS.Network.Load ("{tmp_path}/model.1.dnn")\n'
+            "h1 = inModel.out.h1\n"
+            "h2 = DenseLayer{4, activation=Sigmoid}(h1)\n"
+            "z = LinearLayer{3}(h2)\n"
+            "ce = CrossEntropyWithSoftmax(inModel.labels, z)\n"
+            "criterionNodes = (ce)\n")
+    second = build(text)
+    assert second.graph.groups["feature"] == ["features"] and second.graph.groups["label"] == ["labels"]
+    torch.testing.assert_close(second.tensor("out.h1.W"), first.tensor("out.h1.W"))     # trained values
+    x = torch.randn(4, 6)
+    want = first.evaluate({"features": x}, ["out.h1"])["out.h1"]
+    torch.testing.assert_close(second.evaluate({"features": x}, ["out.h1"])["out.h1"], want)  # its model name
+    assert second.shapes["h2.W"] == (4, 5)
+    with pytest.raises(Exception) as e:
+        build('m = BS.Network.Load ("nope.dnn")\nz = m.z\nce = SquareError(z, z)\ncriterionNodes = (ce)')
+    assert "BS.Network.Load" in str(e.value) and "nope.dnn" in str(e.value) and ":1:" in str(e.value)

@@ -20,7 +20,7 @@ from ..ndl.graph import Graph, NodeDef
 from ..ndl.network import NDLNetwork
 from ..nodes import NodeError, lookup
 from ..nodes.base import numel
-from . import layers, recurrent  # noqa: F401  (they register the layers)
+from . import layers, load, recurrent  # noqa: F401  (they register the layers)
 from .evaluator import Evaluator, deep_recursion
 from .library import builtins
 from .syntax import BrainScriptError, Loc, parse_expression, parse_record_body
@@ -95,6 +95,7 @@ def _graph_of(ev: Evaluator, rec: Record, groups: dict, roots: list, dropout_rat
     for group, members in groups.items():
         for m in members:
             g.tag(group, names[id(m)])
+    g.loaded = {names[id(n)]: ev.loaded[id(n)] for n in nodes if id(n) in ev.loaded}   # BS.Network.Load
     return g
 
 
@@ -159,6 +160,9 @@ def _name(nodes: list[BNode]) -> dict[int, str]:
         if n.name is not None and n.name not in taken:
             out[id(n)] = n.name
             taken.add(n.name)
+    for n in nodes:             # a loaded node whose name a member took
+        if n.name is not None and id(n) not in out:
+            out[id(n)] = unique(n.name)
     for n in nodes:
         if id(n) in out:
             continue
@@ -300,6 +304,15 @@ def reinitialize(net: NDLNetwork, seed_offset: int = 0) -> None:
 def network_of(graph: Graph, *, dtype=torch.float32, seed_offset: int = 0, base_dir: str | None = None) -> NDLNetwork:
     net = NDLNetwork(graph, dtype, seed_offset=seed_offset, base_dir=base_dir)
     reinitialize(net, seed_offset)
+    with torch.no_grad():           # the trained values of BS.Network.Load's nodes
+        for name, (t, computed) in getattr(graph, "loaded", {}).items():
+            dst = net.tensor(name)
+            if tuple(dst.shape) != tuple(t.shape):
+                raise BrainScriptError(f"{name}: the loaded value has dimensions {list(t.shape)}, the network "
+                                       f"{list(dst.shape)}")
+            dst.copy_(t.to(dst.dtype))
+            if name in net._pre and computed:
+                net.precomputed_[net._pre.index(name)] = True
     return net
 
 

@@ -81,6 +81,8 @@ class Evaluator:
         self.globals = Scope({k: Thunk.of(v, k) for k, v in builtins.items()}, None)
         self.depth = 0
         self.included: list[str] = []
+        #: trained values of nodes from BS.Network.Load: id(node) -> (tensor, computed)
+        self.loaded: dict[int, tuple] = {}
 
     # --- nodes ------------------------------------------------------------------------------
     @property
