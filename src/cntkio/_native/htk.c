@@ -11,6 +11,13 @@
  *     left + 1 + right consecutive frames of a padded chunk, so a randomized minibatch of
  *     context-expanded frames is written once, straight where it is delivered from.
  *
+ * mlf_tokens(data, sa, sb) -> (ntok, v0, v1, ok, la, lb, lh)
+ *     The segment lines [sa[i], sb[i]) of an MLF file (stripped, so they start with a token):
+ *     tokens are separated by spaces (a TAB is not a separator); ntok counts them; v0, v1 are
+ *     the first two tokens as decimals and ok says both were 1-18 plain digits; [la, lb) is the
+ *     third token and lh its 64-bit FNV-1a hash (zeros where ntok < 3). The NumPy scan in
+ *     deserializers/htk/mlfscan.py is the reference.
+ *
  * Every offset is checked against its buffer before anything is copied (ValueError).
  */
 #define PY_SSIZE_T_CLEAN
@@ -177,11 +184,118 @@ done:
     return result;
 }
 
+static int decimal(const unsigned char *p, int64_t n, int64_t *out) {
+    int64_t v = 0;
+    if (n < 1 || n > 18)
+        return 0;
+    for (int64_t j = 0; j < n; j++) {
+        if (p[j] < '0' || p[j] > '9')
+            return 0;
+        v = v * 10 + (p[j] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+static PyObject *new_array(Py_ssize_t n, const char *fmt) {
+    /* a fresh bytearray-backed buffer is enough: the caller views it with NumPy */
+    (void)fmt;
+    return PyByteArray_FromStringAndSize(NULL, n * 8);
+}
+
+static PyObject *mlf_tokens(PyObject *self, PyObject *args) {
+    PyObject *data_o, *sa_o, *sb_o;
+    if (!PyArg_ParseTuple(args, "OOO", &data_o, &sa_o, &sb_o))
+        return NULL;
+    Buf data, sa, sb;
+    data.held = sa.held = sb.held = 0;
+    Py_ssize_t n, n2;
+    PyObject *res[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    PyObject *result = NULL;
+    if (get_buf(data_o, &data, 0, "data") < 0 || get_i64(sa_o, &sa, "sa", &n) < 0 || get_i64(sb_o, &sb, "sb", &n2) < 0)
+        goto done;
+    if (n != n2) {
+        PyErr_SetString(PyExc_ValueError, "htk.mlf_tokens: sa and sb differ in length");
+        goto done;
+    }
+    const int64_t *A = sa.view.buf, *B = sb.view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (A[i] < 0 || B[i] < A[i] || B[i] > data.view.len) {
+            PyErr_Format(PyExc_ValueError, "htk.mlf_tokens: line %zd out of bounds", i);
+            goto done;
+        }
+    }
+    for (int k = 0; k < 7; k++) {
+        res[k] = new_array(n, "q");
+        if (!res[k])
+            goto done;
+    }
+    {
+        int64_t *ntok = (int64_t *)PyByteArray_AS_STRING(res[0]), *v0 = (int64_t *)PyByteArray_AS_STRING(res[1]),
+                *v1 = (int64_t *)PyByteArray_AS_STRING(res[2]), *ok = (int64_t *)PyByteArray_AS_STRING(res[3]),
+                *la = (int64_t *)PyByteArray_AS_STRING(res[4]), *lb = (int64_t *)PyByteArray_AS_STRING(res[5]);
+        uint64_t *lh = (uint64_t *)PyByteArray_AS_STRING(res[6]);
+        const unsigned char *d = data.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t ts[3] = {0, 0, 0}, te[3] = {0, 0, 0}, count = 0;
+            int64_t p = A[i], e = B[i];
+            while (p < e) {
+                while (p < e && d[p] == ' ')
+                    p++;
+                if (p >= e)
+                    break;
+                int64_t q = p;
+                while (q < e && d[q] != ' ')
+                    q++;
+                if (count < 3) {
+                    ts[count] = p;
+                    te[count] = q;
+                }
+                count++;
+                p = q;
+            }
+            ntok[i] = count;
+            v0[i] = v1[i] = 0;
+            ok[i] = 0;
+            la[i] = lb[i] = 0;
+            lh[i] = 0;
+            if (count >= 3) {
+                int64_t x = 0, y = 0;
+                int a_ok = decimal(d + ts[0], te[0] - ts[0], &x), b_ok = decimal(d + ts[1], te[1] - ts[1], &y);
+                v0[i] = a_ok ? x : 0;
+                v1[i] = b_ok ? y : 0;
+                ok[i] = a_ok && b_ok;
+                la[i] = ts[2];
+                lb[i] = te[2];
+                uint64_t h = 0xCBF29CE484222325ULL;
+                for (int64_t j = ts[2]; j < te[2]; j++)
+                    h = (h ^ d[j]) * 0x100000001B3ULL;
+                lh[i] = h;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = PyTuple_New(7);
+    if (result)
+        for (int k = 0; k < 7; k++) {
+            PyTuple_SET_ITEM(result, k, res[k]);
+            res[k] = NULL;
+        }
+done:
+    for (int k = 0; k < 7; k++)
+        Py_XDECREF(res[k]);
+    drop(&data); drop(&sa); drop(&sb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"swap_copy", swap_copy, METH_VARARGS,
      "swap_copy(dst, dst_off, src, src_off, counts, swap): float32 ranges out of a buffer, byte-swapped."},
     {"gather_rows", gather_rows, METH_VARARGS,
      "gather_rows(out, srcs, which, rows, row_floats, width[, out_double]): rows of padded chunks."},
+    {"mlf_tokens", mlf_tokens, METH_VARARGS,
+     "mlf_tokens(data, sa, sb): tokens of MLF segment lines (count, two decimals, the label and its hash)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._native import native
 from ...errors import FormatError
 from .text import fnv1a, hash_names, line_bounds, padded
 
@@ -57,6 +58,41 @@ def _digits(data: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray,
     return val, ok
 
 
+def _tokens(data: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> tuple:
+    """Per segment line: the token count, the first two tokens as decimals, whether both were 1-18
+    plain digits, the third token's bounds and its FNV-1a hash (zeros where there are fewer than 3
+    tokens). One C pass (``cntkio._native._htk.mlf_tokens``), or NumPy under CNTKIO_PURE_PYTHON."""
+    htk = native("htk")
+    if htk is not None:
+        out = htk.mlf_tokens(data, np.ascontiguousarray(sa, np.int64), np.ascontiguousarray(sb, np.int64))
+        ntok, v0, v1, ok, la, lb = (np.frombuffer(x, np.int64) for x in out[:6])
+        return ntok, v0, v1, ok.astype(bool), la, lb, np.frombuffer(out[6], np.uint64)
+    n = len(sa)
+    is_sp = data == 32
+    mask = ~is_sp
+    mask[1:] &= is_sp[:-1]                     # a non-space after a space starts a token,
+    mask[sa] = True                            # and so does a segment line's first byte
+    tok_start = np.flatnonzero(mask)
+    spaces = np.flatnonzero(is_sp)
+    t0 = np.searchsorted(tok_start, sa)
+    ntok = np.searchsorted(tok_start, sb) - t0
+    tstart = [tok_start[np.minimum(t0 + k, len(tok_start) - 1)] for k in range(3)]
+    tend = []
+    for k in range(3):      # a token runs to the next space, or to the line's end
+        if len(spaces):
+            nxt = np.searchsorted(spaces, tstart[k])
+            has = nxt < len(spaces)
+            tend.append(np.where(has, np.minimum(spaces[np.minimum(nxt, len(spaces) - 1)], sb), sb))
+        else:
+            tend.append(sb)
+    ok3 = ntok >= 3
+    v0, ok0 = _digits(data, np.where(ok3, tstart[0], 0), np.where(ok3, tend[0], 0))
+    v1, ok1 = _digits(data, np.where(ok3, tstart[1], 0), np.where(ok3, tend[1], 0))
+    la, lb = np.where(ok3, tstart[2], 0), np.where(ok3, tend[2], 0)
+    lh = fnv1a(padded(data, la, lb), lb - la) if n else np.zeros(0, np.uint64)
+    return ntok, v0, v1, ok0 & ok1 & ok3, la, lb, lh
+
+
 def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: int, log) -> dict | None:
     """One MLF file: entries (names, lines, segment counts) and segments (frames, labels), or
     :data:`FALLBACK`. Errors are raised as the line parser raises them (the first in the file)."""
@@ -94,14 +130,7 @@ def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: 
     seg = np.flatnonzero(other)
     # segment lines: tokens separated by spaces (a TAB is not a separator)
     sa, sb = a[seg], b[seg]
-    is_sp = data == 32
-    mask = ~is_sp
-    mask[1:] &= is_sp[:-1]                     # a non-space after a space starts a token,
-    mask[sa] = True                            # and so does a segment line's first byte
-    tok_start = np.flatnonzero(mask)
-    spaces = np.flatnonzero(is_sp)
-    t0 = np.searchsorted(tok_start, sa)
-    ntok = np.searchsorted(tok_start, sb) - t0
+    ntok, v0, v1, ok01, la, lb, lh = _tokens(data, sa, sb)
     errors = []                                   # (line, exception)
     if len(bad_open):
         i = int(bad_open[0])
@@ -116,25 +145,13 @@ def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: 
             "do not support frame range format with less than two columns.", file=path, line=int(lineno[seg[i]]),
             expected="start end label (separated by spaces)", found=repr(_text(data, sa[i], sb[i])))))
     ok3 = np.flatnonzero(ntok >= 3)
-    tstart = [tok_start[np.minimum(t0 + k, len(tok_start) - 1)] for k in range(3)]
-    tend = []
-    for k in range(3):      # a token runs to the next space, or to the line's end
-        if len(spaces):
-            nxt = np.searchsorted(spaces, tstart[k])
-            has = nxt < len(spaces)
-            tend.append(np.where(has, np.minimum(spaces[np.minimum(nxt, len(spaces) - 1)], sb), sb))
-        else:
-            tend.append(sb)
-    v0, ok0 = _digits(data, tstart[0][ok3], tend[0][ok3])
-    v1, ok1 = _digits(data, tstart[1][ok3], tend[1][ok3])
-    badnum = np.flatnonzero(~(ok0 & ok1))
+    v0, v1, ok01, la, lb, lh = v0[ok3], v1[ok3], ok01[ok3], la[ok3], lb[ok3], lh[ok3]
+    badnum = np.flatnonzero(~ok01)
     if len(badnum):
         i = int(ok3[badnum[0]])
         errors.append((int(lineno[seg[i]]), FormatError(
             "the start and end times must be integers in 100 ns units", file=path, line=int(lineno[seg[i]]),
             expected="start end label", found=repr(_text(data, sa[i], sb[i])))))
-    la, lb = tstart[2][ok3], tend[2][ok3]
-    lh = fnv1a(padded(data, la, lb), lb - la)
     pos = np.searchsorted(state_hashes, lh)
     posc = np.minimum(pos, max(len(state_hashes) - 1, 0))
     known = (pos < len(state_hashes)) & (state_hashes[posc] == lh) if len(state_hashes) else np.zeros(len(lh), bool)
