@@ -210,8 +210,6 @@ def test_default_momentum_is_0_9_per_minibatch():
     ("learningRatesPerMB=1; maxEpochs=1; minibatchSize=0", ConfigError, "minibatchSize"),
     ("learningRatesPerMB=1; maxEpochs=1; gradUpdateType=AdaDelta", ConfigError, "gradUpdateType"),
     ("learningRatesPerMB=1; maxEpochs=1; gradUpdateType=AdaGrad; useNAG=true", ConfigError, "useNAG"),
-    ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustLR=SearchBeforeEpoch]", NotImplementedInCntkio,
-     "autoAdjustLR"),
     ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustLR=Sometimes]", ConfigError, "autoAdjustLR"),
     ("learningRatesPerMB=1; maxEpochs=1; AutoAdjust=[autoAdjustMinibatch=true]", NotImplementedInCntkio,
      "autoAdjustMinibatch"),

@@ -17,7 +17,7 @@ from cntkio.actions.models.ndl import build
 from cntkio.actions.runner import run
 from cntkio.actions.sgd import INFO_KEYS, SGD_KEYS, CntkSGD, SGDParams, set_dropout_rate
 from cntkio.config import parse_config
-from cntkio.errors import ConfigError, NotImplementedInCntkio
+from cntkio.errors import ConfigError
 
 
 def _params(*values):
@@ -260,7 +260,7 @@ def task(tmp_path):
 
 
 def _lrs(text):
-    return [float(v) for v in re.findall(r"learningRatePerSample = ([0-9.e+-]+)", text)]
+    return [float(v) for v in re.findall(r"; learningRatePerSample = ([0-9.e+-]+)", text)]
 
 
 def test_auto_adjust_reduces_and_increases_the_printed_rate(task, capsys):
@@ -326,9 +326,29 @@ def test_criterion_node_names_are_checked(task):
         task("learningRatesPerSample = 0.01 ; trainCriterionNodeName = CE", epochs=1, name="bad")
 
 
-def test_search_before_epoch_is_refused_by_name(task):
-    with pytest.raises(NotImplementedInCntkio, match="autoAdjustLR"):
-        task("learningRatesPerSample = 0.01 ; AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ]", name="s")
+def test_search_before_epoch_chooses_the_rate_and_leaves_no_trace(task, capsys):
+    """SearchBeforeEpoch (no schedule needed): each epoch's rate is searched on its first
+    minibatches; the trials leave model, SGD state and data untouched, so epoch 1 equals a run
+    given the chosen rate as its schedule, bit for bit."""
+    _, out = task("momentumPerMB = 0.5 ; AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ; numMiniBatch4LRSearch = 3 ]",
+                  epochs=2, name="search")
+    text = capsys.readouterr().out
+    found = [float(v) for v in re.findall(r"best learningRatePerSample = ([0-9.e+-]+)", text)]
+    assert len(found) == 2 and _lrs(text) == pytest.approx(found, rel=1e-7)
+    assert all(0 < v < 1 for v in found)
+    first = load_model(str(out / "model.dnn.1"))
+    chosen = first.optimizer["lr_state"]["lr"]
+    _, plain = task(f"momentumPerMB = 0.5 ; learningRatesPerSample = {chosen!r}", epochs=2, name="plain")
+    again = load_model(str(plain / "model.dnn.1")).network
+    for a, b in zip(first.network.parameters(), again.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_search_before_epoch_keys_are_checked(task):
+    with pytest.raises(ConfigError, match="numMiniBatch4LRSearch"):
+        task("AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ; numMiniBatch4LRSearch = 0 ]", name="s")
+    with pytest.raises(ConfigError, match="learningRatesPerMB"):       # a rate is needed without the search
+        task("AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ]", name="s")
 
 
 def test_kl_adaptation_interpolates_the_targets(task, tmp_path):

@@ -128,7 +128,8 @@ def _refused(cfg, key: str, message: str) -> NotImplementedInCntkio:
 
 @dataclass
 class AutoAdjust:
-    """``AutoAdjust`` (CNTK's names and defaults); ``method`` is ``adjustafterepoch``."""
+    """``AutoAdjust`` (CNTK's names and defaults); ``method`` is ``none``, ``adjustafterepoch`` or
+    ``searchbeforeepoch``."""
 
     method: str = "none"
     reduce_if_improve_less_than: float = 0.0
@@ -140,10 +141,16 @@ class AutoAdjust:
     use_cv: bool = True
     use_eval: bool = False
     num_prev_learn_rates: int = 5
+    num_mb_search: list = field(default_factory=lambda: [500.0])
+    num_best_search_epoch: int = 1
 
     @property
     def active(self) -> bool:
         return self.method == "adjustafterepoch"
+
+    @property
+    def search(self) -> bool:
+        return self.method == "searchbeforeepoch"
 
 
 @dataclass
@@ -183,7 +190,7 @@ class SGDParams:
     def lr_schedule_length(self) -> int:
         """Epochs the learning-rate schedule gives explicitly (AutoAdjust takes over after them)."""
         s = self.learning_rates_per_sample if self.learning_rates_per_sample is not None else self.learning_rates_per_mb
-        return len(s)
+        return len(s) if s is not None else 0
 
     def lr_per_sample(self, epoch: int) -> float:
         if self.learning_rates_per_sample is not None:
@@ -221,7 +228,8 @@ class SGDParams:
         if lr_mb is not None and lr_s is not None:
             raise ConfigError("both learningRatesPerSample and learningRatesPerMB are given",
                               path=key_path(cfg, "learningRatesPerMB"), hint="keep only one of them")
-        if lr_mb is None and lr_s is None:
+        adjust = _auto_adjust(cfg)
+        if lr_mb is None and lr_s is None and not adjust.search:
             raise ConfigError("no learning rate given", path=key_path(cfg, "learningRatesPerMB"),
                               hint="set learningRatesPerMB or learningRatesPerSample, e.g. 0.1*2:0.05")
         moms = {k: get_schedule(cfg, k, None) for k in ("momentumPerMB", "momentumPerSample", "momentumAsTimeConstant")}
@@ -274,7 +282,7 @@ class SGDParams:
             rms=rms,
             dropout_rate=dropout,
             min_learning_rate_per_sample=get_float(cfg, "minLearningRatePerSample", 1e-9),
-            auto_adjust=_auto_adjust(cfg),
+            auto_adjust=adjust,
             train_criterion_node=get_str(cfg, "trainCriterionNodeName", None),
             eval_criterion_node=get_str(cfg, "evalCriterionNodeName", None),
         )
@@ -299,10 +307,7 @@ def _adjust_section(cfg):
 def _auto_adjust(cfg) -> AutoAdjust:
     sub = _adjust_section(cfg)
     method = get_str_lower(sub, "autoAdjustLR", "none") or "none"
-    if method == "searchbeforeepoch":
-        raise _refused(sub, "autoAdjustLR", "the learning-rate search before each epoch (SearchBeforeEpoch) is "
-                       "not implemented in cntkio; AdjustAfterEpoch is")
-    if method not in ("none", "adjustafterepoch"):
+    if method not in ("none", "adjustafterepoch", "searchbeforeepoch"):
         raise config_error(sub, "autoAdjustLR", f"unknown autoAdjustLR {get_str(sub, 'autoAdjustLR')!r}",
                            hint="one of None, AdjustAfterEpoch, SearchBeforeEpoch")
     a = AutoAdjust(
@@ -316,13 +321,19 @@ def _auto_adjust(cfg) -> AutoAdjust:
         use_cv=get_bool(sub, "useCVSetControlLRIfCVExists", True),
         use_eval=get_bool(sub, "useEvalCriterionControlLR", False),
         num_prev_learn_rates=get_int(sub, "numPrevLearnRates", 5),
+        num_mb_search=get_schedule(sub, "numMiniBatch4LRSearch", "500"),
+        num_best_search_epoch=get_int(sub, "numBestSearchEpoch", 1),
     )
+    if a.num_prev_learn_rates < 1:
+        raise config_error(sub, "numPrevLearnRates", f"must be >= 1, found {a.num_prev_learn_rates}")
+    if any(v < 1 for v in a.num_mb_search):
+        raise config_error(sub, "numMiniBatch4LRSearch", f"must be >= 1, found {a.num_mb_search}")
     if a.adjust_interval < 1:
         raise config_error(sub, "learnRateAdjustInterval", f"must be >= 1, found {a.adjust_interval}")
     if not 0 < a.decrease_factor:
         raise config_error(sub, "learnRateDecreaseFactor", f"must be > 0, found {a.decrease_factor}")
     for key in _SEARCH_KEYS:
-        if sub.exists(key):
+        if sub.exists(key) and not (a.search and key in ("numMiniBatch4LRSearch", "numBestSearchEpoch")):
             _log.info("%s is accepted and has no effect: it belongs to SearchBeforeEpoch/autoAdjustMinibatch, "
                       "which this config does not use", key_path(sub, key))
     return a

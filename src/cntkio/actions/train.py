@@ -41,7 +41,7 @@ from ..errors import CntkioError, ConfigError
 from .models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
-from ._params import get_bool, get_str, has, key_path, section
+from ._params import get_bool, get_str, has, key_path, schedule_value, section
 from .eval import EvalResult, evaluate
 from .network import build_network
 from .ndl_support import feed_layout
@@ -157,23 +157,35 @@ class LearningRateState:
         self.prev = math.inf
         self.avg = math.inf
         self.not_counted = 0
+        self.prev_lrs: list[float] = []         # SearchBeforeEpoch: the rates it chose, newest last
 
     def state(self) -> dict:
-        return {"lr": self.lr, "prev": self.prev, "avg": self.avg, "not_counted": self.not_counted}
+        return {"lr": self.lr, "prev": self.prev, "avg": self.avg, "not_counted": self.not_counted,
+                "prev_lrs": list(self.prev_lrs)}
 
     def load(self, state) -> None:
         if state:
             self.lr, self.prev, self.avg = state["lr"], state["prev"], state["avg"]
             self.not_counted = int(state.get("not_counted", 0))
+            self.prev_lrs = list(state.get("prev_lrs", []))
 
-    def learning_rate(self, params: SGDParams, epoch: int) -> float:
-        if not params.auto_adjust.active or epoch < params.lr_schedule_length or self.lr is None:
+    def learning_rate(self, params: SGDParams, epoch: int) -> float | None:
+        """The rate of ``epoch``; None when SearchBeforeEpoch must search it."""
+        a = params.auto_adjust
+        if epoch < params.lr_schedule_length or a.method == "none":
+            self.lr = params.lr_per_sample(epoch)
+        elif a.search:
+            return None
+        elif self.lr is None:
             self.lr = params.lr_per_sample(epoch)
         return self.lr
 
     def after_epoch(self, params: SGDParams, epoch: int, res: EvalResult, cv, net, opt, model_path: str,
                     device, dtype, dist: Dist, name: str) -> bool:
         a = params.auto_adjust
+        if a.search:
+            self.prev = list(res.averages.values())[0]       # the search's reference criterion
+            return False
         if not a.active:
             return False
         source = cv if (cv is not None and a.use_cv) else res
@@ -212,6 +224,66 @@ class LearningRateState:
             self.prev = self.avg
             self.not_counted = 0
         return loaded
+
+
+def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype, device, dist: Dist, command,
+                          name: str, kl, lr_state: LearningRateState) -> float:
+    """``autoAdjustLR = SearchBeforeEpoch``: CNTK's search. Each trial trains the epoch's first
+    ``numMiniBatch4LRSearch`` minibatches from the current model and SGD state with one rate, takes
+    the average training criterion, and restores model, SGD state and random state. The reference
+    is a trial with rate 0, raised towards the previous epoch's criterion (weight
+    ``sqrt(trial samples / epochSize)``, 0.3 for epochSize = 0). The rate starts at the largest of
+    the last ``numPrevLearnRates`` chosen rates / 0.618**2 (none yet: 1/8/0.618/sqrt(minibatchSize))
+    and shrinks by 0.618 until a trial is no worse than the reference (or the rate is below 0.3 x
+    minLearningRatePerSample). In the first ``numBestSearchEpoch`` epochs a search between
+    0.01/minibatchSize and that rate then keeps the better side, moving the worse end by 0.618,
+    until the ends are within a factor 1.2."""
+    import copy
+    a = params.auto_adjust
+    mb = params.mb_size(epoch)
+    samples = int(schedule_value(a.num_mb_search, epoch)) * mb
+    if params.epoch_size:
+        samples = min(samples, params.epoch_size)
+    tensors = [p for p in net.parameters() if p.requires_grad]
+    exact = Parallel(ParallelParams(), dist, tensors, opt)          # trials aggregate exactly
+    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state())
+
+    def trial(rate: float) -> float:
+        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, rate, exact, kl,
+                           limit=samples, quiet=True)
+        net.load_state_dict(saved[0])
+        opt.load_state_dict(saved[1])
+        torch.set_rng_state(saved[2])
+        return res.totals[net.spec.training_criterion] / res.samples
+
+    base = trial(0.0)
+    prev = base if math.isinf(lr_state.prev) else lr_state.prev
+    ratio = math.sqrt(samples / params.epoch_size) if params.epoch_size else 0.3
+    base = max(ratio * prev + (1 - ratio) * base, base)
+    largest = max(lr_state.prev_lrs[-a.num_prev_learn_rates:], default=-1.0)
+    rate = largest / 0.618 / 0.618 if largest > 0 else 1.0 / 8.0 / 0.618 / math.sqrt(mb)
+    floor = params.min_learning_rate_per_sample * 0.3
+    while True:
+        rate *= 0.618
+        crit = trial(rate)
+        if not (math.isnan(crit) or (crit > base and rate > floor)):
+            break
+    best = rate
+    if epoch < a.num_best_search_epoch:
+        left, right, right_crit = 0.01 / mb, rate, crit
+        left_crit = trial(left)
+        while right > left * 1.2:
+            if right_crit > left_crit:
+                right *= 0.618
+                right_crit = trial(right)
+            else:
+                left /= 0.618
+                left_crit = trial(left)
+        best = left if left_crit < right_crit else right
+    lr_state.prev_lrs = (lr_state.prev_lrs + [best])[-a.num_prev_learn_rates:]
+    report(f"{name}: SearchForBestLearnRate Epoch[{epoch + 1}]: best learningRatePerSample = {best:.10g}, "
+           f"baseCriterion = {base:.10g}", dist=dist)
+    return best
 
 
 def _finish_early(net, opt, model_path: str, epoch: int, params: SGDParams, dist: Dist, name: str) -> None:
@@ -283,6 +355,9 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
 
     for epoch in range(start, params.max_epochs):
         lr = lr_state.learning_rate(params, epoch)
+        if lr is None:
+            lr = lr_state.lr = _search_learning_rate(net, opt, source, params, epoch, dtype, device, dist, command,
+                                                     name, kl, lr_state)
         if lr < params.min_learning_rate_per_sample:
             report(f"{name}: learning rate per sample for epoch {epoch + 1} = {lr:.8g} is less than "
                    f"minLearningRatePerSample {params.min_learning_rate_per_sample:.8g}; training complete",
@@ -326,16 +401,18 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
 
 
 def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, epoch: int, dtype, device,
-                 dist: Dist, command, name: str, lr: float, par: Parallel, kl=None) -> EvalResult:
+                 dist: Dist, command, name: str, lr: float, par: Parallel, kl=None, *, limit: int = 0,
+                 quiet: bool = False) -> EvalResult:
+    """One epoch (``limit`` > 0: only its first ``limit`` samples; ``quiet``: no output)."""
     mb_size = params.mb_size(epoch)
     mom = params.momentum_per_sample_of(epoch)
     feats, labels = net.spec.feature_node, net.spec.label_node
     crit_names = [net.spec.training_criterion, net.eval_node_name]
     acc = torch.zeros(3, dtype=torch.float64, device=device)      # criterion, eval, samples
     window = torch.zeros_like(acc)
-    show = params.num_mbs_to_show_result
-    bar = progress_bar(progress_enabled(command, dist), total=params.epoch_size or sweep_total(source),
-                       desc=f"Epoch[{epoch + 1} of {params.max_epochs}]")
+    show = 0 if quiet else params.num_mbs_to_show_result
+    bar = None if quiet else progress_bar(progress_enabled(command, dist), total=params.epoch_size or sweep_total(source),
+                                          desc=f"Epoch[{epoch + 1} of {params.max_epochs}]")
     it = iter(epoch_minibatches(source, minibatch_size=mb_size, epoch_size=params.epoch_size, epoch=epoch, dist=dist))
     t0 = time.perf_counter()
     n_mb, first = 0, 1
@@ -383,13 +460,19 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
                        + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2])), dist=dist)
                 window.zero_()
                 first = n_mb + 1
+            if limit and acc[2].item() >= limit:
+                break
     finally:
+        if hasattr(it, "close"):
+            it.close()
         if bar is not None:
             bar.close()
     a = acc.tolist()
     res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb)
     if res.samples == 0:
         raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")
+    if quiet:
+        return res
     report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Training] {res}; "
            f"learningRatePerSample = {lr:.8g}; epochTime = {time.perf_counter() - t0:.3f}s", dist=dist)
     return res
