@@ -148,8 +148,14 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
         target._assign(name, value)
 
 
+#: sections whose text is BrainScript (its include is BrainScript's, read by the network builder)
+_BRAINSCRIPT_SECTIONS = {"brainscriptnetworkbuilder", "experimentalnetworkbuilder"}
+
+
 def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) -> None:
     start, end = strip_span(src.text, start, end)
+    if _BRAINSCRIPT_SECTIONS & {p.lower() for p in (target.path or "").split(".")}:
+        return          # the builder reads the section's text back and includes the file itself
     raw = src.text[start + 1:end - 1] if is_quoted(src, start, end) else src.text[start:end]
     if not raw:
         raise src.error("include= needs a file name", start, path=join_path(target.path, "include"))

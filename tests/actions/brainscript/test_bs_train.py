@@ -90,3 +90,34 @@ def test_network_load_builds_on_a_trained_model(tmp_path):
     with pytest.raises(Exception) as e:
         build('m = BS.Network.Load ("nope.dnn")\nz = m.z\nce = SquareError(z, z)\ncriterionNodes = (ce)')
     assert "BS.Network.Load" in str(e.value) and "nope.dnn" in str(e.value) and ":1:" in str(e.value)
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("x = Input{4}\nz = DenseLayer{3}(x) + y\n", "undefined name 'y'"),
+    ("x = Input{4}\nz = DenseLayer{3, 4}(x)\n", "DenseLayer takes 1 positional arguments"),
+    ("x = Input{4}\nz = x + PastValue(0, z) * 0 + q\nq = z\n", "refers to itself"),
+    ('include "missing.bs"\n', "include 'missing.bs': the file does not exist"),
+])
+def test_command_line_reports_bad_networks_without_traceback(tmp_path, capsys, body, expected):
+    from cntkio.cli import main
+    cfg = tmp_path / "bad.cntk"
+    net = "".join("    " + line + "\n" for line in body.splitlines())
+    cfg.write_text(f"command = t\nt = [\n  action = train\n  modelPath = {tmp_path}/m.dnn\n"
+                   f"  SGD = [ learningRatesPerSample = 0.1 ; maxEpochs = 1 ]\n"
+                   f"  reader = [ readerType = CNTKTextFormatReader ; file = {DATA}/digits_test.ctf\n"
+                   f"    input = [ x = [ alias = features ; dim = 64 ; format = dense ] ] ]\n"
+                   f"  BrainScriptNetworkBuilder = [\n{net}  ]\n]\n")
+    assert main([f"configFile={cfg}"]) == 1
+    err = capsys.readouterr().err
+    assert expected in err and f"{cfg}:" in err and "Traceback" not in err
+
+
+def test_include_inside_an_inline_builder_section(tmp_path):
+    (tmp_path / "net.bs").write_text((paths.REPO / "examples" / "brainscript" / "net.bs").read_text())
+    cfg = tmp_path / "inc.cntk"
+    cfg.write_text("command = t\nt = [\n  action = train\n  BrainScriptNetworkBuilder = {\n"
+                   '    include "net.bs"\n    extra = Softmax (z)\n  }\n]\n')
+    out = io.StringIO()
+    show_network([f"configFile={cfg}"], out=out)
+    assert "Softmax(z)" in out.getvalue()
+    assert "Convolution(model.W, " in out.getvalue()
