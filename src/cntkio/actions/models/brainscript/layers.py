@@ -125,7 +125,7 @@ for _op in ("MaxPooling", "AveragePooling"):
     define(f"{_op}Layer", ("filterShape",), {"stride": 1, "pad": False, "lowerPad": 0, "upperPad": 0})(_pooling(_op))
 
 
-@define("BatchNormalizationLayer", (), {"spatialRank": 0, "normalizationTimeConstant": 5000, "initialScale": 1.0,
+@define("BatchNormalizationLayer", (), {"spatialRank": 0, "normalizationTimeConstant": 0, "initialScale": 1.0,
                                         "epsilon": 0.00001, "useCntkEngine": True, "blendTimeConstant": 0,
                                         "disableRegularization": False})
 def _BatchNormalizationLayer(ev, a, loc):
@@ -172,11 +172,14 @@ def _Sequential(ev, a, loc):
     return Function("Sequential", ["x"], builtin=call)
 
 
-@define("LayerNormalizationLayer", (), {"initScale": 1.0, "initBias": 0.0, "epsilon": 0.00001})
+@define("LayerNormalizationLayer", (), {"initialScale": 1.0, "initialBias": 0.0, "initScale": None, "initBias": None,
+                                        "epsilon": 0.00001})
 def _LayerNormalizationLayer(ev, a, loc):
     """``(x - mean(x)) / sqrt(var(x) + eps) · scale + bias``, the statistics over each sample."""
-    gain = _param(ev, 0, 1, loc, init="fixedValue", value=float(a["initScale"]))
-    bias = _param(ev, 0, 1, loc, init="fixedValue", value=float(a["initBias"]))
+    scale = a["initialScale"] if a["initScale"] is None else a["initScale"]
+    shift = a["initialBias"] if a["initBias"] is None else a["initBias"]
+    gain = _param(ev, 0, 1, loc, init="fixedValue", value=float(scale))
+    bias = _param(ev, 0, 1, loc, init="fixedValue", value=float(shift))
     eps = float(a["epsilon"])
 
     def apply(ev, x, l2):

@@ -90,7 +90,7 @@ def _RecurrentLSTMLayerStack(ev, a, loc):
     return _layer("RecurrentLSTMLayerStack", apply)
 
 
-@define("DelayLayer", (), {"T": 1, "defaultValue": 0.0})
+@define("DelayLayer", (), {"T": 1, "defaultHiddenActivation": 0.0, "defaultValue": None})
 def _DelayLayer(ev, a, loc):
     t = int(a["T"])
     if t == 0:
@@ -99,7 +99,9 @@ def _DelayLayer(ev, a, loc):
 
     def apply(ev, x, l2):
         return ev.node(op, [_node(ev, x, l2, "DelayLayer")], {"rows": 0, "timeStep": abs(t),
-                                                             "defaultHiddenActivity": float(a["defaultValue"])}, loc)
+                                                             "defaultHiddenActivity": float(
+                                                                 a["defaultHiddenActivation"] if a["defaultValue"] is None
+                                                                 else a["defaultValue"])}, loc)
     return _layer("DelayLayer", apply)
 
 
