@@ -105,7 +105,11 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
         return {}
     rcfg = reader.copy(parent=reader.parent)
     rcfg.remove("write")
-    for key, value in (("frameMode", "false"), ("randomize", "none"), ("truncated", "false")):
+    # in order, whole utterances: readMethod = rollingWindow (HTKMLFReader) or none (HTKDeserializers)
+    # with randomize = none is the in-order reading of both
+    legacy = (get_str(reader, "readerType", "HTKMLFReader") or "").lower() == "htkmlfreader"
+    for key, value in (("frameMode", "false"), ("randomize", "none"), ("truncated", "false"),
+                       ("readMethod", "rollingWindow" if legacy else "none")):
         rcfg.insert(key, value)
     source = build_reader(rcfg, path=key_path(section, "reader"))
     it = iter(utts)
