@@ -122,3 +122,19 @@ def test_feature_mvn_layer_uses_statistics_of_the_data():
     net.precompute(lambda: [({"x": data}, None, None)])
     v = net.evaluate({"x": data}, ["n"])["n"]
     torch.testing.assert_close(v, (data - data.mean(0)) / data.std(0, unbiased=False))
+
+
+def test_element_wise_functions_of_the_reference():
+    net = build("x = Input{4}\ny = Input{4}\nc = Clip(x, -1, 1)\nf = Floor(x) + Ceil(x) + Round(x)\n"
+                "lp = LogPlus(x, y)\ng = Greater(x, y)\nsel = BS.Boolean.If(Less(x, 0), -x, x)\n"
+                "b = BS.Boolean.And(Not(g), NotEqual(x, y))\nr = Reciprocal(y)\nk = If(true, 1, 2) + Floor(2.5)\n"
+                "z = x\nlabels = Input{4}\nce = SquareError(labels, z)\ncriterionNodes = (ce)")
+    x = torch.tensor([[-1.5, 0.2, 2.7, 0.5]])
+    y = torch.tensor([[1.0, 0.2, -2.0, 4.0]])
+    v = net.evaluate({"x": x, "y": y}, ["c", "f", "lp", "g", "sel", "b", "r"])
+    torch.testing.assert_close(v["c"], x.clamp(-1, 1))
+    torch.testing.assert_close(v["f"], x.floor() + x.ceil() + x.round())
+    torch.testing.assert_close(v["lp"], torch.logaddexp(x, y))
+    assert v["g"].tolist() == [[0, 0, 1, 0]] and v["b"].tolist() == [[1, 0, 0, 1]]
+    torch.testing.assert_close(v["sel"], x.abs())
+    torch.testing.assert_close(v["r"], 1 / y)

@@ -75,7 +75,6 @@ class Evaluator:
 
     def __init__(self, builtins: dict[str, Any], *, base_dir: str | None = None) -> None:
         self.paths: list[str] = []
-        self.naming = True
         self.base_dir = base_dir
         self.nodes: list[BNode] = []
         self.globals = Scope({k: Thunk.of(v, k) for k, v in builtins.items()}, None)
@@ -254,7 +253,7 @@ class Evaluator:
     def _arg(self, a, env: Scope) -> Thunk:
         if isinstance(a, S.Lit):
             return Thunk.of(a.value)
-        return Thunk(self._later(a, env, self.hint), self.hint, a.loc, "an argument")
+        return Thunk(self._later(a, env, self.hint), self.hint, a.loc, "an argument", names=False)
 
     # --- calls ------------------------------------------------------------------------------
     def call(self, fn: Function, pos: list[Thunk], named: dict[str, Thunk], loc: Loc | None) -> Any:
@@ -278,7 +277,7 @@ class Evaluator:
                 if p not in fn.defaults:
                     raise BrainScriptError(f"{fn.name} needs its parameter {p!r} ({len(fn.params)} parameters: "
                                            f"{', '.join(fn.params)})", loc)
-                names[p] = Thunk(self._later(fn.defaults[p], scope, self.hint), self.hint, loc, p)
+                names[p] = Thunk(self._later(fn.defaults[p], scope, self.hint), self.hint, loc, p, names=False)
         return self.eval(fn.body, scope, self.hint)
 
     # --- operators --------------------------------------------------------------------------

@@ -232,7 +232,8 @@ for _n, _op, _al in (("Sigmoid", "Sigmoid", ()), ("Tanh", "Tanh", ()), ("ReLU", 
                      ("ReduceSum", "SumColumnElements", ("SumColumnElements",)),
                      ("Mean", "Mean", ()), ("InvStdDev", "InvStdDev", ()), ("ReduceMean", "ReduceMean", ()),
                      ("ReduceMax", "ReduceMax", ()), ("ReduceMin", "ReduceMin", ()),
-                     ("ReduceLogSum", "ReduceLogSum", ()), ("Hardmax", "Hardmax", ()), ("Softplus", "Softplus", ())):
+                     ("ReduceLogSum", "ReduceLogSum", ()), ("Hardmax", "Hardmax", ()), ("Softplus", "Softplus", ()),
+                     ("Reciprocal", "Reciprocal", ()), ("Not", "Not", ())):
     _unary_node(_n, _op, _al)
 
 
@@ -244,7 +245,10 @@ def _binary_node(name: str, op: str, aliases=()):
 
 for _n, _op, _al in (("Times", "Times", ()), ("Plus", "Plus", ()), ("Minus", "Minus", ()),
                      ("ElementTimes", "ElementTimes", ()), ("TransposeTimes", "TransposeTimes", ()),
-                     ("ElementDivide", "ElementDivide", ()),
+                     ("ElementDivide", "ElementDivide", ()), ("LogPlus", "LogPlus", ()), ("Less", "Less", ()),
+                     ("LessEqual", "LessEqual", ()), ("Greater", "Greater", ()), ("GreaterEqual", "GreaterEqual", ()),
+                     ("Equal", "Equal", ()), ("NotEqual", "NotEqual", ()), ("And", "And", ()), ("Or", "Or", ()),
+                     ("Xor", "Xor", ()),
                      ("DiagTimes", "DiagTimes", ()), ("Scale", "Scale", ()),
                      ("CrossEntropyWithSoftmax", "CrossEntropyWithSoftmax", ("CEWithSM",)),
                      ("CrossEntropy", "CrossEntropy", ()), ("SquareError", "SquareError", ("SE",)),
@@ -347,8 +351,34 @@ def _Length(ev, a, loc):
     raise BrainScriptError(f"Length: expected an array or a string, found {type_name(v)}", loc)
 
 
+def _num_or_node(name, f):
+    def g(ev, a, loc):
+        x = a["x"]
+        if isinstance(x, BNode):
+            if name == "Sign":
+                raise BrainScriptError("Sign: expected a number (Sign of a node is not supported)", loc)
+            return ev.node(name, [x], loc=loc)
+        return f(_number(x, loc, name))
+    return g
+
+
 for _n, _f in (("Ceil", math.ceil), ("Floor", math.floor), ("Round", round), ("Sign", lambda x: (x > 0) - (x < 0))):
-    define(_n, ("x",))(lambda ev, a, loc, _f=_f, _n=_n: _f(_number(a["x"], loc, _n)))
+    define(_n, ("x",))(_num_or_node(_n, _f))
+
+
+@define("Clip", ("x", "minValue", "maxValue"))
+def _Clip(ev, a, loc):
+    return ev.node("Clip", [_node(ev, a["x"], loc, "Clip")], {"minValue": _number(a["minValue"], loc, "Clip minValue"),
+                                                            "maxValue": _number(a["maxValue"], loc, "Clip maxValue")},
+                   loc)
+
+
+@define("If", ("condition", "thenValue", "elseValue"))
+def _If(ev, a, loc):
+    c = a["condition"]
+    if isinstance(c, bool):                        # BS.Boolean.If on a boolean: the value chosen
+        return a["thenValue"] if c else a["elseValue"]
+    return ev.node("If", [_node(ev, a[k], loc, "If") for k in ("condition", "thenValue", "elseValue")], loc=loc)
 
 
 def _number(v, loc, what):

@@ -18,17 +18,18 @@ _PENDING, _RUNNING, _DONE = range(3)
 
 
 class Thunk:
-    """A value computed on first use: ``compute()`` gives it; ``path`` names what it computes
-    (the record member path), which names the graph nodes made on the way."""
+    """A value computed on first use: ``compute()`` gives it; ``path`` is the record member path
+    it computes for: it names the node it holds (``names``) and prefixes the nodes made on the way."""
 
-    __slots__ = ("compute", "state", "value", "path", "loc", "what")
+    __slots__ = ("compute", "state", "value", "path", "loc", "what", "names")
 
     def __init__(self, compute: Callable[[], Any] | None = None, path: str = "", loc: Loc | None = None,
-                 what: str = "", value: Any = None) -> None:
+                 what: str = "", value: Any = None, names: bool = True) -> None:
         self.compute = compute
         self.state = _DONE if compute is None else _PENDING
         self.value = value
         self.path, self.loc, self.what = path, loc, what
+        self.names = names          # a record member names the node it holds; an argument does not
 
     @classmethod
     def of(cls, value: Any, path: str = "") -> "Thunk":
@@ -49,7 +50,7 @@ class Thunk:
             raise
         finally:
             ev.paths.pop()
-        if isinstance(v, BNode) and v.name is None and self.path and ev.naming:
+        if isinstance(v, BNode) and v.name is None and self.path and self.names:
             v.name = self.path
         self.value, self.state, self.compute = v, _DONE, None
         return v

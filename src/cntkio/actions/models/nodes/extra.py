@@ -101,3 +101,81 @@ class ElementDivide(Op):
         _, _, (va, vb) = binary_shape(self.name, shapes, sample)
         fa, fb = _viewer(va, sample[0]), _viewer(vb, sample[1])
         return lambda a, b: fa(a) / fb(b)
+
+
+# --- element-wise functions of CNTK's BrainScript reference ---------------------------------------
+class _Unary(Op):
+    positional = node_args = ("input",)
+    fn = staticmethod(torch.neg)
+
+    def infer(self, attrs, shapes, sample):
+        return tuple(shapes[0]), sample[0]
+
+    def compile(self, attrs, shapes, sample):
+        return self.fn
+
+
+for _n, _f in (("Ceil", torch.ceil), ("Floor", torch.floor), ("Round", torch.round),
+               ("Reciprocal", torch.reciprocal), ("Not", lambda x: (x == 0).to(x.dtype))):
+    register(type(_n, (_Unary,), {"name": _n, "fn": staticmethod(_f)}))
+
+
+@register
+class Clip(_Unary):
+    """``Clip(x, minValue, maxValue)`` with numbers as the bounds."""
+    name = "Clip"
+    positional, node_args = ("input", "minValue", "maxValue"), ("input",)
+
+    def compile(self, attrs, shapes, sample):
+        lo, hi = float(attrs["minValue"]), float(attrs["maxValue"])
+        if lo > hi:
+            raise NodeError(f"Clip: minValue {lo} is above maxValue {hi}")
+        return lambda x: torch.clamp(x, lo, hi)
+
+
+class _Binary(Op):
+    positional = node_args = ("a", "b")
+    fn = staticmethod(torch.add)
+
+    def infer(self, attrs, shapes, sample):
+        from .basic import binary_shape
+        shape, s, _ = binary_shape(self.name, shapes, sample)
+        return shape, s
+
+    def compile(self, attrs, shapes, sample):
+        from .basic import _viewer, binary_shape
+        _, _, (va, vb) = binary_shape(self.name, shapes, sample)
+        fa, fb, f = _viewer(va, sample[0]), _viewer(vb, sample[1]), self.fn
+        return lambda a, b: f(fa(a), fb(b))
+
+
+def _as(f):
+    return lambda a, b: f(a, b).to(a.dtype if a.is_floating_point() else b.dtype)
+
+
+for _n, _f in (("LogPlus", torch.logaddexp), ("Less", _as(torch.lt)), ("LessEqual", _as(torch.le)),
+               ("Greater", _as(torch.gt)), ("GreaterEqual", _as(torch.ge)), ("Equal", _as(torch.eq)),
+               ("NotEqual", _as(torch.ne)), ("And", _as(lambda a, b: (a != 0) & (b != 0))),
+               ("Or", _as(lambda a, b: (a != 0) | (b != 0))), ("Xor", _as(lambda a, b: (a != 0) ^ (b != 0)))):
+    register(type(_n, (_Binary,), {"name": _n, "fn": staticmethod(_f)}))
+
+
+@register
+class If(Op):
+    """``If(condition, thenValue, elseValue)`` element-wise (the three of one shape, or numbers)."""
+    name = "If"
+    positional = node_args = ("condition", "thenValue", "elseValue")
+
+    def infer(self, attrs, shapes, sample):
+        from .basic import binary_shape
+        s1, p1, _ = binary_shape(self.name, shapes[:2], sample[:2])
+        return binary_shape(self.name, [s1, shapes[2]], [p1, sample[2]])[:2]
+
+    def compile(self, attrs, shapes, sample):
+        shape, per = self.infer(attrs, shapes, sample)
+
+        def fit(t, s):
+            if per and s:
+                return t.reshape(t.shape[0], *shape) if t.numel() == t.shape[0] * numel(shape) else t
+            return t.reshape(shape) if t.numel() == numel(shape) else t.reshape(())
+        return lambda c, a, b: torch.where(fit(c, sample[0]) != 0, fit(a, sample[1]), fit(b, sample[2]))
