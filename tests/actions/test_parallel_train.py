@@ -353,3 +353,42 @@ def test_every_key_read_is_declared():
     declared = set(sgd.SGD_KEYS) | set(sgd.INFO_KEYS) | set(sgd.NOTED_KEYS) | set(parallel.PARALLEL_KEYS)
     assert read - declared == set()
     assert {"gradientBits", "blockMomentumAsTimeConstant", "gradUpdateType", "dropoutRate"} <= read
+
+
+HOOK_SCRIPT = textwrap.dedent("""
+    import copy, json
+    import torch
+    from cntkio.actions._common import dist_context
+    from cntkio.actions.parallel import QuantizedHookState, quantized_allreduce_hook, quantize_columns, _columns
+
+    dist = dist_context()
+    torch.manual_seed(0)
+    plain = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3)).double()
+    ddp = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
+    state = QuantizedHookState(bits=1)
+    ddp.register_comm_hook(state, quantized_allreduce_hook)
+    gen = torch.Generator().manual_seed(10 + dist.rank)
+    x, y = torch.randn(5, 6, generator=gen, dtype=torch.float64), torch.randint(0, 3, (5,), generator=gen)
+    torch.nn.functional.cross_entropy(ddp(x), y, reduction="sum").backward()
+    torch.nn.functional.cross_entropy(plain(x), y, reduction="sum").backward()
+    # the reference: every process's 1-bit reconstruction of its own gradient, averaged
+    worst = 0.0
+    for p, q in zip(plain.parameters(), ddp.parameters()):
+        recon = quantize_columns(_columns(p.grad), 1)[3].reshape(p.shape)
+        all_recon = [torch.empty_like(recon) for _ in range(2)]
+        torch.distributed.all_gather(all_recon, recon)
+        worst = max(worst, (sum(all_recon) / 2 - q.grad).abs().max().item())
+    print("RESULT " + json.dumps({"worst": worst, "bytes": state.bytes_sent,
+                                  "grads": [g.grad.reshape(-1).tolist() for g in ddp.parameters()]}))
+""")
+
+
+def test_quantized_ddp_communication_hook(tmp_path):
+    import json
+    script = tmp_path / "hook.py"
+    script.write_text(HOOK_SCRIPT)
+    outs = [json.loads(re.search(r"RESULT (.*)", out).group(1)) for _, out, _ in _launch([str(script)])]
+    assert all(o["worst"] < 1e-6 for o in outs)                 # float32 column values
+    assert outs[0]["grads"] == outs[1]["grads"]                   # every process gets the same gradients
+    shapes = [(4, 6), (4,), (3, 4), (3,)]
+    assert outs[0]["bytes"] == sum(_quantized_bytes(s, 1) for s in shapes)

@@ -49,7 +49,8 @@ from ._common import Dist, report
 from ._params import get_bool, get_float, get_int, get_str, has, key_path
 from .sgd import config_error
 
-__all__ = ["ParallelParams", "Parallel", "METHODS", "PARALLEL_KEYS", "quantize_columns", "dequantize_columns"]
+__all__ = ["ParallelParams", "Parallel", "METHODS", "PARALLEL_KEYS", "quantize_columns", "dequantize_columns",
+           "encode_quantized", "decode_quantized_sum", "QuantizedHookState", "quantized_allreduce_hook"]
 
 _log = get_logger("actions.parallel")
 
@@ -207,6 +208,81 @@ def _unpack(packed: torch.Tensor, count: int, bits: int) -> torch.Tensor:
     return (b.reshape(count, bits) * weights).sum(1)
 
 
+def encode_quantized(grads: list, residuals: list, bits: int, zero_threshold: bool = True):
+    """Quantize ``grads`` (plus ``residuals``, which are replaced by the new residuals) into one
+    uint8 message: the packed indices of every tensor, then its columns' two float32 values.
+    Returns ``(message, column shapes, bytes of packed indices)``."""
+    packs, ranges, shapes = [], [], []
+    for i, g in enumerate(grads):
+        v = _columns(g + residuals[i])
+        idx, lo, hi, recon = quantize_columns(v, bits, zero_threshold)
+        residuals[i] = (v - recon).reshape(g.shape)
+        packs.append(_pack(idx, bits))
+        ranges.append(torch.stack([lo, hi]).reshape(-1))
+        shapes.append(tuple(v.shape))
+    packed = torch.cat(packs)
+    rng = torch.cat(ranges).to(torch.float32)
+    return torch.cat([packed, rng.view(torch.uint8)]), shapes, packed.numel()
+
+
+def decode_quantized_sum(gathered: list, grads: list, shapes: list, bits: int, packed_len: int) -> list:
+    """The sum over the processes' messages (``gathered``) of their reconstructed tensors."""
+    out = [torch.zeros_like(g) for g in grads]
+    for message in gathered:
+        got = message.to(grads[0].device if grads else "cpu")
+        all_rng = got[packed_len:].clone().view(torch.float32)
+        po = ro = 0
+        for i, (g, shape) in enumerate(zip(grads, shapes)):
+            count = shape[0] * shape[1]
+            nbytes = (count * bits + 7) // 8
+            idx = _unpack(got[po:po + nbytes], count, bits).reshape(shape)
+            lo = all_rng[ro:ro + shape[1]].to(g.dtype)
+            hi = all_rng[ro + shape[1]:ro + 2 * shape[1]].to(g.dtype)
+            out[i] += dequantize_columns(idx, lo, hi, bits).reshape(g.shape)
+            po += nbytes
+            ro += 2 * shape[1]
+    return out
+
+
+class QuantizedHookState:
+    """The state of :func:`quantized_allreduce_hook`: bits, threshold rule, the residuals of each
+    DDP bucket, and the bytes this process sent."""
+
+    def __init__(self, bits: int = 1, zero_threshold: bool = True, process_group=None) -> None:
+        if not 1 <= bits < 32:
+            raise ValueError(f"bits must be 1 to 31, found {bits}")
+        self.bits, self.zero_threshold, self.process_group = bits, zero_threshold, process_group
+        self.residuals: dict[int, list] = {}
+        self.bytes_sent = 0
+
+
+def quantized_allreduce_hook(state: QuantizedHookState, bucket):
+    """A DDP communication hook (``model.register_comm_hook(QuantizedHookState(1),
+    quantized_allreduce_hook)``) that exchanges each bucket's gradients as CNTK's 1-bit SGD did
+    (``bits`` per element with error feedback, the same encoding as ``gradientBits``) and gives DDP
+    their average over the processes."""
+    grads = list(bucket.gradients())
+    shapes_of = [tuple(p.shape) for p in bucket.parameters()]
+    grads = [g.reshape(s) for g, s in zip(grads, shapes_of)]
+    residuals = state.residuals.setdefault(bucket.index(), [torch.zeros_like(g) for g in grads])
+    message, shapes, packed_len = encode_quantized(grads, residuals, state.bits, state.zero_threshold)
+    state.bytes_sent += message.numel()
+    group = state.process_group
+    world = torch.distributed.get_world_size(group)
+    buffer = bucket.buffer()
+    if buffer.is_cuda:
+        message = message.to(buffer.device)
+    gathered = [torch.empty_like(message) for _ in range(world)]
+    work = torch.distributed.all_gather(gathered, message, group=group, async_op=True)
+
+    def decode(fut):
+        summed = decode_quantized_sum(gathered, grads, shapes, state.bits, packed_len)
+        flat = torch.cat([t.reshape(-1) for t in summed]).to(buffer.dtype) / world
+        buffer.copy_(flat)
+        return buffer
+    return work.get_future().then(decode)
+
+
 # --- the methods ----------------------------------------------------------------------------------
 class Parallel:
     """What a training process does with its gradients and model under a ``parallelTrain`` method
@@ -267,37 +343,12 @@ class Parallel:
         bits, d = self.p.gradient_bits, self.dist
         if self.residuals is None:
             self.residuals = [torch.zeros_like(g) for g in grads]
-        packs, ranges, shapes = [], [], []
-        for i, g in enumerate(grads):
-            v = _columns(g + self.residuals[i])
-            idx, lo, hi, recon = quantize_columns(v, bits, self.p.zero_threshold)
-            self.residuals[i] = (v - recon).reshape(g.shape)
-            packs.append(_pack(idx, bits))
-            ranges.append(torch.stack([lo, hi]).reshape(-1))
-            shapes.append(v.shape)
-        packed = torch.cat(packs)
-        rng = torch.cat(ranges).to(torch.float32)
-        # one message: the packed bits, then the column values as bytes
-        message = torch.cat([packed, rng.view(torch.uint8)]).to(d.comm_device)
+        message, shapes, packed_len = encode_quantized(grads, self.residuals, bits, self.p.zero_threshold)
+        message = message.to(d.comm_device)
         self.bytes_sent += message.numel()
-        ws = d.world_size
-        gathered = [torch.empty_like(message) for _ in range(ws)]
+        gathered = [torch.empty_like(message) for _ in range(d.world_size)]
         torch.distributed.all_gather(gathered, message)
-        out = [torch.zeros_like(g) for g in grads]
-        for r in range(ws):
-            got = gathered[r].to(grads[0].device if grads else "cpu")
-            all_rng = got[packed.numel():].clone().view(torch.float32)
-            po = ro = 0
-            for i, (g, shape) in enumerate(zip(grads, shapes)):
-                count = shape[0] * shape[1]
-                nbytes = (count * bits + 7) // 8
-                idx = _unpack(got[po:po + nbytes], count, bits).reshape(shape)
-                lo = all_rng[ro:ro + shape[1]].to(g.dtype)
-                hi = all_rng[ro + shape[1]:ro + 2 * shape[1]].to(g.dtype)
-                out[i] += dequantize_columns(idx, lo, hi, bits).reshape(g.shape)
-                po += nbytes
-                ro += 2 * shape[1]
-        return out
+        return decode_quantized_sum(gathered, grads, shapes, bits, packed_len)
 
     def after_update(self, epoch: int) -> None:
         """After this process's update: sync the models when a block is full (MA, BM)."""
