@@ -392,3 +392,18 @@ def test_quantized_ddp_communication_hook(tmp_path):
     assert outs[0]["grads"] == outs[1]["grads"]                   # every process gets the same gradients
     shapes = [(4, 6), (4,), (3, 4), (3,)]
     assert outs[0]["bytes"] == sum(_quantized_bytes(s, 1) for s in shapes)
+
+
+def test_under_torchrun(tmp_path):
+    """The real launcher: ``torchrun --standalone --nproc_per_node=2 -m cntkio configFile=...``."""
+    cfg, model = _train(tmp_path, "parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 2 ]",
+                        "torchrun")
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        env.pop(k, None)
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                        "-m", "cntkio", f"configFile={cfg}"], env=env, capture_output=True, text=True,
+                       timeout=TIMEOUT_S)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert len(_criteria(p.stdout)) == 3 and "gradientBits=2" in p.stdout
+    assert model.exists()
