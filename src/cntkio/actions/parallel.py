@@ -430,8 +430,6 @@ def describe(params: ParallelParams, dist: Dist, where: str) -> None:
     if params.method == "none":
         return
     if not dist.active:
-        _log.info("%s: parallelizationMethod=%s, but this run is not under torchrun/torch.distributed: "
-                  "training on one process", where, params.method)
         report(f"{where}: parallelTrain asks for {params.method}; not started under torchrun, so training on "
                "one process", dist=dist)
         return
