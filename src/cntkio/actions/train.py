@@ -246,7 +246,8 @@ def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype
         samples = min(samples, params.epoch_size)
     tensors = [p for p in net.parameters() if p.requires_grad]
     exact = Parallel(ParallelParams(), dist, tensors, opt)          # trials aggregate exactly
-    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state())
+    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
+             torch.cuda.get_rng_state_all() if device.type == "cuda" else None)
 
     def trial(rate: float) -> float:
         res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, rate, exact, kl,
@@ -254,6 +255,8 @@ def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype
         net.load_state_dict(saved[0])
         opt.load_state_dict(saved[1])
         torch.set_rng_state(saved[2])
+        if saved[3] is not None:
+            torch.cuda.set_rng_state_all(saved[3])
         return res.totals[net.spec.training_criterion] / res.samples
 
     base = trial(0.0)
@@ -265,6 +268,9 @@ def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype
     floor = params.min_learning_rate_per_sample * 0.3
     while True:
         rate *= 0.618
+        if rate < 1e-30:
+            raise CntkioError(f"{name}: SearchBeforeEpoch found no learning rate for epoch {epoch + 1}: the "
+                              "criterion of every trial is not a number (is the model already NaN?)")
         crit = trial(rate)
         if not (math.isnan(crit) or (crit > base and rate > floor)):
             break
