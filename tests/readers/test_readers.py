@@ -315,9 +315,9 @@ def test_an_unimplemented_legacy_reader_type_lists_the_implemented_ones():
 
 def test_an_unimplemented_deserializer_type_lists_the_implemented_ones():
     with pytest.raises(UnsupportedReaderError) as err:
-        reader_spec(reader_of(HTK_COMPOSITE.replace('"HTKMLFDeserializer"', '"HTKMLFBinaryDeserializer"')))
+        reader_spec(reader_of(HTK_COMPOSITE.replace('"HTKMLFDeserializer"', '"LatticeDeserializer"')))
     msg = str(err.value)
-    assert "deserializer type 'HTKMLFBinaryDeserializer' is not implemented" in msg
+    assert "deserializer type 'LatticeDeserializer' is not implemented" in msg
     assert "HTKMLFDeserializer" in msg
     assert err.value.path == "reader.deserializers[1].type"
 

@@ -262,9 +262,10 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool, own_randomiz
         raise reader.error("truncated", "frameMode and truncated cannot both be true")
     kw["frame_mode"] = frame_mode
     if truncated:
-        # a legacy reader's truncated = true without truncationLength: the minibatch size per row
+        # a legacy reader's truncated = true without truncationLength (not CNTKTextFormatReader's):
+        # the minibatch size per row
         kw["truncation_length"] = reader.int("truncationLength", minimum=1) \
-            if reader.exists("truncationLength") or not legacy else 0
+            if reader.exists("truncationLength") or not legacy or spec.reader_type == "CNTKTextFormatReader" else 0
     else:
         kw["truncation_length"] = 0
     if reader.exists("multiThreadedDeserialization"):

@@ -58,7 +58,6 @@ def _sec(extra="", rtype="HTKMLFReader", fextra="", lextra=""):
     ("HTKMLFReader", "readMethod = rollingWindow; randomize = auto", "rollingWindow with a randomization window"),
     ("HTKMLFReader", "truncated = true", r"'Truncated' cannot be 'true' in frameMode"),
     ("HTKDeserializers", "truncated = true", "frameMode and truncated BPTT are mutually exclusive."),
-    ("HTKMLFReader", "nbrUttsInEachRecurrentIter = 4", "cannot be more than 1 in frame mode reading"),
     ("HTKMLFReader", "nbrUttsInEachRecurrentIter = 0", "nbrUttsInEachRecurrentIter cannot be less than 1."),
     ("HTKMLFReader", "frameMode = false; nbrUttsInEachRecurrentIter = 3", "needs truncated = true"),
     ("HTKMLFReader", 'unigram = "lm.arpa"', "unigram is not supported"),
@@ -77,13 +76,14 @@ def test_rolling_window_with_expand_to_utterance_is_cntks_error(small):
         reader_spec(parse_config(textwrap.dedent(text))("reader"))
 
 
-def test_rolling_window_without_window_reads_in_order_and_htkdeserializers_ignores_n_in_frame_mode(small):
+def test_rolling_window_without_window_reads_in_order_and_n_has_no_effect_in_frame_mode(small):
     src = build_reader(_sec("readMethod = rollingWindow; randomize = none"), max_sweeps=1)
     mb = src.next_minibatch(10)
     feats = next(v for s, v in mb.items() if s.name == "features").asarray().reshape(-1, 2)
     assert feats[:, 0].tolist() == [0] * 7 + [1] * 3 and feats[:7, 1].tolist() == list(range(7))
-    spec = reader_spec(_sec("nbrUttsInEachRecurrentIter = 4", "HTKDeserializers"))
-    assert spec.source_kwargs["frame_mode"] and "parallel_sequences" not in spec.source_kwargs
+    for rtype in ("HTKDeserializers", "HTKMLFReader"):
+        spec = reader_spec(_sec("nbrUttsInEachRecurrentIter = 4", rtype))
+        assert spec.source_kwargs["frame_mode"] and "parallel_sequences" not in spec.source_kwargs
 
 
 def test_truncated_bptt_with_parallel_utterances(small):

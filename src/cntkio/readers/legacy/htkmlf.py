@@ -224,14 +224,14 @@ class HTKMLFAdapter:
         kw["frame_mode"] = frame_mode
         # nbrUttsInEachRecurrentIter: with truncated = true, that many utterances side by side,
         # truncationLength steps each (without it, the minibatch size per row: CNTK's legacy form);
-        # default 1. CNTK's HTKMLFReader refused more than 1 in frame mode and less than 1.
+        # default 1; less than 1 is CNTK's error. In frame mode it has no effect (logged), as in
+        # CNTK's reader on the deserializers (its old DLL refused N > 1 there when the epoch began;
+        # the spec's old-versus-new example sets 32 in frame mode)
         key = next((k for k in PARALLEL_KEYS if sec.exists(k)), None)
         if key is not None:
             n = sec.int(key)
             if n < 1:
                 raise sec.error(key, "nbrUttsInEachRecurrentIter cannot be less than 1.")
-            if old and frame_mode and n > 1:
-                raise sec.error(key, "nbrUttsInEachRecurrentIter cannot be more than 1 in frame mode reading.")
         n = apply_parallel_sequences(sec, spec, always_truncated=False)
         if truncated and n == 0 and not kw.get("truncation_length"):
             kw["parallel_sequences"] = 1
