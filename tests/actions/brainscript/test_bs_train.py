@@ -121,3 +121,21 @@ def test_include_inside_an_inline_builder_section(tmp_path):
     show_network([f"configFile={cfg}"], out=out)
     assert "Softmax(z)" in out.getvalue()
     assert "Convolution(model.W, " in out.getvalue()
+
+
+def test_write_action_writes_a_node_of_a_brainscript_model(tmp_path):
+    import numpy as np
+    import torch
+    reader = (f"reader=[readerType=CNTKTextFormatReader;randomize=false;file={DATA}/digits_test.ctf;"
+              "input=[features=[dim=64;format=dense];labels=[dim=10;format=dense]]]")
+    run([f"configFile={EX}/digits_inline.cntk", f"dataDir={DATA}", f"outputDir={tmp_path}", "progressBar=false",
+         "command=trainNetwork:writeOut", "trainNetwork=[SGD=[maxEpochs=1]]",
+         f"writeOut=[action=write;outputPath={tmp_path}/out;outputNodeNames=out.z;{reader}]"])
+    written = np.loadtxt(tmp_path / "out.out.z")
+    net = load_model(str(tmp_path / "digits_inline.dnn")).network
+    feats = np.array([[float(v) for v in line.split("|features")[1].split()]
+                      for line in open(f"{DATA}/digits_test.ctf")], np.float32)
+    with torch.no_grad():
+        want = net(torch.from_numpy(feats)).numpy()
+    assert written.shape == (360, 10)
+    np.testing.assert_allclose(written, want, rtol=1e-5, atol=1e-5)
