@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from .models.nodes import lookup
+from .brainscript_support import build_brainscript_network, has_brainscript
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
@@ -48,12 +49,12 @@ class EvalResult:
 def criterion_nodes(net: SimpleNetwork, names: list[str] | None, path: str = "evalNodeNames") -> list[str]:
     """The criterion nodes to report, validated (``ErrorPrediction`` names are accepted as aliases
     of the classification-error node, as CNTK renamed it)."""
-    available = [net.spec.training_criterion, net.eval_node_name]
+    available = [n for n in dict.fromkeys((net.spec.training_criterion, net.eval_node_name)) if n]
     graph = getattr(net, "graph", None)
     if graph is not None:   # a graph network (NDL, BrainScript): any criterion node of the graph
         available += [n for n, node in graph.nodes.items() if n not in available and getattr(lookup(node.op), "criterion", False)]
     if not names:
-        return [net.eval_node_name, net.spec.training_criterion]
+        return [n for n in dict.fromkeys((net.eval_node_name, net.spec.training_criterion)) if n]
     aliases = {"evalerrorprediction": "EvalClassificationError", "errorprediction": "EvalClassificationError",
                "classificationerror": "EvalClassificationError"}
     out = []
@@ -86,9 +87,13 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
                 feed_layout(net, mb, feats, device)
                 x, y = t[feats], t[labels]
                 hlast = net(x)
-                vals = {net.spec.training_criterion: net.criterion(hlast, y), net.eval_node_name: net.evaluation(hlast, y)}
+                vals = {}
                 for n in nodes:
-                    if n not in vals:
+                    if n == net.spec.training_criterion:
+                        vals[n] = net.criterion(hlast, y)
+                    elif n == net.eval_node_name:
+                        vals[n] = net.evaluation(hlast, y)
+                    else:               # another criterion node of a graph network
                         vals[n] = net._crit(n, hlast, y)
                 step = torch.stack([vals[n].to(torch.float64) for n in nodes]
                                    + [torch.tensor(float(x.shape[0]), dtype=torch.float64, device=device)])
@@ -115,7 +120,10 @@ def _eval_command(command, name: str) -> EvalResult:
     dist = dist_context()
     device, dtype = resolve_device(command, dist), resolve_dtype(command)
     model_path = get_str(command, "modelPath")
-    net = load_model(model_path, device=device, dtype=dtype).network
+    if has_brainscript(command):     # CNTK builds a test command's BrainScriptNetworkBuilder (e.g. BS.Network.Load)
+        net = build_brainscript_network(command, device=device, dtype=dtype, precompute=False)
+    else:
+        net = load_model(model_path, device=device, dtype=dtype).network
     names = get_list(command, "evalNodeNames", None)
     nodes = criterion_nodes(net, [str(n) for n in names] if names else None, key_path(command, "evalNodeNames"))
     mb_size = minibatch_size(command)

@@ -25,6 +25,7 @@ from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError
 from .models import load_model
+from .brainscript_support import build_brainscript_network, has_brainscript
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_list, get_str, has, key_path, minibatch_size
@@ -59,7 +60,10 @@ def write(section, name: str = "write") -> dict[str, int]:
         from ..legacy import DataWriter
         writer = DataWriter(get_section(section, "writer"))
     device, dtype = resolve_device(section, dist), resolve_dtype(section)
-    net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
+    if has_brainscript(section):     # CNTK builds a write command's BrainScriptNetworkBuilder (e.g. BS.Network.Load)
+        net = build_brainscript_network(section, device=device, dtype=dtype, precompute=False)
+    else:
+        net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
     out_path = get_str(section, "outputPath") if writer is None else None
     fmt = get_str(section, "precisionFormat", "%.17g" if dtype == torch.float64 else "%.9g")
     if not _FORMAT_RE.match(fmt):
@@ -167,7 +171,8 @@ def _node_value(values: dict, node: str, minibatch, section):
 
 
 def _not_per_sample(net) -> set[str]:
-    crit = {net.spec.training_criterion, net.eval_node_name, "MeanOfFeatures", "InvStdOfFeatures", "Prior",
-            "LogOfPrior"}
+    crit = {net.spec.training_criterion, "MeanOfFeatures", "InvStdOfFeatures", "Prior", "LogOfPrior"}
+    if net.spec.training_criterion or getattr(net.spec, "eval_nodes", None):   # (a BrainScript write network may have none)
+        crit.add(net.eval_node_name)
     params = {f"W{i}" for i in range(net.num_layers)} | {f"B{i}" for i in range(net.num_layers)}
     return crit | params
