@@ -1,12 +1,13 @@
 """A BrainScript network vs the same network written by hand in PyTorch: training steps per second.
 
-Two networks, each in BrainScript and by hand: an MLP (``Sequential`` of ``DenseLayer``s) and the
+Three networks, each in BrainScript and by hand: an MLP (``Sequential`` of ``DenseLayer``s), the
 ConvNet of CNTK's MNIST example (three ``ConvolutionalLayer``s, two ``MaxPoolingLayer``s, a
-``DenseLayer``); both train with torch.optim.SGD on the same in-memory data, minibatch and device,
+``DenseLayer``) and a slot tagger (``EmbeddingLayer : RecurrentLSTMLayer : DenseLayer`` over
+sequences of 5 to 20 words; by hand: ``nn.LSTM`` over packed sequences); all train with torch.optim.SGD on the same in-memory data, minibatch and device,
 criteria summed over the minibatch as CNTK's. Runs are interleaved and repeated; the median time
 per step is reported. The issue's target: the BrainScript network within 10% of the hand-written one.
 
-    python bench/brainscript_vs_torch.py                    # CPU, both networks, minibatch 64
+    python bench/brainscript_vs_torch.py                    # CPU, the three networks, minibatch 64
     python bench/brainscript_vs_torch.py --device cuda:0    # on a GPU
     python bench/brainscript_vs_torch.py --small            # a smoke run
 """
@@ -67,6 +68,73 @@ class Conv(torch.nn.Module):
         return -(y * torch.log_softmax(z, -1)).sum()
 
 
+LSTM_BS = """model = Sequential (EmbeddingLayer {E} : RecurrentLSTMLayer {H} : DenseLayer {10})
+features = Input {V}
+labels = Input {10}
+z = model (features)
+ce = CrossEntropyWithSoftmax (labels, z)
+criterionNodes = (ce)
+"""
+
+
+class Tagger(torch.nn.Module):
+    def __init__(self, v, e, h):
+        super().__init__()
+        self.emb = torch.nn.Linear(v, e, bias=False)
+        self.lstm = torch.nn.LSTM(e, h)
+        self.out = torch.nn.Linear(h, 10)
+
+    def forward(self, x, y, lengths):
+        seqs = torch.split(self.emb(x), lengths.tolist())
+        packed = torch.nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False)
+        h, _ = self.lstm(packed)
+        padded, _ = torch.nn.utils.rnn.pad_packed_sequence(h)
+        flat = torch.cat([padded[:n, i] for i, n in enumerate(lengths.tolist())])
+        z = self.out(flat)
+        return -(y * torch.log_softmax(z, -1)).sum()
+
+
+def bench_lstm(a, dev, sync) -> None:
+    v, e, h = (50, 8, 8) if a.small else (1000, 150, 300)
+    gen = torch.Generator().manual_seed(0)
+    batches = []
+    for _ in range(8):
+        lengths = torch.randint(5, 21, (a.batch // 8 or 1,), generator=gen)
+        n = int(lengths.sum())
+        x = F.one_hot(torch.randint(0, v, (n,), generator=gen), v).float().to(dev)
+        y = F.one_hot(torch.randint(0, 10, (n,), generator=gen), 10).float().to(dev)
+        pos = torch.cat([torch.arange(k) for k in lengths.tolist()]).to(dev)
+        lens = torch.repeat_interleave(lengths, lengths).to(dev)
+        batches.append((x, y, lengths, pos, lens))
+    text = LSTM_BS.replace("{E}", f"{{{e}}}").replace("{H}", f"{{{h}}}").replace("{V}", f"{{{v}}}")
+    bs_net, hand = cntkio.brainscript.build(text, device=dev), Tagger(v, e, h).to(dev)
+    runs = {}
+    for kind, net in (("brainscript", bs_net), ("torch", hand)):
+        opt = torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9)
+        state = {"i": 0}
+
+        def step(net=net, opt=opt, state=state, kind=kind):
+            i = state["i"] = (state["i"] + 1) % 8
+            x, y, lengths, pos, lens = batches[i]
+            opt.zero_grad(set_to_none=True)
+            if kind == "brainscript":
+                loss = net.evaluate({"features": x, "labels": y}, ("ce",), positions=pos, lengths=lens)["ce"].sum()
+            else:
+                loss = net(x, y, lengths)
+            loss.backward()
+            opt.step()
+        step()
+        runs[kind] = (step, [])
+    for _ in range(a.repeats):
+        for step, times in runs.values():
+            times.append(step_time(step, a.steps, sync))
+    med = {n: statistics.median(t) for n, (_, t) in runs.items()}
+    for n, m in med.items():
+        print(f"lstm  {n:12s} {m * 1e3:8.3f} ms/step")
+    print(f"lstm  brainscript/torch = {med['brainscript'] / med['torch']:.3f}  (sequences of 5-20 words, "
+          f"{a.batch // 8 or 1} per minibatch)")
+
+
 def step_time(step, steps: int, sync) -> float:
     sync()
     t0 = time.perf_counter()
@@ -111,7 +179,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--only", choices=("mlp", "conv"), default=None)
+    ap.add_argument("--only", choices=("mlp", "conv", "lstm"), default=None)
     ap.add_argument("--small", action="store_true", help="a smoke run (tiny sizes)")
     a = ap.parse_args()
     if a.small:
@@ -129,6 +197,8 @@ def main() -> None:
     if a.only in (None, "conv"):
         text = CONV_BS + TAIL.replace("SHAPE", "28:28:1")
         bench("conv", cntkio.brainscript.build(text, device=dev), Conv().to(dev), x, y, a, sync)
+    if a.only in (None, "lstm"):
+        bench_lstm(a, dev, sync)
     print(f"(minibatch {a.batch}, device {dev})")
 
 
