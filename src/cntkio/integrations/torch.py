@@ -327,8 +327,15 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
             _log.info("reading partition %d of %d", index, parts)
         size, device, lengths, ids = self.minibatch_size, self.device, self.lengths, self.ids
         pad_id, masks = self.pad_id, self.masks
+        checked = False  # the streams were checked against ids (the same in every minibatch)
         while True:
             mb = read_minibatch(source, size, parts, index)
             if not mb:
                 return
+            if checked and device is None and getattr(mb, "packed", None) is not None:
+                out = _packed_to_torch(mb, ids, pad_id, lengths, masks)
+                if out is not None:
+                    yield out
+                    continue
             yield to_torch(mb, device, lengths, ids, pad_id, masks)
+            checked = True
