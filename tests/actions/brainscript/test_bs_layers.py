@@ -138,3 +138,12 @@ def test_element_wise_functions_of_the_reference():
     assert v["g"].tolist() == [[0, 0, 1, 0]] and v["b"].tolist() == [[1, 0, 0, 1]]
     torch.testing.assert_close(v["sel"], x.abs())
     torch.testing.assert_close(v["r"], 1 / y)
+
+
+def test_generated_array_as_a_shape_and_reshape():
+    net = build("d[i:0..1] = 3 + i\nx = Input{d[1]}\nW = ParameterTensor{d, init='fixedValue', initValue=0.5}\n"
+                "img = Reshape(x, (2:2:1))\nz = Times(W, Reshape(img, 4))\nl = Input{3}\nce = SquareError(l, z)\n"
+                "criterionNodes = (ce)")
+    assert net.shapes["W"] == (3, 4) and net.shapes["img"] == (1, 2, 2)
+    x = torch.arange(8.0).reshape(2, 4)
+    torch.testing.assert_close(net(x), x.sum(1, keepdim=True).repeat(1, 3) * 0.5)

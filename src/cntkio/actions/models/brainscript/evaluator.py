@@ -14,6 +14,7 @@ from typing import Any
 
 from . import syntax as S
 from .syntax import BrainScriptError, Loc
+from ..nodes import lookup
 from .values import Array, BNode, Function, Record, Thunk, near, type_name
 
 __all__ = ["Evaluator", "Scope", "deep_recursion"]
@@ -92,7 +93,8 @@ class Evaluator:
         return ""
 
     def node(self, op: str, inputs: list, attrs: dict | None = None, loc: Loc | None = None) -> BNode:
-        n = BNode(op, list(inputs), dict(attrs or {}), str(loc) if loc else "", self.hint)
+        defaults = getattr(lookup(op), "optional", None) or {}      # the node type's optional attributes
+        n = BNode(op, list(inputs), {**defaults, **(attrs or {})}, str(loc) if loc else "", self.hint)
         self.nodes.append(n)
         return n
 

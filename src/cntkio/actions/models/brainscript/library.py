@@ -59,6 +59,9 @@ def define(name: str, params: tuple = (), defaults: dict | None = None, *, lazy:
                                                f"({name}({', '.join(params)}))", loc)
                     args[p] = Thunk.of(defaults[p])
             vals = {k: (t if k in lazy else t.force(ev)) for k, t in args.items()}
+            for v in vals.values():         # the elements of array arguments (shapes, layer lists)
+                if isinstance(v, Array):
+                    v.values(ev)
             out = fn(ev, vals, loc)
             if tag is not None:
                 if not isinstance(out, BNode) or not isinstance(tag, str):
