@@ -147,3 +147,9 @@ def test_generated_array_as_a_shape_and_reshape():
     assert net.shapes["W"] == (3, 4) and net.shapes["img"] == (1, 2, 2)
     x = torch.arange(8.0).reshape(2, 4)
     torch.testing.assert_close(net(x), x.sum(1, keepdim=True).repeat(1, 3) * 0.5)
+
+
+def test_dim_of_a_node_is_its_inferred_dimension():
+    net = build("x = Input{(4:3:2)}\nh = DenseLayer{7}(x)\nH = h.dim\nW2 = Parameter(5, H)\nz = W2 * h\n"
+                "k = Constant(x.dim)\nl = Input{5}\nce = SquareError(l, z)\ncriterionNodes = (ce)")
+    assert net.shapes["W2"] == (5, 7) and float(net.tensor("k")) == 24.0

@@ -41,6 +41,7 @@ def evaluate_network(text: str, *, file: str = "<brainscript>", line: int = 1, c
     inside of ``BrainScriptNetworkBuilder = {...}``), or an expression giving a record
     (``new ComputationNetwork {...}``)."""
     ev = Evaluator(builtins(), base_dir=base_dir)
+    ev.dim_of = dim_of
     with deep_recursion():
         if expression:
             tree = parse_expression(text, file, line, col)
@@ -185,8 +186,25 @@ def _set_param(n: BNode, rows: int, cols: int, names, why: str) -> None:
         raise BrainScriptError(f"the dimensions of {names[id(n)]} cannot be inferred ({why})", _loc(n))
 
 
-def _infer(nodes: list[BNode], names: dict[int, str]) -> None:
-    """Fill the parameters' inferred dimensions (0) from their first use, in dependency order."""
+def dim_of(node: BNode) -> int:
+    """``x.dim``: the number of values per sample of ``node``, inferred from what it reads."""
+    seen: dict[int, BNode] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        if lookup(n.op).kind != "delay":
+            stack.extend(i for i in n.inputs if isinstance(i, BNode))
+    nodes = list(seen.values())
+    shapes = _infer(nodes, {id(n): n.name or n.hint or n.op for n in nodes})
+    return numel(shapes[id(node)])
+
+
+def _infer(nodes: list[BNode], names: dict[int, str]) -> dict[int, tuple]:
+    """Fill the parameters' inferred dimensions (0) from their first use, in dependency order;
+    the shapes by node id."""
     shapes: dict[int, tuple] = {}
     sample: dict[int, bool] = {}
     done: set[int] = set()
@@ -233,6 +251,7 @@ def _infer(nodes: list[BNode], names: dict[int, str]) -> None:
         if id(src) in shapes and numel(shapes[id(src)]) != n.attrs["rows"]:
             raise BrainScriptError(f"{n.op} {names[id(n)]}: declared dimension {n.attrs['rows']} but its input "
                                    f"{names[id(src)]} has dimensions {list(shapes[id(src)])}", _loc(n))
+    return shapes
 
 
 def _call_infer(n: BNode, shapes, sample, names):

@@ -81,6 +81,8 @@ class Evaluator:
         self.globals = Scope({k: Thunk.of(v, k) for k, v in builtins.items()}, None)
         self.depth = 0
         self.included: list[str] = []
+        #: ``node.dim`` (set by the builder: shape inference over what the node reads)
+        self.dim_of = None
         #: trained values of nodes from BS.Network.Load: id(node) -> (tensor, computed)
         self.loaded: dict[int, tuple] = {}
 
@@ -195,6 +197,8 @@ class Evaluator:
             obj = self.eval(e.obj, env, path)
             if isinstance(obj, Record):
                 return obj.get(e.name, self, e.loc)
+            if isinstance(obj, BNode) and e.name == "dim" and self.dim_of is not None:
+                return self.dim_of(obj)
             raise BrainScriptError(f"'.{e.name}': expected a record before the dot, found {type_name(obj)}", e.loc)
         if isinstance(e, S.Call):
             fn = self.eval(e.fn, env, path)
