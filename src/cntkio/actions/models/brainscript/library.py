@@ -199,7 +199,7 @@ def _ParameterTensor(ev, a, loc):
                   grad=float(a["learningRateMultiplier"]) != 0)
 
 
-@define("Parameter", ("rows", "cols"), {"init": "uniform", "initValueScale": 1.0, "value": 0.0, "initValue": 0.0,
+@define("Parameter", ("rows", "cols"), {"cols": 1, "init": "uniform", "initValueScale": 1.0, "value": 0.0, "initValue": 0.0,
                                          "learningRateMultiplier": 1.0, "needGradient": True, "randomSeed": -1,
                                          "initOnCPUOnly": True}, aliases=("LearnableParameter",))
 def _Parameter(ev, a, loc):
