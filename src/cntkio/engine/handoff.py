@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ..streams import StreamInformation
-from .packer import PackedBatch, group_by_chunk, pack_batch
+from .packer import PackedBatch, PackedRef, group_by_chunk, pack_batch
 
 __all__ = ["Handoff", "MAX_BATCH_MINIBATCHES"]
 
@@ -50,6 +50,9 @@ class Handoff:
         #: ``(ids, pad_id, masks)`` when a consumer wants each batch's tensor-ready arrays built as it is
         #: packed (:meth:`~cntkio.engine.packer.PackedBatch.tensor_ready`), else None
         self.tensor_ready = None
+        #: set by a consumer around its own call (the PyTorch dataset): hand out a
+        #: :class:`~cntkio.engine.packer.PackedRef` instead of the minibatch's objects
+        self.light = False
         self._sample_bytes = sum(
             (int(np.prod(i.sample_shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize) if not i.is_sparse else 64
             for i in stream_infos) or 4
@@ -132,8 +135,11 @@ class Handoff:
         return self.queue[-1] if self.queue else None
 
     def get(self, part: int, j: int, n_invalid: int):
-        """The minibatch ``j`` of packed part ``part``, its dropped sequences counted."""
+        """The minibatch ``j`` of packed part ``part``, its dropped sequences counted (a
+        :class:`~cntkio.engine.packer.PackedRef` while :attr:`light` is set)."""
         self.count_invalid(n_invalid)
+        if self.light:
+            return PackedRef(self.parts[part], j)
         return self.parts[part].get(j)
 
     def count_invalid(self, n_invalid: int) -> None:

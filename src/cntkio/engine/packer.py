@@ -20,7 +20,7 @@ from ..streams import StreamInformation
 from .segments import copy_segments
 from .tensor_ready import BatchTensors
 
-__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode", "copy_segments"]
+__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode", "copy_segments", "PackedRef"]
 
 
 def make_mask(lengths: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -227,6 +227,25 @@ class PackedBatch:
         if t is None or t[0] != (ids, pad_id, masks):
             t = self._tensors = ((ids, pad_id, masks), BatchTensors(self, ids, pad_id, masks))
         return t[1]
+
+
+class PackedRef(Minibatch):
+    """Minibatch ``j`` of a packed batch, not yet made into its ``MinibatchData`` objects: what
+    the hand-off gives a consumer that only wants the tensor-ready arrays (``packed``) and
+    asked for it around its own call. Truthy; :meth:`minibatch` makes the real one."""
+
+    __slots__ = ()
+
+    def __init__(self, batch: "PackedBatch", j: int) -> None:
+        super().__init__()
+        self.packed = (batch, j)
+
+    def __len__(self) -> int:
+        return len(self.packed[0].streams)
+
+    def minibatch(self) -> Minibatch:
+        batch, j = self.packed
+        return batch.get(j)
 
 
 def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:

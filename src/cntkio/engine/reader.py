@@ -131,12 +131,15 @@ class Reader:
             return self._next_truncated(size, W, r)
         return self.policy.next_minibatch(worker_budget(size, W, r, self.trace_level), W, r)
 
-    def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool) -> None:
+    def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool):
         """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
-        packing runs ahead); a no-op for policies that do not pack in batches."""
+        packing runs ahead). Returns the hand-off (whose ``light`` flag the consumer may set
+        around its own calls), or None for policies that do not pack in batches."""
         handoff = getattr(self.policy, "handoff", None)
-        if handoff is not None and self.slots is None:
-            handoff.tensor_ready = (frozenset(ids), int(pad_id), bool(masks))
+        if handoff is None or self.slots is not None:
+            return None
+        handoff.tensor_ready = (frozenset(ids), int(pad_id), bool(masks))
+        return handoff
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: no end). What was planned or

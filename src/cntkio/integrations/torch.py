@@ -314,8 +314,10 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
             warnings.warn(_WORKERS_MESSAGE.format(n=info.num_workers), RuntimeWarning, stacklevel=2)
         source = self._make_source()
         reader = getattr(source, "_reader", None)
+        handoff = None
         if reader is not None and hasattr(reader, "prepare_tensors"):
-            reader.prepare_tensors(self.ids, self.pad_id, self.masks)  # built as batches are packed, ahead
+            # tensor-ready arrays built as batches are packed, ahead of this loop
+            handoff = reader.prepare_tensors(self.ids, self.pad_id, self.masks)
         sweep = self._sweep_size(source)
         if sweep:
             epoch = self.epoch
@@ -329,13 +331,24 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
         pad_id, masks = self.pad_id, self.masks
         checked = False  # the streams were checked against ids (the same in every minibatch)
         while True:
-            mb = read_minibatch(source, size, parts, index)
-            if not mb:
-                return
-            if checked and device is None and getattr(mb, "packed", None) is not None:
-                out = _packed_to_torch(mb, ids, pad_id, lengths, masks)
-                if out is not None:
-                    yield out
-                    continue
+            if checked and device is None and handoff is not None:
+                # the minibatch's objects are not made, only a reference to its packed batch
+                handoff.light = True
+                try:
+                    mb = read_minibatch(source, size, parts, index)
+                finally:
+                    handoff.light = False
+                if not mb:
+                    return
+                if getattr(mb, "packed", None) is not None:
+                    out = _packed_to_torch(mb, ids, pad_id, lengths, masks)
+                    if out is not None:
+                        yield out
+                        continue
+                mb = mb.minibatch() if hasattr(mb, "minibatch") else mb
+            else:
+                mb = read_minibatch(source, size, parts, index)
+                if not mb:
+                    return
             yield to_torch(mb, device, lengths, ids, pad_id, masks)
             checked = True
