@@ -116,3 +116,12 @@ def test_dimension_mismatch_names_the_node():
 
 def test_deep_but_finite_recursion_evaluates():
     assert value("count(n) = if n == 0 then 0 else 1 + count(n - 1)\nr = count(250)") == 250
+
+
+def test_nodes_are_named_by_the_members_that_hold_them():
+    g = build_graph("model (features) = {\n  W0 = ParameterTensor {(4:3)} ; b0 = ParameterTensor {4}\n"
+                    "  r = ReLU (W0 * features + b0)\n}.r\nfeatures = Input {3}\nz = model (features)\n"
+                    "out = { h = z .* 2 }\nlabels = Input {4}\nce = SquareError (labels, out.h)\ncriterionNodes = (ce)")
+    names = set(g.nodes)
+    assert {"features", "z", "z.W0", "z.b0", "out.h", "ce", "labels"} <= names
+    assert g.nodes["z"].op == "RectifiedLinear" and g.nodes["out.h"].op == "ElementTimes"

@@ -50,8 +50,8 @@ class Thunk:
             raise
         finally:
             ev.paths.pop()
-        if isinstance(v, BNode) and v.name is None and self.path and self.names:
-            v.name = self.path
+        if isinstance(v, BNode) and self.path and self.names and (v.name is None or v.name.startswith(self.path + ".")):
+            v.name = self.path      # a member names its node (z = model (x) names model's {...}.z "z")
         self.value, self.state, self.compute = v, _DONE, None
         return v
 
