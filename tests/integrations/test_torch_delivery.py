@@ -304,3 +304,28 @@ def test_dataset_reports_a_stream_that_is_not_one_hot(tmp_path, randomize):
     loader = torch.utils.data.DataLoader(MinibatchIterableDataset(source, 4, ids=("w",)), batch_size=None)
     with pytest.raises(ValueError, match="'w'.*exactly one non-zero.*has 2"):
         list(loader)
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+@pytest.mark.parametrize("options", [{}, {"ids": ("w", "g"), "masks": True}])
+def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path, randomize, options):
+    # after its first item the dataset takes references to packed batches, not minibatch objects
+    rng = np.random.default_rng(3)
+    seqs = [[(int(rng.integers(VOCAB)), int(rng.integers(TAGS))) for _ in range(int(rng.integers(1, 6)))]
+            for _ in range(80)]
+    path = tmp_path / "d.ctf"
+    write_ctf(path, seqs)
+    factory = Factory(path, randomize, chunk=400)
+    expected = []
+    src = factory()
+    while True:
+        mb = src.next_minibatch(7)
+        if not mb:
+            break
+        expected.append(generic(mb, **options))
+    got = list(torch.utils.data.DataLoader(MinibatchIterableDataset(factory, 7, **options), batch_size=None))
+    assert len(got) == len(expected) > 10
+    for a, b in zip(got, expected):
+        assert sorted(a) == sorted(b)
+        for k in a:
+            same(a[k], b[k])
