@@ -153,3 +153,14 @@ def test_dim_of_a_node_is_its_inferred_dimension():
     net = build("x = Input{(4:3:2)}\nh = DenseLayer{7}(x)\nH = h.dim\nW2 = Parameter(5, H)\nz = W2 * h\n"
                 "k = Constant(x.dim)\nl = Input{5}\nce = SquareError(l, z)\ncriterionNodes = (ce)")
     assert net.shapes["W2"] == (5, 7) and float(net.tensor("k")) == 24.0
+
+
+def test_padded_pooling_keeps_ceil_of_size_over_stride():
+    net = build("x = Input{(5:5:2)}\nm = MaxPoolingLayer{(3:3), stride=(2:2), pad=true}(x)\n"
+                "a = AveragePoolingLayer{(3:3), pad=true}(x)\nz = LinearLayer{3}(m)\n" + HEAD)
+    assert net.shapes["m"] == (2, 3, 3) and net.shapes["a"] == (2, 5, 5)
+    x = torch.randn(2, 50)
+    v = net.evaluate({"x": x}, ["m", "a"])
+    img = x.reshape(2, 2, 5, 5)
+    torch.testing.assert_close(v["m"], F.max_pool2d(img, 3, 2, padding=1))
+    torch.testing.assert_close(v["a"], F.avg_pool2d(img, 3, 1, padding=1, count_include_pad=False))

@@ -114,9 +114,13 @@ def _pooling(op):
     def f(ev, a, loc):
         ww, wh = _pair(a["filterShape"], loc, f"{op} filterShape")
         sw, sh = _pair(a["stride"], loc, f"{op} stride")
-        if a["pad"] is not False:
-            raise BrainScriptError(f"{op}Layer: pad=true is not supported by cntkio (pooling without padding)", loc)
-        return _layer(f"{op}Layer", lambda ev, x, l2: ev.node(op, [_node(ev, x, l2, f"{op}Layer")], {
+        if not isinstance(a["pad"], bool):
+            raise BrainScriptError(f"{op}Layer: pad must be true or false in cntkio (per-axis padding is not "
+                                   "supported)", loc)
+        if a["pad"] and (ww % 2 == 0 or wh % 2 == 0):
+            raise BrainScriptError(f"{op}Layer: pad=true needs an odd window in cntkio, found {ww}x{wh}", loc)
+        kind = f"Padded{op}" if a["pad"] else op
+        return _layer(f"{op}Layer", lambda ev, x, l2: ev.node(kind, [_node(ev, x, l2, f"{op}Layer")], {
             "windowWidth": ww, "windowHeight": wh, "horizontalSubsample": sw, "verticalSubsample": sh}, loc))
     return f
 

@@ -1,6 +1,7 @@
 """Node types BrainScript's library needs beyond NDL's: ``ClassificationErrorTopN``, the per-sample
 reductions (``ReduceMean``, ``ReduceMax``, ``ReduceMin``, ``ReduceLogSum``), ``Hardmax``,
-``Softplus``, ``ElementDivide``."""
+``Softplus``, ``ElementDivide``, the element-wise functions of the BrainScript reference (``Clip``,
+``Ceil``, comparisons, ``If``, ...), padded pooling."""
 from __future__ import annotations
 
 from ....integrations.torch_backend import torch
@@ -179,3 +180,43 @@ class If(Op):
                 return t.reshape(t.shape[0], *shape) if t.numel() == t.shape[0] * numel(shape) else t
             return t.reshape(shape) if t.numel() == numel(shape) else t.reshape(())
         return lambda c, a, b: torch.where(fit(c, sample[0]) != 0, fit(a, sample[1]), fit(b, sample[2]))
+
+
+@register
+class PaddedMaxPooling(Op):
+    """Max pooling of ``[c, h, w]`` samples padded so that the output is ``ceil(size/stride)``
+    (odd windows: half a window on each side; padding never wins the max). BrainScript's
+    ``MaxPoolingLayer {..., pad=true}``."""
+    name = "PaddedMaxPooling"
+    positional = ("input", "windowWidth", "windowHeight", "horizontalSubsample", "verticalSubsample")
+    node_args = ("input",)
+
+    def _geom(self, attrs, shapes):
+        if len(shapes[0]) != 3:
+            raise NodeError(f"{self.name}: the input must be an image [channels, height, width], found dimensions "
+                            f"{list(shapes[0])}")
+        ww, wh, sw, sh = (as_int(attrs[k], k) for k in self.positional[1:])
+        if ww % 2 == 0 or wh % 2 == 0:
+            raise NodeError(f"{self.name}: padding needs an odd window, found {ww}x{wh}")
+        return shapes[0], ww, wh, sw, sh
+
+    def infer(self, attrs, shapes, sample):
+        (c, h, w), ww, wh, sw, sh = self._geom(attrs, shapes)
+        return (c, (h - 1) // sh + 1, (w - 1) // sw + 1), sample[0]
+
+    def compile(self, attrs, shapes, sample):
+        _, ww, wh, sw, sh = self._geom(attrs, shapes)
+        f = torch.nn.functional
+        return lambda x: f.max_pool2d(x, (wh, ww), stride=(sh, sw), padding=(wh // 2, ww // 2))
+
+
+@register
+class PaddedAveragePooling(PaddedMaxPooling):
+    """Average pooling padded as :class:`PaddedMaxPooling`; the padding is not counted in the average."""
+    name = "PaddedAveragePooling"
+
+    def compile(self, attrs, shapes, sample):
+        _, ww, wh, sw, sh = self._geom(attrs, shapes)
+        f = torch.nn.functional
+        return lambda x: f.avg_pool2d(x, (wh, ww), stride=(sh, sw), padding=(wh // 2, ww // 2),
+                                      count_include_pad=False)
