@@ -403,3 +403,10 @@ def _Min(ev, a, loc):
 @define("Fail", ("what",))
 def _Fail(ev, a, loc):
     raise BrainScriptError(str(a["what"]), loc)
+
+
+@define("DynamicAxis", ())
+def _DynamicAxis(ev, a, loc):
+    """``DynamicAxis {}``: cntkio's sequences come from the reader's layout, so an input's
+    ``dynamicAxis=`` names nothing more (inputs read in one minibatch share their sequences)."""
+    return Record({}, "DynamicAxis", loc)
