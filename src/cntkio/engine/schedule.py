@@ -43,6 +43,9 @@ __all__ = ["BatchScheduler", "FIRST_AHEAD"]
 FIRST_AHEAD = 16
 #: batches being parsed ahead of the one handed out (random access)
 _DEPTH = 2
+#: minibatches ahead of the cursor whose chunks the window keeps loading (at least: it also
+#: keeps the current and next two randomized chunks, which covers them when chunks are large)
+_AHEAD_MINIBATCHES = 2
 
 
 class _Batch:
@@ -144,6 +147,8 @@ class BatchScheduler:
         minibatch (and starts the window's loads for it)."""
         handoff = self.handoff
         settled = handoff.key == key
+        if not self.direct:  # chunks loaded whole on the loader threads: keep them busy
+            self.window.ahead = _AHEAD_MINIBATCHES * budget * W  # global samples ahead
         handoff.drop()
         if not settled:  # first call with these settings: start the loads now
             self.window.prefetch(self.window.needed(cursor, W, r))

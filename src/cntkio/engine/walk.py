@@ -354,18 +354,24 @@ class TimelineWalker:
         return np.concatenate(cs), np.concatenate(xs), np.concatenate(ls)
 
     # --- the chunks ahead ---------------------------------------------------------------------
-    def span(self, cursor: tuple[int, int], W: int, r: int) -> set[int]:
+    def span(self, cursor: tuple[int, int], W: int, r: int, ahead: int = 0) -> set[int]:
         """Chunks (load ids) the positions just ahead of ``cursor`` need: those of the current and
         next two randomized chunks (the next 3W when distributed), into the next sweep when it runs
-        out."""
+        out; and at least those of the next ``ahead`` samples of the sweep (chunks much smaller
+        than a minibatch, e.g. one image each, are then loaded a few minibatches ahead, on the
+        loader threads, not one by one when a minibatch is packed)."""
         k, i = cursor
         tl = self.randomizer.timeline(k)
         o = tl.owner(i)
-        key = (k if self.randomized or W > 1 or self.stride else 0, o, W, r)
+        stop_ahead = 0
+        if ahead:
+            j = int(np.searchsorted(tl.start, int(tl.start[i]) + ahead, side="left"))
+            stop_ahead = tl.owner(min(j, self.N - 1)) + 1
+        span = 3 * max(1, W)
+        stop = min(self.C, max(o + span, stop_ahead))
+        key = (k if self.randomized or W > 1 or self.stride else 0, o, W, r, stop)
         need = self._span_cache.get(key)
         if need is None:
-            span = 3 * max(1, W)
-            stop = min(self.C, o + span)
             loc, _ = self._local(k, W, r)
             lo, hi = np.searchsorted(loc, [tl.rchunk_start[o], tl.rchunk_start[stop]])
             need = self._chunks_of(k, tl, loc, lo, hi)

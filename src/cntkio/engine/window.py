@@ -42,12 +42,15 @@ class ChunkWindow:
         self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
                               release=corpus.release_bytes) if direct else None
         self.dirty: set[int] = set()
+        #: samples of the sweep ahead of the cursor whose chunks are kept loading (the scheduler
+        #: sets it from the minibatch size)
+        self.ahead = 0
 
     def needed(self, cursor: tuple[int, int], W: int, r: int) -> set[int]:
         """Chunks the positions just ahead of ``cursor`` need, plus held chunks still used later
         this sweep."""
         held = self.cache.held() if self.raw is None else set(self.cache.held()) | set(self.raw.held())
-        return self.walker.span(cursor, W, r) | self.walker.used_later(cursor, held)
+        return self.walker.span(cursor, W, r, self.ahead) | self.walker.used_later(cursor, held)
 
     def prefetch(self, need: set[int]) -> None:
         """Start loading the chunks of ``need`` (with random access: their bytes, and parsed only
