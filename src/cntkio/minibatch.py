@@ -528,8 +528,9 @@ class MinibatchData:
         matrices ``(len, dim)``."""
         return self._value.as_sequences(variable)
 
-    def to_torch(self, device: Any = None):
-        """The values as a torch tensor, on ``device`` if given.
+    def to_torch(self, device: Any = None, pin_memory: bool = False):
+        """The values as a torch tensor, on ``device`` if given (``pin_memory``: in page-locked
+        memory first, for a fast copy to a GPU; an error where torch sees no CUDA device).
 
         Dense: the padded float tensor ``[S, T, *shape]`` (padding zero; a plain batch without a
         sequence axis keeps :attr:`shape`). Sparse: a ``torch.sparse_csr_tensor`` of shape
@@ -537,7 +538,7 @@ class MinibatchData:
         densified); use :attr:`sequence_lengths` or :attr:`mask` to find each sequence's rows.
         """
         from .integrations.torch import value_to_torch
-        return value_to_torch(self._value, device=device)
+        return value_to_torch(self._value, device=device, pin_memory=pin_memory)
 
     def __repr__(self) -> str:
         name = self.stream.name if self.stream is not None else None
