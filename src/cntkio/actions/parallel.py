@@ -49,7 +49,7 @@ from ._common import Dist, report
 from ._params import get_bool, get_float, get_int, get_str, has, key_path
 from .sgd import config_error
 
-__all__ = ["ParallelParams", "Parallel", "METHODS", "PARALLEL_KEYS", "quantize_columns", "dequantize_columns",
+__all__ = ["ParallelParams", "Parallel", "METHODS", "PARALLEL_KEYS", "check_reader_split", "randomized_chunks", "quantize_columns", "dequantize_columns",
            "encode_quantized", "decode_quantized_sum", "QuantizedHookState", "quantized_allreduce_hook"]
 
 _log = get_logger("actions.parallel")
@@ -435,6 +435,61 @@ def describe(params: ParallelParams, dist: Dist, where: str) -> None:
         return
     _log.info("%s: %s on %d processes (gradientBits=%d, blockSize=%d, start epoch %d)", where, params.method,
               dist.world_size, params.gradient_bits, params.block_size, params.start_epoch)
+
+
+def randomized_chunks(source) -> int | None:
+    """The number of chunks a randomized reader deals to processes, or None when ``source`` is not
+    randomized or does not say (legacy readers, sources built from a user deserializer)."""
+    if not getattr(source, "randomize", False):
+        return None
+    corpus = getattr(source, "_corpus", None)
+    infos = getattr(corpus, "chunk_infos", None)
+    if infos is None:
+        return None
+    return len(infos())
+
+
+def _section_value(cfg, key: str):
+    return cfg(key) if cfg is not None and cfg.exists(key) else None
+
+
+def check_reader_split(params: ParallelParams, source, world_size: int, mb_sizes: list[int], command,
+                       sgd_cfg) -> None:
+    """A :class:`ConfigError` before training when a ``parallelTrain`` section asks for a method
+    (``params``) and ``world_size`` processes cannot split the reader:
+
+    * a minibatch size (of any epoch's ``minibatchSize``) smaller than the number of processes:
+      every process reads at least one sequence, so the global minibatch would no longer be the one
+      asked for;
+    * a randomized reader with fewer chunks than processes: randomized, process ``r`` reads the
+      sequences of the randomized chunks ``r, r + W, ...``, so the processes ``chunks .. W-1`` would
+      read nothing (CNTK trained on with idle workers; cntkio refuses it).
+
+    The error names the key (``minibatchSize``, or the reader section), the file and line where it
+    was written, and the ``parallelTrain`` section. Without a parallelTrain method (plain
+    ``torchrun``) both are allowed as before: a worker reads at least one sequence (with a warning)
+    and a worker without chunks takes part in every step with no samples (cntk-io-semantics 2.6)."""
+    if world_size <= 1 or params.method == "none":
+        return
+    cfg = sgd_cfg if sgd_cfg is not None else command
+    asked = f"parallelTrain ({key_path(cfg, 'parallelTrain')}, {params.method}) on"
+    small = [m for m in mb_sizes if m < world_size]
+    if small:
+        raise config_error(cfg, "minibatchSize",
+                           f"{asked} {world_size} processes cannot split a minibatch of {min(small)} samples: "
+                           "every process reads at least one sequence of each minibatch",
+                           hint=f"give minibatchSize >= {world_size} in every epoch, or run fewer processes")
+    chunks = randomized_chunks(source)
+    if chunks is not None and chunks < world_size:
+        reader = _section_value(command, "reader")
+        key = "randomize" if reader is not None and reader.exists("randomize") else "reader"
+        where = reader if key == "randomize" else command
+        raise config_error(where, key,
+                           f"{asked} {world_size} processes cannot split this reader: it has {chunks} randomized "
+                           f"chunk(s), and a randomized reader deals whole chunks to processes, so process(es) "
+                           f"{chunks}..{world_size - 1} would read nothing",
+                           hint=f"run at most {chunks} processes, split the data into more chunks, or "
+                           "read it without randomization (randomize=none)")
 
 
 def perf_clock() -> float:

@@ -45,7 +45,7 @@ from ._params import get_bool, get_str, has, key_path, schedule_value, section
 from .eval import EvalResult, evaluate
 from .network import build_network
 from .ndl_support import feed_layout
-from .parallel import Parallel, ParallelParams, describe as describe_parallel
+from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
 from .sgd import CntkSGD, SGDParams, config_error, set_dropout_rate
 
 __all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
@@ -330,6 +330,8 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         return result
 
     source = open_reader(command, "reader", name)
+    check_reader_split(par_params, source, dist.world_size, [params.mb_size(e) for e in range(start, params.max_epochs)],
+                       command, sgd_cfg)
     resumed = None
     if start > 0:
         path = epoch_model_path(model_path, start, params.max_epochs)
