@@ -8,7 +8,18 @@
  * walk in Python (cntkio/deserializers/cbf/layout.py, the readable twin), which names the
  * sequence and the field in its error. The two must agree on every valid chunk
  * (tests/deserializers/cbf/test_cbf_format.py).
+ *
+ * sparse_fill does a sparse stream's walk and its CSR assembly in one pass over the blocks: as it
+ * steps from block to block it copies the values, the row indices (checked against dim) and the
+ * per-sample counts (checked >= 0, summing to the block's nnz, as an int64 indptr). One pass
+ * reads each byte once and in file order (the walk alone steps block to block, a dependent load
+ * per block, and three gathers then read the same bytes again). It is exact or nothing: on any
+ * count or index the layout does not allow it returns None, and the caller takes the walk and
+ * the NumPy assembly, which name the sequence, the sample and the field in their error
+ * (cntkio/deserializers/cbf/deserializer.py, _sparse: the tested twin).
  */
+#include <stdlib.h>
+#include <string.h>
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>
@@ -76,15 +87,158 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
     return Py_BuildValue("(NNNL)", starts, counts, nz_obj, (long long)p);
 }
 
+
+static void free_capsule(PyObject *cap)
+{
+    free(PyCapsule_GetPointer(cap, NULL));
+}
+
+/* A 1-D array of n items of `type` over malloc'd memory it frees (through a capsule base). */
+static PyObject *own_array(void *mem, npy_intp n, int type)
+{
+    PyObject *cap = PyCapsule_New(mem, NULL, free_capsule);
+    if (!cap) {
+        free(mem);
+        return NULL;
+    }
+    npy_intp dims[1] = {n};
+    PyObject *arr = PyArray_SimpleNewFromData(1, dims, type, mem);
+    if (!arr) {
+        Py_DECREF(cap);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* Shrink a malloc'd buffer to `used` bytes (kept as is if realloc declines). */
+static void *shrink(void *mem, size_t used)
+{
+    void *p = realloc(mem, used ? used : 1);
+    return p ? p : mem;
+}
+
+/* sparse_fill(words, pos, lengths, w, dim)
+ *   -> (starts, counts, nnz, end, data_words, indices, indptr) | None
+ * words: the chunk as uint32 words; pos: the stream's first block; lengths: int64 per-sequence
+ * sample counts of the chunk (a stream's count may not exceed them); w: words per value (1 float32,
+ * 2 float64); dim: the stream's dimension. data_words is uint32 (view it as the stream's dtype),
+ * indices int32, indptr int64 (samples + 1 entries, from 0). */
+static PyObject *py_sparse_fill(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer view, lview;
+    Py_ssize_t pos;
+    long long w, dim;
+    if (!PyArg_ParseTuple(args, "y*ny*LL", &view, &pos, &lview, &w, &dim))
+        return NULL;
+    if (pos < 0 || w < 1 || w > 2 || dim < 1 || dim > 0x7FFFFFFFLL || view.len % 4 ||
+        lview.len % 8) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&lview);
+        PyErr_SetString(PyExc_ValueError, "sparse_fill: bad arguments");
+        return NULL;
+    }
+    const Py_ssize_t n = lview.len / 8;
+    const int64_t *lengths = (const int64_t *)lview.buf;
+    const uint32_t *words = (const uint32_t *)view.buf;
+    const int64_t total = (int64_t)(view.len / 4);
+    /* capacities: every non-zero takes w + 1 words and every sample one word of what is left */
+    const int64_t room = total > pos ? total - (int64_t)pos : 0;
+    const int64_t cap_nz = room / (w + 1);
+    int64_t cap_samples = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        cap_samples += lengths[i] > 0 ? lengths[i] : 0;
+    if (cap_samples > room)
+        cap_samples = room;
+    npy_intp dims[1] = {n};
+    PyArrayObject *starts = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    PyArrayObject *counts = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    PyArrayObject *nnz = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    uint32_t *data = malloc((size_t)(cap_nz * w) * 4 + 4);
+    int32_t *indices = malloc((size_t)cap_nz * 4 + 4);
+    int64_t *indptr = malloc((size_t)(cap_samples + 1) * 8);
+    if (!starts || !counts || !nnz || !data || !indices || !indptr) {
+        Py_XDECREF(starts); Py_XDECREF(counts); Py_XDECREF(nnz);
+        free(data); free(indices); free(indptr);
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&lview);
+        return PyErr_NoMemory();
+    }
+    int64_t *s = (int64_t *)PyArray_DATA(starts), *k = (int64_t *)PyArray_DATA(counts);
+    int64_t *z = (int64_t *)PyArray_DATA(nnz);
+    int64_t p = (int64_t)pos, dn = 0, sn = 0;
+    const uint32_t udim = (uint32_t)dim;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    indptr[0] = 0;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        if (p + 2 > total) { ok = 0; break; }
+        const int64_t cnt = words[p];
+        const uint32_t nz = words[p + 1];
+        if (nz >= 0x80000000u || cnt > lengths[i]) { ok = 0; break; }
+        const int64_t next = p + 2 + (int64_t)nz * (w + 1) + cnt;
+        if (next > total || sn + cnt > cap_samples) { ok = 0; break; }
+        s[i] = p; k[i] = cnt; z[i] = nz;
+        const uint32_t *v = words + p + 2;
+        memcpy(data + dn * w, v, (size_t)nz * (size_t)w * 4);
+        const uint32_t *r = v + (int64_t)nz * w;
+        uint32_t bad = 0;
+        int32_t *out = indices + dn;
+        for (uint32_t j = 0; j < nz; j++) {   /* an index < 0 reads as >= 2^31 > dim - 1 */
+            const uint32_t x = r[j];
+            bad |= (uint32_t)(x >= udim);
+            out[j] = (int32_t)x;
+        }
+        const uint32_t *c = r + nz;
+        int64_t acc = 0, base = indptr[sn];
+        for (int64_t j = 0; j < cnt; j++) {
+            const uint32_t x = c[j];
+            bad |= x >> 31;                   /* a negative per-sample count */
+            acc += x;
+            indptr[sn + j + 1] = base + acc;
+        }
+        if (bad || acc != (int64_t)nz) { ok = 0; break; }
+        dn += nz; sn += cnt; p = next;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&lview);
+    if (!ok) {
+        Py_DECREF(starts); Py_DECREF(counts); Py_DECREF(nnz);
+        free(data); free(indices); free(indptr);
+        Py_RETURN_NONE;
+    }
+    data = shrink(data, (size_t)(dn * w) * 4);
+    indices = shrink(indices, (size_t)dn * 4);
+    indptr = shrink(indptr, (size_t)(sn + 1) * 8);
+    PyObject *d_obj = own_array(data, (npy_intp)(dn * w), NPY_UINT32);
+    PyObject *i_obj = d_obj ? own_array(indices, (npy_intp)dn, NPY_INT32) : (free(indices), NULL);
+    PyObject *p_obj = i_obj ? own_array(indptr, (npy_intp)(sn + 1), NPY_INT64) : (free(indptr), NULL);
+    if (!p_obj) {
+        Py_XDECREF(d_obj); Py_XDECREF(i_obj);
+        Py_DECREF(starts); Py_DECREF(counts); Py_DECREF(nnz);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNLNNN)", starts, counts, nnz, (long long)p, d_obj, i_obj, p_obj);
+}
+
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS,
      "walk(words, pos, n, sparse, w) -> (starts, counts, nnz or None, end), or None when a count "
      "runs past the chunk (the caller's Python walk then names the error)."},
+    {"sparse_fill", py_sparse_fill, METH_VARARGS,
+     "sparse_fill(words, pos, lengths, w, dim) -> (starts, counts, nnz, end, data_words, indices, "
+     "indptr), a sparse stream's walk and CSR in one pass, or None on any count or index the "
+     "layout does not allow (the caller's walk and NumPy assembly then name the error)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_cbf", "The CBF chunk walk in C (GIL released).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_cbf", "The CBF chunk walk and sparse assembly in C (GIL released).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

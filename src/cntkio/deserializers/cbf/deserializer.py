@@ -5,7 +5,9 @@ is built or cached). A chunk is loaded by walking its blocks (``layout.walk_chun
 assembling columnar containers: a dense stream's values are a zero-copy NumPy view of the map
 when the layout allows it (a chunk with one sequence of the stream, or where every sequence has
 exactly one sample of it), otherwise one gather of the payload segments; sparse streams become
-CSR by a few vectorized gathers (values, row indices, per-sample counts). Sparse row indices and
+CSR in the walk itself (the C core's ``sparse_fill``: one pass copying values, row indices and
+per-sample counts), or by a few vectorized gathers where the C core is not built or a count is
+to be reported. Sparse row indices and
 all counts are validated; errors name the file, the chunk, the stream and the field.
 """
 from __future__ import annotations
@@ -78,6 +80,9 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
     """
 
     key_kind = "numeric"
+    #: sparse streams assembled by the C core during the walk (one pass); False takes the NumPy
+    #: gathers (the tested twin, and the path that names a bad count or index)
+    fuse_sparse = True
 
     def __init__(self, config: Mapping, **source_options: Any) -> None:
         self.options = o = parse_options(config, **source_options)
@@ -203,7 +208,7 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
         h = self.header
         lengths = np.frombuffer(buf, "<u4", count=int(h.num_sequences[c]),
                                 offset=int(h.offsets[c])).astype(np.int64)
-        lay = walk_chunk(buf, h, c, lengths, self.filename)
+        lay = walk_chunk(buf, h, c, lengths, self.filename, self.fuse_sparse)
         keep = self._keeps[chunk_id]
         streams: dict[str, Any] = {}
         for k, (name, st) in enumerate(zip(self._names, h.streams)):
@@ -213,6 +218,13 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
             offsets = np.zeros(len(counts) + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             if st.sparse:
+                if lay.filled[k] is not None:  # checked in C; dropped sequences hold nothing
+                    data, indices, indptr = lay.filled[k]
+                    data = data.view(st.dtype)
+                    if data.dtype != self.dtype:
+                        data = data.astype(self.dtype)
+                    streams[name] = SparseStream(indptr, indices, data, offsets, st.dim)
+                    continue
                 nnz = lay.nnz[k] if keep is None else lay.nnz[k][keep]
                 streams[name] = self._sparse(lay.words, st, starts, counts, nnz, offsets, c)
             else:

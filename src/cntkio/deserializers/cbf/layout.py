@@ -238,12 +238,15 @@ def chunk_lengths(buf, header: CBFHeader, c: int, file: str) -> np.ndarray:
 class ChunkLayout:
     """Where each stream's sequences are in a chunk, in 32-bit words from the chunk's start:
     ``starts[s][i]`` is sequence i's block of stream s, ``counts[s][i]`` its sample count and
-    ``nnz[s][i]`` (sparse streams; None for dense) its non-zero count."""
+    ``nnz[s][i]`` (sparse streams; None for dense) its non-zero count. ``filled[s]`` is a sparse
+    stream's CSR when the C core assembled it during the walk (``(data_words, indices, indptr)``,
+    already checked: indices in [0, dim), per-sample counts >= 0 summing to each nnz), else None."""
 
     words: np.ndarray
     starts: list[np.ndarray]
     counts: list[np.ndarray]
     nnz: list[np.ndarray | None]
+    filled: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None]
 
 
 def _chunk_error(file, c, stream: CBFStream | None, message, **kw) -> FormatError:
@@ -251,18 +254,23 @@ def _chunk_error(file, c, stream: CBFStream | None, message, **kw) -> FormatErro
     return _err(file, f"{where}: {message}", **kw)
 
 
-def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str) -> ChunkLayout:
+def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str,
+               fill_sparse: bool = True) -> ChunkLayout:
     """Locate every stream's sequence blocks in chunk ``c`` and check that the counts add up:
     each block inside the chunk, the blocks ending exactly at the chunk's end, each sequence's
-    sample count the largest of its streams' counts."""
+    sample count the largest of its streams' counts. With ``fill_sparse`` and the C core built,
+    a sparse stream's CSR arrays are filled during its walk (one pass; see ``ChunkLayout``)."""
     off, end = int(header.offsets[c]), int(header.ends[c])
     n = len(lengths)
     nbytes = end - off
     words = np.frombuffer(buf, "<u4", count=nbytes // 4, offset=off)
     total = len(words)
     pos = n
-    starts, counts, nnzs = [], [], []
+    starts, counts, nnzs, filled = [], [], [], []
+    mod = native("cbf") if fill_sparse and words.flags.c_contiguous else None
+    lengths64 = np.ascontiguousarray(lengths, np.int64)
     for st in header.streams:
+        fill = None
         ew = st.value_words
         if not st.sparse:
             # every sequence's count is most likely its length: place the blocks on that guess
@@ -281,10 +289,16 @@ def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str) -
                 s, cnt, nz, pos = _walk(words, pos, n, False, st.dim * ew, file, c, st, off)
             nz = None
         else:
-            s, cnt, nz, pos = _walk(words, pos, n, True, ew, file, c, st, off)
+            got = None if mod is None else mod.sparse_fill(words, pos, lengths64, ew, st.dim)
+            if got is not None:
+                s, cnt, nz, pos = got[:4]
+                fill = got[4:]
+            else:  # not built, or a count or index to report: the walk (and NumPy) name it
+                s, cnt, nz, pos = _walk(words, pos, n, True, ew, file, c, st, off)
         starts.append(s)
         counts.append(cnt)
         nnzs.append(nz)
+        filled.append(fill)
     if pos * 4 != nbytes:
         raise _chunk_error(file, c, None, "the counts do not add up: the streams' data does not end "
                            "where the chunk ends", offset=off + pos * 4,
@@ -299,7 +313,7 @@ def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str) -
                                "sequence's sample count is not the largest of its streams' counts",
                                offset=off + 4 * i, expected=f"{int(longest[i])} samples",
                                found=f"{int(lengths[i])}")
-    return ChunkLayout(words, starts, counts, nnzs)
+    return ChunkLayout(words, starts, counts, nnzs, filled)
 
 
 def _walk(words, pos, n, sparse, w, file, c, st, off):
