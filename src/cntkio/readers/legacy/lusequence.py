@@ -33,14 +33,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..._log import get_logger
-from ...deserializers.base import DeserializerBase
-from ...deserializers.protocol import ChunkData, ChunkInfo, SequenceTable
+from ...deserializers.protocol import ChunkData
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
 from .sections import (apply_parallel_sequences, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
-from .sequence import _as_dict, one_hot_sparse
+from .sequence import SentenceCorpus, _as_dict, one_hot_sparse
 from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
 
 __all__ = ["LUSequenceDeserializer", "LUSequenceAdapter", "build", "DESERIALIZER_TYPE"]
@@ -51,7 +50,7 @@ DESERIALIZER_TYPE = "LUSequenceReaderDeserializer"
 _LOG_ERRORS = 10
 
 
-class LUSequenceDeserializer(DeserializerBase):
+class LUSequenceDeserializer(SentenceCorpus):
     """Sentences of an LU corpus (module docstring).
 
     ``config``: ``{"file", "input": {"name", "token", "labelDim", "usewordmap"}, "output":
@@ -187,26 +186,10 @@ class LUSequenceDeserializer(DeserializerBase):
             raise ConfigError(f"the corpus {self.file!r} holds no {self.begin!r} ... {self.end!r} sentence",
                               path="file")
 
-    # --- the protocol ---------------------------------------------------------------------------
-    def stream_infos(self) -> list[StreamInformation]:
-        return list(self._infos)
-
-    def chunk_infos(self) -> list[ChunkInfo]:
-        return [ChunkInfo(c, b - a, int(self.lengths[a:b].sum()))
-                for c, (a, b) in enumerate(zip(self._bounds, self._bounds[1:]))]
-
-    def sequence_infos(self, chunk_id: int) -> SequenceTable:
-        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
-        return SequenceTable(np.arange(a, b, dtype=np.int64), self.lengths[a:b].copy())
-
+    # --- the protocol (SentenceCorpus) ----------------------------------------------------------
     def get_chunk(self, chunk_id: int) -> ChunkData:
-        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
-        table = self.sequence_infos(chunk_id)
+        a, b, table, offsets, t, base = self._chunk_positions(chunk_id)
         lens = table.lengths
-        offsets = np.zeros(len(lens) + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        t = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens)
-        base = np.repeat(self.starts[a:b], lens)
         last = np.repeat(lens - 1, lens)
         cols = []
         for c in self.context:
@@ -215,8 +198,7 @@ class LUSequenceDeserializer(DeserializerBase):
         ids = np.concatenate(cols, axis=1)                # one block of in_dim per (offset, column)
         streams = {self.in_name: one_hot_sparse(ids, offsets, self.in_dim, self.dtype),
                    self.out_name: one_hot_sparse(self.out_ids[base + t], offsets, self.out_dim, self.dtype)}
-        inv = self.invalid[a:b]
-        return ChunkData(table, streams, inv.copy() if inv.any() else None)
+        return self._chunk_data(table, streams, a, b)
 
 
 class LUSequenceAdapter:

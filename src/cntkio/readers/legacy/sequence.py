@@ -67,7 +67,41 @@ def one_hot_sparse(ids: np.ndarray, offsets: np.ndarray, dim: int, dtype) -> Spa
     return SparseStream(indptr, indices, np.ones(n * per, dtype), offsets, dim * per)
 
 
-class SequenceDeserializer(DeserializerBase):
+class SentenceCorpus(DeserializerBase):
+    """What the sentence readers share: sentences ``starts[i]`` .. ``+ lengths[i]`` of one token
+    array, chunks of consecutive sentences (``_bounds``), keys the sentence numbers, ``invalid``
+    sentences counted against ``maxErrors``. Subclasses set those and ``_infos`` and build a
+    chunk's streams from :meth:`_chunk_positions`."""
+
+    def stream_infos(self) -> list[StreamInformation]:
+        return list(self._infos)
+
+    def chunk_infos(self) -> list[ChunkInfo]:
+        return [ChunkInfo(c, b - a, int(self.lengths[a:b].sum()))
+                for c, (a, b) in enumerate(zip(self._bounds, self._bounds[1:]))]
+
+    def sequence_infos(self, chunk_id: int) -> SequenceTable:
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        return SequenceTable(np.arange(a, b, dtype=np.int64), self.lengths[a:b].copy())
+
+    def _chunk_positions(self, chunk_id: int):
+        """``(a, b, table, offsets, t, base)`` of chunk ``chunk_id``: its sentences ``a:b``, their
+        table and sample offsets, and per sample its position ``t`` in its sentence and its
+        sentence's first token ``base`` (so ``base + t`` indexes the token array)."""
+        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
+        table = self.sequence_infos(chunk_id)
+        lens = table.lengths
+        offsets = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        t = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens)
+        return a, b, table, offsets, t, np.repeat(self.starts[a:b], lens)
+
+    def _chunk_data(self, table: SequenceTable, streams: dict, a: int, b: int) -> ChunkData:
+        inv = self.invalid[a:b]
+        return ChunkData(table, streams, inv.copy() if inv.any() else None)
+
+
+class SequenceDeserializer(SentenceCorpus):
     """Sentences of a language-model corpus (module docstring).
 
     ``config``: ``{"file", "input": {"name", "labelDim"}, "output": {"name", "labelDim"},
@@ -201,34 +235,17 @@ class SequenceDeserializer(DeserializerBase):
             bounds = sorted(set([0] + np.minimum(marks, n).tolist() + [n]))
         self._bounds = bounds
 
-    # --- the protocol ---------------------------------------------------------------------------
-    def stream_infos(self) -> list[StreamInformation]:
-        return list(self._infos)
-
-    def chunk_infos(self) -> list[ChunkInfo]:
-        return [ChunkInfo(c, b - a, int(self.lengths[a:b].sum()))
-                for c, (a, b) in enumerate(zip(self._bounds, self._bounds[1:]))]
-
-    def sequence_infos(self, chunk_id: int) -> SequenceTable:
-        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
-        return SequenceTable(np.arange(a, b, dtype=np.int64), self.lengths[a:b].copy())
-
+    # --- the protocol (SentenceCorpus) ----------------------------------------------------------
     def get_chunk(self, chunk_id: int) -> ChunkData:
-        a, b = self._bounds[chunk_id], self._bounds[chunk_id + 1]
-        table = self.sequence_infos(chunk_id)
-        lens = table.lengths
-        offsets = np.zeros(len(lens) + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens) + np.repeat(
-            self.starts[a:b], lens)
+        a, b, table, offsets, t, base = self._chunk_positions(chunk_id)
+        pos = base + t
         cur, nxt = self.ids[pos], self.ids[pos + 1]
         streams = {self.in_name: one_hot_sparse(cur, offsets, self.in_dim, self.dtype)}
         if self.classes is not None:
             streams[self.out_name] = DenseStream(self.classes.labels(nxt, self.dtype), offsets)
         else:
             streams[self.out_name] = one_hot_sparse(nxt, offsets, self.out_dim, self.dtype)
-        inv = self.invalid[a:b]
-        return ChunkData(table, streams, inv.copy() if inv.any() else None)
+        return self._chunk_data(table, streams, a, b)
 
     def word_ids(self) -> dict[str, int]:
         """The vocabulary: word -> id."""
