@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ....integrations.torch_backend import torch
 from .base import NodeError, Op, as_int, numel, register
+from .basic import _Binary
 from .criteria import _Criterion, _flat
 
 
@@ -132,22 +133,6 @@ class Clip(_Unary):
         if lo > hi:
             raise NodeError(f"Clip: minValue {lo} is above maxValue {hi}")
         return lambda x: torch.clamp(x, lo, hi)
-
-
-class _Binary(Op):
-    positional = node_args = ("a", "b")
-    fn = staticmethod(torch.add)
-
-    def infer(self, attrs, shapes, sample):
-        from .basic import binary_shape
-        shape, s, _ = binary_shape(self.name, shapes, sample)
-        return shape, s
-
-    def compile(self, attrs, shapes, sample):
-        from .basic import _viewer, binary_shape
-        _, _, (va, vb) = binary_shape(self.name, shapes, sample)
-        fa, fb, f = _viewer(va, sample[0]), _viewer(vb, sample[1]), self.fn
-        return lambda a, b: f(fa(a), fb(b))
 
 
 def _as(f):
