@@ -11,7 +11,7 @@ import numpy as np
 
 from ..._native import native
 from ...errors import FormatError
-from .text import fnv1a, hash_names, line_bounds, padded
+from .text import decimals, fnv1a, hash_names, line_bounds, padded
 
 __all__ = ["scan_mlf", "FALLBACK", "mlf_key", "state_table"]
 
@@ -45,18 +45,6 @@ def _text(data, a, b) -> str:
     return data[a:b].tobytes().decode("utf-8", "surrogateescape")
 
 
-def _digits(data: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mat = padded(data, a, b)
-    lens = b - a
-    ok = (lens >= 1) & (lens <= 18)
-    val = np.zeros(len(a), np.int64)
-    for j in range(mat.shape[1]):
-        live = lens > j
-        d = mat[:, j].astype(np.int64) - 48
-        ok &= ~live | ((d >= 0) & (d <= 9))
-        val = np.where(live, val * 10 + np.clip(d, 0, 9), val)
-    return val, ok
-
 
 def _tokens(data: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> tuple:
     """Per segment line: the token count, the first two tokens as decimals, whether both were 1-18
@@ -86,8 +74,8 @@ def _tokens(data: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> tuple:
         else:
             tend.append(sb)
     ok3 = ntok >= 3
-    v0, ok0 = _digits(data, np.where(ok3, tstart[0], 0), np.where(ok3, tend[0], 0))
-    v1, ok1 = _digits(data, np.where(ok3, tstart[1], 0), np.where(ok3, tend[1], 0))
+    v0, ok0 = decimals(data, np.where(ok3, tstart[0], 0), np.where(ok3, tend[0], 0))
+    v1, ok1 = decimals(data, np.where(ok3, tstart[1], 0), np.where(ok3, tend[1], 0))
     la, lb = np.where(ok3, tstart[2], 0), np.where(ok3, tend[2], 0)
     lh = fnv1a(padded(data, la, lb), lb - la) if n else np.zeros(0, np.uint64)
     return ntok, v0, v1, ok0 & ok1 & ok3, la, lb, lh

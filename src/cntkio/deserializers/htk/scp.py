@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FormatError
-from .text import first_in_lines, fnv1a, last_in_lines, line_bounds, numeric_keys, padded
+from .text import decimals, first_in_lines, fnv1a, last_in_lines, line_bounds, numeric_keys, padded
 
 __all__ = ["ScpIndex", "parse_scp", "parse_scp_files"]
 
@@ -45,19 +45,6 @@ class ScpIndex:
     def __len__(self) -> int:
         return int(self.keys.shape[0])
 
-
-def _digits(buf: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decimal values of ``buf[a:b]`` per row, and whether each row was 1-18 plain digits."""
-    mat = padded(buf, a, b)
-    lens = b - a
-    ok = (lens >= 1) & (lens <= 18)
-    val = np.zeros(len(a), np.int64)
-    for j in range(mat.shape[1]):
-        live = lens > j
-        d = mat[:, j].astype(np.int64) - 48
-        ok &= ~live | ((d >= 0) & (d <= 9))
-        val = np.where(live, val * 10 + np.clip(d, 0, 9), val)
-    return val, ok
 
 
 def _fail(path: str, line: int, text: bytes, why: str) -> FormatError:
@@ -116,8 +103,8 @@ def parse_scp(path: str, prefix: str | None = None, numeric: bool = False) -> tu
     r_end = np.full(n, -1, np.int64)
     if has_range.any():
         hr = np.flatnonzero(has_range & ~bad)
-        s, ok1 = _digits(data, lb[hr] + 1, comma[hr])
-        e, ok2 = _digits(data, comma[hr] + 1, ends[hr] - 1)
+        s, ok1 = decimals(data, lb[hr] + 1, comma[hr])
+        e, ok2 = decimals(data, comma[hr] + 1, ends[hr] - 1)
         r_start[hr], r_end[hr] = s, e
         bad[hr[~(ok1 & ok2)]] = True
     if bad.any():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["line_bounds", "padded", "fnv1a", "hash_names", "numeric_keys", "numeric_names", "last_in_lines",
+__all__ = ["line_bounds", "padded", "decimals", "fnv1a", "hash_names", "numeric_keys", "numeric_names", "last_in_lines",
            "first_in_lines"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -144,3 +144,17 @@ def last_in_lines(buf: np.ndarray, char: bytes, starts: np.ndarray, ends: np.nda
 def first_in_lines(buf: np.ndarray, char: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Position of the first ``char`` in each line, -1 where none."""
     return _in_lines(np.flatnonzero(buf == ord(char)).astype(np.int64), starts, ends, False)
+
+
+def decimals(buf: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal values of ``buf[a:b]`` per row, and whether each row was 1-18 plain digits."""
+    mat = padded(buf, a, b)
+    lens = b - a
+    ok = (lens >= 1) & (lens <= 18)
+    val = np.zeros(len(a), np.int64)
+    for j in range(mat.shape[1]):
+        live = lens > j
+        d = mat[:, j].astype(np.int64) - 48
+        ok &= ~live | ((d >= 0) & (d <= 9))
+        val = np.where(live, val * 10 + np.clip(d, 0, 9), val)
+    return val, ok
