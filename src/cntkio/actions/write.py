@@ -106,18 +106,11 @@ def write(section, name: str = "write") -> dict[str, int]:
                 handles[n] = open(p, "w", encoding="ascii", newline="\n")
                 files[n] = p
         counts = {n: 0 for n in names}
-        net.eval()
-        with torch.no_grad():
-            for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
-                t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
-                feed_layout(net, mb, feats, device)
-                values = net.nodes(t[feats])
-                if labels in t:
-                    values[labels] = t[labels]
-                for n in names:
-                    arr = _node_value(values, n, mb, section).detach().cpu().numpy()
-                    handles[n].write(format_rows(arr, fmt))
-                    counts[n] += arr.shape[0]
+        for arrays in _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size,
+                                   epoch_size):
+            for n, arr in arrays.items():
+                handles[n].write(format_rows(arr, fmt))
+                counts[n] += arr.shape[0]
     finally:
         for h in handles.values():
             if h is not sys.stdout:
@@ -133,21 +126,14 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
     """The nodes' values for every sample, saved through a DataWriter (IDataWriter.SaveData)."""
     total = epoch_size or int(source.sweep_size)
     start = 0
-    net.eval()
-    with torch.no_grad():
-        for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
-            t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
-            feed_layout(net, mb, feats, device)
-            values = net.nodes(t[feats])
-            if labels in t:
-                values[labels] = t[labels]
-            arrays = {n: _node_value(values, n, mb, section).detach().cpu().numpy() for n in names}
-            count = next(iter(arrays.values())).shape[0]
-            if start + count > total:
-                raise ConfigError(f"the reader delivered more than the {total} samples announced to the writer",
-                                  path=key_path(section, "epochSize"))
-            writer.save_data(start, arrays, count, total)
-            start += count
+    for arrays in _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size,
+                               epoch_size):
+        count = next(iter(arrays.values())).shape[0]
+        if start + count > total:
+            raise ConfigError(f"the reader delivered more than the {total} samples announced to the writer",
+                              path=key_path(section, "epochSize"))
+        writer.save_data(start, arrays, count, total)
+        start += count
     writer.destroy()
     if start != total:
         raise ConfigError(f"the writer was announced {total} samples, the reader delivered {start}",
@@ -157,6 +143,19 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
            stream=sys.stderr)
     dist.barrier()
     return {n: start for n in names}
+
+
+def _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size, epoch_size):
+    """Per minibatch of one epoch, ``{node: NumPy values [samples, ...]}`` of the nodes ``names``."""
+    net.eval()
+    with torch.no_grad():
+        for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
+            t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
+            feed_layout(net, mb, feats, device)
+            values = net.nodes(t[feats])
+            if labels in t:
+                values[labels] = t[labels]
+            yield {n: _node_value(values, n, mb, section).detach().cpu().numpy() for n in names}
 
 
 def _node_value(values: dict, node: str, minibatch, section):
