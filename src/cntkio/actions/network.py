@@ -13,7 +13,8 @@ from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from .models import NetworkSpec, SimpleNetwork, load_model
-from .ndl_support import build_ndl_network
+from .models.simple_rnn import RecurrentSpec, build_recurrent
+from .ndl_support import build_ndl_network, precompute_from_reader
 from .brainscript_support import build_brainscript_network, has_brainscript
 from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
 
@@ -22,12 +23,37 @@ __all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]
 #: network builders named in CNTK configs that cntkio does not implement
 UNSUPPORTED_BUILDERS = ("BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
 
-#: SimpleNetworkBuilder parameters that would change the network in ways cntkio does not build,
-#: with the values that mean "off" (these are refused, not ignored)
-_REFUSED = {"rnnType": ("simplenet",), "lookupTableOrder": ("0",)}
+#: SimpleNetworkBuilder parameters of CNTK's recurrent builders that cntkio does not build, with the
+#: values that mean "off" (these are refused, not ignored)
+_REFUSED = {"constInputGateValue": ("false", "0"), "constForgetGateValue": ("false", "0"),
+            "constOutputGateValue": ("false", "0"), "directConnect": ("",), "lookupTableOrderSizes": ("",),
+            "streamSizes": ("",), "maOrder": ("0",)}
 
 
-def spec_from_config(builder) -> NetworkSpec:
+def _recurrent_spec(builder, sizes: list[int]) -> RecurrentSpec:
+    """A SimpleNetworkBuilder section with ``rnnType`` other than SIMPLENET (``models/simple_rnn.py``)."""
+    path = getattr(builder, "path", None) or "SimpleNetworkBuilder"
+    layers = [int(float(v)) for v in get_list(builder, "recurrentLayer", "")] if has(builder, "recurrentLayer") else []
+    return RecurrentSpec(
+        rnn_type=get_str(builder, "rnnType"), layer_sizes=sizes,
+        layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
+        training_criterion=get_str(builder, "trainingCriterion", "CrossEntropyWithSoftmax"),
+        eval_criterion=get_str(builder, "evalCriterion", "ClassificationError"),
+        init_value_scale=get_float(builder, "initValueScale", 1.0),
+        uniform_init=get_bool(builder, "uniformInit", True),
+        apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
+        need_prior=get_bool(builder, "needPrior", False),
+        add_dropout_nodes=get_bool(builder, "addDropoutNodes", False),
+        lookup_table_order=get_int(builder, "lookupTableOrder", 0),
+        recurrent_layers=layers,
+        default_hidden_activity=get_float(builder, "defaultHiddenActivity", 0.1),
+        input_gate_init=get_float(builder, "inputGateInitVal", -1.0),
+        forget_gate_init=get_float(builder, "forgetGateInitVal", -1.0),
+        output_gate_init=get_float(builder, "outputGateInitVal", -1.0),
+        nbr_class=get_int(builder, "nbrClass", -1), path=path)
+
+
+def spec_from_config(builder) -> NetworkSpec | RecurrentSpec:
     """A ``SimpleNetworkBuilder`` section -> :class:`NetworkSpec`.
 
     Parameters: ``layerSizes`` (required, ``in:hidden...:out``), ``layerTypes`` (``Sigmoid``
@@ -36,13 +62,15 @@ def spec_from_config(builder) -> NetworkSpec:
     ``Logistic``), ``evalCriterion`` (``ClassificationError``/``ErrorPrediction`` default, or a
     training criterion), ``initValueScale`` (1), ``uniformInit`` (true), ``applyMeanVarNorm``
     (false), ``randomSeedOffset`` (0), ``needPrior`` (false: with true, the label prior and the
-    ``ScaledLogLikelihood`` output node).
+    ``ScaledLogLikelihood`` output node). ``rnnType`` other than ``SIMPLENET`` (``LSTM``,
+    ``CLASSLSTM``, ``SIMPLERNN``) gives a :class:`RecurrentSpec` (with ``lookupTableOrder``,
+    ``recurrentLayer``, ``defaultHiddenActivity``, the gates' ``*GateInitVal``, ``nbrClass``).
     """
     for key, off in _REFUSED.items():
         if builder.exists(key) and (get_str(builder, key) or "").lower() not in off:
             raise NotImplementedInCntkio(
                 f"{key_path(builder, key)}={get_str(builder, key)} is not implemented in cntkio "
-                "(cntkio builds feed-forward SimpleNetworkBuilder networks: rnnType = SIMPLENET, no lookup table)")
+                "(SimpleNetworkBuilder: rnnType SIMPLENET, SIMPLERNN, LSTM, CLASSLSTM with lookupTableOrder)")
     if not has(builder, "layerSizes"):
         raise ConfigError("SimpleNetworkBuilder needs layerSizes", path=key_path(builder, "layerSizes"),
                           hint="e.g. layerSizes=784:256:10 (input, hidden layers, output)")
@@ -51,6 +79,13 @@ def spec_from_config(builder) -> NetworkSpec:
     except ValueError:
         raise ConfigError(f"expected integers, found {get_str(builder, 'layerSizes')!r}",
                           path=key_path(builder, "layerSizes")) from None
+    rnn = (get_str(builder, "rnnType", "SIMPLENET") or "SIMPLENET").upper()
+    if rnn != "SIMPLENET":
+        return _recurrent_spec(builder, sizes)
+    if get_int(builder, "lookupTableOrder", 0) != 0:
+        raise ConfigError("lookupTableOrder applies to rnnType LSTM and CLASSLSTM (CNTK's feed-forward builder did "
+                          "not read it)", path=key_path(builder, "lookupTableOrder"),
+                          hint="set rnnType=LSTM for an embedding followed by an LSTM, or remove lookupTableOrder")
     return NetworkSpec(
         layer_sizes=sizes,
         layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
@@ -72,7 +107,14 @@ def build_network(command, *, device: torch.device, dtype: torch.dtype, adapt: b
         path = get_str(command, "originalModelFileName")
         return load_model(path, device=device, dtype=dtype).network
     if command.exists("SimpleNetworkBuilder"):
-        spec = spec_from_config(section(command, "SimpleNetworkBuilder"))
+        builder = section(command, "SimpleNetworkBuilder")
+        spec = spec_from_config(builder)
+        if isinstance(spec, RecurrentSpec):
+            net = build_recurrent(spec, dtype=dtype, seed_offset=get_int(builder, "randomSeedOffset", 0)).to(device)
+            net.check_trainable(key_path(command, "SimpleNetworkBuilder"))
+            if net.pending_precompute():
+                precompute_from_reader(net, command, dtype=dtype, device=device)
+            return net
         return SimpleNetwork(spec, dtype=dtype).to(device)
     if command.exists("NDLNetworkBuilder"):
         return build_ndl_network(command, device=device, dtype=dtype)

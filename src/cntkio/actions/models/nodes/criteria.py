@@ -99,3 +99,53 @@ class MatrixL2Reg(MatrixL1Reg):
 
     def compile(self, attrs, shapes, sample):
         return lambda x: torch.sqrt((x * x).sum()).reshape(1, 1)
+
+
+@register
+class ClassBasedCrossEntropyWithSoftmax(Op):
+    """``ClassBasedCrossEntropyWithSoftmax(labels, h, W, classLogPost)``: the class-based language
+    model criterion, summed over the samples. ``labels`` has CNTK's four rows per word (the
+    LMSequenceReader's with a ``wordclass`` file): word id, class id, the class's first word id
+    and its last + 1; ``W`` is ``[hidden, vocabulary]`` (a word's column is its output vector),
+    ``classLogPost`` the per-sample class scores (``Times(WeightForClassPostProb, h)``). A word
+    costs ``-log softmax(classLogPost)[class] - log softmax_{j in class}(h·W[:, j])[word]``.
+    The word scores are computed for the whole vocabulary and masked to each sample's class
+    (the same value as CNTK's per-class slices, without their speed)."""
+    name = "ClassBasedCrossEntropyWithSoftmax"
+    aliases = ("CBCEWithSM",)
+    positional = node_args = ("labels", "input", "weights", "classLogPost")
+    criterion = True
+
+    def infer(self, attrs, shapes, sample):
+        lab, h, w, c = (tuple(s) for s in shapes)
+        if numel(lab) != 4:
+            raise NodeError(f"{self.name}: labels must have 4 rows (word, class, class start, class end), "
+                            f"found {list(lab)}")
+        w2 = w if len(w) == 2 else (w[0], 1)
+        if sample[2] or w2[0] != numel(h):
+            raise NodeError(f"{self.name}: the weights must be a [{numel(h)}, vocabulary] matrix (the input has "
+                            f"{numel(h)} rows), found {list(w)}")
+        if numel(c) < 1:
+            raise NodeError(f"{self.name}: the class scores are empty")
+        return (1, 1), False
+
+    def compile(self, attrs, shapes, sample):
+        w2 = tuple(shapes[2]) if len(shapes[2]) == 2 else (shapes[2][0], 1)
+
+        def fn(labels, h, w, cls):
+            lab = _flat(labels).round().to(torch.int64)
+            word, klass, first, end = lab[:, 0], lab[:, 1], lab[:, 2], lab[:, 3]
+            vocab = w2[1]
+            if lab.numel() and (bool((word < first).any()) or bool((word >= end).any())
+                                or int(end.max()) > vocab or int(first.min()) < 0):
+                raise ValueError(f"{ClassBasedCrossEntropyWithSoftmax.name}: a label's word id is not inside "
+                                 f"its class's [start, end) or outside the vocabulary of {vocab}")
+            cls = _flat(cls)
+            class_lp = torch.log_softmax(cls, dim=-1).gather(1, klass[:, None])[:, 0]
+            logits = _flat(h) @ w.reshape(w2)
+            j = torch.arange(vocab, device=logits.device)
+            inside = (j[None, :] >= first[:, None]) & (j[None, :] < end[:, None])
+            word_lp = torch.log_softmax(logits.masked_fill(~inside, float("-inf")), dim=-1)
+            word_lp = word_lp.gather(1, word[:, None])[:, 0]
+            return -(class_lp + word_lp).sum().reshape(1, 1)
+        return fn
