@@ -449,6 +449,9 @@ def randomized_chunks(source) -> int | None:
     return len(infos())
 
 
+_RANDOMIZE = "randomize"
+
+
 def _section_value(cfg, key: str):
     return cfg(key) if cfg is not None and cfg.exists(key) else None
 
@@ -482,7 +485,8 @@ def check_reader_split(params: ParallelParams, source, world_size: int, mb_sizes
     chunks = randomized_chunks(source)
     if chunks is not None and chunks < world_size:
         reader = _section_value(command, "reader")
-        key = "randomize" if reader is not None and reader.exists("randomize") else "reader"
+        # the reader's own key (not an SGD/parallelTrain key), named by the error when it is written
+        key = _RANDOMIZE if reader is not None and reader.exists(_RANDOMIZE) else "reader"
         where = reader if key == "randomize" else command
         raise config_error(where, key,
                            f"{asked} {world_size} processes cannot split this reader: it has {chunks} randomized "
