@@ -16,6 +16,7 @@ import os
 import re
 import struct
 import sys
+import time
 import uuid
 from collections import deque
 from typing import Any, Iterable, Mapping, Sequence
@@ -94,6 +95,8 @@ class CBFWriter:
         self._pending_bytes = 0
         self.num_sequences = 0
         self.num_samples = 0
+        #: seconds the final fsync took (set by close)
+        self.fsync_seconds = 0.0
         self._closed = False
 
     # -- encoding -----------------------------------------------------------------------------
@@ -244,7 +247,9 @@ class CBFWriter:
             out.append(struct.pack("<q", header))
             f.write(b"".join(out))
             f.flush()
+            t0 = time.perf_counter()
             os.fsync(f.fileno())
+            self.fsync_seconds = time.perf_counter() - t0
             f.close()
             os.replace(self._tmp, self.path)
         except BaseException:
@@ -483,7 +488,7 @@ while one is encoded and written;
         if bar is not None:
             bar.close()
     return {"sequences": writer.num_sequences, "samples": writer.num_samples,
-            "chunks": len(writer._table),
+            "chunks": len(writer._table), "fsync_seconds": writer.fsync_seconds,
             "streams": [(s.name, "sparse" if s.sparse else "dense", s.dim) for s in writer.streams]}
 
 
