@@ -78,7 +78,8 @@ def test_mean_var_norm_floors_variance():
     ("layerSizes=4:3:2; layerTypes=Softplus", ConfigError),
     ("layerSizes=4:3:3:2; layerTypes=Tanh:Sigmoid:Tanh", ConfigError),
     ("layerSizes=4:3:2; trainingCriterion=Hinge", ConfigError),
-    ("layerSizes=4:3:2; rnnType=LSTM", NotImplementedInCntkio),
+    ("layerSizes=4:3:2; rnnType=NCELSTM", NotImplementedInCntkio),
+    ("layerSizes=4:3:2; rnnType=LSTM; lookupTableOrder=1", ConfigError),
     ("layerTypes=Tanh", ConfigError),
 ])
 def test_bad_network_sections_are_refused(text, error):

@@ -92,8 +92,11 @@ INFO_KEYS = {
 
 #: keys refused when set to anything but their "off" values, with why
 _REFUSED = {
-    "autoAdjustMinibatch": (("false", "f", "0", "no"), "minibatch size search (autoAdjustMinibatch) is not "
-                            "implemented in cntkio; give minibatchSize per epoch"),
+    "autoAdjustMinibatch": (("false", "f", "0", "no"), "CNTK's minibatch-size search is not implemented in "
+                            "cntkio: CNTK's documentation names the switch and its keys (minibatchSizeTuningFrequency, "
+                            "minibatchSizeTuningMax, minibatchSearchCriterionErrorMargin) but not the rule that picks "
+                            "a size, so no documented behaviour can be reproduced; give minibatchSize as a per-epoch "
+                            "schedule instead (e.g. minibatchSize = 256:512*2:1024)"),
     "doGradientCheck": (("false", "f", "0", "no"), "numerical gradient checking is not implemented in cntkio "
                         "(PyTorch's torch.autograd.gradcheck serves)"),
     "truncated": (("false", "f", "0", "no"), "truncated BPTT is the reader's option in cntkio: set "
