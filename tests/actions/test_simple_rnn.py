@@ -39,7 +39,7 @@ def test_lstm_config_learns_the_previous_symbol(tmp_path):
     _write_sequences(tmp_path / "train.ctf", 300, 1)
     _write_sequences(tmp_path / "test.ctf", 100, 2)
     cfg = tmp_path / "lstm.cntk"
-    cfg.write_text(f"""command = train:test
+    cfg.write_text(f"""command = train:test:unrolled
 deviceId = cpu
 numCPUThreads = 1
 progressBar = false
@@ -51,8 +51,14 @@ train = [
     reader = {READER.format(tmp_path / 'train.ctf', 'true')}
 ]
 test = [ action = test ; reader = {READER.format(tmp_path / 'test.ctf', 'false')} ]
+unrolled = [ action = testUnroll ; reader = {READER.format(tmp_path / 'test.ctf', 'false')} ]
 """)
-    (_, _, train), (_, _, test) = run([f"configFile={cfg}"])
+    (_, _, train), (_, _, test), (_, _, unrolled) = run([f"configFile={cfg}"])
+    # frame by frame (CNTK's unrolled evaluation) gives the same criteria: the LSTM looks only back
+    assert unrolled.samples == test.samples
+    assert unrolled.averages["EvalClassificationError"] == test.averages["EvalClassificationError"]
+    assert unrolled.averages["CrossEntropyWithSoftmaxCriterion"] == pytest.approx(
+        test.averages["CrossEntropyWithSoftmaxCriterion"], rel=1e-5)
     assert test.samples == sum(1 for _ in open(tmp_path / "test.ctf"))
     assert test.averages["EvalClassificationError"] < 0.02            # stated error: under 2%
     net = load_model(str(tmp_path / "lstm.dnn")).network
