@@ -207,3 +207,39 @@ train = [
     (_, _, train), = run([f"configFile={cfg}"])
     crit = [e.averages["TrainNodeClassBasedCrossEntropy"] for e in train.epochs]
     assert crit[0] > 1.0 and crit[-1] < 0.7          # the floor is ln(6)/7 = 0.256 (first word random)
+
+
+def test_lstm_with_prior_normalisation_and_dropout(tmp_path):
+    """needPrior, applyMeanVarNorm and addDropoutNodes on an LSTM: the pre-computed nodes come from
+    one sweep of the training data, dropout follows SGD's dropoutRate, and the output node is
+    ScaledLogLikelihood = outputs - log(Prior)."""
+    _write_sequences(tmp_path / "train.ctf", 40, 3)
+    cfg = tmp_path / "p.cntk"
+    cfg.write_text(f"""command = train
+deviceId = cpu
+precision = double
+progressBar = false
+modelPath = {tmp_path}/p.dnn
+train = [
+    action = train
+    SimpleNetworkBuilder = [ rnnType = LSTM ; layerSizes = 4:6:5 ; needPrior = true ; applyMeanVarNorm = true
+                             addDropoutNodes = true ]
+    SGD = [ minibatchSize = 16 ; learningRatesPerSample = 0.01 ; maxEpochs = 1 ; dropoutRate = 0.5 ]
+    reader = {READER.format(tmp_path / 'train.ctf', 'false')}
+]
+""")
+    run([f"configFile={cfg}"])
+    net = load_model(str(tmp_path / "p.dnn")).network
+    assert net.output_nodes == ["ScaledLogLikelihood"]
+    rows = [ln.split("|") for ln in open(tmp_path / "train.ctf")]
+    x = torch.tensor([[float(v) for v in r[1].split()[1:]] for r in rows], dtype=torch.float64)
+    y = torch.tensor([[float(v) for v in r[2].split()[1:]] for r in rows], dtype=torch.float64)
+    prior = net.tensor("Prior").detach().flatten()
+    assert torch.allclose(prior, y.mean(0))
+    assert torch.allclose(net.tensor("MeanOfFeatures").detach().flatten(), x.mean(0))
+    assert "DropLSTM0" in net.graph.nodes
+    net.eval()
+    pos = torch.zeros(len(rows), dtype=torch.int64)
+    out = net.evaluate({"features": x}, ["outputs", "ScaledLogLikelihood"], positions=pos,
+                       lengths=torch.ones(len(rows), dtype=torch.int64))
+    assert torch.allclose(out["ScaledLogLikelihood"], out["outputs"] - torch.log(prior))
