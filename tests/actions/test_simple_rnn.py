@@ -122,6 +122,8 @@ def test_lookup_table_order_builds_cntks_embedding():
     ("rnnType=CLASSLSTM; layerSizes=10:2:6:10", ConfigError, "lookupTableOrder"),
     ("rnnType=CLASSLSTM; layerSizes=10:2:6:10; lookupTableOrder=1", ConfigError, "nbrClass"),
     ("rnnType=NCELSTM; layerSizes=10:6:10", NotImplementedInCntkio, "NCELSTM"),
+    ("rnnType=CLASSLM; layerSizes=10:6:10", ConfigError, "nbrClass"),
+    ("rnnType=SIMPLERNN; layerSizes=10:2:6:10; lookupTableOrder=1", ConfigError, "lookupTableOrder"),
     ("rnnType=GRU; layerSizes=10:6:10", ConfigError, "rnnType"),
     ("layerSizes=10:6:10; lookupTableOrder=1", ConfigError, "lookupTableOrder"),
     ("rnnType=LSTM; layerSizes=10:6:10; constForgetGateValue=true", NotImplementedInCntkio, "constForgetGateValue"),
@@ -166,7 +168,11 @@ def test_class_lstm_criterion_is_the_class_based_cross_entropy():
     assert out["TrainNodeClassBasedCrossEntropy"].item() == pytest.approx(3 * math.log(2 * 3), rel=1e-2)
 
 
-def test_class_lstm_trains_on_the_lm_sequence_readers_classes(tmp_path):
+@pytest.mark.parametrize("network, lr", [
+    ("rnnType = CLASSLSTM ; layerSizes = 7:8:16:7 ; lookupTableOrder = 1", 0.05),
+    ("rnnType = CLASSLM ; layerSizes = 7:16:7 ; recurrentLayer = 1 ; layerTypes = Tanh", 0.01),
+])
+def test_class_based_lms_train_on_the_lm_sequence_readers_classes(tmp_path, network, lr):
     # a corpus where each word is followed by a fixed next word: the LM can learn it exactly
     words = ["a", "b", "c", "d", "e", "f"]
     nxt = {"a": "b", "b": "c", "c": "a", "d": "e", "e": "f", "f": "d"}
@@ -190,9 +196,8 @@ progressBar = false
 modelPath = {tmp_path}/lm.dnn
 train = [
     action = train
-    SimpleNetworkBuilder = [ rnnType = CLASSLSTM ; layerSizes = 7:8:16:7 ; lookupTableOrder = 1 ; nbrClass = 2
-                             initValueScale = 10 ]
-    SGD = [ minibatchSize = 32 ; learningRatesPerSample = 0.05 ; momentumPerMB = 0.9 ; maxEpochs = 8 ]
+    SimpleNetworkBuilder = [ {network} ; nbrClass = 2 ; initValueScale = 10 ]
+    SGD = [ minibatchSize = 32 ; learningRatesPerSample = {lr} ; momentumPerMB = 0.9 ; maxEpochs = 8 ]
     reader = [
         readerType = LMSequenceReader
         randomize = none

@@ -27,6 +27,7 @@ files). :func:`recurrent_ndl` gives the text (``show_network``-style inspection,
 * ``SIMPLERNN``: hidden layer ``i`` is recurrent where ``recurrentLayer`` lists ``i + 1``
   (``Act(Times(U<i>, x) + Times(W<i>, PastValue(h)))``, no bias, as CNTK), feed-forward
   ``Act(Times(U<i>, x) + B<i>)`` otherwise; output ``outputs = Times(W<n>, h)``.
+* ``CLASSLM``: the ``SIMPLERNN`` stack with ``CLASSLSTM``'s class-based output (``nbrClass``).
 
 Initial values are drawn by the NDL ``Parameter`` initialisation (CNTK's distributions,
 ``uniformInit``/``initValueScale``; not CNTK's random stream).
@@ -41,10 +42,9 @@ from ...integrations.torch_backend import torch
 __all__ = ["RNN_TYPES", "RecurrentSpec", "recurrent_ndl", "build_recurrent"]
 
 #: rnnType values cntkio builds (upper-case, CNTK's spelling)
-RNN_TYPES = ("SIMPLENET", "SIMPLERNN", "LSTM", "CLASSLSTM")
+RNN_TYPES = ("SIMPLENET", "SIMPLERNN", "LSTM", "CLASSLSTM", "CLASSLM")
 #: rnnType values CNTK's builder knew that cntkio refuses, with why
 REFUSED_RNN_TYPES = {
-    "CLASSLM": "the class-based simple RNN",
     "LBLM": "the log-bilinear language model",
     "NPLM": "the DNN language model",
     "NCELSTM": "the NCE-trained LSTM (noise-contrastive estimation criterion)",
@@ -117,15 +117,14 @@ class RecurrentSpec:
             if sizes[0] % order:
                 raise ConfigError(f"the input size {sizes[0]} is not a multiple of lookupTableOrder {order} "
                                   "(the input stacks lookupTableOrder words)", path=f"{self.path}.lookupTableOrder")
-        if self.rnn_type == "CLASSLSTM":
-            if not order:
-                raise ConfigError("rnnType=CLASSLSTM needs lookupTableOrder > 0 (an LSTM reads the words through "
-                                  "an embedding, as in CNTK)", path=f"{self.path}.lookupTableOrder",
-                                  hint="e.g. layerSizes=$VOCAB:100:200:$VOCAB with lookupTableOrder=1")
-            if int(self.nbr_class) <= 0:
-                raise ConfigError("rnnType=CLASSLSTM needs nbrClass, the number of word classes",
-                                  path=f"{self.path}.nbrClass", hint="the number of classes of the wordclass file")
-        if self.rnn_type == "SIMPLERNN" and order:
+        if self.rnn_type == "CLASSLSTM" and not order:
+            raise ConfigError("rnnType=CLASSLSTM needs lookupTableOrder > 0 (an LSTM reads the words through "
+                              "an embedding, as in CNTK)", path=f"{self.path}.lookupTableOrder",
+                              hint="e.g. layerSizes=$VOCAB:100:200:$VOCAB with lookupTableOrder=1")
+        if self.rnn_type in ("CLASSLSTM", "CLASSLM") and int(self.nbr_class) <= 0:
+            raise ConfigError(f"rnnType={self.rnn_type} needs nbrClass, the number of word classes",
+                              path=f"{self.path}.nbrClass", hint="the number of classes of the wordclass file")
+        if self.rnn_type in ("SIMPLERNN", "CLASSLM") and order:
             raise ConfigError("lookupTableOrder applies to rnnType LSTM and CLASSLSTM (CNTK's other builders "
                               "did not read it)", path=f"{self.path}.lookupTableOrder")
 
@@ -207,7 +206,7 @@ def recurrent_ndl(spec: RecurrentSpec) -> str:
     s, w = spec, _Writer(spec)
     L = s.layer_sizes
     hidden = len(L) - 2
-    class_based = s.rnn_type == "CLASSLSTM"
+    class_based = s.rnn_type in ("CLASSLSTM", "CLASSLM")
     w(f"features = Input({L[0]}, tag=feature)")
     w(f"labels = Input({4 if class_based else L[-1]}, tag=label)")
     x = "features"
@@ -216,7 +215,7 @@ def recurrent_ndl(spec: RecurrentSpec) -> str:
         w("InvStdOfFeatures = InvStdDev(features)")
         w("MVNormalizedFeatures = PerDimMeanVarNormalization(features, MeanOfFeatures, InvStdOfFeatures)")
         x = "MVNormalizedFeatures"
-    if s.rnn_type == "SIMPLERNN":
+    if s.rnn_type in ("SIMPLERNN", "CLASSLM"):
         for i in range(hidden):
             x = (w.rnn if (i + 1) in s.recurrent_layers else w.dense)(i, x, L[i], L[i + 1])
     else:
