@@ -154,3 +154,25 @@ def test_sparse_fill_leaves_every_bad_value_to_python(edit):
         w = w[:-1]
     assert _cbf.sparse_fill(w, 0, lengths, 1, 7) is None
     assert _cbf.sparse_fill(_words([2, 1]), 0, np.array([2], np.int64), 1, 7) is not None
+
+
+def test_pooled_buffers_are_never_shared_by_live_arrays():
+    # buffers of released results are reused: arrays still alive must keep their own memory
+    rng = np.random.default_rng(5)
+    blocks = [_words([int(v) for v in rng.integers(0, 4, 3)]) for _ in range(50)]
+    words = np.concatenate(blocks)
+    lengths = np.full(50, 3, np.int64)
+    kept = _cbf.sparse_fill(words, 0, lengths, 1, 7)
+    want = [a.copy() for a in kept[4:]]
+    view = kept[4][5:].view(np.float32)                  # a view keeps the buffer too
+    want_view = view.copy()
+    del kept
+    for _ in range(40):                                  # other results come and go
+        other = _cbf.sparse_fill(words[::-1].copy(), 0, lengths, 1, 7)
+        del other
+        again = _cbf.sparse_fill(words, 0, lengths, 1, 7)
+        assert all(np.array_equal(a, b) for a, b in zip(again[4:], want))
+        again[4][:] = 0                                   # scribble over a pooled buffer
+        again[5][:] = -1
+        del again
+    assert np.array_equal(view, want_view)
