@@ -248,3 +248,15 @@ train = [
     out = net.evaluate({"features": x}, ["outputs", "ScaledLogLikelihood"], positions=pos,
                        lengths=torch.ones(len(rows), dtype=torch.int64))
     assert torch.allclose(out["ScaledLogLikelihood"], out["outputs"] - torch.log(prior))
+
+
+def test_show_network_shows_the_recurrent_network(tmp_path):
+    from cntkio.actions.show_network import main
+    import io
+    cfg = tmp_path / "s.cntk"
+    cfg.write_text("command = t\nt = [ action = train\n"
+                   "  SimpleNetworkBuilder = [ rnnType = LSTM ; layerSizes = 10:3:6:5 ; lookupTableOrder = 2 ] ]\n")
+    out = io.StringIO()
+    assert main([f"configFile={cfg}"], out=out) == 0
+    text = out.getvalue()
+    assert "== t: SimpleNetworkBuilder" in text and "LookupTable" in text and "LSTMCell0" in text

@@ -16,6 +16,7 @@ from ..errors import CntkioError
 from .models import SimpleNetwork, load_model
 from .models.mel import MelModel
 from .models.ndl import build_from_config
+from .models.simple_rnn import RecurrentSpec, build_recurrent
 from .network import spec_from_config
 from .brainscript_support import build_brainscript_network, has_brainscript
 from ..integrations.torch_backend import torch
@@ -45,7 +46,8 @@ def main(argv: Sequence[str], out=None) -> int:
             net = build_brainscript_network(sec, device=torch.device("cpu"), dtype=torch.float32, precompute=False)
             what = "BrainScriptNetworkBuilder"
         elif sec.exists("SimpleNetworkBuilder"):
-            net = SimpleNetwork(spec_from_config(section(sec, "SimpleNetworkBuilder")))
+            spec = spec_from_config(section(sec, "SimpleNetworkBuilder"))
+            net = build_recurrent(spec) if isinstance(spec, RecurrentSpec) else SimpleNetwork(spec)
             what = "SimpleNetworkBuilder"
         elif has(sec, "modelPath") and os.path.exists(get_str(sec, "modelPath")):
             what = get_str(sec, "modelPath")
