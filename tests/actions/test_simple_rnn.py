@@ -123,6 +123,7 @@ def test_lookup_table_order_builds_cntks_embedding():
     ("rnnType=CLASSLSTM; layerSizes=10:2:6:10; lookupTableOrder=1", ConfigError, "nbrClass"),
     ("rnnType=NCELSTM; layerSizes=10:6:10", NotImplementedInCntkio, "NCELSTM"),
     ("rnnType=CLASSLM; layerSizes=10:6:10", ConfigError, "nbrClass"),
+    ("rnnType=CLASSLM; layerSizes=10:6:10; nbrClass=2; vocabSize=12", ConfigError, "vocabSize"),
     ("rnnType=SIMPLERNN; layerSizes=10:2:6:10; lookupTableOrder=1", ConfigError, "lookupTableOrder"),
     ("rnnType=GRU; layerSizes=10:6:10", ConfigError, "rnnType"),
     ("layerSizes=10:6:10; lookupTableOrder=1", ConfigError, "lookupTableOrder"),

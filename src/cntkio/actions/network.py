@@ -34,6 +34,11 @@ def _recurrent_spec(builder, sizes: list[int]) -> RecurrentSpec:
     """A SimpleNetworkBuilder section with ``rnnType`` other than SIMPLENET (``models/simple_rnn.py``)."""
     path = getattr(builder, "path", None) or "SimpleNetworkBuilder"
     layers = [int(float(v)) for v in get_list(builder, "recurrentLayer", "")] if has(builder, "recurrentLayer") else []
+    vocab = get_int(builder, "vocabSize", -1)
+    if vocab != -1 and vocab != sizes[-1]:
+        raise ConfigError(f"vocabSize {vocab} differs from the output layer size {sizes[-1]} (the vocabulary is "
+                          "the output layer, as CNTK required)", path=key_path(builder, "vocabSize"),
+                          hint=f"vocabSize={sizes[-1]} or the matching last layerSizes entry")
     return RecurrentSpec(
         rnn_type=get_str(builder, "rnnType"), layer_sizes=sizes,
         layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
