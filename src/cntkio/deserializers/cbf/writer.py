@@ -93,6 +93,12 @@ class CBFWriter:
         self._table: list[tuple[int, int, int]] = []
         self._pending: list[tuple[np.ndarray, list[np.ndarray]]] = []  # (lengths, words per stream)
         self._pending_bytes = 0
+        # encode buffers: fresh memory costs a page fault and zeroing per page, so the buffers of
+        # written chunks are kept (a few) and reused; a buffer is reused only once written out
+        # and no longer used by the write() in progress
+        self._spare: list[np.ndarray] = []
+        self._pending_bufs: dict[int, np.ndarray] = {}   # buffers that pending parts view
+        self._active: dict[int, np.ndarray] = {}         # buffers of the write() in progress
         self.num_sequences = 0
         self.num_samples = 0
         #: seconds the final fsync took (set by close)
@@ -131,7 +137,7 @@ class CBFWriter:
             start = np.zeros(n, np.int64)
             if n > 1:
                 np.cumsum(block[:-1], out=start[1:])
-            words = np.empty(int(block.sum()), "<u4")
+            words = self._take(int(block.sum()))
             words[start] = cnt
             src = vals.reshape(-1).view("<u4")
             seg = cnt * (st.dim * ew)
@@ -154,7 +160,7 @@ class CBFWriter:
         start = np.zeros(n, np.int64)
         if n > 1:
             np.cumsum(block[:-1], out=start[1:])
-        words = np.empty(int(block.sum()), "<u4")
+        words = self._take(int(block.sum()))
         words[start] = cnt
         words[start + 1] = nnz
         values = np.ascontiguousarray(data.data, st.dtype).view("<u4")
@@ -165,16 +171,44 @@ class CBFWriter:
         _scatter(words, sizes, off[:-1], start + 2 + nnz * (ew + 1), cnt)
         return words, block
 
+    def _take(self, n: int) -> np.ndarray:
+        """An uninitialized uint32 array of ``n`` words, from a spare buffer when one fits."""
+        best = None
+        for i, b in enumerate(self._spare):
+            if n <= len(b) <= 2 * n + (1 << 18) and (best is None or len(b) < len(self._spare[best])):
+                best = i
+        buf = self._spare.pop(best) if best is not None else np.empty(max(n, 1), "<u4")
+        self._active[id(buf)] = buf
+        return buf[:n]
+
+    def _give(self, bufs) -> None:
+        """Keep written-out buffers for reuse (the largest few)."""
+        self._spare.extend(bufs)
+        self._spare.sort(key=len, reverse=True)
+        del self._spare[4:]
+
+    def _end_write(self) -> None:
+        """The write() in progress is done: its buffers no pending part views are spare."""
+        active, self._active = self._active, {}
+        self._give(b for k, b in active.items() if k not in self._pending_bufs)
+
     # -- writing ------------------------------------------------------------------------------
 
     def write(self, chunk: ChunkData, names: Sequence[str] | None = None) -> None:
         """Append the sequences of a chunk (``names[i]`` is the chunk's stream for header stream
         ``i``; default: the header names). Sequences with no sample in any stream are skipped."""
         names = [s.name for s in self.streams] if names is None else list(names)
+        try:
+            self._write(chunk, names)
+        finally:
+            self._end_write()
+
+    def _write(self, chunk: ChunkData, names: list[str]) -> None:
         lengths, blocks, sizes = self._encode(chunk, names)
         keep = lengths > 0
         if not keep.all():
             chunk = _select(chunk, np.flatnonzero(keep), names)
+            self._end_write()  # the first encoding is not used
             lengths, blocks, sizes = self._encode(chunk, names)
         n = len(lengths)
         if n == 0:
@@ -204,6 +238,8 @@ class CBFWriter:
             w0 = int(block[:a].sum())
             w1 = w0 + int(block[a:b].sum())
             parts.append(words[w0:w1])
+            buf = words.base if words.base is not None else words
+            self._pending_bufs[id(buf)] = buf
         self._pending.append((lengths[a:b], parts))
 
     def _flush(self) -> None:
@@ -228,6 +264,8 @@ class CBFWriter:
         self.num_sequences += nseq
         self.num_samples += nsamp
         self._pending, self._pending_bytes = [], 0
+        written, self._pending_bufs = self._pending_bufs, {}
+        self._give(b for k, b in written.items() if k not in self._active)
 
     def close(self) -> None:
         """Write the last chunk, the header and the chunk table, and rename into place."""
