@@ -48,3 +48,41 @@ def test_writeback_started_per_chunk_and_fsync_kept(tmp_path, monkeypatch):
     assert {c[2] for c in calls} == {2}                      # SYNC_FILE_RANGE_WRITE
     assert len(synced) == 1 and info["fsync_seconds"] >= 0
     assert calls[-1][0] + calls[-1][1] < os.path.getsize(out)  # the header follows the last chunk
+
+
+def test_native_sparse_emit_equals_numpy(tmp_path, monkeypatch):
+    import pytest
+    pytest.importorskip("cntkio._native._cbf")
+    ctf = _ctf(tmp_path / "t.ctf", n=300, seed=8)
+    with open(ctf, "a") as f:   # empty sparse samples and sequences with no y at all
+        f.write("300 |x 1 2 3 4 5 |y\n300 |x 1 1 1 1 1\n301 |x 0 0 0 0 0\n")
+    outs = []
+    for native_emit in (True, False):
+        monkeypatch.setattr(W.CBFWriter, "emit_native", native_emit)
+        for precision in ("float", "double"):
+            out = tmp_path / f"t{native_emit}{precision}.cbf"
+            ctf2bin(ctf, str(out), STREAMS, chunk_size=1500, precision=precision, progress=False)
+            outs.append(out.read_bytes())
+    assert outs[0] == outs[2] and outs[1] == outs[3] and outs[0] != outs[1]
+
+
+def test_sparse_emit_checks_every_range():
+    import pytest
+    _cbf = pytest.importorskip("cntkio._native._cbf")
+    out = np.zeros(20, np.uint32)
+    vals = np.arange(4, dtype=np.uint32)
+    rows = np.arange(4, dtype=np.uint32)
+    indptr = np.array([0, 1, 3, 4], np.int64)
+    off = np.array([0, 2, 3], np.int64)
+    starts = np.array([0, 10], np.int64)
+    _cbf.sparse_emit(out, starts, vals, rows, indptr, off, 1)
+    assert out.tolist() == [2, 3, 0, 1, 2, 0, 1, 2, 1, 2, 1, 1, 3, 3, 1] + [0] * 5
+    #                      n  nnz values  rows     sizes | n nnz v  r  size
+    with pytest.raises(ValueError, match="block outside out"):
+        _cbf.sparse_emit(out, np.array([0, 16], np.int64), vals, rows, indptr, off, 1)
+    with pytest.raises(ValueError, match="indptr outside the values"):
+        _cbf.sparse_emit(out, starts, vals[:3], rows, indptr, off, 1)
+    with pytest.raises(ValueError, match="offsets outside indptr"):
+        _cbf.sparse_emit(out, starts, vals, rows, indptr, np.array([0, 2, 4], np.int64), 1)
+    with pytest.raises(ValueError, match="bad arguments"):
+        _cbf.sparse_emit(out, starts, vals, rows, indptr, off[:2], 1)
