@@ -379,7 +379,12 @@ HOOK_SCRIPT = textwrap.dedent("""
         torch.distributed.all_gather(all_recon, recon)
         worst = max(worst, (sum(all_recon) / 2 - q.grad).abs().max().item())
     print("RESULT " + json.dumps({"worst": worst, "bytes": state.bytes_sent,
-                                  "grads": [g.grad.reshape(-1).tolist() for g in ddp.parameters()]}))
+                                  "grads": [g.grad.reshape(-1).tolist() for g in ddp.parameters()]}), flush=True)
+    # leave together: a process exiting while DDP's reducer still talks to the other one aborts
+    # in gloo ("terminate called without an active exception")
+    del ddp
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 """)
 
 
