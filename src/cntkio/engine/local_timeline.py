@@ -69,6 +69,7 @@ class LocalTimeline:
     the subclasses say how windows are built and advanced."""
 
     global_timeline = False
+    handoff = None  # each call's minibatch is packed alone (no batches packed ahead)
     sweep_size = None  # unknown up front: sequence counts are known once a chunk is loaded
     keys: tuple[str, ...] = ()
 

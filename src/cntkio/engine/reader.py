@@ -43,6 +43,9 @@ class WindowPolicy(Protocol):
     """
 
     global_timeline: bool
+    #: the hand-off of minibatches packed in batches (:class:`~cntkio.engine.handoff.Handoff`), or
+    #: None for a policy that packs each call's minibatch alone
+    handoff: Any
 
     @property
     def sweep_size(self) -> int | None: ...
@@ -135,7 +138,7 @@ class Reader:
         """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
         packing runs ahead). Returns the hand-off (whose ``light`` flag the consumer may set
         around its own calls), or None for policies that do not pack in batches."""
-        handoff = getattr(self.policy, "handoff", None)
+        handoff = self.policy.handoff
         if handoff is None or self.slots is not None:
             return None
         handoff.tensor_ready = (frozenset(ids), int(pad_id), bool(masks))
