@@ -12,7 +12,8 @@ Per dataset (``<name>.ctf`` from gen_data.py, converted once to ``<name>.cbf`` b
 
 * ``convert``: ``ctf2bin`` of the CTF file, CTF MB/s (10^6 bytes of text per second), also
   without the final fsync (the same run, less the seconds of the fsync before the rename, also
-  shown), beside ``ctf parse``: the CTF deserializer's index + ``get_chunk`` of every chunk
+  shown); each run writes a new file (the previous run's output is deleted first, untimed: a
+  rename over an existing 341 MB file also frees its blocks, ~0.06 s), beside ``ctf parse``: the CTF deserializer's index + ``get_chunk`` of every chunk
   (the CTF parse speed);
 * ``read()``: reading the CBF file's bytes into memory (page cache warm);
 * ``cbf source``: ``MinibatchSource`` over ``CBFDeserializer``, ``randomize=False``, one sweep of
@@ -67,6 +68,8 @@ def best_convert(ctf, cbf, name, repeat):
     """Best of ``repeat`` conversions: (seconds, seconds less the final fsync) of the fastest."""
     runs = []
     for _ in range(repeat):
+        if os.path.exists(cbf):  # each run writes a new file (not timed: freeing the old one's blocks)
+            os.unlink(cbf)
         t0 = time.perf_counter()
         info = ctf2bin(ctf, cbf, STREAMS[name], chunk_size=CHUNK, progress=False)
         t = time.perf_counter() - t0
