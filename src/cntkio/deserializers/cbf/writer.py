@@ -5,8 +5,9 @@ encodes each chunk with a few vectorized copies into one word array. The file is
 temporary name next to the target and renamed when complete, so a failed conversion never leaves
 a half-written file under the target name. The file is fsync'ed before the rename (durable); to
 keep that final fsync short, the kernel is asked to start writing each chunk back to disk as
-soon as it is written (Linux ``sync_file_range(SYNC_FILE_RANGE_WRITE)``: it starts the writeback
-without waiting and keeps the pages cached), so the disk works while the next chunks are parsed.
+soon as it is written (Linux ``sync_file_range(SYNC_FILE_RANGE_WRITE)``, on a thread of its own:
+it starts the writeback without waiting for the disk and keeps the pages cached), so the disk
+works while the next chunks are parsed.
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def _writeback_starter():
 
 _SYNC_FILE_RANGE_WRITE = 2
 _start_writeback = _writeback_starter()
+#: start the writeback from a thread of its own (False: in the writing thread)
+_WRITEBACK_THREAD = True
 #: CTF text parsed per step by ctf2bin when it cuts the CBF chunks itself: small steps keep the
 #: parse threads and the encoder/writer busy together (the output does not depend on it)
 _CTF_STEP_BYTES = 8 * 1024 * 1024
@@ -107,6 +110,7 @@ class CBFWriter:
         self.num_samples = 0
         #: seconds the final fsync took (set by close)
         self.fsync_seconds = 0.0
+        self._writeback: cf.ThreadPoolExecutor | None = None
         self._closed = False
 
     # -- encoding -----------------------------------------------------------------------------
@@ -268,8 +272,16 @@ class CBFWriter:
         self._table.append((offset, nseq, nsamp))
         if _start_writeback is not None:
             self._f.flush()
-            # a failed hint is harmless: the fsync in close() writes everything back anyway
-            _start_writeback(self._f.fileno(), offset, self._f.tell() - offset, _SYNC_FILE_RANGE_WRITE)
+            # on a thread of its own: starting the writeback submits the pages' I/O in the caller
+            # (~0.1 s per GB), which would hold up the encoding. A failed hint is harmless: the
+            # fsync in close() writes everything back anyway
+            args = (self._f.fileno(), offset, self._f.tell() - offset, _SYNC_FILE_RANGE_WRITE)
+            if not _WRITEBACK_THREAD:
+                _start_writeback(*args)
+            else:
+                if self._writeback is None:
+                    self._writeback = cf.ThreadPoolExecutor(1, thread_name_prefix="cntkio-cbf-writeback")
+                self._writeback.submit(_start_writeback, *args)
         self.num_sequences += nseq
         self.num_samples += nsamp
         self._pending, self._pending_bytes = [], 0
@@ -294,6 +306,7 @@ class CBFWriter:
             out.append(struct.pack("<q", header))
             f.write(b"".join(out))
             f.flush()
+            self._stop_writeback()
             t0 = time.perf_counter()
             os.fsync(f.fileno())
             self.fsync_seconds = time.perf_counter() - t0
@@ -304,10 +317,16 @@ class CBFWriter:
             raise
         self._closed = True
 
+    def _stop_writeback(self) -> None:
+        pool, self._writeback = self._writeback, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
     def abort(self) -> None:
         """Discard the temporary file; nothing appears under ``path``."""
         self._closed = True
         try:
+            self._stop_writeback()  # before the file is closed: the thread uses its descriptor
             self._f.close()
         finally:
             if os.path.exists(self._tmp):
