@@ -24,6 +24,7 @@ from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int
 from ..base import DeserializerBase
+from ..mapped import MappedFile
 from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
 from .layout import CBFHeader, chunk_lengths, gather_words, read_header, walk_chunk
 
@@ -70,7 +71,7 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
             "keep_in_memory": to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
 
 
-class CNTKBinaryFormatDeserializer(DeserializerBase):
+class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
     """Reads a CBF file (the ``CNTKBinaryFormatDeserializer`` config type).
 
     Streams come from the file's header, in header order, renamed by the config's ``input``
@@ -296,39 +297,6 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
         return FormatError(f"{where}: {message}", file=self.filename, expected=expected, found=found)
 
     # -- lifetime -----------------------------------------------------------------------------
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_fd"] = None
-        state["_map"] = None
-        state["_lock"] = None
-        state.pop("_key_table_lock", None)
-        state.pop("_key_table_cache", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-        if self._data is None:
-            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-
-    def close(self) -> None:
-        """Release the map and the file (arrays still viewing the map keep it alive)."""
-        m, self._map = self._map, None
-        if m is not None:
-            try:
-                m.close()
-            except BufferError:
-                pass
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"CNTKBinaryFormatDeserializer({self.filename!r})"

@@ -25,6 +25,7 @@ from ...errors import ConfigError, FormatError, MaxErrorsExceeded
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
+from ..mapped import MappedFile
 from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
 from . import _reference as ref
 from .index import CTFIndex, build_index
@@ -225,7 +226,7 @@ def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple
 
 # ------------------------------------------------------------------------------------------------
 
-class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
+class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer):
     """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
 
     ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
@@ -555,40 +556,14 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
 
     def __getstate__(self) -> dict:
         # picklable for worker processes: no file descriptor, lock or module object
-        state = self.__dict__.copy()
-        state["_fd"] = None
-        state["_map"] = None
-        state["_lock"] = None
+        state = super().__getstate__()
         state["backend"] = self.backend.__name__
-        state.pop("_key_table_lock", None)
-        state.pop("_key_table_cache", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         import importlib
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        super().__setstate__(state)
         self.backend = importlib.import_module(state["backend"])
-        if self._data is None:
-            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-
-    def close(self) -> None:
-        """Close the file."""
-        m, self._map = self._map, None
-        if m is not None:
-            try:
-                m.close()
-            except BufferError:  # a parse still holds it: the mapping goes with the last view
-                pass
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"CNTKTextFormatDeserializer({self.filename!r})"
