@@ -3,6 +3,7 @@ for worker processes (the file is opened again, never the map or the lock), and 
 ``close()`` even while arrays still view the map (the mapping then goes with the last view)."""
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 
@@ -12,6 +13,17 @@ __all__ = ["MappedFile"]
 class MappedFile:
     """Mixin for a deserializer with ``filename``, ``_fd`` (None once closed), ``_map`` (the mmap,
     made on first use), ``_lock`` and ``_data`` (the bytes when kept in memory, else None)."""
+
+    def _mapping(self):
+        """The whole file mapped read-only (made once), or the in-memory data."""
+        if self._data is not None:
+            return memoryview(self._data)
+        with self._lock:
+            if self._map is None:
+                if self._fd is None:
+                    raise ValueError(f"{self.filename}: the deserializer is closed")
+                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            return self._map
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

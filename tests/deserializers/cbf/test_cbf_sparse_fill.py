@@ -107,7 +107,7 @@ def test_a_valid_file_is_assembled_in_the_walk(tmp_path):
     s = d.get_chunk(0).streams["s"]
     assert s.indptr.tolist() == [0, 2, 2, 5] and s.offsets.tolist() == [0, 2, 3]
     assert s.data.dtype == np.float32 and len(s.indices) == 5
-    buf, h = d._buffer(), d.header
+    buf, h = d._mapping(), d.header
     lengths = np.array([2, 0, 1], np.int64)
     built = native("cbf") is not None                                    # off under CNTKIO_PURE_PYTHON
     assert (walk_chunk(buf, h, 0, lengths, path).filled[0] is not None) == built  # filled by the C walk

@@ -101,7 +101,7 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
             raise IsADirectoryError(21, f"CBF input is a directory, not a file: {self.filename!r}",
                                     self.filename)
         self._open()
-        buf = self._buffer()
+        buf = self._mapping()
         self.header: CBFHeader = read_header(buf, self.filename)
         self._size = self.header.size
         self._names = self._output_names()
@@ -119,16 +119,6 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
         self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         if os.fstat(self._fd).st_size == 0:
             self._data = b""  # mmap cannot map an empty file
-
-    def _buffer(self):
-        if self._data is not None:
-            return memoryview(self._data)
-        with self._lock:
-            if self._map is None:
-                if self._fd is None:
-                    raise ValueError(f"{self.filename}: the deserializer is closed")
-                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
-            return self._map
 
     def _check_size(self) -> None:
         """A mapped file cut short after opening would fault (SIGBUS): check before each load."""
@@ -205,7 +195,7 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
         """Load a chunk from the map. Thread-safe (no shared state is written)."""
         c = self._chunk_ids[chunk_id]
         self._check_size()
-        buf = self._buffer()
+        buf = self._mapping()
         h = self.header
         lengths = np.frombuffer(buf, "<u4", count=int(h.num_sequences[c]),
                                 offset=int(h.offsets[c])).astype(np.int64)

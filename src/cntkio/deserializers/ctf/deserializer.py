@@ -400,17 +400,6 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         kept and reused)."""
         return not self.options["chunks_to_cache"]
 
-    def _mapping(self):
-        """The whole file mapped read-only (made once), or the in-memory data."""
-        if self._data is not None:
-            return memoryview(self._data)
-        with self._lock:
-            if self._map is None:
-                if self._fd is None:
-                    raise ValueError(f"{self.filename}: the deserializer is closed")
-                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
-            return self._map
-
     def read_bytes(self, chunk_id: int):
         """The chunk's bytes, unparsed: ``(buffer, begin, end)``, the file's mapping and the
         chunk's byte range in it (read-ahead of that range is requested from the kernel)."""

@@ -24,6 +24,7 @@ _BLOCK = 8 << 20
 def read_token_file(path: str, option: str) -> dict[str, int]:
     """A token file: one token per line (first field), line order = id. Duplicates are errors."""
     out: dict[str, int] = {}
+    first_line: dict[str, int] = {}
     try:
         fh = open(path, encoding="utf-8")
     except FileNotFoundError:
@@ -36,20 +37,12 @@ def read_token_file(path: str, option: str) -> dict[str, int]:
             tok = parts[0]
             if tok in out:
                 raise ConfigError(f"{path}:{n}: token {tok!r} is listed twice (first on line "
-                                  f"{_line_of(path, tok)})", path=option)
+                                  f"{first_line[tok]})", path=option)
             out[tok] = len(out)
+            first_line[tok] = n
     if not out:
         raise ConfigError(f"token file {path!r} lists no token", path=option)
     return out
-
-
-def _line_of(path: str, tok: str) -> int:
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            parts = line.split()
-            if parts and parts[0] == tok:
-                return n
-    return 0
 
 
 def read_word_map(path: str, option: str) -> dict[str, str]:
