@@ -3,7 +3,7 @@
 MinibatchSource, beside CNTK 2.7's CBF reader (the cntk27 rig), ``read()`` of the same bytes and
 cntkio's CTF read of the same data; and the conversion speed against the CTF parse speed.
 
-    python /work/shared/bench/gen_data.py bench/data               # once (git-ignored)
+    python bench/peers/gen_data.py bench/data               # once (git-ignored)
     bash /work/shared/cntk27/setup_cntk27.sh .cache/cntk27          # once, for the CNTK column
     python bench/cbf_throughput.py bench/data [--only dense,seq] [--repeat 3] [--json out.json]
 

@@ -6,7 +6,7 @@
                                    [--no-peers] [--methods SUBSTR,...] [--out FILE]
     python bench/ctf_throughput.py [DATADIR] --scaling [--repeat 3]
 
-DATADIR (default bench/data, git-ignored) holds the files of ``shared/bench/gen_data.py`` (about
+DATADIR (default bench/data, git-ignored) holds the files of ``bench/peers/gen_data.py`` (about
 1.1 GB; ``--generate`` writes them when the manifest is missing). For every dataset it times, each
 as the best of --repeat runs after --warmup untimed runs with the file in the page cache:
 
@@ -16,7 +16,7 @@ as the best of --repeat runs after --warmup untimed runs with the file in the pa
 * ``cntkio CTF, 2 threads``: the same with the chunks read by two threads;
 * ``cntkio parse only, 1 thread``: ``parse_chunk`` over each chunk of an mmap, no index scan and no
   deserializer bookkeeping: the C parser's own speed;
-* the peers of ``shared/bench/peers.py`` (read()/wc -l, numpy.loadtxt, pandas C/pyarrow engines,
+* the peers of ``bench/peers/peers.py`` (read()/wc -l, numpy.loadtxt, pandas C/pyarrow engines,
   pyarrow.csv, sklearn svmlight, the naive Python CTF parser) on the same content in their formats.
 
 ``--scaling`` instead times the C parser on the first two chunks of each file (the file cut in
@@ -173,7 +173,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("datadir", nargs="?", default=str(ROOT / "bench" / "data"))
     ap.add_argument("--generate", action="store_true", help="run gen_data.py when the manifest is missing")
-    ap.add_argument("--peers-dir", default=str(ROOT.parent / "shared" / "bench"))
+    ap.add_argument("--peers-dir", default=str(ROOT / "bench" / "peers"))
     ap.add_argument("--no-peers", action="store_true", help="time only the cntkio rows")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)

@@ -2,7 +2,7 @@
 """MinibatchSource throughput: one sweep of each benchmark file, beside the deserializer alone,
 torch's DataLoader over the same parsed arrays, and CNTK 2.7's measured reader figures.
 
-    python /work/shared/bench/gen_data.py bench/data      # once (git-ignored)
+    python bench/peers/gen_data.py bench/data      # once (git-ignored)
     python bench/source_throughput.py bench/data [--only dense,seq] [--rss] [--repeat N]
 
 For each dataset (CTF file): ``parse`` = index + ``get_chunk`` of every chunk on one thread

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch delivery against raw iteration: one sweep of each benchmark file, both ways, in one run.
 
-    python /work/shared/bench/gen_data.py bench/data      # once (git-ignored)
+    python bench/peers/gen_data.py bench/data      # once (git-ignored)
     python bench/torch_delivery.py bench/data [--only dense,seq] [--sizes 1024,256] [--repeat 5]
     python bench/torch_delivery.py bench/data --head-mb 2 --repeat 1    # a quick smoke run
 
