@@ -2,7 +2,8 @@
 
 ::
 
-    cntkio configFile=x.cntk [configFile=y.cntk | configFile=x.cntk+y.cntk] [name=value ...]
+    cntkio configFile=x.cntk [configFile=y.cntk | configFile=x.cntk+y.cntk] [--strict] [name=value ...]
+    cntkio validate configFile=x.cntk [--strict] [name=value ...]
     cntkio show-config configFile=x.cntk [name=value ...]
     cntkio show-network configFile=x.cntk [name=value ...]
     cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | cntkio convert bin2ctf IN.cbf OUT.ctf
@@ -33,6 +34,7 @@ def usage() -> str:
 
     lines = [
         "usage: cntkio configFile=FILE[+FILE...] [configFile=FILE ...] [name=value ...]",
+        "       cntkio validate configFile=FILE [--strict] [name=value ...]",
         "       cntkio show-config configFile=FILE [name=value ...]",
         "       cntkio show-network configFile=FILE [name=value ...]",
         "       cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | bin2ctf IN.cbf OUT.ctf",
@@ -44,6 +46,9 @@ def usage() -> str:
         "deviceId (auto|cpu|-1|N|all|*N), traceLevel (0 errors, 1 warnings, 2 info),",
         "stderr=PREFIX (log to PREFIX_<cmd1>_<cmd2>.log).",
         "",
+        "validate checks every command section (keys, files, output paths, reader streams against",
+        "the network) and reports all problems at once; a run does so before its first command.",
+        "--strict makes config keys that nothing reads errors (else warnings with a suggestion).",
         "show-config prints the resolved configuration (after includes, overrides and $var$).",
         "show-network prints the networks of the commands (nodes, dimensions, parameter counts).",
         "",
@@ -89,13 +94,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args[0] == "convert":  # docs/binary.md
             from .deserializers.cbf.cli import main as convert
             return convert(args[1:])
+        strict = "--strict" in args          # unused config keys are errors (docs/config.md)
+        args = [a for a in args if a != "--strict"]
+        if args and args[0] == "validate":   # check every command section, run nothing
+            from .actions.validate import validate_main
+            return validate_main(args[1:], strict=strict)
         for a in args:
             if "=" not in a:
                 sys.stderr.write(f"cntkio: error: argument {a!r} is not name=value "
                                  f"(a configuration file is given as configFile={a})\n")
                 return 2
         from .actions.runner import run
-        run(args)
+        run(args, strict=strict)
         return 0
     except CntkioError as e:
         sys.stderr.write(f"cntkio: error: {e}\n")
