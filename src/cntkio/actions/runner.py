@@ -112,12 +112,17 @@ def _logging_to(stream, level: int, *, redirect: bool):
         logger.propagate = old_propagate
 
 
-def run_config(cfg: Any) -> list[tuple[str, str, Any]]:
+def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list[tuple[str, str, Any]]:
     """Run the ``command`` list of a loaded configuration; return ``(section, action, result)``
-    for every action run. Settings are validated before the first command runs."""
+    for every action run. Every command section is validated before the first one runs
+    (:mod:`cntkio.actions.validate`: all problems reported at once); the keys no part of cntkio
+    read are logged as warnings after the run, or with ``strict`` are errors before it."""
     from ..config import command_sections
+    from .validate import report_unused, validate_commands
 
     root = cfg.root if hasattr(cfg, "root") else cfg
+    if validate:
+        validate_commands(root, strict=strict)
     # without a top-level traceLevel each component keeps its own (readers warn by default, as
     # CNTK's readers do with their traceLevel default of 1); with one, it sets the log level
     trace = _trace_level(root("traceLevel")) if root.exists("traceLevel") else 1
@@ -158,12 +163,14 @@ def run_config(cfg: Any) -> list[tuple[str, str, Any]]:
                 result = fn(cmd.section, cmd.name)
                 _log.info("command %s: action %s done in %.3f s", cmd.name, action, time.perf_counter() - start)
                 results.append((cmd.name, action, result))
+        if validate:
+            report_unused(root, [c.section for c in commands])
     return results
 
 
-def run(argv: Iterable[str], base_dir: str | None = None) -> list[tuple[str, str, Any]]:
+def run(argv: Iterable[str], base_dir: str | None = None, *, strict: bool = False) -> list[tuple[str, str, Any]]:
     """Load the configuration of CNTK-style arguments (``configFile=...``, ``name=value``) and run
-    its commands (see the module docstring)."""
+    its commands (see the module docstring); ``strict``: unused keys are errors."""
     from ..config import load_config
 
-    return run_config(load_config(list(argv), base_dir=base_dir))
+    return run_config(load_config(list(argv), base_dir=base_dir), strict=strict)

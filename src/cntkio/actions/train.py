@@ -42,7 +42,9 @@ from .models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_bool, get_str, has, key_path, schedule_value, section
+from .checks import check_batch, check_writable
 from .eval import EvalResult, evaluate
+from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
 from .network import build_network
 from .ndl_support import feed_layout
 from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
@@ -328,6 +330,11 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         report(f"{name}: the final model {model_path} exists; no further training is necessary "
                "(makeMode=true)", dist=dist)
         return result
+    unwritable = check_writable(model_path)     # before any work, not after the first epoch
+    if unwritable is not None:
+        raise config_error(sgd_cfg, "modelPath", f"the model file cannot be written: {unwritable}")
+    fingerprint = config_fingerprint(command, adapt)
+    check_resume(command, name, model_path, start, params.max_epochs, adapt)
 
     source = open_reader(command, "reader", name)
     check_reader_split(par_params, source, dist.world_size, [params.mb_size(e) for e in range(start, params.max_epochs)],
@@ -402,7 +409,8 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
                 _log.info("%s: epoch %d's model is the rolled-back best model", name, epoch + 1)
             save_model(path, net, epoch=epoch + 1, optimizer=state, reader_checkpoint=checkpoint,
                        info={"command": name, "samples": res.samples,
-                             "criteria": {k: v for k, v in res.averages.items()}})
+                             "criteria": {k: v for k, v in res.averages.items()},
+                             FINGERPRINT_KEY: fingerprint})
             _log.info("%s: saved %s", name, path)
         dist.barrier()
     return result
@@ -440,13 +448,19 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels],
                                   where=key_path(command, "reader"))
                 feed_layout(net, mb, feats, device)
+                check_batch(net, t, key_path(command, "reader"))
                 x, y = t[feats], t[labels]
                 if kl is not None and x.shape[0]:
                     y = kl(x, y)
                 if x.shape[0]:
-                    hlast = net(x)
-                    loss = net.criterion(hlast, y)
-                    loss.backward()
+                    try:
+                        hlast = net(x)
+                        loss = net.criterion(hlast, y)
+                        loss.backward()
+                    except RuntimeError as e:       # torch's own error, with the names it lacks
+                        raise CntkioError(f"{name}: computing the network from stream {feats!r} (node {feats!r}, "
+                                          f"tensor {tuple(x.shape)}) against stream {labels!r} (node {labels!r}, "
+                                          f"tensor {tuple(y.shape)}) failed: {e}") from e
                     stats[0] = loss.detach().to(torch.float64)
                     stats[1] = net.evaluation(hlast.detach(), y).to(torch.float64)
                     stats[2] = float(x.shape[0])

@@ -229,6 +229,8 @@ class ConfigParameters(ParameterSet):
         self.file = file
         self.line = line
         self._entries: dict[str, list] = {}
+        self._used: set[str] = set()         # lower-case names a consumer looked up (config/usage.py)
+        self._origin: ConfigParameters | None = None   # the set this one was copied from
 
     @classmethod
     def from_dict(cls, tree: dict, name: str = "") -> "ConfigParameters":
@@ -304,6 +306,11 @@ class ConfigParameters(ParameterSet):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_origin", None)     # a copy pickles without the tree it was copied from
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # after unpickling, values find their set again (for lookups of $var$ and array elements)
         self.__dict__.update(state)
@@ -316,6 +323,7 @@ class ConfigParameters(ParameterSet):
         """(owner, key) of ``name`` searched from here up to the root, or None."""
         parts = name.split(".")
         first = parts[0].lower()
+        self._asked(name)
         node: ConfigParameters | None = self
         owner = None
         while node is not None:
@@ -326,6 +334,7 @@ class ConfigParameters(ParameterSet):
         if owner is None:
             return None
         key = first
+        owner.mark_used(key)
         for part in parts[1:]:
             value = owner._entries[key][1]
             if not isinstance(value, ConfigParameters):
@@ -333,7 +342,40 @@ class ConfigParameters(ParameterSet):
             owner, key = value, part.lower()
             if key not in owner._entries:
                 return None
+            owner.mark_used(key)
         return owner, key
+
+    # -- which keys were read (cntkio.config.usage reports the others) ---------------------------
+    def mark_used(self, name: str) -> None:
+        """Record that a consumer read ``name`` of this set (and of the set it was copied from)."""
+        key = name.lower()
+        node: ConfigParameters | None = self
+        while node is not None:
+            used = node.__dict__.setdefault("_used", set())
+            used.add(key)
+            node = node.__dict__.get("_origin")
+
+    def mark_all_used(self) -> None:
+        """Record every name of this set and of the sets in it as read (a consumer that takes a
+        whole section as it is written: NDL macros, a third-party format's options)."""
+        for key, (_, value) in self._entries.items():
+            self.mark_used(key)
+            if isinstance(value, ConfigParameters):
+                value.mark_all_used()
+
+    def is_used(self, name: str) -> bool:
+        """Whether a consumer read ``name`` of this set."""
+        return name.lower() in self.__dict__.get("_used", ())
+
+    def _asked(self, name: str) -> None:
+        # names looked up and not found (a default was used): the suggestions for unused keys
+        root = self.root
+        root.__dict__.setdefault("_asked_names", {}).setdefault(name.split(".")[-1].lower(),
+                                                                name.split(".")[-1])
+
+    def asked_names(self) -> list[str]:
+        """Names consumers looked up anywhere in this configuration, found or not."""
+        return list(self.root.__dict__.get("_asked_names", {}).values())
 
     def _visible_names(self) -> list[str]:
         names: list[str] = []
@@ -420,6 +462,7 @@ class ConfigParameters(ParameterSet):
         for part in parts:
             if not isinstance(node, ConfigParameters) or part.lower() not in node._entries:
                 return False
+            node.mark_used(part)
             node = node._entries[part.lower()][1]
         return True
 
@@ -516,6 +559,7 @@ class ConfigParameters(ParameterSet):
     def copy(self, name: str | None = None, parent: "ConfigParameters | None" = None) -> "ConfigParameters":
         """A deep copy (values keep their provenance), detached or under ``parent``."""
         out = ConfigParameters(self._name if name is None else name, parent, file=self.file, line=self.line)
+        out._origin = self
         for ename, value in self._entries.values():
             if isinstance(value, ConfigParameters):
                 out._entries[ename.lower()] = [ename, value.copy(ename, out)]

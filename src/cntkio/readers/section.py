@@ -85,11 +85,19 @@ class Section:
         """The spelling of ``name`` in this section (case-insensitive), or None."""
         return self._lower.get(name.lower())
 
+    def _mark(self, key: str | None) -> None:
+        """Record that ``key`` (this section's own spelling) was read: the configuration's
+        unused-key report (cntkio.config.usage) skips it."""
+        if key is not None and self._cfg is not None and hasattr(self._cfg, "mark_used"):
+            self._cfg.mark_used(key)
+
     def key_path(self, name: str) -> str:
         return f"{self.path}.{name}" if self.path else name
 
     def has_local(self, name: str) -> bool:
-        return self.local_key(name) is not None
+        k = self.local_key(name)
+        self._mark(k)
+        return k is not None
 
     def exists(self, name: str) -> bool:
         """Whether ``name`` is defined here or in an enclosing section."""
@@ -100,6 +108,7 @@ class Section:
         while sec is not None:
             k = sec.local_key(name)
             if k is not None:
+                sec._mark(k)
                 return sec.node[k], sec
             sec = sec.parent
         return _MISSING, None
@@ -140,6 +149,7 @@ class Section:
             value, _ = self._find(name)
         else:
             k = self.local_key(name)
+            self._mark(k)
             value = self.node[k] if k is not None else _MISSING
         if value is _MISSING:
             if default is _MISSING:
@@ -186,6 +196,7 @@ class Section:
             value, owner = self._find(name)
         else:
             k = self.local_key(name)
+            self._mark(k)
             value, owner = (self.node[k], self) if k is not None else (_MISSING, None)
         if value is _MISSING:
             raise self.error(name, f"required section {name!r} is missing", self.suggest(name))
@@ -207,6 +218,7 @@ class Section:
         k = self.local_key(name)
         if k is None:
             raise self.error(name, f"required parameter {name!r} is missing", self.suggest(name))
+        self._mark(k)
         raw = self.node[k]
         items = raw if isinstance(raw, list) else [raw]
         cfg_items: list = []
@@ -227,9 +239,14 @@ class Section:
         return out
 
     def items(self) -> Iterator[tuple[str, Any]]:
+        # the whole section taken as written (a third-party format's options): all of it is read
+        if self._cfg is not None and hasattr(self._cfg, "mark_all_used"):
+            self._cfg.mark_all_used()
         return iter(self.node.items())
 
     def to_dict(self) -> dict:
+        if self._cfg is not None and hasattr(self._cfg, "mark_all_used"):
+            self._cfg.mark_all_used()
         return self.node
 
 

@@ -1,0 +1,411 @@
+"""Validation before work: every command section a configuration will run, checked at once.
+
+``cntkio configFile=...`` calls :func:`validate_commands` before the first command runs, and
+``cntkio validate configFile=...`` does only that. Each command section is resolved as its action
+will read it and checked:
+
+* the settings (``precision``, ``deviceId``, ``traceLevel``) and the ``action`` name;
+* required keys (``modelPath``, a learning rate, a network builder, ``reader``, ``outputPath``...):
+  by reading the section through the same code the action uses (``SGDParams.from_config``, the
+  reader factory's ``reader_spec``, the network builders), so the same ConfigErrors come out;
+* input files present (the reader's data files, a model file that no earlier command of the run
+  writes);
+* output paths writable (``modelPath``, ``outputPath``, ``outputFile``): the file's directory
+  exists and is writable, or can be created;
+* the reader's streams against the network's inputs: every input node is fed by a stream of the
+  same name with the same dimension (SimpleNetworkBuilder: ``features`` = first layer size,
+  ``labels`` = last layer size; NDL/BrainScript: the Input nodes' sizes);
+* ``makeMode``: a train command that would resume from an epoch file written for another network
+  or another reader (:mod:`cntkio.actions.fingerprint`).
+
+All problems are collected and raised together as one :class:`ValidationError`, one line each
+with file, line and key. Then the keys no part of cntkio read are reported
+(:mod:`cntkio.config.usage`): a warning each, or, with ``strict``, part of the error.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._log import get_logger
+from ..config import ConfigParameters
+from ..config.usage import UnusedKey, unused_keys
+from ..errors import CntkioError, ConfigError
+from . import get_action
+from .checks import check_writable, network_inputs
+
+__all__ = ["ValidationError", "ValidationReport", "validate_commands", "report_unused", "ACTION_KEYS"]
+
+_log = get_logger("actions.validate")
+
+#: actions that train a network and write modelPath
+_TRAINING = {"train", "adapt"}
+#: actions that read modelPath
+_MODEL_READERS = {"test", "eval", "cv", "write", "testunroll", "dumpnode"}
+#: keys each action reads when it runs, beyond what validation reads (declared for the unused-key
+#: report, which runs before the actions)
+_COMMON = ("precision", "deviceId", "traceLevel", "numCPUThreads", "progressBar", "minibatchSize", "epochSize",
+           "numMBsToShowResult")
+ACTION_KEYS: dict[str, tuple[str, ...]] = {
+    "train": _COMMON + ("makeMode", "forceResume", "cvReader", "dropoutRate"),
+    "adapt": _COMMON + ("makeMode", "forceResume", "cvReader", "originalModelFileName", "refNodeName",
+                        "adaptationRegType", "adaptationRegWeight"),
+    "test": _COMMON + ("modelPath", "evalNodeNames"),
+    "eval": _COMMON + ("modelPath", "evalNodeNames"),
+    "cv": _COMMON + ("modelPath", "evalNodeNames", "crossValidationInterval", "sleepTimeBetweenRuns"),
+    "write": _COMMON + ("modelPath", "outputNodeNames", "outputPath", "precisionFormat", "writer"),
+    "testunroll": _COMMON + ("modelPath",),
+    "dumpnode": _COMMON + ("modelPath", "nodeName", "outputFile", "printMetadata", "printValues"),
+    "dumpreader": _COMMON + ("dumpLayout", "maxEpochs", "maxMinibatchesPerEpoch", "numSubsets", "outputFile",
+                             "sortOutput", "streams", "subsetNum"),
+    "createlabelmap": _COMMON + ("labelMappingFile", "labelStream"),
+    "edit": _COMMON + ("editPath", "ndlMacros"),
+}
+
+#: keys naming input files in a deserializer's configuration
+_FILE_KEYS = ("file", "scpFile", "mlfFile", "mlfFileList", "mapFile", "labelMappingFile")
+
+
+class ValidationError(ConfigError):
+    """Every problem found before work, one per line (``problems``: the ConfigErrors)."""
+
+    def __init__(self, problems: list[Exception], unused: list[UnusedKey] | None = None) -> None:
+        self.problems = list(problems)
+        self.unused = list(unused or [])
+        lines = [str(p) for p in self.problems] + [str(u) for u in self.unused]
+        n = len(lines)
+        super().__init__(f"{n} problem{'s' if n != 1 else ''} found before any work:\n  " + "\n  ".join(lines))
+
+
+@dataclass
+class ValidationReport:
+    """What :func:`validate_commands` found: the problems (empty when the run may start) and the
+    keys nothing read."""
+
+    problems: list[Exception] = field(default_factory=list)
+    unused: list[UnusedKey] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _value(cfg, key: str):
+    """``key``'s ConfigValue as seen from ``cfg`` (its file and line), or None."""
+    try:
+        return cfg(key) if cfg.exists(key) else None
+    except ConfigError:
+        return None
+
+
+def _error(cfg, key: str, message: str, hint: str | None = None) -> ConfigError:
+    v = _value(cfg, key)
+    path = getattr(v, "path", None) or (f"{cfg.path}.{key}" if getattr(cfg, "path", "") else key)
+    return ConfigError(message, path=path, file=getattr(v, "file", None) or getattr(cfg, "file", None),
+                       line=getattr(v, "line", None), hint=hint)
+
+
+class _Run:
+    def __init__(self, root: ConfigParameters) -> None:
+        self.root = root
+        self.problems: list[Exception] = []
+        self.models: dict[str, Any] = {}        # modelPath written by an earlier command -> its network
+
+    def add(self, err: Exception) -> None:
+        self.problems.append(err)
+
+    def attempt(self, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except (CntkioError, OSError) as e:
+            self.add(e)
+            return None
+
+
+def _settings(run: _Run, name: str, section: ConfigParameters) -> None:
+    from .runner import _trace_level, check_precision, parse_device_id
+    for key, check in (("precision", check_precision), ("deviceId", parse_device_id), ("traceLevel", _trace_level)):
+        if section.exists(key):
+            v = section(key)
+            try:
+                check(v, path=f"{name}.{key}")
+            except ConfigError as e:
+                run.add(ConfigError(e.reason, path=e.path, file=getattr(v, "file", None),
+                                    line=getattr(v, "line", None), hint=e.hint))
+
+
+def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: dict[str, int] | None,
+            net_where: str | None) -> None:
+    """The reader section ``key``: its translation, its files, its streams against ``inputs``."""
+    from ..readers import reader_spec
+    from ._params import section
+    try:
+        cfg = section(command, key)
+        spec = reader_spec(cfg, path=f"{name}.{key}")
+    except CntkioError as e:
+        run.add(e)
+        return
+    dims: dict[str, tuple[int, str]] = {}
+    for i, d in enumerate(spec.deserializers):
+        for fk in _FILE_KEYS:
+            f = d.get(fk)
+            if isinstance(f, str) and f and not os.path.exists(f):
+                run.add(_file_error(cfg, fk, f, i, spec))
+        for stream, entry in (d.get("input") or {}).items():
+            if isinstance(entry, dict) and "dim" in entry:
+                try:
+                    dims[stream] = (int(entry["dim"]), _dim_where(cfg, stream, i, spec))
+                except (TypeError, ValueError):
+                    pass
+    if not inputs:
+        return
+    for node, dim in inputs.items():
+        if node not in dims:
+            if dims and not spec.stream_names or node in spec.stream_names:
+                continue
+            run.add(ConfigError(f"the network's input node {node!r} (dim {dim}) has no stream of that name in "
+                                f"the reader, which delivers {', '.join(spec.stream_names) or 'no streams'}",
+                                path=f"{name}.{key}.input", file=cfg.file, line=cfg.line,
+                                hint=f"name the reader's input {node!r}" + (f" (the network: {net_where})"
+                                                                             if net_where else "")))
+            continue
+        rdim, where = dims[node]
+        if rdim != dim:
+            run.add(ConfigError(f"stream {node!r} has dim {rdim} but the network's input node {node!r} has dim "
+                                f"{dim}" + (f" ({net_where})" if net_where else ""),
+                                path=f"{name}.{key}.input.{node}.dim", file=where.split("|")[0] or None,
+                                line=int(where.split("|")[1]) if where.split("|")[1] else None,
+                                hint="make the reader's dim and the network's size agree"))
+
+
+def _dim_where(cfg, stream: str, i: int, spec) -> str:
+    """'file|line' of the dim of ``stream`` in the reader section ``cfg``."""
+    candidates = [f"input.{stream}.dim"]
+    if spec.reader_type.lower() == "compositedatareader":
+        candidates.insert(0, f"deserializers[{i}].input.{stream}.dim")
+    node = cfg
+    try:
+        if cfg.exists_current("deserializers"):
+            items = cfg("deserializers").as_array()
+            node = items[i] if i < len(items) and isinstance(items[i], ConfigParameters) else cfg
+        v = node(f"input.{stream}.dim") if node.exists(f"input.{stream}.dim") else None
+    except ConfigError:
+        v = None
+    return f"{getattr(v, 'file', '') or ''}|{getattr(v, 'line', '') or ''}"
+
+
+def _file_error(cfg, fk: str, f: str, i: int, spec) -> ConfigError:
+    node = cfg
+    try:
+        if cfg.exists_current("deserializers"):
+            items = cfg("deserializers").as_array()
+            if i < len(items) and isinstance(items[i], ConfigParameters):
+                node = items[i]
+    except ConfigError:
+        pass
+    v = _value(node, fk)
+    return ConfigError(f"input file {f} does not exist", path=getattr(v, "path", None) or f"{spec.path}.{fk}",
+                       file=getattr(v, "file", None), line=getattr(v, "line", None))
+
+
+def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> None:
+    from ._params import get_bool, get_str, section
+    from .fingerprint import check_resume
+    from .parallel import ParallelParams
+    from .sgd import SGDParams
+    sgd_cfg = run.attempt(section, command, "SGD", required=False) or command
+    params = run.attempt(SGDParams.from_config, sgd_cfg, command)
+    run.attempt(ParallelParams.from_config, command, sgd_cfg, 1, False)
+    model_path = None
+    if not sgd_cfg.exists("modelPath"):
+        run.add(_error(sgd_cfg, "modelPath", "required parameter modelPath is missing",
+                       "the file the trained model is written to"))
+    else:
+        model_path = get_str(sgd_cfg, "modelPath")
+        why = check_writable(model_path)
+        if why is not None:
+            run.add(_error(sgd_cfg, "modelPath", f"the model file cannot be written: {why}"))
+    net = None
+    if action == "adapt":
+        if not command.exists("originalModelFileName"):
+            run.add(_error(command, "originalModelFileName", "required parameter originalModelFileName is missing"))
+        else:
+            path = get_str(command, "originalModelFileName")
+            if not os.path.exists(path) and path not in run.models:
+                run.add(_error(command, "originalModelFileName", f"model file {path} does not exist"))
+            else:
+                net = run.models.get(path) or _load_net(run, path)
+    else:
+        net = _spec_network(run, command)
+    inputs = network_inputs(net) if net is not None else None
+    where = _network_where(command)
+    _reader(run, command, name, "reader", inputs, where)
+    if command.exists("cvReader"):
+        _reader(run, command, name, "cvReader", inputs, where)
+    if model_path is not None and params is not None:
+        make_mode = run.attempt(get_bool, command, "makeMode", True)
+        if make_mode:
+            from .train import first_missing_epoch
+            start = first_missing_epoch(model_path, params.max_epochs)
+            run.attempt(check_resume, command, name, model_path, start, params.max_epochs, action == "adapt")
+        run.models[model_path] = net
+
+
+def _network_where(command) -> str | None:
+    for key in ("SimpleNetworkBuilder", "NDLNetworkBuilder", "BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder"):
+        if command.exists_current(key):
+            sec = command(key)
+            if key == "SimpleNetworkBuilder" and isinstance(sec, ConfigParameters) and sec.exists("layerSizes"):
+                v = sec("layerSizes")
+                return f"{v.path} = {v} at {v.file}:{v.line}"
+            return f"{getattr(sec, 'path', key)} at {getattr(sec, 'file', '?')}:{getattr(sec, 'line', '?')}"
+    return None
+
+
+def _spec_network(run: _Run, command):
+    """The network a train command builds, as far as validation needs it (no data is read)."""
+    from ..integrations.torch_backend import torch
+    from .network import spec_from_config
+    from ._params import section
+    if command.exists("SimpleNetworkBuilder"):
+        builder = run.attempt(section, command, "SimpleNetworkBuilder")
+        if builder is None:
+            return None
+        spec = run.attempt(spec_from_config, builder)
+        if spec is None or not hasattr(spec, "layer_sizes"):
+            return None
+
+        class _Spec:        # what network_inputs reads
+            pass
+        holder = _Spec()
+        holder.spec = spec
+        return holder
+    from .network import build_network
+    return run.attempt(build_network, command, device=torch.device("cpu"), dtype=torch.float32)
+
+
+def _load_net(run: _Run, path: str):
+    from .models import load_model
+    mf = run.attempt(load_model, path)
+    return None if mf is None else mf.network
+
+
+def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) -> None:
+    from ._params import get_str
+    if not command.exists("modelPath"):
+        run.add(_error(command, "modelPath", "required parameter modelPath is missing",
+                       "the model file this command reads"))
+        net = None
+    else:
+        path = get_str(command, "modelPath")
+        if path in run.models:
+            net = run.models[path]
+        elif not os.path.exists(path):
+            run.add(_error(command, "modelPath", f"model file {path} does not exist and no earlier command of "
+                                                 "this run writes it"))
+            net = None
+        else:
+            net = _load_net(run, path)
+    if action == "write" and not command.exists("writer"):
+        if not command.exists("outputPath"):
+            run.add(_error(command, "outputPath", "required parameter outputPath is missing"))
+        else:
+            out = get_str(command, "outputPath")
+            why = None if out == "-" else check_writable(out)
+            if why is not None:
+                run.add(_error(command, "outputPath", f"the output cannot be written: {why}"))
+    if action == "dumpnode" and command.exists("outputFile"):
+        why = check_writable(get_str(command, "outputFile"))
+        if why is not None:
+            run.add(_error(command, "outputFile", f"the output cannot be written: {why}"))
+    if action != "dumpnode" and command.exists("reader"):
+        inputs = network_inputs(net) if net is not None else None
+        if inputs and action in ("test", "eval", "cv", "testunroll", "write"):
+            feature = next(iter(inputs))
+            # evaluation feeds the features (write: only them); labels are checked when given
+            inputs = {k: v for k, v in inputs.items() if k == feature or action != "write"}
+        _reader(run, command, name, "reader", inputs, f"the model {get_str(command, 'modelPath')}"
+                if command.exists("modelPath") else None)
+
+
+def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_errors: bool = True) -> ValidationReport:
+    """Check every command section of ``root``'s ``command`` list (module docstring). With
+    ``raise_errors``, a :class:`ValidationError` listing every problem is raised when there are
+    any (with ``strict``, unused keys count as problems); otherwise they come back in the report.
+    Unused keys are logged as warnings unless ``strict``."""
+    from ..config import command_sections
+    from .sgd import SGD_KEYS
+    from .parallel import PARALLEL_KEYS
+    run = _Run(root)
+    try:
+        commands = command_sections(root)
+    except ConfigError as e:
+        if raise_errors:
+            raise ValidationError([e]) from None
+        return ValidationReport([e])
+    if root.exists("stderr"):
+        prefix = str(root("stderr")).strip()
+        why = check_writable(prefix + "_log")
+        if why is not None:
+            run.add(_error(root, "stderr", f"the log file cannot be written: {why}"))
+    for key in ("traceLevel", "deviceId", "precision", "numCPUThreads", "progressBar"):
+        root.exists(key)
+    for cmd in commands:
+        _settings(run, cmd.name, cmd.section)
+        for action in cmd.actions:
+            try:
+                get_action(action, path=f"{cmd.name}.action")
+            except ConfigError as e:
+                v = _value(cmd.section, "action")
+                run.add(ConfigError(e.reason, path=e.path, file=getattr(v, "file", None),
+                                    line=getattr(v, "line", None), hint=e.hint))
+                continue
+            low = action.lower()
+            if low in _TRAINING:
+                _training(run, cmd.section, cmd.name, low)
+            elif low in _MODEL_READERS:
+                _model_reader(run, cmd.section, cmd.name, low)
+            elif cmd.section.exists("reader"):
+                _reader(run, cmd.section, cmd.name, "reader", None, None)
+    for cmd in commands:
+        for action in cmd.actions:
+            for key in ACTION_KEYS.get(action.lower(), ()):
+                cmd.section.exists(key)     # read by the action when it runs
+    unused = unused_keys(root, [c.section for c in commands], known=(*SGD_KEYS, *PARALLEL_KEYS))
+    if raise_errors and (run.problems or (strict and unused)):
+        raise ValidationError(run.problems, unused if strict else [])
+    return ValidationReport(run.problems, unused)
+
+
+def report_unused(root: ConfigParameters, sections: list[ConfigParameters], *, strict: bool = False) -> list[UnusedKey]:
+    """After a run: warn about (``strict``: raise for) the keys of ``sections`` nothing read."""
+    from .sgd import SGD_KEYS
+    from .parallel import PARALLEL_KEYS
+    unused = unused_keys(root, sections, known=(*SGD_KEYS, *PARALLEL_KEYS))
+    if strict and unused:
+        raise ValidationError([], unused)
+    for u in unused:
+        _log.warning("%s", u)
+    return unused
+
+
+def validate_main(argv: list[str], *, strict: bool = False) -> int:
+    """``cntkio validate configFile=... [--strict]``: validate, print the result, run nothing.
+    Exit status 0 when the run may start, 1 otherwise (the problems on stderr)."""
+    import sys
+    from ..config import load_config
+    root = load_config(list(argv))
+    report = validate_commands(root, strict=strict, raise_errors=False)
+    for u in report.unused:
+        sys.stderr.write(f"cntkio: {'error' if strict else 'warning'}: {u}\n")
+    for p in report.problems:
+        sys.stderr.write(f"cntkio: error: {p}\n")
+    bad = len(report.problems) + (len(report.unused) if strict else 0)
+    if bad:
+        sys.stderr.write(f"cntkio validate: {bad} problem{'s' if bad != 1 else ''} found\n")
+        return 1
+    sys.stdout.write("cntkio validate: no problems found"
+                     + (f" ({len(report.unused)} unused key{'s' if len(report.unused) != 1 else ''})"
+                        if report.unused else "") + "\n")
+    return 0
