@@ -16,24 +16,85 @@ from .models import NetworkSpec, SimpleNetwork, load_model
 from .models.simple_rnn import RecurrentSpec, build_recurrent
 from .ndl_support import build_ndl_network, precompute_from_reader
 from .brainscript_support import build_brainscript_network, has_brainscript
+from .._log import get_logger
 from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_path, section
 
-__all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS"]
+__all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS", "SIMPLE_NETWORK_KEYS"]
+
+_log = get_logger("actions.network")
 
 #: network builders named in CNTK configs that cntkio does not implement
 UNSUPPORTED_BUILDERS = ("BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
 
-#: SimpleNetworkBuilder parameters of CNTK's recurrent builders that cntkio does not build, with the
-#: values that mean "off" (these are refused, not ignored)
+_ALL = None
+_RECURRENT = ("SIMPLERNN", "LSTM", "CLASSLSTM", "CLASSLM", "LBLM", "NPLM", "CLSTM")
+_LSTMS = ("LSTM", "CLASSLSTM", "CLSTM")
+
+#: Every key of a SimpleNetworkBuilder section that CNTK 2.7's builder read (and cntkio's
+#: ``randomSeedOffset``), in one table: key -> (the rnnTypes whose network uses it, None for all;
+#: why it has no effect elsewhere). A key set for a network that does not use it is accepted with
+#: one info line giving that reason (CNTK read it and built nothing from it); the keys of
+#: :data:`_REFUSED` are refused instead when set to anything but their "off" value.
+SIMPLE_NETWORK_KEYS: dict[str, tuple[tuple[str, ...] | None, str]] = {
+    "layerSizes": (_ALL, ""), "trainingCriterion": (_ALL, ""),
+    "layerTypes": (("SIMPLENET", "SIMPLERNN", "LSTM", "CLASSLSTM", "CLASSLM", "NPLM", "CLSTM"),
+                   "the log-bilinear network's layers are linear"),
+    "evalCriterion": (_ALL, ""), "initValueScale": (_ALL, ""), "uniformInit": (_ALL, ""),
+    "applyMeanVarNorm": (_ALL, ""), "needPrior": (_ALL, ""), "addDropoutNodes": (_ALL, ""),
+    "randomSeedOffset": (_ALL, ""), "rnnType": (_ALL, ""), "deviceId": (_ALL, ""),
+    "lookupTableOrder": (_ALL, ""),     # a ConfigError for the kinds that have no embedding
+    "recurrentLayer": (("SIMPLERNN", "LSTM", "CLASSLM", "LBLM", "NPLM"),
+                       "CLASSLSTM and CLSTM make every hidden layer an LSTM and SIMPLENET has no recurrence "
+                       "(CNTK's builders for them did not look at it)"),
+    "defaultHiddenActivity": (_RECURRENT, "a feed-forward network has no PastValue node"),
+    "inputGateInitVal": (_LSTMS, "the network has no LSTM"),
+    "forgetGateInitVal": (_LSTMS, "the network has no LSTM"),
+    "outputGateInitVal": (_LSTMS, "the network has no LSTM"),
+    "constInputGateValue": (_LSTMS, "the network has no LSTM"),
+    "constForgetGateValue": (_LSTMS, "the network has no LSTM"),
+    "constOutputGateValue": (_LSTMS, "the network has no LSTM"),
+    "nbrClass": (("CLASSLSTM", "CLASSLM", "CLSTM"), "only the class-based networks have word classes"),
+    "vocabSize": (_RECURRENT, "CNTK checked it only against a recurrent network's output size"),
+    "maOrder": (("LBLM",), "only the log-bilinear network (rnnType=LBLM) has the delayed-input terms"),
+    "auxfeatdim": (("CLSTM",), "only the conditional LSTM (rnnType=CLSTM) has the binaryFeature input"),
+    "noise_number": ((), "it sizes the labels of rnnType=NCELSTM, which cntkio does not build"),
+    "directConnect": ((), "CNTK's NCELSTM builder alone read it (cntkio does not build NCELSTM)"),
+    "sparseinput": ((), "CNTK chose a sparse or dense input node with it; cntkio's Input node takes the stream "
+                        "as the reader delivers it, sparse or dense, with the same result"),
+    "labelEmbeddingSize": ((), "CNTK 2.7's builder read it, but none of its networks used it"),
+    "word2cls": ((), "CNTK 2.7's builder read the file name, but none of its networks used it: the word "
+                     "classes come from the reader (the LMSequenceReader's wordclass file)"),
+    "cls2index": ((), "CNTK 2.7's builder read the file name, but none of its networks used it: the word "
+                      "classes come from the reader (the LMSequenceReader's wordclass file)"),
+    "outputLayerSize": ((), "CNTK used it only when converting a DBN.exe model file; the output size is "
+                            "layerSizes' last entry"),
+    "streamSizes": ((), "CNTK 2.7 read it, but only the multi-stream encoder/decoder LSTM builders it no "
+                        "longer offered used it"),
+    "lookupTableOrderSizes": ((), "CNTK 2.7 read it, but only the multi-stream encoder/decoder LSTM builders "
+                                  "it no longer offered used it"),
+}
+
+#: keys of CNTK's LSTM builder that change the network in a way cntkio does not build, with the values
+#: that mean "off" (refused when set otherwise, not ignored)
 _REFUSED = {"constInputGateValue": ("false", "0"), "constForgetGateValue": ("false", "0"),
-            "constOutputGateValue": ("false", "0"), "directConnect": ("",), "lookupTableOrderSizes": ("",),
-            "streamSizes": ("",), "maOrder": ("0",)}
+            "constOutputGateValue": ("false", "0")}
+
+
+def _announce_unused_keys(builder, rnn: str) -> None:
+    """One info line per key of :data:`SIMPLE_NETWORK_KEYS` that is set but has no effect on an
+    ``rnn`` network (none is silently ignored)."""
+    for key, (users, why) in SIMPLE_NETWORK_KEYS.items():
+        if users is None or rnn in users or key in _REFUSED or not builder.exists(key):
+            continue
+        _log.info("%s=%s is accepted and has no effect in cntkio for rnnType=%s: %s", key_path(builder, key),
+                  get_str(builder, key), rnn, why)
 
 
 def _recurrent_spec(builder, sizes: list[int]) -> RecurrentSpec:
     """A SimpleNetworkBuilder section with ``rnnType`` other than SIMPLENET (``models/simple_rnn.py``)."""
     path = getattr(builder, "path", None) or "SimpleNetworkBuilder"
     layers = [int(float(v)) for v in get_list(builder, "recurrentLayer", "")] if has(builder, "recurrentLayer") else []
+    rnn = (get_str(builder, "rnnType") or "").upper()
     vocab = get_int(builder, "vocabSize", -1)
     if vocab != -1 and vocab != sizes[-1]:
         raise ConfigError(f"vocabSize {vocab} differs from the output layer size {sizes[-1]} (the vocabulary is "
@@ -55,7 +116,9 @@ def _recurrent_spec(builder, sizes: list[int]) -> RecurrentSpec:
         input_gate_init=get_float(builder, "inputGateInitVal", -1.0),
         forget_gate_init=get_float(builder, "forgetGateInitVal", -1.0),
         output_gate_init=get_float(builder, "outputGateInitVal", -1.0),
-        nbr_class=get_int(builder, "nbrClass", -1), path=path)
+        nbr_class=get_int(builder, "nbrClass", -1),
+        ma_order=get_int(builder, "maOrder", 0) if builder.exists("maOrder") and rnn == "LBLM" else 0,
+        aux_feat_dim=get_int(builder, "auxfeatdim", 20) if rnn == "CLSTM" else 20, path=path)
 
 
 def spec_from_config(builder) -> NetworkSpec | RecurrentSpec:
@@ -75,7 +138,7 @@ def spec_from_config(builder) -> NetworkSpec | RecurrentSpec:
         if builder.exists(key) and (get_str(builder, key) or "").lower() not in off:
             raise NotImplementedInCntkio(
                 f"{key_path(builder, key)}={get_str(builder, key)} is not implemented in cntkio "
-                "(SimpleNetworkBuilder: rnnType SIMPLENET, SIMPLERNN, LSTM, CLASSLSTM with lookupTableOrder)")
+                "(CNTK's LSTM with a constant gate; cntkio builds the LSTM with all three gates)")
     if not has(builder, "layerSizes"):
         raise ConfigError("SimpleNetworkBuilder needs layerSizes", path=key_path(builder, "layerSizes"),
                           hint="e.g. layerSizes=784:256:10 (input, hidden layers, output)")
@@ -85,6 +148,7 @@ def spec_from_config(builder) -> NetworkSpec | RecurrentSpec:
         raise ConfigError(f"expected integers, found {get_str(builder, 'layerSizes')!r}",
                           path=key_path(builder, "layerSizes")) from None
     rnn = (get_str(builder, "rnnType", "SIMPLENET") or "SIMPLENET").upper()
+    _announce_unused_keys(builder, rnn)
     if rnn != "SIMPLENET":
         return _recurrent_spec(builder, sizes)
     if get_int(builder, "lookupTableOrder", 0) != 0:

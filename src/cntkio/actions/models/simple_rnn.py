@@ -28,6 +28,19 @@ files). :func:`recurrent_ndl` gives the text (``show_network``-style inspection,
   (``Act(Times(U<i>, x) + Times(W<i>, PastValue(h)))``, no bias, as CNTK), feed-forward
   ``Act(Times(U<i>, x) + B<i>)`` otherwise; output ``outputs = Times(W<n>, h)``.
 * ``CLASSLM``: the ``SIMPLERNN`` stack with ``CLASSLSTM``'s class-based output (``nbrClass``).
+* ``LBLM``: CNTK's log-bilinear LM: an optional embedding (``Lookuptatble``, CNTK's spelling), the
+  input plus ``maOrder`` delayed copies (``pastValue<k> = PastValue(x, timeStep=k)`` through
+  ``DD<k>``), then linear hidden layers ``Times(U<i>, x)`` (plus ``Times(R<i+1>, PastValue(.))`` where
+  ``recurrentLayer`` lists ``i + 1``) plus ``bi<i>``, no non-linearity; output ``W<n>``.
+* ``NPLM``: CNTK's DNN LM (``BuildDNNLMNetworkFromDescription``): the first hidden layer sees the
+  input and its 4 predecessors, ``H1 = Tanh(WXI·x + WXI1·x(t-1) + ... + WXI4·x(t-4)) + bi0``
+  (the delayed inputs before a sequence's start are ``defaultHiddenActivity``); further layers are
+  the ``SIMPLERNN`` recurrent layers. CNTK built only that (``recurrentLayer`` must list 1, 2, ...
+  for every hidden layer: its other branch used nodes it never created).
+* ``CLSTM``: the conditional LSTM LM: ``CLASSLSTM`` with every hidden layer an LSTM and a global
+  bias from a second input, ``binaryFeature`` (``auxfeatdim`` rows, 20 by default):
+  ``TimesToGetGlobalBias = Act(Times(AuxTrans0, binaryFeature))``,
+  ``PlusGlobalBias = Plus(h, TimesToGetGlobalBias)`` feeds the class-based output.
 
 Initial values are drawn by the NDL ``Parameter`` initialisation (CNTK's distributions,
 ``uniformInit``/``initValueScale``; not CNTK's random stream).
@@ -42,14 +55,15 @@ from ...integrations.torch_backend import torch
 __all__ = ["RNN_TYPES", "RecurrentSpec", "recurrent_ndl", "build_recurrent"]
 
 #: rnnType values cntkio builds (upper-case, CNTK's spelling)
-RNN_TYPES = ("SIMPLENET", "SIMPLERNN", "LSTM", "CLASSLSTM", "CLASSLM")
+RNN_TYPES = ("SIMPLENET", "SIMPLERNN", "LSTM", "CLASSLSTM", "CLASSLM", "LBLM", "NPLM", "CLSTM")
 #: rnnType values CNTK's builder knew that cntkio refuses, with why
 REFUSED_RNN_TYPES = {
-    "LBLM": "the log-bilinear language model",
-    "NPLM": "the DNN language model",
-    "NCELSTM": "the NCE-trained LSTM (noise-contrastive estimation criterion)",
-    "CLSTM": "the conditional LSTM (an extra binaryFeature input)",
-    "CRF": "the CRF LSTM (CNTK 2.7 itself did not compile it)",
+    "NCELSTM": "the NCE-trained LSTM: its criterion (NCEBasedCrossEntropyWithSoftmax) reads labels of "
+               "2*(noise_number+1) rows of sampled noise words that CNTK's LMSequenceReader drew in mode=nce; "
+               "cntkio's SequenceReader has no nce mode and the node is not built",
+    "CRF": "the CRF LSTM: CNTK 2.7 did not build it (BuildCRFLSTMNetworkFromDescription is compiled out, "
+           "'#ifdef COMING_SOON', so CNTK 2.7 stopped with 'invalid m_standardNetworkKind'), and no config "
+           "could select its CRF criterion (trainingCriterion did not accept CRF)",
 }
 _ACTS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "rectifiedlinear": "RectifiedLinear", "relu": "RectifiedLinear"}
 _TRAIN = {"crossentropywithsoftmax": "CrossEntropyWithSoftmax", "crossentropy": "CrossEntropy",
@@ -78,6 +92,8 @@ class RecurrentSpec:
     forget_gate_init: float = -1.0
     output_gate_init: float = -1.0
     nbr_class: int = -1
+    ma_order: int = 0
+    aux_feat_dim: int = 20
     path: str = "SimpleNetworkBuilder"
 
     def __post_init__(self) -> None:
@@ -109,7 +125,7 @@ class RecurrentSpec:
         order = self.lookup_table_order = int(self.lookup_table_order)
         if order < 0:
             raise ConfigError(f"lookupTableOrder must be >= 0, found {order}", path=f"{self.path}.lookupTableOrder")
-        if order and self.rnn_type in ("LSTM", "CLASSLSTM"):
+        if order and self.rnn_type in ("LSTM", "CLASSLSTM", "CLSTM", "LBLM"):
             if len(sizes) < 4:
                 raise ConfigError(f"with lookupTableOrder the second layer size is the embedding: layerSizes needs "
                                   f"input:embedding:hidden...:output, found {sizes}", path=f"{self.path}.layerSizes",
@@ -117,16 +133,46 @@ class RecurrentSpec:
             if sizes[0] % order:
                 raise ConfigError(f"the input size {sizes[0]} is not a multiple of lookupTableOrder {order} "
                                   "(the input stacks lookupTableOrder words)", path=f"{self.path}.lookupTableOrder")
-        if self.rnn_type == "CLASSLSTM" and not order:
-            raise ConfigError("rnnType=CLASSLSTM needs lookupTableOrder > 0 (an LSTM reads the words through "
+        if self.rnn_type in ("CLASSLSTM", "CLSTM") and not order:
+            raise ConfigError(f"rnnType={self.rnn_type} needs lookupTableOrder > 0 (an LSTM reads the words through "
                               "an embedding, as in CNTK)", path=f"{self.path}.lookupTableOrder",
                               hint="e.g. layerSizes=$VOCAB:100:200:$VOCAB with lookupTableOrder=1")
-        if self.rnn_type in ("CLASSLSTM", "CLASSLM") and int(self.nbr_class) <= 0:
+        if self.rnn_type in ("CLASSLSTM", "CLASSLM", "CLSTM") and int(self.nbr_class) <= 0:
             raise ConfigError(f"rnnType={self.rnn_type} needs nbrClass, the number of word classes",
                               path=f"{self.path}.nbrClass", hint="the number of classes of the wordclass file")
-        if self.rnn_type in ("SIMPLERNN", "CLASSLM") and order:
-            raise ConfigError("lookupTableOrder applies to rnnType LSTM and CLASSLSTM (CNTK's other builders "
-                              "did not read it)", path=f"{self.path}.lookupTableOrder")
+        if self.rnn_type in ("SIMPLERNN", "CLASSLM", "NPLM") and order:
+            raise ConfigError("lookupTableOrder applies to rnnType LSTM, CLASSLSTM, CLSTM and LBLM (CNTK's other "
+                              "builders did not read it)", path=f"{self.path}.lookupTableOrder")
+        ma = self.ma_order = int(self.ma_order)
+        if ma < 0:
+            raise ConfigError(f"maOrder must be >= 0, found {ma}", path=f"{self.path}.maOrder")
+        if self.rnn_type == "LBLM":
+            if ma and order and sizes[1] * order != sizes[0]:
+                raise ConfigError(f"maOrder with lookupTableOrder: CNTK's log-bilinear builder sizes the delayed "
+                                  f"inputs as the input layer ({sizes[0]} rows) but they read the embedding "
+                                  f"({sizes[1]}*{order} rows)", path=f"{self.path}.maOrder",
+                                  hint="maOrder=0 with an embedding, or no lookupTableOrder")
+            if order > 1 and len(sizes) > 4:
+                raise ConfigError(f"CNTK's log-bilinear builder sizes every hidden layer's input as layerSizes[i] * "
+                                  f"lookupTableOrder, which holds only for the layer after the embedding; with "
+                                  f"lookupTableOrder={order} give one hidden layer", path=f"{self.path}.layerSizes",
+                                  hint="e.g. layerSizes=$VOCAB*3:50:100:$VOCAB with lookupTableOrder=3")
+        if self.rnn_type == "NPLM":
+            for i in range(len(sizes) - 2):
+                if not self.listed(i, i + 1):
+                    raise ConfigError(f"rnnType=NPLM: CNTK's builder made hidden layer {i + 1} only as the layer "
+                                      "recurrentLayer lists (its other branch used nodes it never created)",
+                                      path=f"{self.path}.recurrentLayer",
+                                      hint="recurrentLayer=" + ":".join(str(k + 1) for k in range(len(sizes) - 2)))
+        if int(self.aux_feat_dim) <= 0:
+            raise ConfigError(f"auxfeatdim must be > 0, found {self.aux_feat_dim}", path=f"{self.path}.auxfeatdim")
+        self.aux_feat_dim = int(self.aux_feat_dim)
+
+    def listed(self, k: int, layer: int) -> bool:
+        """CNTK's test ``m_recurrentLayers[k] == layer`` (``k`` counts the recurrent layers found so far;
+        past the list's end its last entry repeats, as CNTK's argvector did)."""
+        r = self.recurrent_layers
+        return bool(r) and r[min(k, len(r) - 1)] == layer
 
     def act(self, layer: int) -> str:
         """The non-linearity of hidden layer ``layer`` (0-based; the last entry repeats)."""
@@ -200,13 +246,60 @@ class _Writer:
         self(f"H{i + 1} = {self.s.act(i)}(Plus(Times(U{i}, {x}), Times(W{i}, HPrev{i + 1})))")
         return self.drop(f"H{i + 1}")
 
+    def nplm_first(self, x: str, n_in: int, n: int) -> str:
+        """NPLM's first hidden layer: the input and its 4 predecessors through WXI, WXI1..WXI4, Tanh, + bi0."""
+        d = float(self.s.default_hidden_activity)
+        for k in range(1, 5):
+            self(f"PastX{k} = PastValue({n_in}, {x}, timeStep={k}, defaultHiddenActivity={d!r})")
+        for name in ("WXI2", "WXI3", "WXI4", "WXI1", "WXI"):        # CNTK's creation order
+            self.param(name, n, n_in)
+        self(f"bi0 = Parameter({n}, 1, init=zero)")
+        total = f"Times(WXI, {x})"
+        for k in range(1, 5):
+            total = f"Plus(Times(WXI{k}, PastX{k}), {total})"
+        self(f"H1 = Plus(Tanh({total}), bi0)")
+        return self.drop("H1")
+
+    def lblm(self, x: str) -> str:
+        """The log-bilinear stack (module docstring): delayed inputs, then linear (optionally
+        recurrent) layers with a bias."""
+        s, L, d = self.s, self.s.layer_sizes, float(self.s.default_hidden_activity)
+        order = s.lookup_table_order
+        if order:
+            self.param("E0", L[1], L[0] // order)
+            self(f"Lookuptatble = LookupTable(E0, {x})")
+            x = self.drop("Lookuptatble")
+        out = x
+        for k in range(1, s.ma_order + 1):
+            self(f"pastValue{k} = PastValue({L[0]}, {x}, timeStep={k}, defaultHiddenActivity={d!r})")
+            self.param(f"DD{k}", L[0], L[0])
+            self(f"MA{k} = Plus({out}, Times(DD{k}, pastValue{k}))")
+            out = f"MA{k}"
+        x = self.drop(out)                  # CNTK drops here again (after the embedding's own Dropout)
+        recur = 0
+        for i in range(1 if order else 0, len(L) - 2):
+            n = L[i + 1]
+            self.param(f"U{i}", n, L[i] * (order or 1))
+            self(f"UX{i + 1} = Times(U{i}, {x})")
+            h = f"UX{i + 1}"
+            if s.listed(recur, i + 1):
+                self.param(f"R{i + 1}", n, n)
+                self(f"HPrev{i + 1} = PastValue({n}, HR{i + 1}, timeStep=1, defaultHiddenActivity={d!r})")
+                self(f"HR{i + 1} = Plus(Times(R{i + 1}, HPrev{i + 1}), {h})")
+                h = f"HR{i + 1}"
+                recur += 1
+            self(f"bi{i} = Parameter({n}, 1, init=zero)")
+            self(f"H{i + 1} = Plus({h}, bi{i})")
+            x = self.drop(f"H{i + 1}")
+        return x
+
 
 def recurrent_ndl(spec: RecurrentSpec) -> str:
     """The NDL description of a recurrent SimpleNetworkBuilder network (module docstring)."""
     s, w = spec, _Writer(spec)
     L = s.layer_sizes
     hidden = len(L) - 2
-    class_based = s.rnn_type in ("CLASSLSTM", "CLASSLM")
+    class_based = s.rnn_type in ("CLASSLSTM", "CLASSLM", "CLSTM")
     w(f"features = Input({L[0]}, tag=feature)")
     w(f"labels = Input({4 if class_based else L[-1]}, tag=label)")
     x = "features"
@@ -218,6 +311,12 @@ def recurrent_ndl(spec: RecurrentSpec) -> str:
     if s.rnn_type in ("SIMPLERNN", "CLASSLM"):
         for i in range(hidden):
             x = (w.rnn if (i + 1) in s.recurrent_layers else w.dense)(i, x, L[i], L[i + 1])
+    elif s.rnn_type == "LBLM":
+        x = w.lblm(x)
+    elif s.rnn_type == "NPLM":
+        x = w.nplm_first(x, L[0], L[1])
+        for i in range(1, hidden):
+            x = w.rnn(i, x, L[i], L[i + 1])
     else:
         order = s.lookup_table_order
         offset = 1 if order else 0
@@ -227,8 +326,15 @@ def recurrent_ndl(spec: RecurrentSpec) -> str:
             x = w.drop("LookupTable")
         x = w.lstm(0, x, L[offset] * (order if offset else 1), L[offset + 1])
         for i in range(1 + offset, hidden):
-            x = (w.lstm if i in s.recurrent_layers else w.dense)(i, x, L[i], L[i + 1])
+            lstm = s.rnn_type == "CLSTM" or i in s.recurrent_layers     # CLSTM: every layer an LSTM
+            x = (w.lstm if lstm else w.dense)(i, x, L[i], L[i + 1])
     top = L[hidden]
+    if s.rnn_type == "CLSTM":
+        w(f"binaryFeature = Input({s.aux_feat_dim}, tag=feature)")
+        w.param("AuxTrans0", top, s.aux_feat_dim)
+        w(f"TimesToGetGlobalBias = {s.act(hidden)}(Times(AuxTrans0, binaryFeature))")
+        w(f"PlusGlobalBias = Plus({x}, TimesToGetGlobalBias)")
+        x = "PlusGlobalBias"
     if class_based:
         w.param(f"W{hidden}", top, L[-1])
         w.param("WeightForClassPostProb", int(s.nbr_class), top)
