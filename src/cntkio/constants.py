@@ -1,4 +1,4 @@
-"""cntk.io's module constants (cntk-io-semantics 1.1) and TraceLevel."""
+"""cntk.io's module constants and TraceLevel."""
 from __future__ import annotations
 
 import enum

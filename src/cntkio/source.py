@@ -55,7 +55,9 @@ def _as_int(name: str, value) -> int:
 class MinibatchSource:
     """Reads minibatches from deserializers, as ``cntk.io.MinibatchSource``.
 
-    Args (cntk.io's names, order and defaults):
+    The arguments have cntk.io's names, order and defaults.
+
+    Args:
         deserializers: one deserializer or a list; the first one is primary.
         max_samples: epoch length in samples on the global timeline; ``FULL_DATA_SWEEP`` = 1 sweep.
         max_sweeps: epoch length in sweeps (not together with ``max_samples``).
@@ -159,7 +161,8 @@ class MinibatchSource:
                 raise ValueError(f"{d.get('type', 'deserializer')}: no input streams are configured "
                                  f"(file {d.get('file', '')!r}); give at least one StreamDef\n\n[CALL STACK]\n"
                                  "    cntkio.source.MinibatchSource.__init__")
-            return build_deserializer(d, frame_mode=self.frame_mode, trace_level=self.trace_level)
+            return build_deserializer(d, frame_mode=self.frame_mode, trace_level=self.trace_level,
+                                      randomization_seed=self.randomization_seed)
         raise TypeError(f"MinibatchSource: a deserializer must be a config dict (e.g. from CTFDeserializer) "
                         f"or a Deserializer, got {type(d).__name__}")
 
@@ -250,7 +253,7 @@ class MinibatchSource:
         """The next minibatch: ``{StreamInformation: MinibatchData}``, or ``{}`` at the epoch end.
 
         With ``input_map`` the result is ``{key: mb[stream]}``; that dict is cleared in place by the
-        next call. ``num_data_partitions``/``partition_index`` read this worker's share (2.6).
+        next call. ``num_data_partitions``/``partition_index`` read this worker's share (CNTK's split).
         ``device`` is accepted for compatibility; outputs are NumPy/SciPy (see ``to_torch``).
         """
         if self._reader is None:
@@ -334,8 +337,8 @@ class MinibatchSource:
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: endless), keeping the
-        reading position. A sequence is delivered iff it starts before the end (cntk-io-semantics
-        2.4), in every worker's partition; in truncated BPTT the slots drain there. CNTK's
+        reading position. A sequence is delivered iff it starts before the end (as in CNTK),
+        in every worker's partition; in truncated BPTT the slots drain there. CNTK's
         config-reader epochs (``epochSize`` slices of one timeline, cntkio.readers.epochs) are
         built on this. Only for built-in deserializers (a user deserializer's local timeline has
         no global positions)."""

@@ -1,6 +1,5 @@
 """Stream descriptions: ``StreamInformation`` (what a source delivers) and ``StreamDef``/``StreamDefs``
-(what a user asks a deserializer for), with cntk.io's names and defaults (spec: cntk-io-semantics
-sections 1.4 and 1.5)."""
+(what a user asks a deserializer for), with cntk.io's names and defaults."""
 from __future__ import annotations
 
 from typing import Any, Iterable
