@@ -14,7 +14,7 @@ A deserializer factory is called as ``factory(config, **source_options)``: ``con
 deserializer's config dict (``{'type': name, ...}``, from a Python factory such as
 ``CTFDeserializer`` or from a reader section, where values a format reads are the config's text),
 ``source_options`` the MinibatchSource options a format may need (``frame_mode``,
-``trace_level``). It returns a :class:`~cntkio.deserializers.protocol.Deserializer`. A factory
+``trace_level``, ``randomization_seed``). It returns a :class:`~cntkio.deserializers.protocol.Deserializer`. A factory
 with ``supports_transforms = True`` accepts ``transforms`` lists in its inputs. A transform
 factory is called as ``factory(config, **options)``.
 
@@ -109,7 +109,8 @@ def register_deserializer(type_name: str, factory: FactorySpec) -> None:
     """Make a deserializer type buildable from its config dict (``{'type': type_name, ...}``).
 
     ``factory(config, **source_options)`` returns a Deserializer; ``source_options`` carries
-    options of the MinibatchSource the deserializer may need (``frame_mode``, ``trace_level``).
+    options of the MinibatchSource the deserializer may need (``frame_mode``, ``trace_level``,
+    ``randomization_seed``).
     ``factory`` may also be ``"module:attribute"``, imported when the type is first built.
     Registering a name again replaces its factory.
     """

@@ -202,6 +202,100 @@ def test_exact_resume_mid_sweep(image_map, W):
             np.testing.assert_array_equal(x, y)
 
 
+def _pixels(src, n_mb=5, mb=5):
+    out = _read(src, n_mb, mb)
+    src.close()
+    return np.concatenate(out)
+
+
+def _plain_source(map_file, seed=None, randomize=False, **kw):
+    # randomize=False: the order does not depend on the randomization seed, only the draws do
+    d = ImageDeserializer(map_file, StreamDefs(features=StreamDef(field="image", transforms=_random_chain()),
+                                               labels=StreamDef(field="label", shape=5)), seed=seed)
+    return MinibatchSource(d, randomize=randomize, **kw)
+
+
+def test_the_source_randomization_seed_seeds_the_transforms(image_map):
+    # no seed on the deserializer: the source's randomization_seed is the transforms' seed
+    a = _pixels(_plain_source(image_map, randomization_seed=1))
+    b = _pixels(_plain_source(image_map, randomization_seed=1))
+    c = _pixels(_plain_source(image_map, randomization_seed=2))
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (25, 1, 3, 8, 8)
+    differ = [not np.array_equal(x, y) for x, y in zip(a, c)]
+    assert sum(differ) >= 20, differ        # a new crop, interpolation and colour for nearly every image
+    # the number itself is the seed: randomization_seed=2 draws as the deserializer's seed=2
+    np.testing.assert_array_equal(c, _pixels(_plain_source(image_map, seed=2, randomization_seed=9)))
+    # the default randomization_seed is 0: as seed=0
+    np.testing.assert_array_equal(_pixels(_plain_source(image_map)),
+                                  _pixels(_plain_source(image_map, seed=0, randomization_seed=5)))
+
+
+def test_the_deserializer_seed_overrides_the_source_seed(image_map):
+    a = _pixels(_plain_source(image_map, seed=4, randomization_seed=1))
+    b = _pixels(_plain_source(image_map, seed=4, randomization_seed=2))
+    np.testing.assert_array_equal(a, b)
+    c = _pixels(_plain_source(image_map, seed=5, randomization_seed=1))
+    assert sum(not np.array_equal(x, y) for x, y in zip(a, c)) >= 20
+
+
+def test_the_config_randomization_seed_seeds_the_transforms(image_map, tmp_path):
+    import textwrap
+
+    from cntkio.config import parse_config
+    from cntkio.readers import build_reader
+
+    def config(rand_seed, seed_line=""):
+        text = textwrap.dedent(f"""
+            reader = [
+                randomize = false
+                randomizationSeed = {rand_seed}
+                deserializers = ([
+                    type = "ImageDeserializer"
+                    file = "{image_map}"
+                    {seed_line}
+                    input = [
+                        features = [ transforms = (
+                            [type = "Crop"; cropType = "RandomSide"; sideRatio = 0.4:0.9; aspectRatio = 0.8:1.0
+                             jitterType = "UniRatio"]:
+                            [type = "Scale"; width = 8; height = 8; channels = 3; interpolations = "linear:cubic"]:
+                            [type = "Color"; brightnessRadius = 0.2; contrastRadius = 0.2; saturationRadius = 0.2]:
+                            [type = "Transpose"]) ]
+                        labels = [ labelDim = 5 ]
+                    ]
+                ])
+            ]""")
+        return build_reader(parse_config(text)("reader"))
+
+    def pixels(src):
+        names = {s.name: s for s in src.stream_infos()}
+        out = [src.next_minibatch(5)[names["features"]].asarray().copy() for _ in range(5)]
+        src.close()
+        return np.concatenate(out)
+
+    three = pixels(config(3))
+    np.testing.assert_array_equal(three, _pixels(_plain_source(image_map, randomization_seed=3)))
+    assert sum(not np.array_equal(x, y) for x, y in zip(three, pixels(config(4)))) >= 20
+    # the deserializer's own seed wins
+    np.testing.assert_array_equal(pixels(config(4, "seed = 3")), three)
+
+
+@pytest.mark.parametrize("W", [1, 2])
+def test_exact_resume_with_the_source_seed(image_map, W):
+    def source():
+        return _plain_source(image_map, randomize=True, randomization_seed=11, randomization_window_in_chunks=6)
+    for r in range(W):
+        src = source()
+        _read(src, 3, W=W, r=r)                       # mid-sweep (24 images, 5 per call)
+        state = src.get_checkpoint_state()
+        want = _read(src, 6, W=W, r=r)                # crosses into the next sweep
+        again = source()
+        again.restore_from_checkpoint(state)
+        got = _read(again, 6, W=W, r=r)
+        for x, y in zip(want, got):
+            np.testing.assert_array_equal(x, y)
+
+
 def test_the_sweep_seeds_the_draws(image_map):
     from cntkio.registry import build_deserializer
     d = build_deserializer(ImageDeserializer(image_map, StreamDefs(

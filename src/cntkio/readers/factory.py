@@ -331,11 +331,13 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
     path = spec.path
     kw = dict(spec.source_kwargs)
     trace = kw.get("trace_level", 1)
+    # the source's seed reaches the deserializers (the image transforms draw from it)
+    seed = overrides.get("randomization_seed", kw.get("randomization_seed", 0))
     deserializers = []
     for i, dconf in enumerate(spec.deserializers):
         try:
             deserializers.append(registry.build_deserializer(dconf, frame_mode=kw.get("frame_mode", False),
-                                                    trace_level=trace))
+                                                    trace_level=trace, randomization_seed=seed))
         except OSError:
             raise
         except ConfigError as e:

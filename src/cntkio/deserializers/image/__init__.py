@@ -31,7 +31,7 @@ class _ImageRecord(dict):
     color = staticmethod(_t.color)
 
     def __init__(self, filename: str, streams: Mapping[str, Any] | None = None, *,
-                 channel_order: str = "bgr", grayscale: bool = False, seed: int = 0,
+                 channel_order: str = "bgr", grayscale: bool = False, seed: int | None = None,
                  dtype: str = "float") -> None:
         super().__init__(type=self.TYPE, file=filename, input={})
         if dtype != "float":
@@ -40,7 +40,7 @@ class _ImageRecord(dict):
             self["channelOrder"] = channel_order
         if grayscale:
             self["grayscale"] = True
-        if seed:
+        if seed is not None:
             self["seed"] = seed
         for name, s in (streams or {}).items():
             field = s.get("stream_alias") if isinstance(s, Mapping) else None
@@ -79,7 +79,8 @@ class ImageDeserializer(_ImageRecord):
     """cntk.io's ``ImageDeserializer(filename, streams=None)``: lines ``path<TAB>label`` or
     ``key<TAB>path<TAB>label``; paths may name ``archive.zip@/inner/path``. Streams:
     ``StreamDef(field='image', transforms=[...])`` and ``StreamDef(field='label', shape=n)``.
-    cntkio's keywords: ``channel_order='rgb'``, ``grayscale=True``, ``seed`` (random transforms),
+    cntkio's keywords: ``channel_order='rgb'``, ``grayscale=True``, ``seed`` (random transforms;
+    default: the source's ``randomization_seed``),
     ``dtype='uint8'`` (the pixels as bytes; no Mean, Color or Intensity)."""
 
     TYPE = "ImageDeserializer"

@@ -12,7 +12,8 @@ An image that cannot be read, decoded or transformed makes its sequence invalid:
 (naming the map file, the line and the reason) and counted against the source's ``max_errors``.
 
 Random transforms draw from ``numpy.random.default_rng([seed, sweep, position, stream])`` per
-sequence (``position`` = its index in the map, ``seed`` = the deserializer's ``seed`` option), so
+sequence (``position`` = its index in the map, ``seed`` = the deserializer's ``seed`` option when
+it sets one, else the source's ``randomizationSeed``, the ``randomization_seed`` source option), so
 every run, thread count and checkpoint restore sees the same pixels (docs/images.md). With a
 random transform the deserializer declares that its chunks depend on the sweep
 (``depends_on_sweep``): the engine then loads an image again in every sweep, passing the sweep, so
@@ -55,7 +56,7 @@ class ImageConfig:
     ``input = {name: {transforms | labelDim}}``, or the legacy ImageReader section whose
     ``features`` and ``labels`` subsections hold the transform options)."""
 
-    def __init__(self, config: Mapping) -> None:
+    def __init__(self, config: Mapping, randomization_seed: int = 0) -> None:
         self.type = str(config.get("type", "ImageDeserializer"))
         file = _get(config, "file")
         if file is None:
@@ -63,7 +64,11 @@ class ImageConfig:
         self.file = to_str(file, "file")
         self.grayscale = to_bool(_get(config, "grayscale", False), "grayscale")
         self.channel_order = to_choice(_get(config, "channelOrder", "bgr"), "channelOrder", ("bgr", "rgb"))
-        self.seed = to_int(_get(config, "seed", 0), "seed", minimum=0)
+        # the random transforms' seed: the deserializer's own ``seed`` when it sets one, else the
+        # source's randomizationSeed (docs/images.md, "Random transforms are reproducible")
+        seed = _get(config, "seed")
+        self.seed = to_int(seed, "seed", minimum=0) if seed is not None else \
+            to_int(randomization_seed, "randomizationSeed", minimum=0)
         self.chunk_size = to_int(_get(config, "chunkSizeInBytes", DEFAULT_CHUNK_SIZE_IN_BYTES),
                                  "chunkSizeInBytes", minimum=1)
         precision = to_choice(_get(config, "precision", "float"), "precision", ("float", "double"))
@@ -161,7 +166,7 @@ class ImageCore(DeserializerBase):
     key_kind = "numeric"
 
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
-        self.cfg = ImageConfig(config)
+        self.cfg = ImageConfig(config, source_options.get("randomization_seed", 0))
         self.map_file = self.cfg.file
         self.map_dir = os.path.dirname(os.path.abspath(self.map_file))
         self._cv2 = cv2_module()
