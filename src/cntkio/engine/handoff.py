@@ -50,6 +50,9 @@ class Handoff:
         #: ``(ids, pad_id, masks)`` when a consumer wants each batch's tensor-ready arrays built as it is
         #: packed (:meth:`~cntkio.engine.packer.PackedBatch.tensor_ready`), else None
         self.tensor_ready = None
+        #: called with each batch's tensor-ready arrays right after they are built, on the thread
+        #: that packs (a consumer makes its own objects of them there, ahead of its calls), or None
+        self.tensor_hook: Callable | None = None
         #: set by a consumer around its own call (the PyTorch dataset): hand out a
         #: :class:`~cntkio.engine.packer.PackedRef` instead of the minibatch's objects
         self.light = False
@@ -99,7 +102,9 @@ class Handoff:
         packed = pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
                             owned=direct is not None)
         if self.tensor_ready is not None:
-            packed.tensor_ready(*self.tensor_ready)
+            bt = packed.tensor_ready(*self.tensor_ready)
+            if self.tensor_hook is not None:
+                self.tensor_hook(bt)
         return packed, invalid
 
     def finish(self, entries: list, parsed: list, chunk: Callable[[int], object]) -> tuple[list, list]:

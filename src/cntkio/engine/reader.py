@@ -134,14 +134,16 @@ class Reader:
             return self._next_truncated(size, W, r)
         return self.policy.next_minibatch(worker_budget(size, W, r, self.trace_level), W, r)
 
-    def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool):
+    def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool, hook=None):
         """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
-        packing runs ahead). Returns the hand-off (whose ``light`` flag the consumer may set
-        around its own calls), or None for policies that do not pack in batches."""
+        packing runs ahead), then call ``hook(arrays)`` there when given. Returns the hand-off
+        (whose ``light`` flag the consumer may set around its own calls), or None for policies
+        that do not pack in batches."""
         handoff = self.policy.handoff
         if handoff is None or self.slots is not None:
             return None
         handoff.tensor_ready = (frozenset(ids), int(pad_id), bool(masks))
+        handoff.tensor_hook = hook
         return handoff
 
     def set_epoch_end(self, end: int | None) -> None:

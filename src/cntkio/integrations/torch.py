@@ -174,16 +174,42 @@ def _batch_to_torch(bt, lengths: bool, masks: bool) -> list:
     return out
 
 
-def _packed_to_torch(mb, ids: frozenset, pad_id: int, lengths: bool, masks: bool) -> dict | None:
+class _Prebuild:
+    """The hook that makes a packed batch's tensor dicts on the thread that packs it (the
+    background packing thread in sequential reading), ahead of the consumer's calls."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, lengths: bool, masks: bool) -> None:
+        self.key = (lengths, masks)
+        # torch warns once per process that sparse CSR is in beta: let that happen here, on the
+        # caller's thread, where the warning filters can be set safely
+        z = np.zeros(1, np.int32)
+        _csr(z, z[:0], np.zeros(0, np.float32), (0, 1))
+
+    def __call__(self, bt) -> None:
+        if bt.cache is None or bt.cache[0] != self.key:
+            bt.cache = (self.key, _batch_to_torch(bt, *self.key))
+
+
+def _packed_to_torch(mb, ids: frozenset, pad_id: int, lengths: bool, masks: bool,
+                     take: bool = False) -> dict | None:
     """The fast path: a packed minibatch's tensors, made for its whole batch at once (no copies);
-    None when a stream has no sequences (the generic path makes the empty tensors)."""
+    None when a stream has no sequences (the generic path makes the empty tensors). ``take``:
+    the caller sees this minibatch once (the dataset), so its dict is handed over, not copied."""
     batch, j = mb.packed
     bt = batch.tensor_ready(ids, pad_id, masks)
     cache = bt.cache
     if cache is None or cache[0] != (lengths, masks):
         cache = bt.cache = ((lengths, masks), _batch_to_torch(bt, lengths, masks))
-    d = cache[1][j]
-    return None if d is None else dict(d)
+    dicts = cache[1]
+    d = dicts[j]
+    if d is None:
+        return None
+    if take:
+        dicts[j] = None  # the batch no longer holds it: freed with the caller's last reference
+        return d
+    return dict(d)
 
 
 def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths: bool = True,
@@ -337,7 +363,8 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
         handoff = None
         if reader is not None and hasattr(reader, "prepare_tensors"):
             # tensor-ready arrays built as batches are packed, ahead of this loop
-            handoff = reader.prepare_tensors(self.ids, self.pad_id, self.masks)
+            handoff = reader.prepare_tensors(self.ids, self.pad_id, self.masks,
+                                             _Prebuild(self.lengths, self.masks))
         sweep = self._sweep_size(source)
         if sweep:
             epoch = self.epoch
@@ -361,7 +388,7 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
                 if not mb:
                     return
                 if getattr(mb, "packed", None) is not None:
-                    out = _packed_to_torch(mb, ids, pad_id, lengths, masks)
+                    out = _packed_to_torch(mb, ids, pad_id, lengths, masks, take=True)
                     if out is not None:
                         yield out
                         continue

@@ -1,0 +1,74 @@
+"""The PyTorch dataset's tensors are made on the thread that packs each batch (the reader's
+``prepare_tensors`` hook), and handed to the consumer without a copy: what it yields is what
+``to_torch`` makes of the same minibatches."""
+import threading
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from cntkio import CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
+from cntkio.integrations.torch import MinibatchIterableDataset, to_torch
+
+SEQS = [[(3, 1.5)], [(7, 2.0), (2, -1.0)], [(5, 0.25)], [(0, 4.0), (9, 3.0), (1, 1.0)], [(6, 8.0)]]
+
+
+def _write(path):
+    with open(path, "w") as f:
+        for s, seq in enumerate(SEQS):
+            for w, x in seq:
+                f.write(f"{s}\t|w {w}:1\t|x {x}\n")
+    return path
+
+
+def _source(path):
+    return MinibatchSource(CTFDeserializer(str(path), StreamDefs(
+        w=StreamDef(field="w", shape=10, is_sparse=True), x=StreamDef(field="x", shape=1))),
+        randomize=False, max_sweeps=1)
+
+
+def test_hook_sees_every_packed_batch_before_it_is_handed_out(tmp_path):
+    src = _source(_write(tmp_path / "a.ctf"))
+    seen = []
+    threads = set()
+
+    def hook(bt):
+        seen.append(bt)
+        threads.add(threading.get_ident())
+
+    src._reader.prepare_tensors(frozenset(), 0, False, hook)
+    got = 0
+    while True:
+        mb = src.next_minibatch(2)
+        if not mb:
+            break
+        batch, j = mb.packed
+        assert any(bt is batch.tensor_ready() for bt in seen)  # built, and the hook ran, before
+        got += 1
+    assert got == 5  # 2-sample budgets over lengths 1,2,1,3,1: one sequence each
+    assert seen and len(seen) == len({id(b) for b in seen})  # once per batch
+
+
+def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path):
+    path = _write(tmp_path / "a.ctf")
+    ref_src = _source(path)
+    expected = []
+    while True:
+        mb = ref_src.next_minibatch(3)
+        if not mb:
+            break
+        expected.append(to_torch(mb))
+    items = list(DataLoader(MinibatchIterableDataset(lambda: _source(path), 3), batch_size=None))
+    assert len(items) == len(expected) == 4
+    for item, exp in zip(items, expected):
+        assert sorted(item) == sorted(exp) == ["w", "w_lengths", "x", "x_lengths"]
+        assert torch.equal(item["w"].to_dense(), exp["w"].to_dense())
+        assert torch.equal(item["x"], exp["x"])
+        assert torch.equal(item["w_lengths"], exp["w_lengths"])
+    # concrete: the first item is sequences 0 and 1 (3 samples), padded to length 2
+    assert items[0]["w_lengths"].tolist() == [1, 2]
+    assert items[0]["w"].to_dense().argmax(1).tolist() == [3, 7, 2]
+    assert np.allclose(items[0]["x"][:, :, 0].numpy(), [[1.5, 0.0], [2.0, -1.0]])
+    items[0]["extra"] = 1  # the item is the caller's: a second iteration is unaffected
+    again = list(DataLoader(MinibatchIterableDataset(lambda: _source(path), 3), batch_size=None))
+    assert "extra" not in again[0]
