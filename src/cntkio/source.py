@@ -83,13 +83,13 @@ class MinibatchSource:
             slow: disks, network file systems).
     """
 
-    def __init__(self, deserializers, max_samples: int = INFINITELY_REPEAT, max_sweeps: int = INFINITELY_REPEAT,
+    def __init__(self, deserializers: Any, max_samples: int = INFINITELY_REPEAT, max_sweeps: int = INFINITELY_REPEAT,
                  randomization_window_in_chunks: int = DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
                  randomization_window_in_samples: int = 0, randomization_seed: int = 0,
                  trace_level: int = TraceLevel.Warning, multithreaded_deserializer: bool | None = None,
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
                  max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0) -> None:
-        self._reader = None
+        self._reader: Reader | None = None
         self.random_access = bool(random_access)
         items = _flatten(deserializers)
         if not items:
@@ -216,6 +216,7 @@ class MinibatchSource:
             max_samples = self.max_samples
         common = dict(max_samples=max_samples, max_sweeps=max_sweeps, frame_mode=self.frame_mode,
                       loader_threads=threads)
+        policy: LTTumblingWindowRandomizer | LTNoRandomizer
         if self.randomize:
             policy = LTTumblingWindowRandomizer(d, self._stream_infos, window=self.randomization_window,
                                                 sample_based=self.sample_based_window,
@@ -332,8 +333,7 @@ class MinibatchSource:
     def epoch_end(self) -> int | None:
         """The global sample position where the epoch ends (from ``max_samples``/``max_sweeps`` or
         :meth:`set_epoch_end`); None when it never ends."""
-        self._require_global("epoch_end")
-        return self._reader.epoch_end
+        return self._require_global("epoch_end").epoch_end
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: endless), keeping the
@@ -342,17 +342,19 @@ class MinibatchSource:
         config-reader epochs (``epochSize`` slices of one timeline, cntkio.readers.epochs) are
         built on this. Only for built-in deserializers (a user deserializer's local timeline has
         no global positions)."""
-        self._require_global("set_epoch_end")
+        reader = self._require_global("set_epoch_end")
         if end is not None and int(end) < 0:
             raise ValueError(f"set_epoch_end: the end must be >= 0 or None, got {end}")
-        self._reader.set_epoch_end(end)
+        reader.set_epoch_end(end)
 
-    def _require_global(self, what: str) -> None:
-        if self._reader is None:
+    def _require_global(self, what: str) -> Reader:
+        reader = self._reader
+        if reader is None:
             raise RuntimeError("MinibatchSource is closed")
-        if not self._reader.global_timeline:
+        if not reader.global_timeline:
             raise TypeError(f"MinibatchSource.{what}: a source over a UserDeserializer has no global "
                             "timeline; only built-in deserializers support it")
+        return reader
 
     # --- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:
