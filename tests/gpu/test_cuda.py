@@ -127,7 +127,7 @@ def test_shipped_configs_train_on_the_gpu(tmp_path, monkeypatch, config, extra, 
         seen.extend(p.device.type for p in self.parameters())
         return out
     monkeypatch.setattr(torch.nn.Module, "to", spy)
-    results = run([f"configFile={EX}/{config}", *extra, f"outDir={tmp_path}", "deviceId=0",
+    results = run([f"configFile={EX}/{config}", *extra, f"outDir={tmp_path}", f"outputDir={tmp_path}", "deviceId=0",
                    "progressBar=false"])
     averages = _final(results)
     errors = [v for k, v in averages.items() if "err" in k.lower()]

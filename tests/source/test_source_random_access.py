@@ -425,14 +425,18 @@ def test_minibatch_objects_are_made_when_handed_out(tmp_path, randomize):
     import gc
 
     from cntkio.minibatch import MinibatchData
+
+    def alive():  # made here: an earlier failed test's traceback may keep its own alive
+        return [o for o in gc.get_objects() if type(o) is MinibatchData and id(o) not in before]
+    gc.collect()
+    before = {id(o) for o in gc.get_objects() if type(o) is MinibatchData}
     path = _write(tmp_path / "f.ctf", 3000)
     src = MinibatchSource(config(path, 20000), max_sweeps=1, randomize=randomize)
     for _ in range(3):
         assert src.next_minibatch(4)
     assert len(src._reader.policy.handoff.queue) > 10  # many minibatches packed ahead
     gc.collect()
-    alive = [o for o in gc.get_objects() if type(o) is MinibatchData]
-    assert alive == []
+    assert alive() == []
     mb = src.next_minibatch(4)
-    assert len([o for o in gc.get_objects() if type(o) is MinibatchData]) == len(mb)
+    assert len(alive()) == len(mb)
     src.close()

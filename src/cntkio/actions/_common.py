@@ -121,10 +121,26 @@ def _close_process_group() -> None:
         td.destroy_process_group()
 
 
+def _backend(world: int) -> str:
+    """``nccl`` when every process of this node has a GPU of its own, else ``gloo``: NCCL refuses
+    two ranks on one GPU ("Duplicate GPU detected"), so more processes on a node than it has GPUs
+    (two test processes on a one-GPU machine, say) share the GPUs and reduce through gloo on the
+    CPU (``Dist.all_reduce_`` copies there and back)."""
+    if not torch.cuda.is_available():
+        return "gloo"
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    if local > torch.cuda.device_count():
+        _log.info("%d processes on this node and %d GPU(s): reducing through gloo on the CPU "
+                  "(NCCL needs a GPU per process)", local, torch.cuda.device_count())
+        return "gloo"
+    return "nccl"
+
+
 def dist_context() -> Dist:
     """The current torch.distributed context. Under ``torchrun`` (``WORLD_SIZE`` > 1 and
-    ``MASTER_ADDR`` set) a process group is created if none exists yet: ``nccl`` when CUDA is there,
-    ``gloo`` on CPU."""
+    ``MASTER_ADDR`` set) a process group is created if none exists yet: ``nccl`` when every
+    process of the node has a GPU of its own, ``gloo`` otherwise (on CPU, or processes sharing a
+    GPU)."""
     from ..integrations.torch_backend import distributed as td
     if not td.is_available():
         return Dist()
@@ -132,7 +148,7 @@ def dist_context() -> Dist:
         world = int(os.environ.get("WORLD_SIZE", "1"))
         if world <= 1 or "MASTER_ADDR" not in os.environ:
             return Dist()
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        backend = _backend(world)
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
         td.init_process_group(backend=backend)

