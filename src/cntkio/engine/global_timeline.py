@@ -60,7 +60,10 @@ class GlobalTimeline:
         # read randomized batches sequence by sequence (:mod:`~cntkio.engine.schedule`); chunks
         # whose direct read reported an issue go through chunk loading. (Not when the chunks
         # depend on the sweep: the direct reads carry no sweep.)
-        direct = bool(random_access and randomize and not truncated and not by_sweep
+        # In input order too when every deserializer asks for it (``direct_in_order``: a
+        # selection read straight into the minibatch beats a whole chunk parsed, then copied).
+        in_order = all(getattr(d, "direct_in_order", False) for d in getattr(corpus, "parts", (corpus,)))
+        direct = bool(random_access and (randomize or in_order) and not truncated and not by_sweep
                       and has_random_access(corpus))
         self.window = ChunkWindow(corpus, self.walker, threads=loader_threads, direct=direct)
         self.handoff = Handoff(stream_infos, max_errors=max_errors, trace_level=trace_level)

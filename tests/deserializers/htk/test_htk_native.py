@@ -3,6 +3,8 @@ reference: the same frames, with and without context, in both precisions, in fra
 (random selections across chunks) and sequence mode; its bounds checks."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from htk_corpus import write_small
@@ -31,7 +33,8 @@ def test_native_equals_numpy(tmp_path, monkeypatch, context, precision):
     for frame_mode in (True, False):
         fast, ref = _pair(tmp_path, monkeypatch, context, frame_mode, precision)
         for c in range(len(fast.chunk_infos())):
-            np.testing.assert_array_equal(fast.read_bytes(c), ref.read_bytes(c))
+            if not fast._from_files:     # else fast reads selections from the files, nothing ahead
+                np.testing.assert_array_equal(fast.read_bytes(c), ref.read_bytes(c))
             a, b = fast.get_chunk(c), ref.get_chunk(c)
             np.testing.assert_array_equal(a.streams["f"].values, b.streams["f"].values)
         n = fast.chunk_infos()[0].num_sequences
@@ -73,3 +76,45 @@ def test_swap_copy_and_gather_rows_check_bounds():
         _htk.gather_rows(rows, [chunk], np.array([0, 0], np.int64), np.array([4, 0], np.int64), 2, 3)
     with pytest.raises(ValueError, match="out of bounds"):
         _htk.gather_rows(rows, [chunk], np.array([1, 0], np.int64), np.array([0, 0], np.int64), 2, 3)
+
+
+def test_sequence_mode_without_context_reads_the_files(tmp_path, monkeypatch):
+    """Sequence mode, float, no context: nothing is copied ahead (``read_bytes`` holds no frames)
+    and a selection across both archives, in any order and with repeats, is read straight from
+    the files: utterance u's frame t is [u, t]."""
+    write_small(tmp_path)
+    fast, _ = _pair(tmp_path, monkeypatch, (0, 0), False)
+    assert fast._from_files
+    raw = {0: fast.read_bytes(0)}
+    assert not isinstance(raw[0], np.ndarray)
+    idx = np.array([4, 0, 1, 2, 3, 0], np.int64)          # u4 (b.htk), u0..u3 (a, a, a, b), u0 again
+    got = fast.read_sequences(raw, np.zeros(len(idx), np.int64), idx).streams["f"]
+    lengths = fast.sequence_infos(0).lengths
+    want = np.concatenate([np.stack([np.full(lengths[u], u), np.arange(lengths[u])], 1) for u in idx])
+    np.testing.assert_array_equal(got.values, want)
+    assert got.values.dtype == np.float32
+    fast.close()
+
+
+def test_pread_swap_runs_bounds_and_short_files(tmp_path):
+    """pread_swap: consecutive ranges read as one run, others apart, big-endian swapped (or not);
+    a range beyond dst is a ValueError, one beyond the end of the file an OSError."""
+    path = tmp_path / "x.bin"
+    path.write_bytes(np.arange(16, dtype=">f4").tobytes())
+    out = np.zeros(8, np.float32)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        # file floats 2-3 and 4-5 follow each other in file and out (one run); 12-13 apart
+        _htk.pread_swap(out, np.array([0, 2, 6], np.int64), fd, np.array([8, 16, 48], np.int64),
+                        np.array([2, 2, 2], np.int64), True)
+        assert out.tolist() == [2, 3, 4, 5, 0, 0, 12, 13]
+        native_order = np.zeros(2, np.float32)
+        _htk.pread_swap(native_order, np.array([0], np.int64), fd, np.array([0], np.int64),
+                        np.array([2], np.int64), False)
+        assert native_order.view(">f4").tolist() == [0, 1]
+        with pytest.raises(ValueError, match="out of bounds"):
+            _htk.pread_swap(out, np.array([7], np.int64), fd, np.array([0], np.int64), np.array([2], np.int64), True)
+        with pytest.raises(OSError, match="ends before byte 64"):
+            _htk.pread_swap(out, np.array([0], np.int64), fd, np.array([56], np.int64), np.array([4], np.int64), True)
+    finally:
+        os.close(fd)

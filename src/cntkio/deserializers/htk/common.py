@@ -52,6 +52,9 @@ class UtteranceCorpus(DeserializerBase):
     key_kind = "string"
     frame_mode = False
     broadcast = False
+    #: read by selection in input order too (engine.global_timeline): a selection is written once,
+    #: where the minibatch delivers it, instead of a whole chunk parsed and then copied
+    direct_in_order = True
 
     def _init_chunks(self) -> None:
         self._bounds = chunk_bounds(self._lengths)

@@ -21,8 +21,11 @@ frames of each minibatch.
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
+import os
 import sys
+import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -33,7 +36,7 @@ from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_str
 from ..protocol import ChunkData, DenseStream, RandomAccessDeserializer, SequenceTable
 from .common import FRAME_KEY, UtteranceCorpus
-from .htkfile import FrameFiles, read_header
+from .htkfile import HEADER_BYTES, FrameFiles, read_header
 from .options import context_of, dtype_of, numeric_keys_of, one_input, option, paths_of
 from .scp import parse_scp_files
 
@@ -109,6 +112,8 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self._init_chunks()
         self._maps = FrameFiles()
         self._native = native("htk")     # None under CNTKIO_PURE_PYTHON=1: the NumPy reference
+        self._pool: cf.ThreadPoolExecutor | None = None      # the reader threads, started on first use
+        self._lock = threading.Lock()
         self._stream = StreamInformation(name, 0, "dense", self.dtype, (self.dim,), defines_mb_size=defines)
         if trace_level >= 2:
             log.info("HTKDeserializer: %d utterances grouped into %d chunks; feature kind %s, %d-dimensional, "
@@ -149,6 +154,13 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                               file=scp, line=line, expected=f"end frame below {nframes[i]}",
                               found=f"[{starts[i]},{ends[i]}]")
 
+    @property
+    def _from_files(self) -> bool:
+        """Sequence mode without context: a selection is read straight from the files into the
+        minibatch's rows (one read, byte-swapped in place); the window holds no copy of its chunks."""
+        return (not self.frame_mode and self.context == (0, 0) and self._native is not None
+                and self.dtype == np.float32)
+
     # --- protocol -----------------------------------------------------------------------------
     def stream_infos(self) -> list[StreamInformation]:
         return [self._stream]
@@ -185,6 +197,27 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             if right:
                 out[(last[:, None] + np.arange(1, right + 1)).ravel()] = np.repeat(out[last], right, axis=0)
         return out
+
+    def _copy_utterances(self, out: np.ndarray, utts: np.ndarray, rows: np.ndarray) -> None:
+        """Utterances ``utts`` (in any order) read to rows ``rows`` of ``out`` (float32, native
+        order): one C call per physical file, without the GIL, that reads each run of consecutive
+        utterances with ``pread`` straight into ``out`` and byte-swaps it there. No page of the
+        file is mapped, so nothing stays resident once delivered."""
+        fd = self.feature_dim
+        fids, st, ln = self.index.file_ids[utts], self._starts[utts], self._lengths[utts]
+        files = np.unique(fids).tolist()
+        for f in files:
+            m = fids == f if len(files) > 1 else slice(None)
+            h = self.headers[f]
+            handle = os.open(self.files[f], os.O_RDONLY)
+            try:
+                self._native.pread_swap(out, _i64(rows[m] * fd), handle, _i64(st[m] * (4 * fd) + HEADER_BYTES),
+                                        _i64(ln[m] * fd), h.byteorder != _NATIVE)
+            except OSError as exc:
+                raise FormatError(f"reading frames failed: {exc}", file=self.files[f],
+                                  expected=f"{h.num_frames} frames as its header says") from None
+            finally:
+                os.close(handle)
 
     def _expand(self, padded: np.ndarray, win: np.ndarray) -> np.ndarray:
         """The context windows starting at rows ``win`` of a padded chunk: one row gather from a
@@ -223,7 +256,10 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             m = np.flatnonzero(which == j) if len(srcs) > 1 else slice(None)
             out[m] = self._expand(src, rows[m])
 
-    def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+    def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray):
+        """The selected sequences as a :class:`ChunkData`; reading from the files
+        (``_from_files``): ``(data, job)``, ``data`` filled once :meth:`_copy_utterances` ``(*job)``
+        has run."""
         n = len(chunk_ids)
         keys = np.empty(n, self._sequence_key_dtype())
         uniq = np.unique(chunk_ids)
@@ -251,6 +287,10 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             keys[:] = self._keys[utts]
             offsets = np.zeros(n + 1, np.int64)
             np.cumsum(lengths, out=offsets[1:])
+            if self._from_files:
+                values = np.empty((int(offsets[-1]), self.dim), np.float32)
+                data = ChunkData(SequenceTable(keys, lengths), {self.name: DenseStream(values, offsets)})
+                return data, (values, utts, offsets[:-1])
             # window starts of every frame: the utterance's first row in its padded chunk + frame
             left, right = self.context
             ustart = self._utt_offsets[utts] - self._utt_offsets[first] + indices * (left + right)
@@ -280,14 +320,48 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     def supports_random_access(self) -> bool:
         return True
 
-    def read_bytes(self, chunk_id: int) -> np.ndarray:
-        return self._raw(chunk_id)
+    def read_bytes(self, chunk_id: int):
+        """The chunk's padded frames (:meth:`_raw`); in sequence mode without context nothing is
+        copied ahead (the chunk id: its selections are read straight from the files)."""
+        return _Unread(chunk_id) if self._from_files else self._raw(chunk_id)
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
-        return self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
+        return self.begin_read_sequences(raw, chunk_ids, indices)()
+
+    def begin_read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray):
+        """:meth:`read_sequences` started: in sequence mode without context the frames are read
+        on a reader thread (C, without the GIL), so that the caller packs meanwhile and two halves
+        of a batch are read at once."""
+        out = self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
+        if not isinstance(out, tuple):
+            return lambda: out
+        data, job = out
+        with self._lock:
+            if self._pool is None:
+                self._pool = cf.ThreadPoolExecutor(2, thread_name_prefix="cntkio-htk")
+            pool = self._pool
+        future = pool.submit(self._copy_utterances, *job)
+
+        def finish() -> ChunkData:
+            future.result()
+            return data
+        return finish
 
     def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         self._maps.close()
+
+
+class _Unread:
+    """A window's chunk whose frames are read from the files only when selected."""
+
+    __slots__ = ("chunk",)
+
+    def __init__(self, chunk: int) -> None:
+        self.chunk = chunk
 
 
 def _i64(a: np.ndarray) -> np.ndarray:
