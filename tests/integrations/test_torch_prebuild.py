@@ -72,3 +72,33 @@ def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path):
     items[0]["extra"] = 1  # the item is the caller's: a second iteration is unaffected
     again = list(DataLoader(MinibatchIterableDataset(lambda: _source(path), 3), batch_size=None))
     assert "extra" not in again[0]
+
+
+# --- the DataLoader habits (issue 19, friction 8) ---------------------------------------------------
+
+def test_batch_size_not_none_is_a_clear_error(tmp_path):
+    import pytest
+    path = _write(tmp_path / "a.ctf")
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
+    with pytest.raises(ValueError, match=r"batch_size=1: each item already is a minibatch.*"
+                                         r"DataLoader\(dataset, batch_size=None\)"):
+        next(iter(DataLoader(ds)))  # the DataLoader default
+    with pytest.raises(ValueError, match="batch_size=4"):
+        next(iter(DataLoader(ds, batch_size=4)))
+    assert len(list(DataLoader(ds, batch_size=None))) == 4
+    assert len(list(ds)) == 4  # iterated directly: no DataLoader, no check
+
+
+def test_one_worker_process_warns_too(tmp_path, monkeypatch):
+    import pytest
+
+    import cntkio.integrations.torch as integ
+
+    class Info:
+        num_workers, id = 1, 0
+
+    path = _write(tmp_path / "a.ctf")
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: Info())
+    monkeypatch.setattr(integ, "_workers_warned", False)
+    with pytest.warns(RuntimeWarning, match="1 DataLoader worker processes.*num_workers=0"):
+        assert len(list(MinibatchIterableDataset(lambda: _source(path), 3))) == 4
