@@ -9,13 +9,16 @@ On a loaded machine single timings swing by 3x, so every variant runs once per r
 interleaved, and the medians (and bests) are compared with the ``read()`` runs of the same rounds:
 
 * ``read()``: the cache file's bytes read in 16 MiB blocks (page cache warm);
-* ``4MiB chunks``: a sweep (256-record minibatches, ``asarray`` of every stream) with the cache cut
-  in chunks of 4 MiB (the text's chunk size, what the cache used before);
-* ``32MiB chunks``: the same with the cache's default chunks (the engine's 32 MiB);
-* ``views (packer change)``: 32 MiB chunks, and the packer handing a contiguous dense selection of
-  a read-only chunk array (the cache's memory map) out as a view instead of a copy. That is NOT
-  what the packer does today: the script patches ``cntkio.engine.packer._gather_one`` for this
-  variant only, to measure the change proposed in the report of issue 16.
+* ``now``: a sweep (256-record minibatches, ``asarray`` of every stream) with the cache's default
+  chunks (the engine's 32 MiB), as cntkio reads it: each batch's run of records read from the file
+  straight into the minibatches' buffer (``DenseStream.read_rows``, one ``preadv`` per run), the
+  buffer taken from ``cntkio.engine.buffers``' pool of buffers no array refers to any more;
+* ``fresh buffers``: the same, each buffer new memory (``np.empty``): the pool's share;
+* ``copy from the map``: the packer copying each run out of the memory map into new memory, as
+  before (``read_rows`` ignored, no pool);
+* ``4MiB chunks``: ``now`` with the cache cut in chunks of 4 MiB (the text's chunk size);
+* ``views (unsafe)``: the packer handing out views of the map (no copy: the data is not even
+  touched, and a caller's in-place change would reach the cache): a bound, not an option.
 
 ``uci.txt`` is made as in ``bench/legacy_throughput.py`` (same folder layout, reused).
 """
@@ -32,16 +35,35 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
 sys.path.insert(0, HERE)
 
 import legacy_throughput as lt  # noqa: E402
-from cntkio.engine import packer  # noqa: E402
+import numpy as np  # noqa: E402
+from cntkio.engine import buffers, packer  # noqa: E402
 
-_ORIGINAL = packer._gather_one
+_GATHER, _TAKE = packer._gather_one, packer._take_rows
+
+
+class _NoPool:
+    empty = staticmethod(np.empty)
+
+
+def _copy_from_map(st, a, b, out=None):
+    """The packer before: a copy of the map's rows into new memory."""
+    if out is None:
+        return st.values[a:b].copy()
+    np.copyto(out, st.values[a:b])
+    return out
 
 
 def _views(name, info, chunks, sel_chunk, sel_index, groups, owned=False):
-    """The proposed packer rule: a read-only dense chunk array is not copied."""
+    """Views of read-only dense chunk arrays (the map) instead of copies: unsafe, a bound."""
     ro = all(not chunks[c].streams[name].is_sparse and not chunks[c].streams[name].values.flags.writeable
              for c, _ in groups)
-    return _ORIGINAL(name, info, chunks, sel_chunk, sel_index, groups, owned or ro)
+    return _GATHER(name, info, chunks, sel_chunk, sel_index, groups, owned or ro)
+
+
+def _patch(variant: str) -> None:
+    packer._gather_one = _views if variant == "views" else _GATHER
+    packer._take_rows = _copy_from_map if variant == "map" else _TAKE
+    packer.buffers = _NoPool if variant in ("map", "fresh") else buffers
 
 
 def main() -> None:
@@ -69,24 +91,24 @@ def main() -> None:
                 pass
         return time.perf_counter() - t0
 
-    def sweep(chunk_bytes: int | None, views: bool) -> float:
+    def sweep(chunk_bytes: int | None, variant: str) -> float:
         sec = lt._uci_section(args.folder, True)
         if chunk_bytes:
             sec["chunkSizeInBytes"] = str(chunk_bytes)
-        packer._gather_one = _views if views else _ORIGINAL
+        _patch(variant)
         try:
             return lt._sweep(sec)[0]
         finally:
-            packer._gather_one = _ORIGINAL
+            _patch("now")
 
-    variants = {"4MiB chunks": (4 << 20, False), "32MiB chunks": (None, False),
-                "views (packer change)": (None, True)}
+    variants = {"now": (None, "now"), "fresh buffers": (None, "fresh"), "copy from the map": (None, "map"),
+                "4MiB chunks": (4 << 20, "now"), "views (unsafe)": (None, "views")}
     times: dict[str, list[float]] = {k: [] for k in variants}
     reads: list[float] = []
     for _ in range(args.repeat):
         reads.append(read_run())
-        for k, (cb, views) in variants.items():
-            times[k].append(sweep(cb, views))
+        for k, (cb, variant) in variants.items():
+            times[k].append(sweep(cb, variant))
         reads.append(read_run())
     mb = os.path.getsize(cache) / 1e6
     rmed, rbest = statistics.median(reads), min(reads)

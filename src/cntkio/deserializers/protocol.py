@@ -22,7 +22,7 @@ Three protocols, each a declaration a format makes (by having the members; subcl
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Protocol, Union, runtime_checkable
 
 import numpy as np
@@ -77,6 +77,10 @@ class DenseStream:
 
     values: np.ndarray
     offsets: np.ndarray
+    #: optional: ``read_rows(a, b, out)`` fills ``out`` with ``values[a:b]`` read straight from
+    #: the file behind ``values`` (a read-only map), so that a packer taking a run of rows touches
+    #: the data once instead of faulting the map in and copying it
+    read_rows: Callable[[int, int, np.ndarray], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_sparse(self) -> bool:

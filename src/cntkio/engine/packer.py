@@ -17,6 +17,7 @@ import numpy as np
 from ..deserializers.protocol import ChunkData
 from ..minibatch import Minibatch, MinibatchData
 from ..streams import StreamInformation
+from . import buffers
 from .segments import copy_segments
 from .tensor_ready import BatchTensors
 
@@ -64,7 +65,9 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         if _contiguous(idx):
             a, b = int(row0[0]), int(off[idx[-1] + 1])
             if not st.is_sparse:
-                return lens, (st.values[a:b] if owned else st.values[a:b].copy(),)
+                if owned:
+                    return lens, (st.values[a:b],)
+                return lens, (_take_rows(st, a, b),)
             p0, p1 = int(st.indptr[a]), int(st.indptr[b])
             if owned:
                 return lens, (st.indptr[a:b + 1] - p0 if p0 else st.indptr[a:b + 1], st.indices[p0:p1],
@@ -87,9 +90,13 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
     total = int(dst_start[-1])
     first = per[0][0]
     if not first.is_sparse:
-        out = np.empty((total,) + first.values.shape[1:], first.values.dtype)
+        out = buffers.empty((total,) + first.values.shape[1:], first.values.dtype)
         for st, pos, row0, rows in per:
-            copy_segments(st.values, row0, out, dst_start[:-1][pos], rows)
+            if len(rows) > 1 and not isinstance(pos, slice) and _run(pos, row0, rows):
+                d0, d1 = int(dst_start[pos[0]]), int(dst_start[pos[-1] + 1])
+                _take_rows(st, int(row0[0]), int(row0[0]) + d1 - d0, out[d0:d1])
+            else:
+                copy_segments(st.values, row0, out, dst_start[:-1][pos], rows)
         return lens, (out,)
     # each sequence's non-zeros are contiguous in its chunk: gather them, and its row pointers
     # rebased to where its non-zeros land
@@ -112,6 +119,28 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         copy_segments(st.indices, e0, indices, d0, nzl)
         copy_segments(st.data, e0, data, d0, nzl)
     return lens, (indptr, indices, data)
+
+
+def _take_rows(st, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Rows ``[a, b)`` of a dense chunk stream copied into ``out`` (a new array when None): read
+    from the file by the stream's ``read_rows`` when it has one (the data touched once), else one
+    copy of the run."""
+    if out is None:
+        out = buffers.empty((b - a,) + st.values.shape[1:], st.values.dtype)
+    if st.read_rows is not None:
+        st.read_rows(a, b, out)
+    else:
+        np.copyto(out, st.values[a:b])
+    return out
+
+
+def _run(pos: np.ndarray, row0: np.ndarray, rows: np.ndarray) -> bool:
+    """Whether a chunk's part of the selection is one run: consecutive positions taking
+    consecutive rows (so one copy or read moves it)."""
+    if not (int(pos[-1]) - int(pos[0]) == len(pos) - 1 and bool(np.all(np.diff(pos) == 1))):
+        return False
+    ends = row0[:-1] + rows[:-1]
+    return bool(np.all(ends == row0[1:]))
 
 
 def group_by_chunk(sel_chunk: np.ndarray) -> list[tuple[int, np.ndarray]]:

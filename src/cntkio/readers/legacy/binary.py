@@ -33,6 +33,7 @@ cache file and the reason.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import mmap
@@ -47,7 +48,7 @@ from ..._log import get_logger
 from ...errors import ConfigError
 
 __all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", "write_binary", "write_binaries",
-           "open_or_build_cache", "CacheError", "section_stats"]
+           "open_or_build_cache", "CacheError", "section_stats", "rows_reader"]
 
 _log = get_logger("readers.legacy.binary")
 
@@ -87,6 +88,9 @@ class BinaryFile:
             raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
         with open(path, "rb") as fh:
             self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        # rows read straight into a packer's buffer (read_rows): a pread copies from the page
+        # cache at read()'s speed, where copying out of the map first faults its pages in
+        self._fd = os.open(path, os.O_RDONLY) if hasattr(os, "preadv") else None
         magic, version, _, hoff, hlen = _PREFIX.unpack_from(self._mm, 0)
         if magic != MAGIC:
             self.close()
@@ -120,7 +124,29 @@ class BinaryFile:
         inv = self.header.get("invalid")
         return None if inv is None else self.array(inv)
 
+    def read_rows(self, entry: Mapping, a: int, b: int, out: np.ndarray) -> None:
+        """Rows ``[a, b)`` of a section into ``out`` (C-contiguous, the section's dtype and row
+        shape), read from the file at their offset (the map's copy where pread is missing)."""
+        fd = self._fd
+        if fd is None:
+            if self._mm is None:
+                raise CacheError(f"binary file {self.path!r} is closed")
+            np.copyto(out, self.array(entry)[a:b])
+            return
+        row = int(np.prod(entry["shape"][1:], dtype=np.int64)) * np.dtype(entry["dtype"]).itemsize
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        pos, end, done = int(entry["offset"]) + a * row, (b - a) * row, 0
+        while done < end:
+            got = os.preadv(fd, [view[done:]], pos + done)
+            if got <= 0:
+                raise CacheError(f"binary file {self.path!r} is truncated: section {entry['name']!r} "
+                                 f"ends before byte {pos + end}")
+            done += got
+
     def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
         mm, self._mm = getattr(self, "_mm", None), None
         if mm is not None:
             try:
@@ -298,6 +324,15 @@ def _source_state(path: str) -> dict | None:
     return {"file": os.path.basename(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
+def _read_chunk_rows(bf: BinaryFile, entry: Mapping, first: int, r0: int, r1: int, out: np.ndarray) -> None:
+    bf.read_rows(entry, first + r0, first + r1, out)
+
+
+def rows_reader(bf: BinaryFile, entry: Mapping, first: int):
+    """The ``DenseStream.read_rows`` of a chunk whose rows start at record ``first``."""
+    return functools.partial(_read_chunk_rows, bf, entry, first)
+
+
 class BinaryCache:
     """The records of a UCIFastReader section read from its binary cache file(s)."""
 
@@ -339,7 +374,10 @@ class BinaryCache:
         return z, z, np.array(counts, np.int64), z
 
     def records_slice(self, a: int, b: int):
-        out = {}
+        """Records ``[a, b)``: ``({stream: values}, invalid, {stream: read_rows})``; dense values
+        stored as delivered are views of the map, with a ``read_rows(r0, r1, out)`` that reads
+        their rows ``[r0, r1)`` from the file instead."""
+        out, readers = {}, {}
         invalid = np.zeros(b - a, bool)
         for bf in self.files.values():
             inv = bf.invalid()
@@ -354,9 +392,12 @@ class BinaryCache:
                 rows = np.flatnonzero(ids != NO_LABEL)
                 onehot[rows, ids[rows]] = 1
                 out[s.name] = onehot
-            else:                 # a view of the mapped file (the packer copies what it takes)
-                out[s.name] = arr if arr.dtype == self.deser.dtype else arr.astype(self.deser.dtype)
-        return out, invalid
+            elif arr.dtype == self.deser.dtype:   # a view of the map; the packer reads what it takes
+                out[s.name] = arr
+                readers[s.name] = rows_reader(self.where[s.name], entry, a)
+            else:
+                out[s.name] = arr.astype(self.deser.dtype)
+        return out, invalid, readers
 
     def close(self) -> None:
         for bf in self.files.values():

@@ -23,7 +23,7 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, Sequenc
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_array, to_choice, to_int, to_str
-from .binary import NO_LABEL, BinaryFile, CacheError
+from .binary import NO_LABEL, BinaryFile, CacheError, rows_reader
 from .sections import apply_shared_options, block_source_options, info_once, randomize_option
 
 __all__ = ["BinaryReaderDeserializer", "build", "DESERIALIZER_TYPE"]
@@ -104,8 +104,11 @@ class BinaryReaderDeserializer(DeserializerBase):
                 values = np.zeros((b - a, info.sample_shape[0]), self.dtype)
                 rows = np.flatnonzero(ids != NO_LABEL)
                 values[rows, ids[rows]] = 1
-            else:                 # a view of the mapped file (the packer copies what it takes)
-                values = arr if arr.dtype == self.dtype else arr.astype(self.dtype)
+            elif arr.dtype == self.dtype:     # a view of the map; the packer reads what it takes
+                streams[e["name"]] = DenseStream(arr, offsets, rows_reader(bf, e, a))
+                continue
+            else:
+                values = arr.astype(self.dtype)
             streams[e["name"]] = DenseStream(values, offsets)
         return ChunkData(table, streams, invalid if invalid.any() else None)
 

@@ -303,13 +303,14 @@ class UCIFastDeserializer(DeserializerBase):
 
     def get_chunk(self, chunk_id: int) -> ChunkData:
         table = self.sequence_infos(chunk_id)
+        readers: dict = {}
         if self._cache is not None:
             a, b = int(self._first_key[chunk_id]), int(self._first_key[chunk_id + 1])
-            arrays, invalid = self._cache.records_slice(a, b)
+            arrays, invalid, readers = self._cache.records_slice(a, b)
         else:
             arrays, invalid = self.parse_chunk(chunk_id)
         offsets = np.arange(len(table) + 1, dtype=np.int64)
-        streams = {name: DenseStream(values, offsets) for name, values in arrays.items()}
+        streams = {name: DenseStream(values, offsets, readers.get(name)) for name, values in arrays.items()}
         return ChunkData(table, streams, invalid if invalid is not None and invalid.any() else None)
 
     def parse_chunk(self, chunk_id: int, buf: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
