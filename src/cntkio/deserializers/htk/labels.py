@@ -208,9 +208,14 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         labels = np.empty(total, np.int32)
         values = np.empty(total, self.dtype)
         for m, c, first, lens in parts:
+            lab, val = raws[c]
+            if _runs_on(m, first, lens):     # consecutive utterances to consecutive rows: one slice
+                d0, s0, k = int(offsets[m[0]]), int(first[0]), int(lens.sum())
+                labels[d0:d0 + k] = lab[s0:s0 + k]
+                values[d0:d0 + k] = val[s0:s0 + k]
+                continue
             src = _ranges(first, lens)
             dest = _ranges(offsets[m], lens)
-            lab, val = raws[c]
             labels[dest] = lab[src]
             values[dest] = val[src]
         stream = SparseStream(np.arange(total + 1, dtype=np.int64), labels, values, offsets, self.label_dim)
@@ -236,6 +241,15 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
         return self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
+
+
+def _runs_on(positions: np.ndarray, first: np.ndarray, lengths: np.ndarray) -> bool:
+    """Whether the selected ranges ``[first, first + lengths)`` follow each other and land at
+    consecutive positions (sequence mode in input order): then they are one slice."""
+    n = len(positions)
+    if n == 0 or int(positions[-1]) - int(positions[0]) != n - 1:
+        return False
+    return n == 1 or bool(np.array_equal(first[1:], first[:-1] + lengths[:-1]))
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
