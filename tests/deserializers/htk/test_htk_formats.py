@@ -263,3 +263,40 @@ def test_phone_boundaries_and_frame_mode_are_exclusive(tmp_path):
     with pytest.raises(ConfigError, match="frameMode and phoneBoundaries are mutually exclusive"):
         build_mlf(_labels(str(tmp_path / "l.mlf"), str(tmp_path / "s.list"), 3, phoneBoundaries=True),
                   frame_mode=True)
+
+
+def test_multi_hot_targets_in_whole_chunks_and_selections(tmp_path, monkeypatch):
+    """labelToTargetMappingFile rows with several 1s: a whole chunk and a selection in any order
+    give each frame its label's row (rows of the 1s; none for a row of 0s), in both modes."""
+    from cntkio.deserializers.htk.labels import HTKMLFDeserializerImpl
+    monkeypatch.chdir(tmp_path)
+    htk_corpus.write_small(tmp_path)
+    rows = ["1100", "0110", "0000", "1011", "1111", "0001"]
+    with open("t.map", "w") as f:
+        f.write("".join(f"s{i} {r}\n" for i, r in enumerate(rows)))
+    table = np.array([[int(b) for b in r] for r in rows], np.float32)
+    cfg = {"type": "HTKMLFDeserializer", "input": {"l": {"dim": 6, "mlfFile": "a.mlf", "labelMappingFile": "states.list",
+                                                         "labelToTargetMappingFile": "t.map", "targetDim": 4}}}
+    lengths = htk_corpus.SMALL_LENGTHS[:3]         # a.mlf: u0..u2
+    per_utt = [table[htk_corpus.small_frame_labels(u, n)] for u, n in enumerate(lengths)]
+
+    def dense(stream, n):
+        out = np.zeros((n, 4), np.float32)
+        for i in range(n):
+            out[i, stream.indices[stream.indptr[i]:stream.indptr[i + 1]]] = stream.data[stream.indptr[i]:stream.indptr[i + 1]]
+        return out
+
+    for frame_mode in (False, True):
+        d = HTKMLFDeserializerImpl(cfg, frame_mode=frame_mode)
+        assert d.stream_infos()[0].shape == (4,)
+        st = d.get_chunk(0).streams["l"]
+        np.testing.assert_array_equal(dense(st, sum(lengths)), np.concatenate(per_utt))
+        raw = {0: d.read_bytes(0)}
+        if frame_mode:
+            idx = np.array([5, 0, 12, 3], np.int64)
+            want = np.concatenate(per_utt)[idx]
+        else:
+            idx = np.array([2, 0], np.int64)
+            want = np.concatenate([per_utt[2], per_utt[0]])
+        st = d.read_sequences(raw, np.zeros(len(idx), np.int64), idx).streams["l"]
+        np.testing.assert_array_equal(dense(st, len(want)), want)

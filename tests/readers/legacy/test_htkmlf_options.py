@@ -173,8 +173,43 @@ def test_label_to_target_mapping(small):
     assert dense.shape == (26, 3) and dense.argmax(1).tolist() == (want // 2).tolist()
 
 
+def test_multi_hot_label_to_target_mapping(small):
+    """Rows with several 1s (and one of 0s): each frame's target is its label's row, as CNTK's
+    HTKMLFReader copied it; sequence mode gives the same rows per utterance."""
+    rows = ["110", "011", "000", "101", "111", "010"]          # s0..s5
+    with open("targets.map", "w") as f:
+        f.write("".join(f"s{i} {r}\n" for i, r in enumerate(rows)))
+    table = np.array([[int(b) for b in r] for r in rows], np.float32)
+    want = table[np.concatenate([htk_corpus.small_frame_labels(u, n) for u, n in enumerate(htk_corpus.SMALL_LENGTHS)])]
+    for extra in ("readMethod = rollingWindow; randomize = none", "readMethod = rollingWindow; randomize = none; "
+                  "frameMode = false"):
+        src = build_reader(_sec(extra, lextra='; labelToTargetMappingFile = "targets.map"; targetDim = 3'),
+                           max_sweeps=1)
+        got = []
+        while True:
+            mb = src.next_minibatch(26)
+            if not mb:
+                break
+            labels = next(v for s, v in mb.items() if s.name == "labels")
+            got.extend(np.asarray(seq.todense()) for seq in labels.as_sequences())
+        np.testing.assert_array_equal(np.concatenate(got), want)
+    # randomized frame mode: every frame's features [u, t] arrive with the row of u's frame t
+    src = build_reader(_sec("randomize = auto", lextra='; labelToTargetMappingFile = "targets.map"; targetDim = 3'),
+                       max_sweeps=1)
+    starts = np.concatenate([[0], np.cumsum(htk_corpus.SMALL_LENGTHS)])
+    seen = 0
+    while True:
+        mb = src.next_minibatch(7)
+        if not mb:
+            break
+        feats = next(v for s, v in mb.items() if s.name == "features").asarray().reshape(-1, 2).astype(np.int64)
+        labels = np.asarray(next(v for s, v in mb.items() if s.name == "labels").as_csr().todense())
+        np.testing.assert_array_equal(labels, want[starts[feats[:, 0]] + feats[:, 1]])
+        seen += len(feats)
+    assert seen == len(want)
+
+
 @pytest.mark.parametrize("lines,tdim,message", [
-    (["s0 110"] + [f"s{i} 001" for i in range(1, 6)], 3, "other than one 1"),
     (["s0 100", "sX 100"] + [f"s{i} 001" for i in range(2, 6)], 3, "mismatch between labelMappingFile and"),
     ([f"s{i} 100" for i in range(6)], 4, "mismatch between targetDim and dim"),
     ([f"s{i} 1x0" for i in range(6)], 3, "only 1's or 0's"),

@@ -60,6 +60,8 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     """See the module docstring."""
 
     _where_is_line = True       # MLFIndex.where holds (file, line); binary files: (file, byte offset)
+    #: multi-hot targets (labelToTargetMappingFile): (row pointers per label, target indices); None: one-hot
+    _targets: tuple[np.ndarray, np.ndarray] | None = None
 
     def __init__(self, config: Mapping[str, Any], frame_mode: bool = False, trace_level: int = 1,
                  **_ignored: Any) -> None:
@@ -107,8 +109,8 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     def _map_targets(self, name: str, spec: Mapping, config: Mapping, path: str) -> None:
         """``labelToTargetMappingFile``/``targetDim``, as CNTK's old HTKMLFReader read them: one line
         per state-list label, in its order, ``label 0010...`` (the target vector as ``targetDim``
-        characters 0/1); every frame's label becomes its target. cntkio delivers targets as one-hot
-        rows, so each row must hold exactly one 1 (a state -> class map); others are refused."""
+        characters 0/1); every frame's label becomes its target row: a class when each row holds
+        one 1 (a state -> class map), else the row's 1s (multi-hot; none for a row of 0s)."""
         where = f"input.{name}.labelToTargetMappingFile"
         mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
         if mapping is None:
@@ -132,7 +134,8 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             raise FormatError("HTKMLFReader::ReadLabelToTargetMappingFile(): mismatch between lengths of "
                               "labelMappingFile vs labelToTargetMappingFile", file=path,
                               expected=f"{len(labels)} lines (the state list)", found=f"{len(rows)} lines")
-        target = np.empty(len(rows), np.int32)
+        ptr = np.zeros(len(rows) + 1, np.int64)     # the 1s of label i's target row: hot[ptr[i]:ptr[i + 1]]
+        hot: list[int] = []
         width = None
         for i, (row, want) in enumerate(zip(rows, labels)):
             token, _, bits = row.partition(" ")
@@ -148,15 +151,33 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             if set(bits) - {"0", "1"}:
                 raise FormatError("HTKMLFReader::ReadLabelToTargetMappingFile(): expecting label2target mapping to "
                                   "contain only 1's or 0's", file=path, line=i + 1, found=repr(bits))
-            if bits.count("1") != 1:
-                raise FormatError("a target vector with other than one 1: cntkio delivers each frame's target as "
-                                  "one class", file=path, line=i + 1, expected="exactly one 1", found=repr(bits))
-            target[i] = bits.index("1")
+            ones = [j for j, b in enumerate(bits) if b == "1"]
+            ptr[i + 1] = ptr[i] + len(ones)
+            hot.extend(ones)
         if width != tdim:
             raise FormatError("mismatch between targetDim and dim found in labelToTargetMappingFile", file=path,
                               expected=f"targetDim {tdim}", found=f"{width} characters a line")
-        self.mlf.seg_labels = target[self.mlf.seg_labels]
+        hot_ = np.asarray(hot, np.int32)
+        if np.array_equal(np.diff(ptr), np.ones(len(rows), np.int64)):   # a state -> class map: one-hot
+            self.mlf.seg_labels = hot_[self.mlf.seg_labels]
+        else:      # multi-hot (or all-zero) rows: each frame's label expands to its row's 1s
+            self._targets = (ptr, hot_)
         self.label_dim = tdim
+
+    def _label_stream(self, labels: np.ndarray, values: np.ndarray, offsets: np.ndarray) -> SparseStream:
+        """The sparse label stream of frames with these labels and values: one non-zero a frame,
+        or with a multi-hot ``labelToTargetMappingFile`` the 1s of the label's target row (CNTK
+        copied the row, 0s and 1s, into the frame's column; a row of 0s is a frame without
+        non-zeros), each with the frame's value."""
+        total = len(labels)
+        if self._targets is None:
+            return SparseStream(np.arange(total + 1, dtype=np.int64), labels, values, offsets, self.label_dim)
+        ptr, hot = self._targets
+        first = ptr[labels]
+        counts = ptr[labels + 1] - first
+        indptr = np.zeros(total + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return SparseStream(indptr, hot[_ranges(first, counts)], np.repeat(values, counts), offsets, self.label_dim)
 
     def stream_infos(self) -> list[StreamInformation]:
         return [self._stream]
@@ -218,7 +239,7 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             dest = _ranges(offsets[m], lens)
             labels[dest] = lab[src]
             values[dest] = val[src]
-        stream = SparseStream(np.arange(total + 1, dtype=np.int64), labels, values, offsets, self.label_dim)
+        stream = self._label_stream(labels, values, offsets)
         return ChunkData(SequenceTable(keys, lengths), {self.name: stream}, invalid if invalid.any() else None)
 
     def get_chunk(self, chunk_id: int) -> ChunkData:
@@ -230,7 +251,7 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         valid = self.mlf.valid[a:b]
         if self.frame_mode:
             valid = np.repeat(valid, self._lengths[a:b])
-        stream = SparseStream(np.arange(len(labels) + 1, dtype=np.int64), labels, values, offsets, self.label_dim)
+        stream = self._label_stream(labels, values, offsets)
         return ChunkData(table, {self.name: stream}, None if valid.all() else ~valid)
 
     def supports_random_access(self) -> bool:

@@ -41,7 +41,8 @@ log = logging.getLogger("cntkio.readers.htkmlf")
 
 #: old-HTKMLFReader keys cntkio refuses (reader level), with why
 _REFUSED_READER_KEYS = {
-    "unigram": "the unigram language model of lattice-based sequence training (lattices are not read)",
+    "unigram": "the unigram language model (ARPA) CNTK loaded only to map the MLF's word sequences for "
+               "lattice-based sequence training; it changes no frame label, and cntkio reads no lattices",
 }
 _LABEL_KEYS = ("labelDim", "labelMappingFile", "mlfFile", "mlfFileList", "labelType")
 _FEATURE_OPTIONS = ("dim", "contextWindow", "prefixPathInSCP", "expandToUtterance", "definesMBSize",
@@ -208,8 +209,9 @@ class HTKMLFAdapter:
                                 "blockRandomize.")
             if not no_window:
                 raise sec.error("readMethod", "readMethod = rollingWindow with a randomization window is not "
-                                "supported by cntkio (the order of CNTK's disk-paged rolling window is not "
-                                "reproduced)", "readMethod = blockRandomize randomizes frames over the same "
+                                "supported by cntkio (CNTK's disk-paged rolling window draws its order from the "
+                                "C library's rand(), whose range differs between CNTK's Windows and Linux "
+                                "builds, and no CNTK 2.7 run of it is available to check against)", "readMethod = blockRandomize randomizes frames over the same "
                                 "window; rollingWindow with randomize = none reads in order")
         if method == "none" or no_window:
             kw["randomize"] = False
