@@ -74,7 +74,7 @@ SGD_KEYS = (
     "reduceLearnRateIfImproveLessThan", "learnRateDecreaseFactor", "increaseLearnRateIfImproveMoreThan",
     "learnRateIncreaseFactor", "loadBestModel", "learnRateAdjustInterval", "useCVSetControlLRIfCVExists",
     "useEvalCriterionControlLR", "numPrevLearnRates", "autoAdjustMinibatch", "trainCriterionNodeName",
-    "evalCriterionNodeName", "parallelTrain", "traceLevel", "keepCheckPointFiles", "truncated",
+    "evalCriterionNodeName", "parallelTrain", "traceLevel", "numSamples4Search", "keepCheckPointFiles", "truncated",
     "doGradientCheck", "adaptationRegType", "adaptationRegWeight",
 )
 
@@ -92,11 +92,6 @@ INFO_KEYS = {
 
 #: keys refused when set to anything but their "off" values, with why
 _REFUSED = {
-    "autoAdjustMinibatch": (("false", "f", "0", "no"), "CNTK's minibatch-size search is not implemented in "
-                            "cntkio: CNTK's documentation names the switch and its keys (minibatchSizeTuningFrequency, "
-                            "minibatchSizeTuningMax, minibatchSearchCriterionErrorMargin) but not the rule that picks "
-                            "a size, so no documented behaviour can be reproduced; give minibatchSize as a per-epoch "
-                            "schedule instead (e.g. minibatchSize = 256:512*2:1024)"),
     "doGradientCheck": (("false", "f", "0", "no"), "numerical gradient checking is not implemented in cntkio "
                         "(PyTorch's torch.autograd.gradcheck serves)"),
     "truncated": (("false", "f", "0", "no"), "truncated BPTT is the reader's option in cntkio: set "
@@ -146,6 +141,12 @@ class AutoAdjust:
     num_prev_learn_rates: int = 5
     num_mb_search: list = field(default_factory=lambda: [500.0])
     num_best_search_epoch: int = 1
+    adjust_minibatch: bool = False                       # autoAdjustMinibatch (actions/mbsearch.py)
+    mb_tuning_frequency: int = 1
+    mb_tuning_max: int = 1048576
+    mb_search_margin: int = 1                            # percent
+    num_samples_search: list | None = None               # numSamples4Search (None: numMiniBatch4LRSearch x mb)
+    num_mb_search_given: bool = False                    # numMiniBatch4LRSearch written in the config
 
     @property
     def active(self) -> bool:
@@ -199,6 +200,20 @@ class SGDParams:
         if self.learning_rates_per_sample is not None:
             return float(schedule_value(self.learning_rates_per_sample, epoch))
         return float(schedule_value(self.learning_rates_per_mb, epoch)) / self.mb_size(epoch)
+
+    def search_samples(self, epoch: int) -> int:
+        """The samples of one minibatch-size trial of 0-based ``epoch`` (CNTK's: numMiniBatch4LRSearch
+        x minibatchSize entry by entry when that key is given, else numSamples4Search, else 500 x
+        minibatchSize; the last entry repeats; at most epochSize)."""
+        a = self.auto_adjust
+        if a.num_mb_search_given:           # CNTK: the deprecated key wins over numSamples4Search
+            table = [int(v) * self.mb_size(k) for k, v in enumerate(a.num_mb_search)]
+        elif a.num_samples_search is not None:
+            table = [int(v) for v in a.num_samples_search]
+        else:
+            table = [500 * int(m) for m in self.minibatch_size]
+        n = int(schedule_value(table, epoch))
+        return min(n, self.epoch_size) if self.epoch_size else n
 
     def momentum_per_sample_of(self, epoch: int) -> float:
         if self.momentum_per_sample is not None:
@@ -297,6 +312,16 @@ class SGDParams:
                            ("gaussianNoiseInjectStd", p.gaussian_noise_inject_std)):
             if value < 0:
                 raise config_error(cfg, key, f"{key} must be >= 0, found {value}")
+        if p.auto_adjust.adjust_minibatch:
+            sub = _adjust_section(cfg)
+            if p.lr_schedule_length == 0:
+                raise config_error(sub, "autoAdjustMinibatch", "autoAdjustMinibatch needs a learning-rate schedule "
+                                   "(CNTK scales the search range by the epoch's scheduled rate over the first "
+                                   "epoch's)", hint="give learningRatesPerSample or learningRatesPerMB")
+            if p.max_epochs > len(p.minibatch_size) and p.minibatch_size[-1] < 32:
+                raise config_error(cfg, "minibatchSize", f"autoAdjustMinibatch searches from the last minibatchSize "
+                                   f"entry ({p.minibatch_size[-1]}) and rounds every trial size to a multiple of 64, "
+                                   "so an entry under 32 rounds to 0", hint="minibatchSize >= 32")
         if p.use_nag and p.grad_update_type not in ("none",):
             raise config_error(cfg, "useNAG", f"useNAG applies to gradUpdateType=None (CNTK's momentum SGD), "
                                f"not to {get_str(cfg, 'gradUpdateType')}")
@@ -326,7 +351,21 @@ def _auto_adjust(cfg) -> AutoAdjust:
         num_prev_learn_rates=get_int(sub, "numPrevLearnRates", 5),
         num_mb_search=get_schedule(sub, "numMiniBatch4LRSearch", "500"),
         num_best_search_epoch=get_int(sub, "numBestSearchEpoch", 1),
+        adjust_minibatch=get_bool(sub, "autoAdjustMinibatch", False),
+        mb_tuning_frequency=get_int(sub, "minibatchSizeTuningFrequency", 1),
+        mb_tuning_max=get_int(sub, "minibatchSizeTuningMax", 1048576),
+        mb_search_margin=get_int(sub, "minibatchSearchCriterionErrorMargin", 1),
+        num_samples_search=get_schedule(sub, "numSamples4Search", None),
+        num_mb_search_given=bool(sub.exists("numMiniBatch4LRSearch")),
     )
+    for key, value in (("minibatchSizeTuningFrequency", a.mb_tuning_frequency),
+                       ("minibatchSizeTuningMax", a.mb_tuning_max)):
+        if value < 1:
+            raise config_error(sub, key, f"must be >= 1, found {value}")
+    if a.mb_search_margin < 0:
+        raise config_error(sub, "minibatchSearchCriterionErrorMargin", f"must be >= 0, found {a.mb_search_margin}")
+    if a.num_samples_search is not None and any(v < 1 for v in a.num_samples_search):
+        raise config_error(sub, "numSamples4Search", f"must be >= 1, found {a.num_samples_search}")
     if a.num_prev_learn_rates < 1:
         raise config_error(sub, "numPrevLearnRates", f"must be >= 1, found {a.num_prev_learn_rates}")
     if any(v < 1 for v in a.num_mb_search):
@@ -335,8 +374,14 @@ def _auto_adjust(cfg) -> AutoAdjust:
         raise config_error(sub, "learnRateAdjustInterval", f"must be >= 1, found {a.adjust_interval}")
     if not 0 < a.decrease_factor:
         raise config_error(sub, "learnRateDecreaseFactor", f"must be > 0, found {a.decrease_factor}")
-    for key in _SEARCH_KEYS:
-        if sub.exists(key) and not (a.search and key in ("numMiniBatch4LRSearch", "numBestSearchEpoch")):
+    used = set()
+    if a.search:
+        used |= {"numMiniBatch4LRSearch", "numSamples4Search", "numBestSearchEpoch"}
+    if a.adjust_minibatch:
+        used |= {"numMiniBatch4LRSearch", "numSamples4Search", "minibatchSizeTuningFrequency",
+                 "minibatchSizeTuningMax", "minibatchSearchCriterionErrorMargin"}
+    for key in _SEARCH_KEYS + ("numSamples4Search",):
+        if sub.exists(key) and key not in used:
             _log.info("%s is accepted and has no effect: it belongs to SearchBeforeEpoch/autoAdjustMinibatch, "
                       "which this config does not use", key_path(sub, key))
     return a

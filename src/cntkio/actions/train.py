@@ -41,13 +41,14 @@ from ..errors import CntkioError, ConfigError
 from .models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
-from ._params import get_bool, get_str, has, key_path, schedule_value, section
+from ._params import get_bool, get_str, has, key_path, section
 from .checks import check_batch, check_writable
 from .eval import EvalResult, evaluate
 from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
 from .network import build_network
 from .ndl_support import feed_layout
 from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
+from .mbsearch import round_to_64, search_minibatch_size, sizing_bounds
 from .sgd import CntkSGD, SGDParams, config_error, set_dropout_rate
 
 __all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
@@ -160,16 +161,18 @@ class LearningRateState:
         self.avg = math.inf
         self.not_counted = 0
         self.prev_lrs: list[float] = []         # SearchBeforeEpoch: the rates it chose, newest last
+        self.prev_mb = 0                        # autoAdjustMinibatch: the previous chosen size (CNTK's checkpoint)
 
     def state(self) -> dict:
         return {"lr": self.lr, "prev": self.prev, "avg": self.avg, "not_counted": self.not_counted,
-                "prev_lrs": list(self.prev_lrs)}
+                "prev_lrs": list(self.prev_lrs), "prev_mb": self.prev_mb}
 
     def load(self, state) -> None:
         if state:
             self.lr, self.prev, self.avg = state["lr"], state["prev"], state["avg"]
             self.not_counted = int(state.get("not_counted", 0))
             self.prev_lrs = list(state.get("prev_lrs", []))
+            self.prev_mb = int(state.get("prev_mb", self.prev_mb))
 
     def learning_rate(self, params: SGDParams, epoch: int) -> float | None:
         """The rate of ``epoch``; None when SearchBeforeEpoch must search it."""
@@ -210,6 +213,7 @@ class LearningRateState:
                     saved = (mf.optimizer or {}).get("lr_state") or {}
                     self.lr = saved.get("lr", self.lr)
                     self.prev = saved.get("prev", self.prev)
+                    self.prev_mb = int(saved.get("prev_mb", self.prev_mb))
                     report(f"{name}: loading (rolling back to) previous model with best training-criterion value: "
                            f"{best}", dist=dist)
                     loaded = True
@@ -243,9 +247,7 @@ def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype
     import copy
     a = params.auto_adjust
     mb = params.mb_size(epoch)
-    samples = int(schedule_value(a.num_mb_search, epoch)) * mb
-    if params.epoch_size:
-        samples = min(samples, params.epoch_size)
+    samples = params.search_samples(epoch)        # CNTK 2.7's numSamples4Search (numMiniBatch4LRSearch x mb)
     tensors = [p for p in net.parameters() if p.requires_grad]
     exact = Parallel(ParallelParams(), dist, tensors, opt)          # trials aggregate exactly
     saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
@@ -292,6 +294,48 @@ def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype
     report(f"{name}: SearchForBestLearnRate Epoch[{epoch + 1}]: best learningRatePerSample = {best:.10g}, "
            f"baseCriterion = {base:.10g}", dist=dist)
     return best
+
+
+def _adapt_minibatch_size(net, opt, source, params: SGDParams, epoch: int, lr: float, lr_adjustment: float, dtype,
+                          device, dist: Dist, command, name: str, kl, lr_state: LearningRateState) -> int:
+    """``autoAdjustMinibatch = true``: CNTK's adaptive minibatch sizing (rule in :mod:`.mbsearch`);
+    each trial trains the epoch's first ``numSamples4Search`` samples with rate ``lr`` from the
+    current model, SGD state and random state and restores them."""
+    import copy
+    a = params.auto_adjust
+    b = sizing_bounds(epoch, params.mb_size(epoch), lr_state.prev_mb, params.lr_per_sample(epoch),
+                      params.lr_per_sample(0), lr_adjustment, a.mb_tuning_frequency, a.mb_tuning_max)
+    if b.reset:
+        report(f"{name}: Before Epoch[2], previous minibatchSize {lr_state.prev_mb} is considered invalid -> "
+               "resetting", dist=dist)
+    if b.keep is not None:
+        report(f"{name}: AdaptiveMinibatchSearch: search for a better minibatchSize in epoch {epoch + 1} skipped, "
+               f"keeping minibatchSize of {b.keep}", dist=dist)
+        return b.keep
+    samples = params.search_samples(epoch)
+    tensors = [p for p in net.parameters() if p.requires_grad]
+    exact = Parallel(ParallelParams(), dist, tensors, opt)          # trials aggregate exactly
+    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
+             torch.cuda.get_rng_state_all() if device.type == "cuda" else None)
+
+    def trial(size: int) -> float:
+        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, exact, kl,
+                           limit=samples, quiet=True, mb_size=size)
+        net.load_state_dict(saved[0])
+        opt.load_state_dict(saved[1])
+        torch.set_rng_state(saved[2])
+        if saved[3] is not None:
+            torch.cuda.set_rng_state_all(saved[3])
+        return res.totals[net.spec.training_criterion] / res.samples
+
+    report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: evaluating minibatchSizes "
+           f"{round_to_64(b.low)}..{round_to_64(b.high)}", dist=dist)
+    chosen = search_minibatch_size(b.low, b.high, trial, a.mb_search_margin,
+                                   log=lambda m: report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: {m}",
+                                                        dist=dist))
+    report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: search successful, new minibatchSize is {chosen}",
+           dist=dist)
+    return chosen
 
 
 def _finish_early(net, opt, model_path: str, epoch: int, params: SGDParams, dist: Dist, name: str) -> None:
@@ -356,6 +400,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     par = Parallel(par_params, dist, [p for p in net.parameters() if p.requires_grad], opt)
     describe_parallel(par.p, dist, name)
     lr_state = LearningRateState()
+    lr_state.prev_mb = params.mb_size(start)            # CNTK's start value; a checkpoint's replaces it
     if resumed is not None:
         if resumed.optimizer is not None:
             opt.load_state_dict(resumed.optimizer)
@@ -368,11 +413,14 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
             torch.set_rng_state(resumed.rng_state)
     cv_source = open_reader(command, "cvReader", name) if has(command, "cvReader") else None
 
+    lr_adjustment = 1.0                                  # the last SearchBeforeEpoch rate over the rate before it
     for epoch in range(start, params.max_epochs):
+        before = lr_state.lr if lr_state.lr is not None else 0.5 / params.mb_size(start)
         lr = lr_state.learning_rate(params, epoch)
         if lr is None:
             lr = lr_state.lr = _search_learning_rate(net, opt, source, params, epoch, dtype, device, dist, command,
                                                      name, kl, lr_state)
+            lr_adjustment = lr / before
         if lr < params.min_learning_rate_per_sample:
             report(f"{name}: learning rate per sample for epoch {epoch + 1} = {lr:.8g} is less than "
                    f"minLearningRatePerSample {params.min_learning_rate_per_sample:.8g}; training complete",
@@ -383,8 +431,16 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         if rate is not None and set_dropout_rate(net, rate) == 0 and epoch == start:
             _log.info("%s: dropoutRate is set but the network has no Dropout nodes (SimpleNetworkBuilder: "
                       "addDropoutNodes=true; NDL: Dropout(x)): it changes nothing", name)
+        mb_size = params.mb_size(epoch)
+        if params.auto_adjust.adjust_minibatch and epoch >= len(params.minibatch_size):
+            mb_size = _adapt_minibatch_size(net, opt, source, params, epoch, lr, lr_adjustment, dtype, device, dist,
+                                            command, name, kl, lr_state)
+            if mb_size != lr_state.prev_mb:
+                report(f"{name}: Minibatch size adapted to {mb_size}.", dist=dist)
+            lr_state.prev_mb = mb_size
         par.start_epoch(epoch)
-        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, par, kl)
+        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, par, kl,
+                           mb_size=mb_size)
         par.end_epoch(epoch)
         if par.active(epoch) and par.p.method == "dataparallelsgd":
             report(f"{name}: epoch {epoch + 1}: this process sent {par.bytes_sent} gradient bytes "
@@ -418,9 +474,10 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
 
 def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, epoch: int, dtype, device,
                  dist: Dist, command, name: str, lr: float, par: Parallel, kl=None, *, limit: int = 0,
-                 quiet: bool = False) -> EvalResult:
-    """One epoch (``limit`` > 0: only its first ``limit`` samples; ``quiet``: no output)."""
-    mb_size = params.mb_size(epoch)
+                 quiet: bool = False, mb_size: int = 0) -> EvalResult:
+    """One epoch (``limit`` > 0: only its first ``limit`` samples; ``quiet``: no output; ``mb_size``:
+    the minibatch size when not the schedule's, autoAdjustMinibatch's)."""
+    mb_size = mb_size or params.mb_size(epoch)
     mom = params.momentum_per_sample_of(epoch)
     feats, labels = net.spec.feature_node, net.spec.label_node
     crit_names = [net.spec.training_criterion, net.eval_node_name]
