@@ -7,7 +7,7 @@ file the CTF deserializer reads back.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -51,6 +51,7 @@ def sequence_to_cntk_text_format(seq_idx: int, alias_tensor_map: Mapping[str, An
     if not alias_tensor_map:
         return ""
     converted = []
+    to_str: Callable[[Any], str]
     for alias, tensor in sorted(alias_tensor_map.items()):
         if _is_tensor(tensor):
             tensor = np.asarray(tensor)

@@ -404,12 +404,12 @@ class MinibatchData:
                  "_lengths", "__weakref__")
 
     def __init__(self, value: Any, num_sequences: int, num_samples: int, sweep_end: bool) -> None:
-        self.stream = None
+        self.stream: StreamInformation | None = None
         self._value = value if isinstance(value, Value) else Value(batch=value)
-        self._num_sequences = int(num_sequences)
+        self._num_sequences: int | None = int(num_sequences)
         self._num_samples = int(num_samples)
         self.end_of_sweep = bool(sweep_end)
-        self._lengths = None
+        self._lengths: np.ndarray | None = None
 
     @classmethod
     def from_packed(cls, stream: StreamInformation, mask: np.ndarray, *, values: np.ndarray | None = None,

@@ -27,7 +27,7 @@ class Record(dict):
     def _immutable(self, *args, **kwargs):
         raise TypeError("Record is immutable")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable  # type: ignore
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable
 
     def __hash__(self) -> int:  # type: ignore[override]
         return id(self)
