@@ -58,9 +58,11 @@ __all__ = ["RNN_TYPES", "RecurrentSpec", "recurrent_ndl", "build_recurrent"]
 RNN_TYPES = ("SIMPLENET", "SIMPLERNN", "LSTM", "CLASSLSTM", "CLASSLM", "LBLM", "NPLM", "CLSTM")
 #: rnnType values CNTK's builder knew that cntkio refuses, with why
 REFUSED_RNN_TYPES = {
-    "NCELSTM": "the NCE-trained LSTM: its criterion (NCEBasedCrossEntropyWithSoftmax) reads labels of "
-               "2*(noise_number+1) rows of sampled noise words that CNTK's LMSequenceReader drew in mode=nce; "
-               "cntkio's SequenceReader has no nce mode and the node is not built",
+    "NCELSTM": "the NCE-trained LSTM: CNTK 2.7 could not run it either (its builder passes the BiasVector "
+               "parameter as input 3 of NCEBasedCrossEntropyWithSoftmax, whose validation requires that input to be "
+               "a minibatch: 'requires inputs 0, 1, and 3 to be a minibatch'), and its labels of "
+               "2*(noise_number+1) rows come from the LMSequenceReader's mode=nce noise sampling, which cntkio's "
+               "SequenceReader does not have",
     "CRF": "the CRF LSTM: CNTK 2.7 did not build it (BuildCRFLSTMNetworkFromDescription is compiled out, "
            "'#ifdef COMING_SOON', so CNTK 2.7 stopped with 'invalid m_standardNetworkKind'), and no config "
            "could select its CRF criterion (trainingCriterion did not accept CRF)",
