@@ -6,7 +6,8 @@
     cntkio validate configFile=x.cntk [--strict] [name=value ...]
     cntkio show-config configFile=x.cntk [name=value ...]
     cntkio show-network configFile=x.cntk [name=value ...]
-    cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | cntkio convert bin2ctf IN.cbf OUT.ctf
+    cntkio convert ctf2bin|bin2ctf|csv2ctf|svm2ctf|npz2ctf|ctf2npz IN OUT [options]
+    cntkio inspect|bench FILE | configFile=x.cntk [name=value ...]
     cntkio --help | --version
 
 Arguments are applied in order (later ones win, parameter sets merge); the configuration's
@@ -28,6 +29,10 @@ Documentation:
 """
 
 
+#: the command-line tools: subcommand -> module of cntkio.tools (docs/tools.md)
+_TOOLS = {"inspect": "inspect", "convert": "convert", "bench": "bench"}
+
+
 def usage() -> str:
     """The ``--help`` text: syntax, the known actions, where the docs are."""
     from .actions import ACTION_SUMMARIES, known_actions
@@ -35,9 +40,12 @@ def usage() -> str:
     lines = [
         "usage: cntkio configFile=FILE[+FILE...] [configFile=FILE ...] [name=value ...]",
         "       cntkio validate configFile=FILE [--strict] [name=value ...]",
-        "       cntkio show-config configFile=FILE [name=value ...]",
         "       cntkio show-network configFile=FILE [name=value ...]",
-        "       cntkio convert ctf2bin IN.ctf OUT.cbf [--chunk-size N] | bin2ctf IN.cbf OUT.ctf",
+        "       cntkio convert ctf2bin|bin2ctf|csv2ctf|svm2ctf|npz2ctf|ctf2npz IN OUT [options]",
+        "       cntkio inspect FILE | configFile=FILE [name=value ...]   (streams, sizes, lengths)",
+        "       cntkio bench FILE | configFile=FILE [name=value ...]     (reading speed by stage)",
+        "       cntkio show-config configFile=FILE [--format cntk|yaml|json]",
+        "       (each tool: --help, --json; docs/tools.md)",
         "       cntkio --help | --version",
         "",
         "Runs the sections named by the configuration's command=a:b, each through its action=...,",
@@ -63,15 +71,6 @@ def usage() -> str:
     return "\n".join(lines)
 
 
-def _show_config(argv: Sequence[str]) -> int:
-    from .config import load_config
-
-    cfg = load_config(list(argv))
-    text = cfg.dump()
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cntkio`` console script and ``python -m cntkio``; returns the exit
     status (0 success, 1 a configuration or data error, 2 bad usage)."""
@@ -86,14 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"cntkio {__version__}\n")
         return 0
     try:
-        if args[0] in ("show-config", "showConfig", "--show-config"):
-            return _show_config(args[1:])
+        if args[0] in ("show-config", "showConfig", "--show-config"):  # docs/tools.md
+            from .tools.show_config import main as show_config
+            return show_config(args[1:])
+        if args[0] in _TOOLS:  # docs/tools.md
+            import importlib
+            return importlib.import_module(f".tools.{_TOOLS[args[0]]}", __package__).main(args[1:])
         if args[0] == "show-network":  # docs/ndl.md
             from .actions.show_network import main as show_network
             return show_network(args[1:])
-        if args[0] == "convert":  # docs/binary.md
-            from .deserializers.cbf.cli import main as convert
-            return convert(args[1:])
         strict = "--strict" in args          # unused config keys are errors (docs/config.md)
         args = [a for a in args if a != "--strict"]
         if args and args[0] == "validate":   # check every command section, run nothing

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from time import perf_counter as _now
 from collections.abc import Mapping
 from typing import Any, Iterator
 
@@ -24,6 +25,7 @@ from .engine.global_timeline import GlobalTimeline
 from .engine.local_timeline import LTNoRandomizer, LTTumblingWindowRandomizer
 from .engine.prefetch import default_pool_size
 from .engine.reader import Reader
+from .engine.stats import SourceStats
 from .registry import build_deserializer
 from .streams import Record, StreamInformation
 from .values import check_int
@@ -90,6 +92,7 @@ class MinibatchSource:
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
                  max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0) -> None:
         self._reader: Reader | None = None
+        self._stats = SourceStats()
         self.random_access = bool(random_access)
         items = _flatten(deserializers)
         if not items:
@@ -271,14 +274,25 @@ class MinibatchSource:
         if self._last_mb_data is not None:
             self._last_mb_data.clear()
             self._last_mb_data = None
+        t0 = _now()
         mb = self._reader.next(size, W, r)
+        self._stats.record(mb, _now() - t0)
         if mb is None:
+            if self.trace_level >= 2:
+                log.info("minibatch source statistics: %s", self.stats())
             return {}
         if input_map is None:
             return mb  # the packers build Minibatch dicts
         out = {key: mb[info] for key, info in input_map.items()}
         self._last_mb_data = out
         return out
+
+    def stats(self) -> dict:
+        """What this source has handed out: minibatches, sequences and samples (the first
+        stream's), seconds spent inside ``next_minibatch`` (waiting for the reader and making
+        the minibatch) and since the first call, the packed minibatches waiting (prefetch depth)
+        and the invalid sequences dropped (``errors``). Logged at the epoch end at trace level 2."""
+        return self._stats.as_dict(None if self._reader is None else self._reader.handoff)
 
     def iter(self, minibatch_size: int = DEFAULT_ITER_MINIBATCH_SIZE, input_map: Mapping | None = None,
              num_data_partitions: int | None = None, partition_index: int | None = None) -> Iterator[dict]:

@@ -134,6 +134,11 @@ class Reader:
             return self._next_truncated(size, W, r)
         return self.policy.next_minibatch(worker_budget(size, W, r, self.trace_level), W, r)
 
+    @property
+    def handoff(self):
+        """The policy's hand-off of packed minibatches (queue depth, errors), or None."""
+        return getattr(self.policy, "handoff", None)
+
     def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool, hook=None):
         """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
         packing runs ahead), then call ``hook(arrays)`` there when given. Returns the hand-off
