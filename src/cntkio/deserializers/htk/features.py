@@ -332,10 +332,10 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         """:meth:`read_sequences` started: in sequence mode without context the frames are read
         on a reader thread (C, without the GIL), so that the caller packs meanwhile and two halves
         of a batch are read at once."""
-        out = self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
-        if not isinstance(out, tuple):
-            return lambda: out
-        data, job = out
+        chunk_ids, indices = np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64)
+        if not self._from_files:       # as the base class: read when the result is asked for
+            return lambda: self._select(raw, chunk_ids, indices)
+        data, job = self._select(raw, chunk_ids, indices)
         with self._lock:
             if self._pool is None:
                 self._pool = cf.ThreadPoolExecutor(2, thread_name_prefix="cntkio-htk")
