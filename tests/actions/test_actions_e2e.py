@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 
 import numpy as np
@@ -101,6 +102,7 @@ def test_train_and_test(workdir, capsys):
     assert te.averages["EvalClassificationError"] <= 0.1
     text = capsys.readouterr().out
     assert "Finished Epoch[1 of 3]: [Training] CrossEntropyWithSoftmax = " in text
+    assert re.search(r"Finished Epoch\[1 of 3\]: .*; epochTime = [0-9.]+s; throughput = [0-9.]+ samples/s\n", text)
     assert "Final Results: Minibatch[1-5]: EvalClassificationError = " in text          # 30 samples / 7
     assert " Epoch[1 of 3]-Minibatch[   1-   3]: " in text
     # the model files record their epoch; the final model is the last epoch

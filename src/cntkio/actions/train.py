@@ -552,8 +552,10 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
         raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")
     if quiet:
         return res
+    secs = time.perf_counter() - t0
     report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Training] {res}; "
-           f"learningRatePerSample = {lr:.8g}; epochTime = {time.perf_counter() - t0:.3f}s", dist=dist)
+           f"learningRatePerSample = {lr:.8g}; epochTime = {secs:.3f}s; "
+           f"throughput = {res.samples / secs if secs > 0 else 0.0:.1f} samples/s", dist=dist)
     return res
 
 
