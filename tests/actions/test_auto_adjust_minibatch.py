@@ -137,3 +137,22 @@ def test_bad_sections_name_file_line_and_key(tmp_path, mb, extra, key):
         run([f"configFile={cfg}"])
     assert key in str(e.value) and str(cfg) in str(e.value)
     assert not (tmp_path / "bad").exists()                       # refused before anything is written
+
+
+def test_later_epochs_search_around_the_previous_size_also_after_resuming(tmp_path, capsys):
+    cfg = _config(tmp_path, "r", "true", 64)
+    cfg.write_text(cfg.read_text().replace("maxEpochs = 2", "maxEpochs = 3"))
+    run([f"configFile={cfg}"])
+    out = capsys.readouterr().out
+    assert "Minibatch size adapted to 384." in out
+    # epoch 3: from half to twice the previous chosen size, within minibatchSizeTuningMax = 512
+    assert "AdaptiveMinibatchSearch Epoch[3]: evaluating minibatchSizes 192..512" in out
+    chosen = re.findall(r"Minibatch size adapted to (\d+)\.", out)[-1]
+    final = load_model(str(tmp_path / "r" / "model.dnn")).network.state_dict()
+    (tmp_path / "r" / "model.dnn").unlink()
+    run([f"configFile={cfg}"])                                    # resumes at epoch 3 from model.dnn.2
+    out = capsys.readouterr().out
+    assert "resuming from" in out and "evaluating minibatchSizes 192..512" in out
+    assert re.findall(r"Minibatch size adapted to (\d+)\.", out) == [chosen]
+    resumed = load_model(str(tmp_path / "r" / "model.dnn")).network.state_dict()
+    assert all(torch.equal(final[k], resumed[k]) for k in final)
