@@ -74,6 +74,11 @@ class MinibatchSource:
             truncated-BPTT packing with exactly this many parallel sequences per minibatch, each
             ``truncation_length`` steps, or, with ``truncation_length`` 0, as many steps as the
             minibatch size asked for.
+        parallel_sparse: cntkio only. With ``parallel_sequences``, sparse streams stay sparse (CNTK's
+            legacy sentence readers' inputs; truncated BPTT otherwise densifies them, as CNTK 2.7).
+        parallel_groups: cntkio only. With ``parallel_sequences``, CNTK's LM/LU sentence readers'
+            grouping: the rows of a minibatch hold sentences of one length, in lockstep, the next
+            group starting when they end (see ``cntkio.engine.reader``).
         randomize: ``False`` forces no randomization.
         max_errors: invalid sequences that may be dropped before raising.
         random_access: cntkio only. When randomized, parse each batch of minibatches' sequences
@@ -90,7 +95,8 @@ class MinibatchSource:
                  randomization_window_in_samples: int = 0, randomization_seed: int = 0,
                  trace_level: int = TraceLevel.Warning, multithreaded_deserializer: bool | None = None,
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
-                 max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0) -> None:
+                 max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0,
+                 parallel_sparse: bool = False, parallel_groups: bool = False) -> None:
         self._reader: Reader | None = None
         self._stats = SourceStats()
         self.random_access = bool(random_access)
@@ -130,6 +136,8 @@ class MinibatchSource:
         self.frame_mode = bool(frame_mode)
         self.truncation_length = truncation_length
         self.parallel_sequences = parallel_sequences
+        self.parallel_sparse = bool(parallel_sparse) and parallel_sequences > 0
+        self.parallel_groups = bool(parallel_groups) and parallel_sequences > 0
         #: truncated-BPTT packing (a truncation length or a fixed number of parallel sequences)
         self.truncated = bool(truncation_length or parallel_sequences)
         self.max_errors = _as_int("max_errors", max_errors)
@@ -176,8 +184,9 @@ class MinibatchSource:
             if any(s <= 0 for s in i.sample_shape):
                 raise RuntimeError("Input streams with unknown sample shape are currently not supported "
                                    f"(stream '{i.name}')")
-        # truncated BPTT: sparse inputs come out dense (2.10)
-        return [StreamInformation(i.name, i.m_id, "dense", i.dtype, i.sample_shape, i.defines_mb_size)
+        # truncated BPTT: sparse inputs come out dense (2.10), unless parallel_sparse
+        return [i if self.parallel_sparse else
+                StreamInformation(i.name, i.m_id, "dense", i.dtype, i.sample_shape, i.defines_mb_size)
                 for i in infos]
 
     def _epoch_end(self, sweep_samples: int | None) -> int | None:
@@ -205,7 +214,7 @@ class MinibatchSource:
     def _make_reader(self, policy) -> Reader:
         return Reader(policy, self._stream_infos, truncation_length=self.truncation_length,
                       frame_mode=self.frame_mode, trace_level=self.trace_level,
-                      parallel_sequences=self.parallel_sequences)
+                      parallel_sequences=self.parallel_sequences, group_lengths=self.parallel_groups)
 
     def _init_user(self, d, threads: int) -> None:
         self._corpus = d

@@ -21,7 +21,8 @@ from . import buffers
 from .segments import copy_segments
 from .tensor_ready import BatchTensors
 
-__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "check_frame_mode", "copy_segments", "PackedRef"]
+__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "CsrRows", "check_frame_mode", "copy_segments",
+           "PackedRef"]
 
 
 def make_mask(lengths: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -300,8 +301,9 @@ def _empty(info: StreamInformation, end_of_sweep: bool, dense: bool) -> Minibatc
 class TruncatedSlots:
     """Truncated-BPTT state: ``slots`` parallel rows, each a queue of whole sequences.
 
-    Every queued sequence is held as its own dense arrays (one per stream) plus its global
-    sequence number (for checkpoints). ``offsets[slot][stream]`` counts the samples of the front
+    Every queued sequence is held as its own arrays (one per stream: dense, or a sparse stream's
+    :class:`CsrRows`) plus its global sequence number (for checkpoints); a sparse stream comes out
+    sparse when its output stream is (else densified). ``offsets[slot][stream]`` counts the samples of the front
     sequences already emitted for that stream; ``toffset[slot]`` the same in timeline samples,
     which decides when a slot needs the next sequence (CNTK fills while ``T >= available``).
     """
@@ -373,9 +375,7 @@ class TruncatedSlots:
                     if t >= T:
                         break
                 self.offsets[s][name] = off + t
-            shape = tuple(info.sample_shape)
-            values = np.concatenate(pieces) if pieces else np.zeros((0,) + shape, np.dtype(info.dtype))
-            out[info] = MinibatchData.from_packed(info, mask, values=values, end_of_sweep=end_of_sweep)
+            out[info] = MinibatchData.from_packed(info, mask, end_of_sweep=end_of_sweep, **_join_pieces(info, pieces))
         for s in range(S):
             self.toffset[s] += min(T, self.available(s))
             self._pop_finished(s)
@@ -399,12 +399,53 @@ class TruncatedSlots:
                 for s in range(len(self.queues))]
 
 
-def sequence_arrays(info: StreamInformation, chunk: ChunkData, index: int) -> np.ndarray:
-    """One sequence of one stream as a dense ``[len, *shape]`` array (sparse densified)."""
+class CsrRows:
+    """One sequence of a sparse stream held by a truncated-BPTT slot: CSR over its samples
+    (``indptr`` from 0). Sliced by samples like an array; :func:`TruncatedSlots.emit` joins the
+    pieces of a minibatch into its CSR arrays, or densifies them for a dense output stream."""
+
+    __slots__ = ("indptr", "indices", "data")
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> None:
+        self.indptr, self.indices, self.data = indptr, indices, data
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    def __getitem__(self, rows: slice) -> "CsrRows":
+        a, b, _ = rows.indices(len(self))
+        b = max(a, b)
+        p0, p1 = int(self.indptr[a]), int(self.indptr[b])
+        return CsrRows(self.indptr[a:b + 1] - p0, self.indices[p0:p1], self.data[p0:p1])
+
+
+def _join_pieces(info: StreamInformation, pieces: list):
+    """A truncated-BPTT minibatch's valid samples of one stream: ``{"values": ...}`` for a dense
+    output (sparse pieces densified), or ``{"indptr", "indices", "data"}`` for a sparse one."""
+    shape = tuple(info.sample_shape)
+    dtype = np.dtype(info.dtype)
+    if not info.is_sparse:
+        arrays = [_densify(info, p.indptr, p.indices, p.data) if isinstance(p, CsrRows) else p for p in pieces]
+        return {"values": np.concatenate(arrays) if arrays else np.zeros((0,) + shape, dtype)}
+    rows = sum(len(p) for p in pieces)
+    indptr = np.zeros(rows + 1, np.int64)
+    r = nz = 0
+    for p in pieces:
+        n = len(p)
+        indptr[r + 1:r + n + 1] = p.indptr[1:] + nz
+        r += n
+        nz += int(p.indptr[-1])
+    indices = np.concatenate([p.indices for p in pieces]) if pieces else np.zeros(0, np.int32)
+    data = np.concatenate([p.data for p in pieces]) if pieces else np.zeros(0, dtype)
+    return {"indptr": indptr, "indices": indices.astype(np.int32, copy=False), "data": data}
+
+
+def sequence_arrays(info: StreamInformation, chunk: ChunkData, index: int):
+    """One sequence of one stream for a truncated-BPTT slot: a dense ``[len, *shape]`` array, or
+    a sparse stream's :class:`CsrRows` (densified when emitted into a dense output stream)."""
     st = chunk.streams[info.name]
     a, b = int(st.offsets[index]), int(st.offsets[index + 1])
     if not st.is_sparse:
         return st.values[a:b].copy()
-    p0 = int(st.indptr[a])
-    return _densify(info, st.indptr[a:b + 1] - p0, st.indices[p0:int(st.indptr[b])],
-                    st.data[p0:int(st.indptr[b])])
+    p0, p1 = int(st.indptr[a]), int(st.indptr[b])
+    return CsrRows(st.indptr[a:b + 1] - p0, st.indices[p0:p1].copy(), st.data[p0:p1].copy())

@@ -16,7 +16,10 @@ policy's position keys plus the truncated-BPTT slots under ``truncatedBpttSlots`
 ``parallel_sequences`` (CNTK's legacy ``nbrUttsInEachRecurrentIter``): a truncated-BPTT minibatch
 has exactly that many slots whatever size is asked, each of ``truncation_length`` steps, or, with
 ``truncation_length`` 0, of as many steps as the call's size (the legacy readers' minibatch size
-counted steps per parallel sequence).
+counted steps per parallel sequence). With ``group_lengths`` (CNTK's LM and LU sentence readers)
+the slots hold one *group* at a time: the next sequence and the sequences of the same length
+after it, up to ``parallel_sequences``, side by side, their steps in lockstep; the next group
+starts when the group has ended (:meth:`Reader._form_group`).
 """
 from __future__ import annotations
 
@@ -30,9 +33,15 @@ from ..streams import StreamInformation
 from .packer import TruncatedSlots, check_frame_mode
 from .walk import worker_budget
 
-__all__ = ["Reader", "WindowPolicy"]
+__all__ = ["Reader", "WindowPolicy", "GROUP_LOOKAHEAD", "TBPTT_PENDING_KEY"]
 
 log = logging.getLogger("cntkio.engine.reader")
+
+#: grouped sentences: sequences read ahead, per parallel row, while looking for a group's
+#: sentences of the same length (held until a later group takes them)
+GROUP_LOOKAHEAD = 64
+#: checkpoint key of the sequences read ahead and not yet grouped: ``[[ref, sweep-end flag]...]``
+TBPTT_PENDING_KEY = "truncatedBpttPending"
 
 
 class WindowPolicy(Protocol):
@@ -97,10 +106,13 @@ class Reader:
 
     def __init__(self, policy: WindowPolicy, stream_infos: list[StreamInformation], *,
                  truncation_length: int = 0, frame_mode: bool = False, trace_level: int = 1,
-                 parallel_sequences: int = 0) -> None:
+                 parallel_sequences: int = 0, group_lengths: bool = False) -> None:
         self.policy = policy
         self.T = int(truncation_length)
         self.parallel = int(parallel_sequences)
+        self.group_lengths = bool(group_lengths) and self.parallel > 0
+        #: grouped sentences: sequences read ahead and not yet in a group, ``(ref, length, data, sweep end)``
+        self.pending: list = []
         if self.parallel < 0 or self.T < 0:
             raise ValueError(f"parallel_sequences and truncation_length must be >= 0, found "
                              f"{self.parallel} and {self.T}")
@@ -169,6 +181,8 @@ class Reader:
             raise ValueError("Too many workers for minibatch size; please increase minibatch size or "
                              "decrease number of workers.")
         local_slots = slots // W + (1 if r < slots % W else 0)
+        if self.group_lengths:
+            return self._next_grouped(local_slots, W, r)
         dropped = self.slots.resize(local_slots)
         if any(dropped) and self.trace_level >= 1:
             log.warning("truncated BPTT: the number of parallel sequences went down to %d; the rest of "
@@ -190,6 +204,59 @@ class Reader:
         self._forget_sweep_ends()
         self.policy.after_truncated(W, r)
         return mb
+
+    def _next_grouped(self, rows: int, W: int, r: int):
+        """Grouped sentences: the next ``<= T`` steps of the group in the slots, a new group
+        formed when it has ended; the last minibatch of a group is as wide as its last steps."""
+        slots = self.slots
+        if slots.empty():
+            group = self._form_group(rows, W, r)
+            if not group:
+                self.policy.release()
+                return None
+            slots.resize(0)
+            slots.resize(len(group))
+            for s, (ref, length, data, sweep_end) in enumerate(group):
+                self._push(s, (ref, length, data))
+                if sweep_end:
+                    self.sweep_ends.add(_ref_key(ref))
+        T = slots.T
+        slots.T = max(1, min(T, max(slots.available(s) for s in range(len(slots.queues)))))
+        try:
+            mb = slots.emit(self._emits_sweep_end())
+        finally:
+            slots.T = T
+        self._forget_sweep_ends()
+        self.policy.after_truncated(W, r)
+        return mb
+
+    def _form_group(self, rows: int, W: int, r: int) -> list:
+        """The next group: the first sequence read ahead (else the next one of the timeline) and
+        the sequences of its length after it, up to ``rows``, in timeline order. Sequences of other
+        lengths met on the way wait in :attr:`pending` for later groups; the search reads at most
+        :data:`GROUP_LOOKAHEAD` sequences per row ahead (CNTK's reader searched its whole corpus)."""
+        pending, group = self.pending, []
+        length = pending[0][1] if pending else None
+        keep = []
+        for item in pending:
+            if item[1] == length and len(group) < rows:
+                group.append(item)
+            else:
+                keep.append(item)
+        pending[:] = keep
+        while len(group) < rows and len(pending) < GROUP_LOOKAHEAD * max(1, rows):
+            got = self.policy.next_sequences(W, r)
+            if got is None:
+                break
+            seqs, sweep_end = got
+            for ref, n, data in seqs:
+                if length is None:
+                    length = n
+                if n == length and len(group) < rows:
+                    group.append((ref, n, data, sweep_end))
+                else:
+                    pending.append((ref, n, data, sweep_end))
+        return group
 
     def _emits_sweep_end(self) -> bool:
         """Whether the minibatch about to be emitted holds the last sample of a sequence whose
@@ -226,6 +293,8 @@ class Reader:
         state = self.policy.position_state()
         if self.slots is not None:
             state[TBPTT_KEY] = self.slots.state()
+            if self.pending:
+                state[TBPTT_PENDING_KEY] = [[p[0], bool(p[3])] for p in self.pending]
             if self.sweep_ends:
                 state[TBPTT_SWEEP_END_KEY] = [q[0] for queue in self.slots.queues for q in queue
                                               if _ref_key(q[0]) in self.sweep_ends]
@@ -245,6 +314,8 @@ class Reader:
                 for name, v in dict(offs).items():
                     if name in self.slots.offsets[s]:
                         self.slots.offsets[s][name] = int(v)
+            self.pending = [(*self.policy.sequence(ref), bool(flag))
+                            for ref, flag in state.get(TBPTT_PENDING_KEY) or []]
 
     def close(self) -> None:
         self.policy.close()

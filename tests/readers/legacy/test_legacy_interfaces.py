@@ -94,7 +94,7 @@ def test_get_data_reads_records_in_data_order(uci):
 def test_recurrent_slices(tmp_path):
     (tmp_path / "c.txt").write_text("a b </s>\n")
     r = DataReader({"readerType": "SequenceReader", "file": str(tmp_path / "c.txt"), "randomize": "None",
-                    "nbruttsineachrecurrentiter": "4", "labelIn": {"labelDim": "5"},
+                    "nbruttsineachrecurrentiter": "4", "labelIn": {"labelDim": "5"}, "groupEqualLengths": "false",
                     "labels": {"labelType": "NextWord", "labelDim": "5"}})
     assert r.number_slices_in_each_recurrent_iter() == 4
     r.set_nbr_slices_each_recurrent_iter(2)
@@ -104,8 +104,8 @@ def test_recurrent_slices(tmp_path):
     m: dict = {}
     assert r.get_minibatch(m)
     # 2 parallel rows of 10 steps, interleaved (row t * 2 + s); the one sentence </s> a b in row 0
-    assert m["labelIn"].shape == (20, 5)
-    assert np.flatnonzero(m["labelIn"].any(1)).tolist() == [0, 2, 4]
+    assert m["labelIn"].shape == (20, 5) and m["labelIn"].format == "csr"
+    assert np.flatnonzero(m["labelIn"].getnnz(1)).tolist() == [0, 2, 4]
     r.set_nbr_slices_each_recurrent_iter(0)                        # whole sentences: sparse CSR
     r.start_minibatch_loop(10, 0)
     assert r.get_minibatch(m)

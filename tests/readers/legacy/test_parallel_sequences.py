@@ -1,6 +1,7 @@
 """nbrUttsInEachRecurrentIter: N sentences side by side per minibatch (the engine's truncated-BPTT
 slots with a fixed number of rows), for SequenceReader, LUSequenceReader and the shared helper
-HTKMLFReader calls."""
+HTKMLFReader calls; the sentence readers group sentences of one length (CNTK's documented
+layout; groupEqualLengths = false fills the rows one by one) and deliver their inputs sparse."""
 from __future__ import annotations
 
 import logging
@@ -37,23 +38,84 @@ def corpus(tmp_path):
     return p, vocab
 
 
+def _dense(s) -> np.ndarray:
+    return np.asarray(s.toarray() if hasattr(s, "toarray") else s)
+
+
 def _rows(value, vocab) -> list[list[str]]:
-    return [[vocab[int(i)] for i in np.asarray(s).argmax(1)] for s in value.as_sequences()]
+    return [[vocab[int(i)] for i in _dense(s).argmax(1)] for s in value.as_sequences()]
 
 
-def test_two_sentences_side_by_side_carried_over(corpus):
-    path, vocab = corpus
-    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2"), max_sweeps=1)
-    assert src.parallel_sequences == 2 and src.truncation_length == 0
+def _read_all(src, size):
     got, labels, masks = [], [], []
     while True:
-        mb = src.next_minibatch(3)                 # minibatchSize = 3 steps per row
+        mb = src.next_minibatch(size)
         if not mb:
             break
         v = {s.name: d for s, d in mb.items()}
-        got.append(_rows(v["labelIn"], vocab))
-        labels.append(_rows(v["labels"], vocab))
+        assert v["labelIn"].is_sparse and v["labels"].is_sparse     # as CNTK's LM reader's inputs
+        got.append(_rows(v["labelIn"], vocab=src._vocab))
+        labels.append(_rows(v["labels"], vocab=src._vocab))
         masks.append(np.asarray(v["labelIn"].mask).tolist())
+    return got, labels, masks
+
+
+def test_sentences_of_one_length_are_grouped_side_by_side(corpus):
+    # sentence lengths (input words) 7, 4, 4, 3; N = 2, minibatchSize = 3 steps a row. A group is
+    # the next sentence and the ones of its length after it (up to N); its rows run in lockstep
+    # and the next group starts when they end, the last minibatch of a group as wide as its rest
+    path, vocab = corpus
+    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2"), max_sweeps=1)
+    assert src.parallel_sequences == 2 and src.parallel_groups and src.parallel_sparse
+    src._vocab = vocab
+    got, labels, masks = _read_all(src, 3)
+    assert got == [[["</s>", "the", "cat"]], [["sat", "on", "the"]], [["mat"]],
+                   [["</s>", "a", "dog"], ["</s>", "the", "dog"]], [["ran"], ["sat"]],
+                   [["</s>", "the", "end"]]]
+    assert labels == [[["the", "cat", "sat"]], [["on", "the", "mat"]], [["</s>"]],
+                      [["a", "dog", "ran"], ["the", "dog", "sat"]], [["</s>"], ["</s>"]],
+                      [["the", "end", "</s>"]]]
+    assert masks == [[[2, 1, 1]], [[1, 1, 1]], [[1]], [[2, 1, 1], [2, 1, 1]], [[1], [1]], [[2, 1, 1]]]
+
+
+def test_groups_take_equal_lengths_in_order_up_to_n(tmp_path):
+    # lengths 3, 2, 3, 3, 2, 4, 1 with N = 2: (0, 2), (1, 4), (3), (5), (6) -- the first sentence
+    # not yet read, then the next ones of its length; those skipped wait for their own group
+    words = ["a b c", "d e", "f g h", "i j k", "l m", "n o p q", "r"]
+    p = tmp_path / "g.txt"
+    p.write_text("".join(f"</s> {w} </s>\n" for w in words))
+    src = build_reader(_lm(p, nbrUttsInEachRecurrentIter="2", labelIn={"labelDim": "40"},
+                           labels={"labelType": "NextWord", "labelDim": "40"}), max_sweeps=1)
+    firsts = []
+    while True:
+        mb = src.next_minibatch(5)
+        if not mb:
+            break
+        v = {s.name: d for s, d in mb.items()}
+        firsts.append([_dense(s).shape[0] for s in v["labelIn"].as_sequences()])
+    assert firsts == [[4, 4], [3, 3], [4], [5], [2]]     # input words = words + the begin symbol
+
+
+def test_grouped_rows_resume_exactly_from_a_checkpoint(corpus):
+    path, _ = corpus
+    for randomize in ("None", "Auto"):
+        src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2", randomize=randomize))
+        src.next_minibatch(3)
+        state = src.get_checkpoint_state()
+        a = [{k.name: (np.asarray(v.mask).tolist(), v.as_csr().indices.tolist())
+              for k, v in src.next_minibatch(3).items()} for _ in range(6)]
+        src.restore_from_checkpoint(state)
+        b = [{k.name: (np.asarray(v.mask).tolist(), v.as_csr().indices.tolist())
+              for k, v in src.next_minibatch(3).items()} for _ in range(6)]
+        assert a == b
+
+
+def test_ungrouped_rows_take_the_next_sentence_when_theirs_ends(corpus):
+    path, vocab = corpus
+    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2", groupEqualLengths="false"), max_sweeps=1)
+    assert src.parallel_sequences == 2 and src.truncation_length == 0 and not src.parallel_groups
+    src._vocab = vocab
+    got, labels, masks = _read_all(src, 3)                # minibatchSize = 3 steps per row
     assert got == [[["</s>", "the", "cat"], ["</s>", "a", "dog"]],
                    [["sat", "on", "the"], ["ran", "</s>", "the"]],
                    [["mat", "</s>", "the"], ["dog", "sat"]],
@@ -69,11 +131,17 @@ def test_two_sentences_side_by_side_carried_over(corpus):
 
 def test_truncation_length_sets_the_steps_and_the_row_count_stays(corpus):
     path, vocab = corpus
-    sec = _lm(path, nbrUttsInEachRecurrentIter="3", truncated="true", truncationLength="2")
+    sec = _lm(path, nbrUttsInEachRecurrentIter="3", truncated="true", truncationLength="2",
+              groupEqualLengths="false")
     src = build_reader(sec, max_sweeps=1)
     mb = {s.name: d for s, d in src.next_minibatch(1000).items()}
     assert np.asarray(mb["labelIn"].mask).shape == (3, 2)
     assert _rows(mb["labelIn"], vocab) == [["</s>", "the"], ["</s>", "a"], ["</s>", "the"]]
+    src = build_reader(dict(sec, groupEqualLengths="true"), max_sweeps=1)
+    shapes = []
+    while mb := src.next_minibatch(1000):
+        shapes.append(np.asarray(next(iter(mb.values())).mask).shape)
+    assert shapes == [(1, 2), (1, 2), (1, 2), (1, 1), (2, 2), (2, 2), (1, 2), (1, 1)]    # 7 | 4 4 | 3
 
 
 def test_zero_keeps_whole_sentences(corpus):
@@ -104,20 +172,35 @@ def test_lu_sequence_reader_rows(tmp_path):
            "labelIn": {"token": str(tmp_path / "in.txt"), "beginSequence": "BOS", "endSequence": "EOS"},
            "labels": {"token": str(tmp_path / "out.txt")}}
     src = build_reader(sec, max_sweeps=1)
+    got = []
+    while mb := src.next_minibatch(2):
+        got.append([_dense(s).argmax(1).tolist() for s in dict((k.name, v) for k, v in mb.items())["labelIn"]
+                    .as_sequences()])
+    assert got == [[[0, 2]], [[3, 1]], [[0, 4]], [[1]]]   # BOS i want EOS, then BOS fly EOS: lengths differ
+    src = build_reader(dict(sec, groupEqualLengths="false"), max_sweeps=1)
     mb = {s.name: d for s, d in src.next_minibatch(2).items()}
-    ids = [np.asarray(s).argmax(1).tolist() for s in mb["labelIn"].as_sequences()]
+    ids = [_dense(s).argmax(1).tolist() for s in mb["labelIn"].as_sequences()]
     assert ids == [[0, 2], [0, 4]]                       # BOS i | BOS fly, side by side
 
 
 def test_data_reader_lays_rows_out_as_cntk(corpus):
     path, vocab = corpus
-    r = DataReader(_lm(path, nbrUttsInEachRecurrentIter="2"))
+    r = DataReader(_lm(path, nbrUttsInEachRecurrentIter="2", groupEqualLengths="false"))
     assert r.number_slices_in_each_recurrent_iter() == 2
     r.start_minibatch_loop(3, 0)
     m: dict = {}
     assert r.get_minibatch(m)
-    # row t * 2 + s: step t of parallel row s
-    assert [vocab[i] for i in m["labelIn"].argmax(1)] == ["</s>", "</s>", "the", "a", "cat", "dog"]
+    # row t * 2 + s: step t of parallel row s; the inputs sparse, as CNTK's LM reader's
+    x = m["labelIn"]
+    assert x.format == "csr" and x.shape == (6, 20)
+    assert [vocab[i] for i in np.asarray(x.argmax(1)).ravel()] == ["</s>", "</s>", "the", "a", "cat", "dog"]
+    r.destroy()
+    r = DataReader(_lm(path, nbrUttsInEachRecurrentIter="2"))    # grouped: the 7-word sentence alone
+    r.start_minibatch_loop(3, 0)
+    assert r.get_minibatch(m) and m["labelIn"].shape == (3, 20)
+    assert r.get_minibatch(m) and r.get_minibatch(m) and m["labelIn"].shape == (1, 20)
+    assert r.get_minibatch(m) and m["labelIn"].shape == (6, 20)
+    assert [vocab[i] for i in np.asarray(m["labels"].argmax(1)).ravel()] == ["a", "the", "dog", "dog", "ran", "sat"]
     assert not r.data_end("sentence")
     r.destroy()
 
@@ -154,7 +237,8 @@ def test_bad_value_names_the_key(corpus):
 def test_truncated_without_truncation_length_takes_the_minibatch_size(corpus):
     # CNTK's configs: truncated = true and nbrUttsInEachRecurrentIter, the steps = minibatchSize
     path, vocab = corpus
-    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2", truncated="true"), max_sweeps=1)
+    src = build_reader(_lm(path, nbrUttsInEachRecurrentIter="2", truncated="true", groupEqualLengths="false"),
+                       max_sweeps=1)
     mb = {s.name: d for s, d in src.next_minibatch(4).items()}
     assert np.asarray(mb["labelIn"].mask).shape == (2, 4)
     # truncated = true alone: one row (CNTK's default N = 1) of minibatchSize steps

@@ -220,22 +220,29 @@ lu = [
     monkeypatch.chdir(tmp_path)
     assert main(["configFile=run.cntk"]) == 0
     # nbruttsineachrecurrentiter = 10 and minibatchSize = 1: every minibatch holds one word of each
-    # sentence side by side (the 4 sentences in rows 0-3, rows 4-9 empty): step t's input lines
-    # of the sentences still running, then their labels' (one-hot, 20 wide)
+    # sentence of a group side by side -- the next sentence and those of its length after it
+    # (CNTK's grouping): 7 words | 4 and 4 | 3 -- step t's input lines, then their labels'
+    # (one-hot, 20 wide)
     lm = [[int(x) for x in ln.split()] for ln in (tmp_path / "lm.txt").read_text().splitlines()]
     vocab = _vocab(["</s> " + ln if not ln.startswith("</s>") else ln for ln in LM])
     eye = np.eye(20, dtype=int).tolist()
     sents = [ln.split() if ln.startswith("</s>") else ["</s>"] + ln.split() for ln in LM]
+    groups, left = [], list(sents)
+    while left:
+        n = len(left[0])
+        groups.append([w for w in left if len(w) == n][:10])
+        left = [w for w in left if not any(w is g for g in groups[-1])]
+    assert [len(g) for g in groups] == [1, 2, 1]
     want = []
-    for t in range(max(len(w) for w in sents) - 1):
-        running = [w for w in sents if len(w) - 1 > t]
-        want += [eye[vocab[w[t]]] for w in running] + [eye[vocab[w[t + 1]]] for w in running]
+    for g in groups:
+        for t in range(len(g[0]) - 1):
+            want += [eye[vocab[w[t]]] for w in g] + [eye[vocab[w[t + 1]]] for w in g]
     assert lm == want
     lu_rows = [[int(x) for x in ln.split()] for ln in (tmp_path / "lu.txt").read_text().splitlines()]
-    # the 2 sentences (8 and 5 samples) side by side: inputs 33 wide, labels 3 wide
-    assert [len(r) for r in lu_rows] == [33, 33, 3, 3] * 5 + [33, 3] * 3
-    first = [lu_rows[4 * t] for t in range(5)] + [lu_rows[20 + 2 * t] for t in range(3)]
-    labels = [lu_rows[4 * t + 2] for t in range(5)] + [lu_rows[21 + 2 * t] for t in range(3)]
+    # the 2 sentences (8 and 5 samples) one after the other (lengths differ): inputs 33 wide,
+    # labels 3 wide
+    assert [len(r) for r in lu_rows] == [33, 3] * 13
+    first, labels = lu_rows[0:16:2], lu_rows[1:16:2]
     assert [r.index(1) for r in labels] == [0, 0, 0, 0, 0, 0, 1, 0]     # B-fromloc.city_name
     # the first input sample: BOS, i, want at offsets 0, 1, 2 (token ids 0, 2, 3 in blocks of 11)
     assert [j for j, v in enumerate(first[0]) if v] == [0, 11 + 2, 22 + 3]
@@ -292,6 +299,11 @@ def test_lm_reader_page_example_with_label_in_only(tmp_path):
     r.start_minibatch_loop(100, 0)
     m: dict = {}
     assert r.get_minibatch(m)
-    # 10 sentences side by side, 100 steps each (CNTK's layout: row t * 10 + s)
-    assert m["labelIn"].shape == m["labels"].shape == (1000, 20)
+    # up to 10 sentences of one length side by side (CNTK's layout: row t * rows + s): the first
+    # sentence (7 words) has no other of its length; then the two of 4 words, then the one of 3
+    shapes = [m["labelIn"].shape]
+    while r.get_minibatch(m):
+        shapes.append(m["labelIn"].shape)
+        assert m["labels"].shape == m["labelIn"].shape
+    assert shapes == [(7, 20), (8, 20), (3, 20)]
     r.destroy()

@@ -290,10 +290,23 @@ class DataReader:
         self.init(self._config)
 
 
-def _interleaved(value: Any) -> np.ndarray:
+def _interleaved(value: Any) -> Any:
     """A minibatch of parallel sequences as CNTK's legacy readers laid it out: ``[T * S, dim]``,
-    row ``t * S + s`` = step ``t`` of parallel row ``s`` (zeros where a row has no sample)."""
+    row ``t * S + s`` = step ``t`` of parallel row ``s`` (zeros where a row has no sample); a
+    sparse stream as a SciPy CSR matrix (empty rows there)."""
     mask = np.asarray(value.mask)
+    if value.is_sparse:
+        import scipy.sparse as sp
+        S, T = mask.shape
+        csr = value.as_csr()                      # the valid cells' samples, row-major
+        s_idx, t_idx = np.nonzero(mask)           # the same order
+        out = np.zeros(T * S + 1, np.int64)
+        counts = np.diff(csr.indptr)
+        out[1:][t_idx * S + s_idx] = counts
+        order = np.argsort(t_idx * S + s_idx, kind="stable")
+        c = counts[order]                         # each sample's non-zeros, in the new order
+        take = np.arange(int(c.sum())) + np.repeat(csr.indptr[:-1][order] - (np.cumsum(c) - c), c)
+        return sp.csr_matrix((csr.data[take], csr.indices[take], np.cumsum(out)), shape=(T * S, csr.shape[1]))
     S, T = mask.shape
     rows = [np.asarray(seq.todense() if hasattr(seq, "todense") else seq) for seq in value.as_sequences()]
     dim = max((int(np.prod(r.shape[1:])) for r in rows if r.ndim > 1), default=1)

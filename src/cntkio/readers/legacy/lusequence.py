@@ -37,7 +37,7 @@ from ...deserializers.protocol import ChunkData
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
-from .sections import (apply_parallel_sequences, apply_shared_options, block_source_options,
+from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
 from .sequence import SentenceCorpus, _as_dict, one_hot_sparse
 from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
@@ -240,7 +240,7 @@ class LUSequenceAdapter:
 
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec, auto_epoch_blocks=False)
-        apply_parallel_sequences(sec, spec, always_truncated=True)   # as SequenceReader
+        apply_sentence_rows(sec, spec)   # as SequenceReader
 
 
 def build(config: Mapping, **source_options: Any) -> LUSequenceDeserializer:

@@ -31,8 +31,8 @@ from ..._log import get_logger
 _log = get_logger("readers.legacy")
 
 __all__ = ["randomize_option", "shared_options", "stream_sections", "block_source_options", "cache_config",
-           "apply_shared_options", "parallel_sequences_option", "apply_parallel_sequences", "PARALLEL_KEYS",
-           "UCIFastAdapter"]
+           "apply_shared_options", "parallel_sequences_option", "apply_parallel_sequences", "apply_sentence_rows",
+           "PARALLEL_KEYS", "UCIFastAdapter"]
 
 
 def randomize_option(sec: Any, auto_epoch_blocks: bool = True) -> tuple[bool, int]:
@@ -181,6 +181,21 @@ def apply_parallel_sequences(sec: Any, spec: Any, *, always_truncated: bool) -> 
     kw["parallel_sequences"] = n
     _log.info("%s = %d: %d sequences in parallel per minibatch, %s steps each", sec.key_path(key), n, n,
               kw.get("truncation_length") or "minibatchSize")
+    return n
+
+
+def apply_sentence_rows(sec: Any, spec: Any) -> int:
+    """SequenceReader and LUSequenceReader: :func:`apply_parallel_sequences`, and with N > 0 the
+    sentence readers' own layout: sparse inputs stay sparse (``parallel_sparse``), and the rows
+    of a minibatch hold sentences of one length (CNTK's documented grouping: the next sentence and
+    the sentences of its length after it, up to N, side by side until they end together;
+    ``parallel_groups``). ``groupEqualLengths = false`` (cntkio's key) fills each row with the next
+    sentence as soon as its own ends instead."""
+    n = apply_parallel_sequences(sec, spec, always_truncated=True)
+    kw = spec.source_kwargs
+    if kw.get("parallel_sequences"):
+        kw["parallel_sparse"] = True
+        kw["parallel_groups"] = sec.bool("groupEqualLengths", True)
     return n
 
 

@@ -11,10 +11,10 @@
         labels = [ labelType = NextWord; labelDim = 10000 ]
     ]
 
-``nbrUttsInEachRecurrentIter = N`` (N > 0) puts N sentences side by side in every minibatch, each
-row continued in the next minibatch until its sentence ends, ``minibatchSize`` words per row
-(:func:`.sections.apply_parallel_sequences`); 0 (the default) packs whole sentences up to
-``minibatchSize`` words.
+``nbrUttsInEachRecurrentIter = N`` (N > 0) puts up to N sentences of one length side by side in
+every minibatch, continued in the next minibatch until they end, ``minibatchSize`` words per row,
+inputs sparse (:func:`.sections.apply_sentence_rows`); 0 (the default) packs whole sentences up
+to ``minibatchSize`` words.
 
 Each non-blank line is a sentence. It must end with ``endSequence`` (else it is reported with
 file and line and dropped, counted against ``maxErrors``); ``beginSequence`` is put in front
@@ -43,7 +43,7 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, Sequenc
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
-from .sections import (apply_parallel_sequences, apply_shared_options, block_source_options,
+from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
 from .vocab import WordClasses, line_blocks, map_tokens
 
@@ -294,9 +294,9 @@ class SequenceAdapter:
 
     def source_options(self, sec: Any, spec: Any) -> None:
         block_source_options(sec, spec, auto_epoch_blocks=False)
-        # nbrUttsInEachRecurrentIter = N: N sentences side by side, each carried on into the next
-        # minibatch (the LM reader always read this way)
-        apply_parallel_sequences(sec, spec, always_truncated=True)
+        # nbrUttsInEachRecurrentIter = N: up to N sentences of one length side by side, carried on
+        # into the next minibatch (the LM reader always read this way)
+        apply_sentence_rows(sec, spec)
 
 
 def _line_text(path: str, line: int) -> str:
