@@ -11,8 +11,10 @@ The data (generated once into ``--data``, git-ignored): ``--n`` JPEGs of about 2
 decodes BMP/PPM only).
 
 Runs (each in a subprocess of its own, one sweep, 64 images per minibatch; images/s = images over
-the wall time from building the source/loader to the last minibatch, imports excluded, best of
-``--repeat``; CPU ms per image = the process's and its DataLoader workers' CPU time over the images,
+the wall time from building the source/loader to the last minibatch, imports excluded (and the
+imports' garbage collected before the clock in every run: torch leaves enough objects that the first
+full collection takes ~0.1 s, which otherwise falls into whichever run first allocates enough
+Python objects), best of ``--repeat``; CPU ms per image = the process's and its DataLoader workers' CPU time over the images,
 imports excluded (a figure that a loaded machine changes much less than images/s); peak RSS of the
 subprocess):
 
@@ -35,6 +37,7 @@ listed files total G GB, reporting peak RSS (bounded by the prefetch depth, not 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -210,6 +213,7 @@ def worker(args) -> None:
         import cntkio.transforms.ops  # noqa: F401
     elif args.worker == "torchvision":
         _import_torchvision(args.peers)
+    gc.collect()    # the imports' garbage, before the clock (module docstring)
     c0 = cpu()
     if args.worker == "cntkio":
         n, dt = run_cntkio(args.data, "map.txt")

@@ -27,6 +27,7 @@ import zipfile
 from typing import Any, Mapping
 
 import numpy as np
+import numpy.random  # noqa: F401 (imported with the module: on first use it took 20-40 ms of the first image's load)
 
 from ..._log import get_logger
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
@@ -247,7 +248,7 @@ class ImageCore(DeserializerBase):
     def _pack(self, keys: np.ndarray, labels: np.ndarray, images: list, where: list) -> ChunkData:
         """A chunk from decoded images (None = failed, with ``where[i]`` the message)."""
         n = len(images)
-        values = np.zeros((n,) + self._sample_shape, self.cfg.dtype)
+        values = np.empty((n,) + self._sample_shape, self.cfg.dtype)    # every row is written below
         invalid = np.zeros(n, bool)
         for i, img in enumerate(images):
             if img is not None:
@@ -257,6 +258,7 @@ class ImageCore(DeserializerBase):
                 except ValueError as e:
                     where[i] = f"{where[i]}: {e}"
             invalid[i] = True
+            values[i] = 0
             _log.warning("%s: sequence skipped (counted against max_errors): %s", self.map_file, where[i])
         return self._chunk_data(keys, labels, values, invalid if invalid.any() else None)
 
@@ -292,8 +294,20 @@ class ImageDataDeserializer(ImageCore):
         self._set_shape(first)
 
     def _read(self, path: str) -> np.ndarray:
+        """The file's bytes; a plain file is read into this thread's reused buffer (valid until
+        the thread's next read: the decoder copies what it needs), so that an image costs no
+        fresh pages (page faults and zeroing) for its bytes."""
         arch, sep, inner = path.partition(".zip@")
         if not sep:
+            local = self._zips
+            with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                buf = getattr(local, "buf", None)
+                if buf is None or buf.size <= size:
+                    buf = local.buf = np.empty(max(size + 1, 1 << 20), np.uint8)
+                n = f.readinto(buf[:size + 1])      # one byte more: a file that grew is read whole below
+                if n <= size:
+                    return buf[:n]
             return np.fromfile(path, np.uint8)
         zips = self._zips.__dict__.setdefault("open", {})
         z = zips.get(arch)
