@@ -6,6 +6,7 @@ peak RSS of each run.
     bash /work/shared/cntk27/setup_cntk27.sh .cache/cntk27          # once, for the CNTK column
     python bench/htk_throughput.py bench/data/htk --gb 1.0 [--repeat 2] [--json out.json]
     python bench/htk_throughput.py /tmp/htk_small --small           # smoke run
+    python bench/htk_throughput.py bench/data/htk --gb 1.0 --rss    # frame-mode peak RSS per window
 
 The corpus (generated once into the folder, reused while its manifest matches): ``--gb`` GB of
 40-dim float32 frames in 100 MB HTK archives, utterances of 100-1500 frames (at least 20k of them
@@ -205,6 +206,29 @@ def measure(name: str, folder: str, window: int, repeat: int) -> dict | None:
     return best
 
 
+def rss_windows(args, info: dict) -> None:
+    """Frame mode (context 5, randomized) at each window of ``--rss-windows``, one process each:
+    its peak RSS. Bounded by the window, the peak follows the window and not the corpus; the
+    last column is the peak above the first window's, per frame of window added."""
+    rows = []
+    for share in [float(x) for x in args.rss_windows.split(",")]:
+        w = max(1, int(info["frames"] * share))
+        r = measure("cntkio-frame", args.folder, w, 1)
+        if r is None:
+            return
+        rows.append((share, w, r["peak_rss_mb"], r["frames"] / r["seconds"]))
+    base = rows[0]
+    print(f"corpus {info['frames']} frames; frame mode, context 5")
+    for share, w, rss, fps in rows:
+        per = (rss - base[2]) * 1e6 / (w - base[1]) if w != base[1] else float("nan")
+        print(f"window {share:6.1%} ({w:>9d} frames): peak RSS {rss:7.0f} MB ({rss * 1e6 / info['frames']:6.1f} B per "
+              f"corpus frame; {per:6.1f} B per window frame added), {fps:>10.0f} frames/s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"corpus": info, "rss": [dict(zip(("window_share", "window_frames", "peak_rss_mb",
+                                                          "frames_per_s"), r)) for r in rows]}, f, indent=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder")
@@ -213,6 +237,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--small", action="store_true", help="smoke run on a tiny corpus (0.01 GB)")
     ap.add_argument("--no-cntk", action="store_true", help="skip the CNTK 2.7 column")
+    ap.add_argument("--rss", action="store_true",
+                    help="frame mode only, once per window of --rss-windows: peak RSS against the window")
+    ap.add_argument("--rss-windows", default="0.025,0.1", help="windows (shares of the corpus) for --rss")
     ap.add_argument("--json")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--window-frames", type=int, default=0, help=argparse.SUPPRESS)
@@ -227,6 +254,9 @@ def main() -> None:
           f"({info['frames'] * DIM * 4 / 1e9:.2f} GB of features; ready in {time.perf_counter() - t0:.1f} s)")
     window = max(1, int(info["frames"] * args.window))
     repeat = 1 if args.small else args.repeat
+    if args.rss:
+        rss_windows(args, info)
+        return
     names = ["cntkio-frame", "cntkio-seq", "cntkio-seqpad", "fromfile"]
     rig = os.path.join(ROOT, ".cache", "cntk27", "shim")
     if not args.no_cntk and os.path.isdir(rig):
