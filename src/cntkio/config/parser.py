@@ -26,6 +26,7 @@ The parser sits below :mod:`cntkio.config.params`, whose lazy conversions (``as_
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import re
@@ -95,9 +96,48 @@ def make_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: s
     return maker._new_value(src.text[start:end], file=src.file, line=line, quoted=False)
 
 
+@functools.lru_cache(maxsize=32)
+def _simple_item(sep: str) -> re.Pattern:
+    """``name = value`` where the value is one plain word or one quoted string on its line, then
+    the end of the piece (a separator, a line break or the end): the common parameter, taken in one
+    match. Group 1 the name, 2 a quoted value's text, 3 a plain value; a match also takes the
+    separators and blank space after it."""
+    stop = re.escape(sep)
+    return re.compile(r'[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*'
+                      r'(?:"([^"\n]*)"|([^\s"=\[\]{}()' + stop + r']+))[ \t\r\f\v]*(?:[\n' + stop + r']|\Z)')
+
+
 def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseContext | None) -> None:
     """Parse the parameters in ``text[start:end]`` (separated by ``sep`` or line breaks) into
-    ``target``, a parameter set."""
+    ``target``, a parameter set.
+
+    Plain ``name = word`` and ``name = "string"`` items are taken one regular-expression match each
+    (most of a configuration); at the first other item the rest of the body goes through the
+    general path (:func:`_parse_pieces`)."""
+    text = src.text
+    simple = _simple_item(sep).match
+    pos = start
+    while pos < end:
+        m = simple(text, pos, end)
+        if m is None:
+            break
+        name = m.group(1)
+        if len(name) == 7 and name.lower() == "include":
+            break
+        q = m.group(2)
+        if q is not None:
+            value = target._new_value(q, file=src.file, line=src.line_of(m.start(2) - 1), quoted=True)
+        else:
+            value = target._new_value(m.group(3), file=src.file, line=src.line_of(m.start(3)), quoted=False)
+        target._assign(name, value)
+        pos = m.end()
+    if pos < end:
+        _parse_pieces(src, pos, end, sep, target, ctx)
+
+
+def _parse_pieces(src: Text, start: int, end: int, sep: str, target, ctx: ParseContext | None) -> None:
+    """The general path of :func:`parse_body`: the body split at its separators outside brackets
+    and quotes, each piece parsed on its own."""
     text = src.text
     for s, e in split(src, start, end, sep + "\n"):
         m = _NAME_EQ.match(text, s, e)
