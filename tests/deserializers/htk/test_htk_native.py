@@ -118,3 +118,17 @@ def test_pread_swap_runs_bounds_and_short_files(tmp_path):
             _htk.pread_swap(out, np.array([0], np.int64), fd, np.array([56], np.int64), np.array([4], np.int64), True)
     finally:
         os.close(fd)
+
+
+def test_sequence_mode_file_cut_after_indexing_names_the_file(tmp_path, monkeypatch):
+    """An archive cut short after the corpus was indexed: reading its utterances is a FormatError
+    naming the file (not garbage, not a crash)."""
+    from cntkio.errors import FormatError
+    write_small(tmp_path)
+    fast, _ = _pair(tmp_path, monkeypatch, (0, 0), False)
+    raw = {0: fast.read_bytes(0)}
+    with open(tmp_path / "b.htk", "r+b") as f:
+        f.truncate(20)
+    with pytest.raises(FormatError, match=r"b\.htk.*reading frames failed"):
+        fast.read_sequences(raw, np.zeros(2, np.int64), np.array([0, 4], np.int64))   # u4: b.htk[1,5]
+    fast.close()
