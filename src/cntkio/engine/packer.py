@@ -381,6 +381,39 @@ class TruncatedSlots:
             self._pop_finished(s)
         return out
 
+    def emit_group(self, end_of_sweep: bool) -> Minibatch:
+        """:meth:`emit` for slots that hold one sequence each, all of one length, every stream
+        at the same offset (grouped sentences): the next ``<= T`` steps of every slot, the
+        minibatch as wide as what is left when that is less (no empty cells); the slots are
+        emptied once the sequences end. Falls back to :meth:`emit` for anything else."""
+        queues, S = self.queues, len(self.queues)
+        if not S or any(len(q) != 1 for q in queues):
+            return self.emit(end_of_sweep)
+        length, off = queues[0][0][1], self.toffset[0]
+        if any(q[0][1] != length for q in queues) or any(t != off for t in self.toffset) or \
+                any(o != off for d in self.offsets for o in d.values()) or \
+                any(len(q[0][2][i.name]) != length for q in queues for i in self.infos):
+            return self.emit(end_of_sweep)
+        w = max(0, min(self.T, length - off))
+        out = Minibatch()
+        whole = off == 0 and w == length
+        for info in self.infos:
+            name = info.name
+            mask = np.ones((S, w), np.int8)
+            if off == 0 and w:
+                mask[:, 0] = 2
+            pieces = [q[0][2][name] if whole else q[0][2][name][off:off + w] for q in queues]
+            out[info] = MinibatchData.from_packed(info, mask, end_of_sweep=end_of_sweep, num_samples=S * w,
+                                                  **_join_pieces(info, pieces))
+        if off + w >= length:
+            self.resize(0)
+        else:
+            for s in range(S):
+                self.toffset[s] = off + w
+                for name in self.offsets[s]:
+                    self.offsets[s][name] = off + w
+        return out
+
     def _pop_finished(self, s: int) -> None:
         q = self.queues[s]
         while q:

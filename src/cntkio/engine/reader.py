@@ -24,6 +24,7 @@ starts when the group has ended (:meth:`Reader._form_group`).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any, Protocol
 
 import numpy as np
@@ -101,6 +102,44 @@ def _ref_key(ref) -> Any:
     return tuple(ref) if isinstance(ref, list) else ref
 
 
+class _Pending:
+    """Grouped sentences: the sequences read ahead and not yet in a group, ``(ref, length, data,
+    sweep-end flag)``, by length, each with its arrival number (timeline order)."""
+
+    def __init__(self) -> None:
+        self.by_length: dict[int, deque] = {}
+        self.arrivals = 0
+        #: arrival -> ``[ref, sweep-end flag]``, in arrival order (the checkpoint's list)
+        self.refs: dict[int, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def add(self, item: tuple) -> None:
+        self.by_length.setdefault(int(item[1]), deque()).append((self.arrivals, item))
+        self.refs[self.arrivals] = [item[0], bool(item[3])]
+        self.arrivals += 1
+
+    def take(self, rows: int) -> list:
+        """The earliest sequence and the next ones of its length, up to ``rows``."""
+        if not self.refs:
+            return []
+        length = min(self.by_length, key=lambda n: self.by_length[n][0][0])
+        q = self.by_length[length]
+        out = []
+        for _ in range(min(rows, len(q))):
+            a, item = q.popleft()
+            del self.refs[a]
+            out.append(item)
+        if not q:
+            del self.by_length[length]
+        return out
+
+    def state(self) -> list:
+        """``[[ref, sweep-end flag], ...]`` in timeline order."""
+        return list(self.refs.values())
+
+
 class Reader:
     """Reads minibatches through a window policy (module docstring)."""
 
@@ -111,8 +150,8 @@ class Reader:
         self.T = int(truncation_length)
         self.parallel = int(parallel_sequences)
         self.group_lengths = bool(group_lengths) and self.parallel > 0
-        #: grouped sentences: sequences read ahead and not yet in a group, ``(ref, length, data, sweep end)``
-        self.pending: list = []
+        #: grouped sentences: sequences read ahead and not yet in a group
+        self.pending = _Pending()
         if self.parallel < 0 or self.T < 0:
             raise ValueError(f"parallel_sequences and truncation_length must be >= 0, found "
                              f"{self.parallel} and {self.T}")
@@ -150,6 +189,12 @@ class Reader:
     def handoff(self):
         """The policy's hand-off of packed minibatches (queue depth, errors), or None."""
         return getattr(self.policy, "handoff", None)
+
+    @property
+    def clock(self):
+        """The policy's :class:`~cntkio.engine.stats.StageClock` (seconds in parse, randomize and
+        pack; bytes loaded), or None."""
+        return getattr(getattr(self.policy, "window", None), "clock", None)
 
     def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool, hook=None):
         """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
@@ -220,12 +265,7 @@ class Reader:
                 self._push(s, (ref, length, data))
                 if sweep_end:
                     self.sweep_ends.add(_ref_key(ref))
-        T = slots.T
-        slots.T = max(1, min(T, max(slots.available(s) for s in range(len(slots.queues)))))
-        try:
-            mb = slots.emit(self._emits_sweep_end())
-        finally:
-            slots.T = T
+        mb = slots.emit_group(self._emits_sweep_end())
         self._forget_sweep_ends()
         self.policy.after_truncated(W, r)
         return mb
@@ -235,15 +275,9 @@ class Reader:
         the sequences of its length after it, up to ``rows``, in timeline order. Sequences of other
         lengths met on the way wait in :attr:`pending` for later groups; the search reads at most
         :data:`GROUP_LOOKAHEAD` sequences per row ahead (CNTK's reader searched its whole corpus)."""
-        pending, group = self.pending, []
-        length = pending[0][1] if pending else None
-        keep = []
-        for item in pending:
-            if item[1] == length and len(group) < rows:
-                group.append(item)
-            else:
-                keep.append(item)
-        pending[:] = keep
+        pending = self.pending
+        group = pending.take(rows)
+        length = group[0][1] if group else None
         while len(group) < rows and len(pending) < GROUP_LOOKAHEAD * max(1, rows):
             got = self.policy.next_sequences(W, r)
             if got is None:
@@ -255,7 +289,7 @@ class Reader:
                 if n == length and len(group) < rows:
                     group.append((ref, n, data, sweep_end))
                 else:
-                    pending.append((ref, n, data, sweep_end))
+                    pending.add((ref, n, data, sweep_end))
         return group
 
     def _emits_sweep_end(self) -> bool:
@@ -294,7 +328,7 @@ class Reader:
         if self.slots is not None:
             state[TBPTT_KEY] = self.slots.state()
             if self.pending:
-                state[TBPTT_PENDING_KEY] = [[p[0], bool(p[3])] for p in self.pending]
+                state[TBPTT_PENDING_KEY] = self.pending.state()
             if self.sweep_ends:
                 state[TBPTT_SWEEP_END_KEY] = [q[0] for queue in self.slots.queues for q in queue
                                               if _ref_key(q[0]) in self.sweep_ends]
@@ -314,8 +348,9 @@ class Reader:
                 for name, v in dict(offs).items():
                     if name in self.slots.offsets[s]:
                         self.slots.offsets[s][name] = int(v)
-            self.pending = [(*self.policy.sequence(ref), bool(flag))
-                            for ref, flag in state.get(TBPTT_PENDING_KEY) or []]
+            self.pending = _Pending()
+            for ref, flag in state.get(TBPTT_PENDING_KEY) or []:
+                self.pending.add((*self.policy.sequence(ref), bool(flag)))
 
     def close(self) -> None:
         self.policy.close()
