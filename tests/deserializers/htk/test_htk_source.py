@@ -32,6 +32,36 @@ def test_frame_mode_checkpoints_resume_exactly_with_two_partitions(big, rank):
     assert n == 40
 
 
+@pytest.mark.parametrize("randomize", [False, True])
+@pytest.mark.parametrize("rank", [0, 1])
+def test_sequence_mode_read_from_files_resumes_exactly_with_two_partitions(big, rank, randomize):
+    """Sequence mode without context reads each minibatch's utterances from the files (in input
+    order too): checkpoints resume exactly, with two partitions, in order and randomized."""
+    def make():
+        feats = HTKFeatureDeserializer({"features": StreamDef(shape=big["dim"], scp=big["scp"])})
+        labels = HTKMLFDeserializer(big["states"], {"labels": StreamDef(shape=big["labels"], mlf=big["mlf"])})
+        return MinibatchSource([feats, labels], randomize=randomize, randomization_seed=3, max_sweeps=2,
+                               randomization_window_in_chunks=2)
+    n = assert_resumes_exactly(make, [9000, 25000], cut_points=[0, 1, 5, 11], num_data_partitions=2,
+                               partition_index=rank, max_minibatches=30)
+    assert n >= 12
+
+
+def test_sequence_mode_in_order_delivers_the_files_frames(big):
+    """In order, the utterances arrive whole and in SCP order, frame t of the corpus being t."""
+    feats = HTKFeatureDeserializer({"features": StreamDef(shape=big["dim"], scp=big["scp"])})
+    labels = HTKMLFDeserializer(big["states"], {"labels": StreamDef(shape=big["labels"], mlf=big["mlf"])})
+    src = MinibatchSource([feats, labels], randomize=False, max_sweeps=1)
+    got = []
+    while True:
+        mb = src.next_minibatch(30000)
+        if not mb:
+            break
+        got.extend(seq[:, 0] for seq in mb[src.streams["features"]].as_sequences())
+    assert [len(g) for g in got] == big["lengths"].tolist()
+    np.testing.assert_array_equal(np.concatenate(got), np.arange(int(big["lengths"].sum())))
+
+
 def test_frame_mode_sweep_delivers_every_frame_once(big):
     src = _source(big, frame_mode=True, randomize=True, randomization_seed=9, max_sweeps=1,
                   randomization_window_in_samples=50000, randomization_window_in_chunks=0)
