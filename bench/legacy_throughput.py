@@ -22,7 +22,9 @@ Figures (best of ``--repeat``, page cache warm):
 * ``read()``: reading ``uci.txt``'s binary cache file's bytes; ``uci cache``: the same sweep from
   the BinaryWriter cache (built once, before timing); target: >= 50% of ``read()``'s speed;
 * ``lm tokens/s`` and ``lu tokens/s``: building the SequenceReader / LUSequenceReader (the corpus
-  tokenized and mapped) plus one sweep; target: >= 1M tokens/s.
+  tokenized and mapped) plus one sweep; target: >= 1M tokens/s; the same with
+  ``nbrUttsInEachRecurrentIter = 10`` (sentences of one length grouped side by side, sparse
+  inputs, 20 steps a row) for information.
 """
 from __future__ import annotations
 
@@ -98,11 +100,11 @@ def _ensure(folder: str, uci_mb: float, corpus_mb: float) -> None:
         _write_corpora(folder, corpus_mb)
 
 
-def _sweep(section: dict) -> tuple[float, int]:
+def _sweep(section: dict, minibatch_size: int = 256) -> tuple[float, int]:
     t0 = time.perf_counter()
     src = build_reader(section, max_sweeps=1)
     n = 0
-    for mb in EpochReader(src, minibatch_size=256, epoch_size=0).epoch(0):
+    for mb in EpochReader(src, minibatch_size=minibatch_size, epoch_size=0).epoch(0):
         for _, v in mb.items():
             if not v.is_sparse:          # sparse values stay packed as the engine made them
                 v.asarray()
@@ -176,6 +178,12 @@ def main() -> None:
           "unk": "<unk>", "labelIn": {"token": os.path.join(args.folder, "lu_in.txt")},
           "labels": {"token": os.path.join(args.folder, "lu_out.txt")}}
     res["lu_s"], res["lu_tokens"] = _best(lambda: _sweep(lu), args.repeat)
+    # parallel sentences (nbrUttsInEachRecurrentIter = 10, 20 steps a row): CNTK's grouping of
+    # sentences of one length, sparse inputs
+    lm_par = dict(lm, nbrUttsInEachRecurrentIter="10")
+    res["lm_parallel_s"], res["lm_parallel_tokens"] = _best(lambda: _sweep(lm_par, 20), args.repeat)
+    lu_par = dict(lu, nbrUttsInEachRecurrentIter="10")
+    res["lu_parallel_s"], res["lu_parallel_tokens"] = _best(lambda: _sweep(lu_par, 20), args.repeat)
 
     print(f"uci.txt {size:.1f} MB, {res['records']} records")
     if "pandas_s" in res:
@@ -188,6 +196,10 @@ def main() -> None:
           f"  = {res['read_s'] / res['uci_cache_s']:.0%} of read() (target >= 50%)")
     print(f"SequenceReader   {res['lm_tokens'] / res['lm_s'] / 1e6:.2f} M tokens/s (build + sweep; target >= 1)")
     print(f"LUSequenceReader {res['lu_tokens'] / res['lu_s'] / 1e6:.2f} M tokens/s (build + sweep; target >= 1)")
+    print(f"SequenceReader,   10 parallel sentences grouped by length: "
+          f"{res['lm_parallel_tokens'] / res['lm_parallel_s'] / 1e6:.2f} M tokens/s (build + sweep)")
+    print(f"LUSequenceReader, 10 parallel sentences grouped by length: "
+          f"{res['lu_parallel_tokens'] / res['lu_parallel_s'] / 1e6:.2f} M tokens/s (build + sweep)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(res, fh, indent=1)
