@@ -31,6 +31,10 @@ subprocess):
 * ``cntkio bmp`` and ``cntk27 bmp``: the same chain as ``cntkio`` on the BMP copies, through cntkio
   and through CNTK 2.7's image reader (the rig, ``.cache/cntk27``; skipped when absent).
 
+``--bmp-ab R`` runs only the BMP pair, alternating ``cntkio bmp`` and ``cntk27 bmp`` for ``R`` rounds (each
+run a cold process, as above), and reports every round's ratio and their median: on a machine shared
+with other jobs the ratio of neighbouring runs is steadier than either figure.
+
 ``--rss-gb G`` adds ``cntkio large``: a sweep over the JPEG set repeated in the map until the
 listed files total G GB, reporting peak RSS (bounded by the prefetch depth, not the data set).
 """
@@ -251,6 +255,37 @@ def measure(name: str, args, extra=()) -> dict | None:
     return best
 
 
+def interleaved_bmp(args) -> dict:
+    """``cntkio bmp`` and ``cntk27 bmp`` alternately, one cold run each per round."""
+    import statistics
+    rounds = []
+    for i in range(args.bmp_ab):
+        pair = {}
+        for name in ("cntkio-bmp", "cntk27"):
+            cmd = [sys.executable, __file__, "--worker", name, "--data", args.data, "--peers", ""]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"{name} failed: {p.stderr.strip()[-2000:]}")
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            r["images_per_s"] = r["images"] / r["seconds"]
+            pair[name] = r
+        pair["ratio"] = pair["cntkio-bmp"]["images_per_s"] / pair["cntk27"]["images_per_s"]
+        rounds.append(pair)
+        print(f"  round {i + 1}: cntkio bmp {pair['cntkio-bmp']['images_per_s']:6.0f} images/s "
+              f"({pair['cntkio-bmp']['cpu_ms_per_image']:.2f} ms CPU/image), cntk27 bmp "
+              f"{pair['cntk27']['images_per_s']:6.0f} images/s ({pair['cntk27']['cpu_ms_per_image']:.2f} ms CPU/image), "
+              f"ratio {pair['ratio']:.2f}", flush=True)
+    ratios = [r["ratio"] for r in rounds]
+    out = {"rounds": rounds, "median_ratio": statistics.median(ratios), "min_ratio": min(ratios),
+           "max_ratio": max(ratios),
+           "median_cpu_ms": {n: statistics.median(r[n]["cpu_ms_per_image"] for r in rounds)
+                             for n in ("cntkio-bmp", "cntk27")}}
+    print(f"  cntkio bmp / cntk27 bmp, {len(ratios)} interleaved rounds: median {out['median_ratio']:.2f}x "
+          f"(min {out['min_ratio']:.2f}, max {out['max_ratio']:.2f}); median CPU ms/image "
+          f"{out['median_cpu_ms']['cntkio-bmp']:.2f} / {out['median_cpu_ms']['cntk27']:.2f}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=os.path.join(HERE, "data", "images"))
@@ -262,6 +297,8 @@ def main() -> None:
     ap.add_argument("--rss-gb", type=float, default=0.0)
     ap.add_argument("--json")
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--bmp-ab", type=int, default=0, metavar="R",
+                    help="only the BMP pair: cntkio and CNTK 2.7 alternately for R rounds, ratio per round")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--repeat-map", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -273,6 +310,14 @@ def main() -> None:
         args.data = os.path.join(args.data, "small")
     generate(args.data, args.n, args.bmp)
     print(f"{args.n} JPEGs in {args.data}, {os.cpu_count()} CPUs")
+    if args.bmp_ab > 0:
+        if not os.path.isdir(os.path.join(ROOT, ".cache", "cntk27", "shim")):
+            raise SystemExit("--bmp-ab needs the CNTK 2.7 rig in .cache/cntk27")
+        res = interleaved_bmp(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     results = {"cntkio": measure("cntkio", args)}
     if args.peers and os.path.isdir(os.path.join(args.peers, "torchvision")):
         results["torchvision"] = measure("torchvision", args)
