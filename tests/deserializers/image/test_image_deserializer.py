@@ -59,6 +59,23 @@ def test_three_column_map_keys_crlf_trailing_tab_and_relative_paths(tmp_path, mo
     assert mb[src.streams.features].shape[-3:] == (3, 12, 10)
 
 
+def test_a_relative_path_found_in_the_working_directory_is_read_from_there(tmp_path, monkeypatch):
+    # CNTK's rule: the working directory first, else the map's folder; the working directory is
+    # the one the source was built in (paths are resolved on the loader threads, when first read)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "w").mkdir()
+    in_map_dir = _images(tmp_path / "m", 2, seed=1)
+    in_cwd = _images(tmp_path / "w", 1, seed=2)        # only im0.bmp
+    mp = _map(tmp_path / "m", ["im0.bmp\t0\n", "im1.bmp\t1\n"])
+    monkeypatch.chdir(tmp_path / "w")
+    src = MinibatchSource(ImageDeserializer(mp, _streams()), randomize=False, max_sweeps=1)
+    monkeypatch.chdir(tmp_path / "m")                 # moving away after the build changes nothing
+    feats = src.next_minibatch(10)[src.streams.features].asarray()[:, 0]
+    want = np.stack([cv2.imread(str(p)).transpose(2, 0, 1) for p in (in_cwd[0], in_map_dir[1])])
+    np.testing.assert_array_equal(feats, want.astype(np.float32))
+    assert not np.array_equal(cv2.imread(str(in_cwd[0])), cv2.imread(str(in_map_dir[0])))
+
+
 @pytest.mark.parametrize("lines,message", [
     (["im0.bmp 1\n"], "Invalid map file format, must contain 2 or 3 tab-delimited columns, line 0"),
     (["im0.bmp\t1\n", "\n"], "Invalid map file format, must contain 2 or 3 tab-delimited columns, line 1"),

@@ -281,7 +281,10 @@ class ImageDataDeserializer(ImageCore):
         super().__init__(config, trace_level, **source_options)
         m = parse_image_map(self.map_file, self.cfg.label_dim)
         self.keys, self.labels, self.lines = m.keys, m.labels, m.lines
-        self.paths = [resolve_path(p, self.map_dir) for p in m.paths]
+        # paths are resolved on an image's first read, on the loader threads (a relative one costs
+        # a stat), against the working directory of now
+        self._cwd = os.getcwd()
+        self.paths: list = [None] * len(m.paths)
         self._written = m.paths
         self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths))]
         first = None
@@ -321,7 +324,10 @@ class ImageDataDeserializer(ImageCore):
         """Image ``i`` decoded and transformed, or ``(None, why)``."""
         where = f"line {int(self.lines[i])} ({self._written[i]})"
         try:
-            data = self._read(self.paths[i])
+            path = self.paths[i]
+            if path is None:
+                path = self.paths[i] = resolve_path(self._written[i], self.map_dir, self._cwd)
+            data = self._read(path)
         except (OSError, KeyError, zipfile.BadZipFile) as e:
             return None, f"{where}: Cannot open file '{self._written[i]}' ({e})"
         img = self._decode(data) if data.size else None

@@ -127,17 +127,18 @@ def parse_image_map(map_file: str, label_dim: int | None) -> ImageMap:
     return ImageMap(keys, paths, labels, np.arange(n_lines, dtype=np.int64))
 
 
-def resolve_path(path: str, map_dir: str) -> str:
+def resolve_path(path: str, map_dir: str, cwd: str | None = None) -> str:
     """Where an image of the map lies: an absolute path as written; ``...`` at its start stands
     for the map file's folder (CNTK's syntax); a relative path is taken from the working directory
-    when it exists there (CNTK's rule), else from the map file's folder. An ``archive.zip@inner``
-    path resolves its archive part."""
+    (``cwd``, else the current one) when it exists there (CNTK's rule), else from the map file's
+    folder. An ``archive.zip@inner`` path resolves its archive part."""
     arch, sep, inner = path.partition(".zip@")
     head = arch + ".zip" if sep else path
     if head.startswith("..."):
         head = os.path.join(map_dir, head[3:].lstrip("/\\"))
-    elif not os.path.isabs(head) and not os.path.exists(head):
-        head = os.path.join(map_dir, head)
+    elif not os.path.isabs(head):
+        here = head if cwd is None else os.path.join(cwd, head)
+        head = here if os.path.exists(here) else os.path.join(map_dir, head)
     return head + "@" + inner if sep else head
 
 
