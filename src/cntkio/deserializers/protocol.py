@@ -81,6 +81,9 @@ class DenseStream:
     #: the file behind ``values`` (a read-only map), so that a packer taking a run of rows touches
     #: the data once instead of faulting the map in and copying it
     read_rows: Callable[[int, int, np.ndarray], None] | None = field(default=None, repr=False, compare=False)
+    #: optional: ``values`` is read-only and may be handed out as it is (a minibatch of a run of
+    #: its rows is then a read-only view of them, nothing copied); what a user opts in to
+    shared: bool = field(default=False, repr=False, compare=False)
 
     @property
     def is_sparse(self) -> bool:

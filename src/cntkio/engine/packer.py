@@ -53,7 +53,8 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
 
     Whole sequences are contiguous in a chunk (rows, and for sparse streams their non-zeros), so
     the gather copies one segment per sequence. ``owned``: the chunks were made for this call
-    alone, so a contiguous selection is returned as views instead of copies.
+    alone, so a contiguous selection is returned as views instead of copies (so is one of a
+    dense stream that declares itself ``shared``: read-only data a user opted in to get as views).
     """
     n = len(sel_chunk)
     if len(groups) == 1:
@@ -66,7 +67,7 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         if _contiguous(idx):
             a, b = int(row0[0]), int(off[idx[-1] + 1])
             if not st.is_sparse:
-                if owned:
+                if owned or st.shared:
                     return lens, (st.values[a:b],)
                 return lens, (_take_rows(st, a, b),)
             p0, p1 = int(st.indptr[a]), int(st.indptr[b])
@@ -91,6 +92,9 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
     total = int(dst_start[-1])
     first = per[0][0]
     if not first.is_sparse:
+        span = _shared_span(per, total)
+        if span is not None:
+            return lens, (span,)
         out = buffers.empty((total,) + first.values.shape[1:], first.values.dtype)
         for st, pos, row0, rows in per:
             if len(rows) > 1 and not isinstance(pos, slice) and _run(pos, row0, rows):
@@ -133,6 +137,38 @@ def _take_rows(st, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
     else:
         np.copyto(out, st.values[a:b])
     return out
+
+
+def _shared_span(per: list, total: int) -> np.ndarray | None:
+    """A selection of runs from several chunks of ``shared`` dense streams whose values are
+    slices of one array, the runs following each other there (a non-randomized read across a
+    chunk boundary of the binary cache with ``cacheViews``): that array's rows as one view; else
+    None."""
+    first = per[0][0]
+    base = first.values.base
+    if not isinstance(base, np.ndarray) or not base.flags.c_contiguous or not base.ndim or \
+            not all(st.shared and st.values.base is base for st, *_ in per):
+        return None
+    row_bytes = base.strides[0] if base.shape[0] > 1 else base.itemsize * int(np.prod(base.shape[1:], dtype=np.int64))
+    start = None
+    expect = None
+    for st, pos, row0, rows in per:
+        if isinstance(pos, slice) or not len(rows) or not _run(pos, row0, rows) or \
+                (expect is not None and int(pos[0]) != expect[0]):
+            return None
+        delta = st.values.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        if delta % row_bytes:
+            return None
+        r = delta // row_bytes + int(row0[0])
+        if start is None:
+            start = r
+        elif r != expect[1]:
+            return None
+        n = int(rows.sum())
+        expect = (int(pos[-1]) + 1, r + n)
+    if start is None or expect[1] - start != total:
+        return None
+    return base[start:start + total]
 
 
 def _run(pos: np.ndarray, row0: np.ndarray, rows: np.ndarray) -> bool:

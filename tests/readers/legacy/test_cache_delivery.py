@@ -3,6 +3,7 @@ each batch's own buffer (DenseStream.read_rows), never views of the cache, so a 
 a minibatch in place changes nothing read later."""
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -30,6 +31,13 @@ def uci(tmp_path):
            "features": {"dim": "784", "start": "1"}, "labels": {"dim": "1", "start": "0", "labelDim": "10"}}
     DataReader(dict(sec)).destroy()        # writes the cache
     return sec, rows
+
+
+def _owner(a):
+    """What finally holds an array's memory (an mmap for a view of the cache's map)."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a
 
 
 def _sweep(sec, mb=300, **kw):
@@ -114,3 +122,36 @@ def test_a_cache_cut_short_while_open_is_an_error_naming_it(uci):
             bf.read_rows(entry, 50, 400, out[50:400])
     finally:
         bf.close()
+
+
+def test_cache_views_opted_in_are_read_only_views_of_the_cache(uci):
+    sec, rows = uci
+    mbs = _sweep(dict(sec, cacheViews="true"), mb=100)
+    feats = [m["features"] for m in mbs]
+    np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
+    # minibatches of 100 in chunks of 500: each within one chunk, a read-only view of the map
+    assert all(isinstance(_owner(f), mmap.mmap) and not f.flags.writeable for f in feats)
+    assert not any(isinstance(_owner(m["features"]), mmap.mmap) for m in _sweep(sec, mb=100))
+    with pytest.raises(ValueError, match="read-only"):
+        feats[0] /= 255
+    labels = np.concatenate([m["labels"] for m in mbs])   # one-hot from the stored ids: arrays of their own
+    np.testing.assert_array_equal(labels, np.eye(10, dtype=np.float32)[rows[:, 0]])
+    # a minibatch across a chunk boundary (records 300-599 of chunks of 500) is a view too: the
+    # chunks are slices of one array over the map, the records follow each other there
+    mbs = _sweep(dict(sec, cacheViews="true"), mb=300)
+    assert all(isinstance(_owner(m["features"]), mmap.mmap) for m in mbs) and len(mbs) == 5
+    np.testing.assert_array_equal(np.concatenate([m["features"] for m in mbs]), rows[:, 1:].astype(np.float32))
+    # randomized: records gathered into a buffer of their own
+    mbs = _sweep(dict(sec, cacheViews="true", randomize="Auto"), mb=300)
+    assert not any(isinstance(_owner(m["features"]), mmap.mmap) for m in mbs)
+    feats = np.concatenate([m["features"] for m in mbs])
+    np.testing.assert_array_equal(feats, rows[feats[:, 0].astype(int), 1:].astype(np.float32))
+
+
+def test_binary_reader_cache_views(uci):
+    sec, rows = uci
+    mbs = _sweep({"readerType": "BinaryReader", "file": sec["wfile"], "randomize": "None", "cacheViews": "true"})
+    assert not mbs[0]["features"].flags.writeable
+    np.testing.assert_array_equal(np.concatenate([m["features"] for m in mbs]), rows[:, 1:].astype(np.float32))
+    mbs = _sweep({"readerType": "BinaryReader", "file": sec["wfile"], "randomize": "None"})
+    assert all(m["features"].flags.writeable for m in mbs)

@@ -86,6 +86,7 @@ class BinaryFile:
             raise CacheError(f"binary file {path!r} cannot be opened: {e.strerror}") from None
         if size < _PREFIX.size:
             raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
+        self._arrays: dict[int, np.ndarray] = {}
         with open(path, "rb") as fh:
             self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         # rows read straight into a packer's buffer (read_rows): a pread copies from the page
@@ -117,8 +118,14 @@ class BinaryFile:
                                  f"ends at byte {need}, past the data ({hoff} bytes)")
 
     def array(self, entry: Mapping) -> np.ndarray:
-        return np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]), buffer=self._mm,
-                          offset=int(entry["offset"]))
+        """A section's whole array over the map (read-only), one object per section: the chunks'
+        slices of it share it as their base (the packer views a run across chunks through it)."""
+        key = int(entry["offset"])
+        arr = self._arrays.get(key)
+        if arr is None:
+            arr = self._arrays[key] = np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]),
+                                                 buffer=self._mm, offset=key)
+        return arr
 
     def invalid(self) -> np.ndarray | None:
         inv = self.header.get("invalid")
@@ -147,6 +154,7 @@ class BinaryFile:
         fd, self._fd = getattr(self, "_fd", None), None
         if fd is not None:
             os.close(fd)
+        self._arrays = {}
         mm, self._mm = getattr(self, "_mm", None), None
         if mm is not None:
             try:
@@ -373,10 +381,11 @@ class BinaryCache:
         z = np.zeros(len(counts), np.int64)
         return z, z, np.array(counts, np.int64), z
 
-    def records_slice(self, a: int, b: int):
+    def records_slice(self, a: int, b: int, views: bool = False):
         """Records ``[a, b)``: ``({stream: values}, invalid, {stream: read_rows})``; dense values
         stored as delivered are views of the map, with a ``read_rows(r0, r1, out)`` that reads
-        their rows ``[r0, r1)`` from the file instead."""
+        their rows ``[r0, r1)`` from the file instead (``views``: none; they are handed out
+        as read-only views, ``cacheViews = true``)."""
         out, readers = {}, {}
         invalid = np.zeros(b - a, bool)
         for bf in self.files.values():
@@ -394,7 +403,8 @@ class BinaryCache:
                 out[s.name] = onehot
             elif arr.dtype == self.deser.dtype:   # a view of the map; the packer reads what it takes
                 out[s.name] = arr
-                readers[s.name] = rows_reader(self.where[s.name], entry, a)
+                if not views:
+                    readers[s.name] = rows_reader(self.where[s.name], entry, a)
             else:
                 out[s.name] = arr.astype(self.deser.dtype)
         return out, invalid, readers

@@ -22,7 +22,7 @@ from ...deserializers.base import DeserializerBase
 from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable
 from ...errors import ConfigError
 from ...streams import StreamInformation
-from ...values import to_array, to_choice, to_int, to_str
+from ...values import to_array, to_bool, to_choice, to_int, to_str
 from .binary import NO_LABEL, BinaryFile, CacheError, rows_reader
 from .sections import apply_shared_options, block_source_options, info_once, randomize_option
 
@@ -35,7 +35,7 @@ class BinaryReaderDeserializer(DeserializerBase):
     """The sections of one or more cntkio binary files as streams (module docstring).
 
     ``config``: ``{"file": path or [paths], "precision": "float" | "double", "recordsPerChunk": N
-    (0: chunks of about chunkSizeInBytes), "chunkSizeInBytes"}``."""
+    (0: chunks of about chunkSizeInBytes), "chunkSizeInBytes", "cacheViews": bool}``."""
 
     key_kind = "numeric"
 
@@ -48,6 +48,8 @@ class BinaryReaderDeserializer(DeserializerBase):
         self.dtype = np.float32 if precision == "float" else np.float64
         per = to_int(config.get("recordsPerChunk", 0), "recordsPerChunk", minimum=0)
         chunk_bytes = to_int(config.get("chunkSizeInBytes", 32 << 20), "chunkSizeInBytes", minimum=1)
+        #: cacheViews = true: minibatches may be read-only views of the files' maps
+        self.views = to_bool(config.get("cacheViews", False), "cacheViews")
         self.files: list[BinaryFile] = []
         self.entries: list[tuple[BinaryFile, dict]] = []
         try:
@@ -105,7 +107,8 @@ class BinaryReaderDeserializer(DeserializerBase):
                 rows = np.flatnonzero(ids != NO_LABEL)
                 values[rows, ids[rows]] = 1
             elif arr.dtype == self.dtype:     # a view of the map; the packer reads what it takes
-                streams[e["name"]] = DenseStream(arr, offsets, rows_reader(bf, e, a))
+                streams[e["name"]] = (DenseStream(arr, offsets, shared=True) if self.views else
+                                      DenseStream(arr, offsets, rows_reader(bf, e, a)))
                 continue
             else:
                 values = arr.astype(self.dtype)
@@ -147,6 +150,8 @@ class BinaryReaderAdapter:
         config = {"type": self.deserializer_type, "file": files,
                   "recordsPerChunk": block if randomize else 0,
                   "precision": "float" if spec.dtype == "float32" else "double"}
+        if sec.exists("cacheViews"):
+            config["cacheViews"] = sec.bool("cacheViews")
         try:
             probe = BinaryReaderDeserializer(config)
         except ConfigError as e:

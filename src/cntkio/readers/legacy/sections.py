@@ -300,6 +300,8 @@ def cache_config(sec: Any, names: list[str]) -> dict:
         raise sec.error("wfile", f"writerType is set but no wfile names the cache of {', '.join(missing)}",
                         "set wfile = ... in the reader section (one file) or in each section")
     conf: dict[str, Any] = {"files": files}
+    if sec.exists("cacheViews"):        # cntkio's: minibatches as read-only views of the cache
+        conf["views"] = sec.bool("cacheViews")
     # CNTK's BinaryWriter preallocated its file (wsize MB, wrecords records: too small was an
     # error) and viewed it through a window of windowSize; cntkio's files grow as they are written
     # and are memory-mapped whole (the OS pages in what the engine's window touches), so these are

@@ -245,6 +245,8 @@ class UCIFastDeserializer(DeserializerBase):
         self.trace_level = trace_level
         self._cache = None
         cache_conf = config.get("cache")
+        #: cacheViews = true: minibatches of the cache may be read-only views of its map
+        self._cache_views = bool(cache_conf and cache_conf.get("views"))
         if cache_conf:
             from .binary import open_or_build_cache
             self._cache = open_or_build_cache(self, cache_conf)
@@ -306,11 +308,13 @@ class UCIFastDeserializer(DeserializerBase):
         readers: dict = {}
         if self._cache is not None:
             a, b = int(self._first_key[chunk_id]), int(self._first_key[chunk_id + 1])
-            arrays, invalid, readers = self._cache.records_slice(a, b)
+            arrays, invalid, readers = self._cache.records_slice(a, b, self._cache_views)
         else:
             arrays, invalid = self.parse_chunk(chunk_id)
         offsets = np.arange(len(table) + 1, dtype=np.int64)
-        streams = {name: DenseStream(values, offsets, readers.get(name)) for name, values in arrays.items()}
+        streams = {name: DenseStream(values, offsets, readers.get(name),
+                                     self._cache_views and not values.flags.writeable)
+                   for name, values in arrays.items()}
         return ChunkData(table, streams, invalid if invalid is not None and invalid.any() else None)
 
     def parse_chunk(self, chunk_id: int, buf: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
