@@ -496,16 +496,16 @@ def _join_pieces(info: StreamInformation, pieces: list):
     if not info.is_sparse:
         arrays = [_densify(info, p.indptr, p.indices, p.data) if isinstance(p, CsrRows) else p for p in pieces]
         return {"values": np.concatenate(arrays) if arrays else np.zeros((0,) + shape, dtype)}
-    rows = sum(len(p) for p in pieces)
-    indptr = np.zeros(rows + 1, np.int64)
-    r = nz = 0
-    for p in pieces:
-        n = len(p)
-        indptr[r + 1:r + n + 1] = p.indptr[1:] + nz
-        r += n
-        nz += int(p.indptr[-1])
-    indices = np.concatenate([p.indices for p in pieces]) if pieces else np.zeros(0, np.int32)
-    data = np.concatenate([p.data for p in pieces]) if pieces else np.zeros(0, dtype)
+    if not pieces:
+        return {"indptr": np.zeros(1, np.int64), "indices": np.zeros(0, np.int32), "data": np.zeros(0, dtype)}
+    rows = np.fromiter((len(p.indptr) - 1 for p in pieces), np.int64, len(pieces))
+    nnz = np.fromiter((p.indptr[-1] for p in pieces), np.int64, len(pieces))
+    indptr = np.empty(int(rows.sum()) + 1, np.int64)
+    indptr[0] = 0
+    # each piece's row pointers (from 0) moved past the non-zeros of the pieces before it
+    np.add(np.concatenate([p.indptr[1:] for p in pieces]), np.repeat(np.cumsum(nnz) - nnz, rows), out=indptr[1:])
+    indices = np.concatenate([p.indices for p in pieces])
+    data = np.concatenate([p.data for p in pieces])
     return {"indptr": indptr, "indices": indices.astype(np.int32, copy=False), "data": data}
 
 
