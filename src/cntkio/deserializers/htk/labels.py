@@ -9,7 +9,8 @@ One stream per deserializer, configured by::
                          phoneBoundaries = false ] ]
 
 Each frame is a one-hot vector of ``dim`` (value 1.0; with ``phoneBoundaries`` the first frame of
-every segment has 2.0, what CNTK gave for CTC training). Utterances are joined to the feature
+every segment has 2.0, what CNTK gave for CTC training); with a ``labelToTargetMappingFile`` (the old
+HTKMLFReader's) it is the label's target row, which may hold several 1s. Utterances are joined to the feature
 deserializer's by key; in frame mode each frame is a sequence. An utterance whose segments do not
 start at 0 or are not contiguous is an invalid sequence, counted against ``max_errors``.
 """
