@@ -46,6 +46,12 @@ PATHOLOGICAL = {
     "short_dense_eof.txt": b"|A",
     "bar_eof.txt": b"1 |A 1\n1 |",
     "digits_eof.txt": b"1 |A 1\n12345",
+    # real-valued samples for the 16-byte kernel (ctf_float_run): runs of short decimals up to the
+    # very end of the buffer, 15/16-byte tokens, control bytes and odd white space inside runs
+    "real_runs.txt": b"|features -0.211548 0.0280977 -0.00932655 1.40328 -2.06457 0.5 -.5 5. +3 7\n"
+                     b"|features 12345678.1234567 123456789.5 1.123456789 -0.0 1e-05 0.25\x0b1 0.5\n"
+                     b"|features 0.1 0.2\t0.3  0.4 0.5\r0.6 \x000.7 0.8 0.9 1.0 1.1 1.2 1.3\n"
+                     b"|x 0.125 -0.25\n|features 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 -0.123456",
 }
 
 

@@ -531,7 +531,52 @@ static PyObject *py_parse_number(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(v);
 }
 
+/* The kernel of the real-valued runs of dense samples (ctf_core.h, ctf_float_run), for tests:
+ * "sse41" or "sse2" in use now; an argument selects one ("sse41" only where the CPU has it;
+ * "auto": what the CPU allows). Nothing else changes with it: both give the same results. */
+static PyObject *py_float_kernel(PyObject *self, PyObject *args) {
+    const char *want = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|s:_float_kernel", &want)) return NULL;
+#ifdef CTF_HAVE_FLOAT16_SSE41
+    if (want != NULL) {
+        int s;
+        if (strcmp(want, "sse2") == 0) s = 0;
+        else if (strcmp(want, "sse41") == 0 || strcmp(want, "auto") == 0) {
+            __atomic_store_n(&ctf_sse41_state, -1, __ATOMIC_RELAXED);
+            s = ctf_use_sse41();
+            if (!s && strcmp(want, "sse41") == 0) {
+                PyErr_SetString(PyExc_ValueError, "_float_kernel: this CPU has no SSE4.1");
+                return NULL;
+            }
+        } else {
+            PyErr_Format(PyExc_ValueError, "_float_kernel: expected 'sse2', 'sse41' or 'auto', found %R",
+                         PyTuple_GET_ITEM(args, 0));
+            return NULL;
+        }
+        __atomic_store_n(&ctf_sse41_state, s, __ATOMIC_RELAXED);
+    }
+    return PyUnicode_FromString(ctf_use_sse41() ? "sse41" : "sse2");
+#else
+#ifdef CTF_HAVE_FLOAT16
+    const char *only = "sse2";
+#else
+    const char *only = "portable";
+#endif
+    if (want != NULL && strcmp(want, only) != 0 && strcmp(want, "auto") != 0) {
+        PyErr_Format(PyExc_ValueError, "_float_kernel: only the %s kernel is built, found %R", only,
+                     PyTuple_GET_ITEM(args, 0));
+        return NULL;
+    }
+    return PyUnicode_FromString(only);
+#endif
+}
+
 static PyMethodDef methods[] = {
+    {"_float_kernel", py_float_kernel, METH_VARARGS,
+     "_float_kernel(which=None)\n--\n\n"
+     "The kernel reading real-valued dense samples: 'sse41', 'sse2' (or 'portable' where neither "
+     "is built); 'sse2', 'sse41' or 'auto' selects one (for tests; the results are the same)."},
     {"scan_index", py_scan_index, METH_VARARGS,
      "scan_index(buf, aliases, skip_ids, defining_stream, chunk_size)\n--\n\n"
      "Index a whole CTF file: (encoding, ids_mode, keys, starts, first_lines, lengths, "

@@ -729,6 +729,7 @@ typedef struct {
     int64_t line_no;       /* current line */
     const char *ls;        /* current line start */
     int64_t line_ord;      /* line ordinal within this parse (for duplicate stamps) */
+    int sse41;             /* real-valued runs with SSE4.1 (ctf_float_run) */
 } ctf_parser;
 
 /* Records an issue. Returns 1 when parsing must stop (error limit reached), -1 on no memory. */
@@ -811,6 +812,179 @@ CTF_ALWAYS_INLINE const char *ctf_value(const ctf_parser *ps, const char *p, con
     return e;
 }
 
+#if defined(CTF_HAVE_SSE2) && defined(CTF_HAVE_SWAR)
+#define CTF_HAVE_FLOAT16 1
+/* Real-valued dense samples, token after token: a short plain decimal
+ *     [+-]? D{0,8} ('.' D{0,8})?   (at least one digit; at most 15 bytes)
+ * as "%g" and friends write them, followed by one space and the next token. The token's end and
+ * what follows it are read from 16-byte masks, not from the digits or from the memory behind the
+ * token, so parsing a value is off the dependency chain that leads from one token to the next;
+ * the sign is a bit, not a branch (signs are random in real data). The value is the correctly
+ * rounded double: at most 14 digits, so the mantissa and the power of ten are exact and one IEEE
+ * division rounds once (as ctf_value's d.ddd path and Clinger's fast path). Anything else
+ * (exponents, long mantissas, malformed tokens, other white space) stops the run: the general
+ * path of ctf_parse_dense takes the token. */
+
+typedef struct {
+    unsigned len;  /* token bytes */
+    unsigned k;    /* position of the '.', or len when there is none */
+    unsigned sg;   /* 1 when the token starts with a sign */
+    unsigned nf;   /* digits after the '.' */
+    unsigned nd;   /* digits in all */
+    int next;      /* one space follows, then a token */
+} ctf_tok16;
+
+/* Classifies the token at p (x: its 16 bytes, t: x - '0'). 1 when it is a short plain decimal. */
+static inline CTF_SWAR_INLINE int ctf_tok16_scan(const char *p, __m128i x, __m128i t, ctf_tok16 *tk) {
+    /* delimiter candidates: bytes <= ' ' (confirmed below: only ' ', '\t', '\r', '\n' are) or '|' */
+    const __m128i sp = _mm_set1_epi8(' ');
+    const unsigned dm = (unsigned)_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, sp), x), _mm_cmpeq_epi8(x, _mm_set1_epi8('|'))));
+    const unsigned spm = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, sp));
+    const unsigned dg = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t));
+    const unsigned dot = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('.')));
+    const unsigned c0 = (unsigned char)p[0];
+    const unsigned sg = (c0 == '-') | (c0 == '+');
+    unsigned len, body, dotb, k, nf, nd;
+    if ((dm & 0x7FFFu) == 0) return 0;
+    len = (unsigned)__builtin_ctz(dm);
+    /* a space after the token and no delimiter after that (byte 16 counts as one: unknown) */
+    tk->next = (int)((spm >> len) & ~((dm | 0x10000u) >> (len + 1)) & 1u);
+    if (!((spm >> len) & 1u) && !CTF_IS_DELIM(p[len])) return 0; /* a control byte: no delimiter */
+    body = ((1u << len) - 1u) & ~sg; /* the bytes after the sign */
+    dotb = dot & body;
+    if (((dg | dotb) & body) != body || (dotb & (dotb - 1u)) != 0) return 0;
+    k = dotb ? (unsigned)__builtin_ctz(dotb) : len;
+    nf = dotb ? len - 1u - k : 0u;
+    nd = len - sg - (dotb != 0);
+    if (k - sg > 8u || nf > 8u || nd == 0u) return 0;
+    tk->len = len;
+    tk->k = k;
+    tk->sg = sg;
+    tk->nf = nf;
+    tk->nd = nd;
+    return 1;
+}
+
+/* The value from the mantissa: sign by its bit. */
+static inline CTF_SWAR_INLINE double ctf_tok16_value(uint64_t mant, unsigned nf, int neg) {
+    double r = (double)(int64_t)mant / ctf_pow10[nf]; /* mant < 10^14 */
+    uint64_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    bits |= (uint64_t)(neg != 0) << 63;
+    memcpy(&r, &bits, sizeof bits);
+    return r;
+}
+
+/* Value of the first n (0..8) digit bytes of x (n = 0: 0). */
+static inline CTF_SWAR_INLINE uint64_t ctf_digits_value8z(uint64_t x, unsigned n) {
+    x = (x << (((8u - n) * 8u) & 63u)) & (n ? ~0ULL : 0ULL);
+    x &= 0x0F0F0F0F0F0F0F0FULL;
+    x = (x * 2561u) >> 8;
+    x = ((x & 0x00FF00FF00FF00FFULL) * 6553601u) >> 16;
+    return ((x & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32;
+}
+
+/* One run (see above) from q into dst[*nvp...], up to dim values. Returns where it stopped: at a
+ * token it did not take, or at the byte after the last value taken. Needs 24 readable bytes at
+ * each token (checked). Baseline x86-64 (SSE2): the digits as two 8-byte SWAR words. */
+static inline CTF_SWAR_INLINE const char *ctf_float_run_sse2(const char *q, const char *bufend, char *dst,
+                                                             int64_t *nvp, int64_t dim, int dbl) {
+    int64_t nv = *nvp;
+    while (nv < dim && bufend - q >= 24) {
+        const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+        const __m128i t = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+        ctf_tok16 tk;
+        uint64_t ival, fval;
+        double v;
+        if (!ctf_tok16_scan(q, x, t, &tk)) break;
+        ival = ctf_digits_value8z(ctf_load8(q + tk.sg), tk.k - tk.sg);
+        fval = ctf_digits_value8z(ctf_load8(q + tk.k + 1), tk.nf);
+        v = ctf_tok16_value(ival * ctf_pow10_u64[tk.nf] + fval, tk.nf, q[0] == '-');
+        CTF_STORE(dst, nv, v, dbl);
+        nv++;
+        q += tk.len;
+        if (!tk.next) break;
+        q++;
+    }
+    *nvp = nv;
+    return q;
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define CTF_HAVE_FLOAT16_SSE41 1
+#include <smmintrin.h>
+#define CTF_SSE41 __attribute__((target("sse4.1")))
+/* The same with SSSE3/SSE4.1 (chosen at run time, ctf_number_init): the digits gathered
+ * right-aligned without the '.' by one byte shuffle and summed by multiply-adds. */
+static CTF_SSE41 const char *ctf_float_run_sse41(const char *q, const char *bufend, char *dst,
+                                                 int64_t *nvp, int64_t dim, int dbl) {
+    const __m128i rpos = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m128i w1 = _mm_setr_epi8(10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1);
+    const __m128i w2 = _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1);
+    const __m128i w4 = _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1);
+    int64_t nv = *nvp;
+    while (nv < dim && bufend - q >= 24) {
+        const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+        const __m128i t = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+        ctf_tok16 tk;
+        __m128i src, d;
+        uint64_t mant;
+        double v;
+        if (!ctf_tok16_scan(q, x, t, &tk)) break;
+        /* output byte j holds the digit r = 15 - j places from the right: token byte
+         * len-1-r, one more to the left past the '.', none (0x80: zero) from r = nd on */
+        src = _mm_sub_epi8(_mm_set1_epi8((char)(tk.len - 1u)), rpos);
+        src = _mm_add_epi8(src, _mm_cmpgt_epi8(rpos, _mm_set1_epi8(
+                                    (char)(tk.k < tk.len ? tk.nf - 1u : 15u))));
+        src = _mm_or_si128(src, _mm_cmpgt_epi8(rpos, _mm_set1_epi8((char)(tk.nd - 1u))));
+        d = _mm_shuffle_epi8(t, src);
+        d = _mm_maddubs_epi16(d, w1);
+        d = _mm_madd_epi16(d, w2);
+        d = _mm_packus_epi32(d, d);
+        d = _mm_madd_epi16(d, w4);
+        mant = (uint64_t)(uint32_t)_mm_cvtsi128_si32(d) * 100000000u +
+               (uint64_t)(uint32_t)_mm_extract_epi32(d, 1);
+        v = ctf_tok16_value(mant, tk.nf, q[0] == '-');
+        CTF_STORE(dst, nv, v, dbl);
+        nv++;
+        q += tk.len;
+        if (!tk.next) break;
+        q++;
+    }
+    *nvp = nv;
+    return q;
+}
+#endif
+
+#ifdef CTF_HAVE_FLOAT16_SSE41
+/* 1 when the running CPU has SSE4.1, 0 when not, -1 until asked (ctf_parse_chunk asks once per
+ * call; the answer is the same from every thread, so the relaxed accesses only avoid a torn
+ * read, never a wrong one). */
+static int ctf_sse41_state = -1;
+
+static int ctf_use_sse41(void) {
+    int s = __atomic_load_n(&ctf_sse41_state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        __builtin_cpu_init();
+        s = __builtin_cpu_supports("sse4.1") ? 1 : 0;
+        __atomic_store_n(&ctf_sse41_state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+#endif
+
+static inline CTF_SWAR_INLINE const char *ctf_float_run(const char *q, const char *bufend, char *dst,
+                                                        int64_t *nvp, int64_t dim, int dbl,
+                                                        int sse41) {
+#ifdef CTF_HAVE_FLOAT16_SSE41
+    if (sse41) return ctf_float_run_sse41(q, bufend, dst, nvp, dim, dbl);
+#endif
+    (void)sse41;
+    return ctf_float_run_sse2(q, bufend, dst, nvp, dim, dbl);
+}
+#endif
+
 /* Number of value tokens from p to the end of the sample. */
 static int64_t ctf_count_tokens(const char *p, const char *end) {
     int64_t n = 0;
@@ -877,6 +1051,14 @@ CTF_ALWAYS_INLINE const char *ctf_parse_dense(ctf_parser *ps, int k, const char 
                     continue;
                 }
                 ints = 0; /* not an integer sample: the general path for the rest of it */
+            }
+#endif
+#ifdef CTF_HAVE_FLOAT16
+            else if (sent) {
+                /* real-valued samples: "v v v ..." token after token while each is a short plain
+                 * decimal followed by one space and another token (anything else: the loop above) */
+                const char *q = ctf_float_run(p, ps->bufend, dst, &nv, dim, dbl, ps->sse41);
+                if (q != p) { p = q; continue; }
             }
 #endif
             e = ctf_value(ps, p, end, sent, &v);
@@ -1108,6 +1290,11 @@ static int ctf_parse_chunk(const char *buf, size_t buflen, int64_t base, const i
     ps.warning_limit = warning_limit;
     ps.r = r;
     ps.line_ord = 0;
+#ifdef CTF_HAVE_FLOAT16_SSE41
+    ps.sse41 = ctf_use_sse41();
+#else
+    ps.sse41 = 0;
+#endif
     for (int64_t i = 0; i < n && !stop; i++) {
         const char *send = buf + ((ends ? ends[i] : starts[i + 1]) - base);
         const char *p = buf + (starts[i] - base);
