@@ -25,7 +25,7 @@ from ....integrations.torch_backend import torch
 from ..nodes import lookup
 from ..nodes.base import as_float, as_int
 
-__all__ = ["FusedLSTM", "match_lstm", "run_lstm"]
+__all__ = ["FusedLSTM", "fused_loops", "match_lstm", "run_fused", "run_lstm"]
 
 
 @dataclass(frozen=True)
@@ -175,3 +175,49 @@ def run_lstm(f: FusedLSTM, x: torch.Tensor, W: torch.Tensor | None, b: torch.Ten
     back = torch.empty_like(order)
     back[order] = torch.arange(n, device=dev)
     return out[back]
+
+
+def fused_loops(net, need: set, fed: frozenset, wanted: set, fused: dict) -> dict:
+    """``{loop index: (FusedLSTM, x, W, b)}`` for the loops of ``net`` (a GraphNetwork) that an
+    evaluation plan runs as ``torch.lstm``: needed, nothing but the LSTM's output read outside
+    the loop or asked for. ``x, W, b`` name the input projection's parts when it is an addmm
+    (``fused``: the plan's ``{Plus: Times}`` pairs) read by the loop only: the plan then leaves it
+    out and ``torch.lstm`` computes it; else they are None."""
+    g = net.graph
+    matches = net.__dict__.setdefault("_lstm_match", {})
+    out = {}
+    for i, comp in enumerate(net.loops):
+        members = set(comp)
+        if not need & members or members & set(fed):
+            continue
+        f = matches.get(i, False)
+        if f is False:
+            f = matches[i] = match_lstm(g, comp, net.shapes, net.sample)
+        if f is None or (members - {f.h}) & wanted:
+            continue
+        if any(k in members - {f.h} for n in need - members for k in g.nodes[n].inputs):
+            continue
+        parts = (None, None, None)
+        if f.a in fused and f.a not in wanted and f.a not in fed and \
+                sum(f.a in node.inputs for node in g.nodes.values()) == 1:
+            times = g.nodes[fused[f.a]]
+            parts = (times.inputs[1], times.inputs[0], g.nodes[f.a].inputs[1])
+        out[i] = (f, *parts)
+    return out
+
+
+def run_fused(extra: tuple, values: dict, positions, lengths, training: bool, fuse: bool) -> bool:
+    """Run a loop of :func:`fused_loops` into ``values``: True when done, False when the step loop
+    must run it instead (``fuse`` false: carried state), its input projection then computed."""
+    f, x, w, b = extra
+    if not fuse:
+        if x is not None:
+            xv = values[x]
+            values[f.a] = torch.addmm(values[b].reshape(-1), xv.reshape(xv.shape[0], -1), values[w].T)
+        return False
+    P = values[f.P] if f.P is not None else None
+    if x is None:
+        values[f.h] = run_lstm(f, values[f.a], None, None, values[f.H], P, positions, lengths, training)
+    else:
+        values[f.h] = run_lstm(f, values[x], values[w], values[b], values[f.H], P, positions, lengths, training)
+    return True

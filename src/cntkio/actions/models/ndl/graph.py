@@ -23,7 +23,7 @@ from ....integrations.torch_backend import nn, torch
 from ..nodes import NodeError, lookup
 from ..nodes.base import as_float, as_int, numel
 from .carry import SequenceCarry
-from .fused import match_lstm, run_lstm
+from .fused import fused_loops, run_fused
 from .parser import Loc, NDLError
 
 __all__ = ["NodeDef", "Graph", "GraphNetwork", "SequenceCarry", "GROUPS", "TAG_GROUPS"]
@@ -404,7 +404,7 @@ class GraphNetwork(nn.Module):
         # a loop runs where its last member stands in the order: after every input of every member
         last = {loop_of[m]: m for m in self.order if m in loop_of}
         fused = self._fusions(need, fed, set(wanted), loop_of)
-        lstms = self._fused_lstms(need, fed, set(wanted), loop_of, fused)
+        lstms = fused_loops(self, need, fed, set(wanted), fused) if self.fuse_lstm else {}
         skip = {f.a for f, *_ in lstms.values() if _[0] is not None}
         plan = []
         for n in self.order:
@@ -435,34 +435,6 @@ class GraphNetwork(nn.Module):
                 plan.append((_DELAY, n, self._fns[n], list(node.inputs), (op.step(node.attrs), op.direction)))
         self._plans[key] = plan
         return plan
-
-    def _fused_lstms(self, need: set, fed: frozenset, wanted: set, loop_of: dict, fused: dict) -> dict:
-        """``{loop index: (FusedLSTM, x, W, b)}`` for the needed loops that run as ``torch.lstm``:
-        nothing but the LSTM's output is read outside the loop; ``x, W, b`` name the input
-        projection's parts when it is an addmm read by the loop only (then computed inside
-        ``torch.lstm``), else None."""
-        if not self.fuse_lstm:
-            return {}
-        g = self.graph
-        out = {}
-        for i, comp in enumerate(self.loops):
-            members = set(comp)
-            if not need & members or members & set(fed):
-                continue
-            f = self.__dict__.setdefault("_lstm_match", {}).get(i, False)
-            if f is False:
-                f = self._lstm_match[i] = match_lstm(g, comp, self.shapes, self.sample)
-            if f is None or (members - {f.h}) & wanted:
-                continue
-            if any(i_ in members - {f.h} for n in need - members for i_ in g.nodes[n].inputs):
-                continue
-            parts = (None, None, None)
-            if f.a in fused and f.a not in wanted and f.a not in fed and \
-                    sum(f.a in node.inputs for node in g.nodes.values()) == 1:
-                times = g.nodes[fused[f.a]]
-                parts = (times.inputs[1], times.inputs[0], g.nodes[f.a].inputs[1])
-            out[i] = (f, *parts)
-        return out
 
     def _fusions(self, need: set, fed: frozenset, wanted: set, loop_of: dict) -> dict[str, str]:
         """``{Plus node: Times node}`` pairs that can run as one addmm."""
@@ -527,19 +499,8 @@ class GraphNetwork(nn.Module):
                 values[n] = v
             else:
                 p, ln = self._layout(self._any_sample(values), positions, lengths)
-                if extra is not None:
-                    f, x, w, b = extra
-                    if carry is None:
-                        H = values[f.H]
-                        P = values[f.P] if f.P is not None else None
-                        if x is None:
-                            values[f.h] = run_lstm(f, values[f.a], None, None, H, P, p, ln, training)
-                        else:
-                            values[f.h] = run_lstm(f, values[x], values[w], values[b], H, P, p, ln, training)
-                        continue
-                    if x is not None:
-                        values[f.a] = _addmm(values[w], values[x], values[b])
-                self._run_loop(ins, values, p, ln, carry)
+                if extra is None or not run_fused(extra, values, p, ln, training, carry is None):
+                    self._run_loop(ins, values, p, ln, carry)
         return values
 
     @property
