@@ -287,6 +287,8 @@ class ImageDataDeserializer(ImageCore):
         self.paths: list = [None] * len(m.paths)
         self._written = m.paths
         self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths))]
+        self._ones = np.ones(len(self.paths), np.int64)     # every image is one sample (read-only views)
+        self._ones.flags.writeable = False
         first = None
         if self.cfg.declared is None:           # no Scale: the first image gives the stream's shape
             first, why = self._load(0)
@@ -342,7 +344,7 @@ class ImageDataDeserializer(ImageCore):
         return self._chunks
 
     def sequence_infos(self, chunk_id: int) -> SequenceTable:
-        return SequenceTable(self.keys[chunk_id:chunk_id + 1], np.ones(1, np.int64))
+        return SequenceTable(self.keys[chunk_id:chunk_id + 1], self._ones[chunk_id:chunk_id + 1])
 
     def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
         """Image ``chunk_id`` (one per chunk) as sweep ``sweep`` reads it (it seeds the random

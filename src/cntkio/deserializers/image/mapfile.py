@@ -75,6 +75,8 @@ def _key(text: bytes, map_file: str, n: int) -> int:
 
 
 def _label(text: bytes, column: str, map_file: str, n: int) -> int:
+    if text.isdigit():              # the usual case, at once (ASCII digits only)
+        return int(text)
     m = _LEADING_INT.match(text)
     if m is None:
         raise FormatError(f"Cannot parse label value on line {n}, {column} column, in file {map_file}.",
