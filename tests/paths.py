@@ -7,6 +7,8 @@ shared material (the spec and CNTK's conformance data).
 import os
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 TESTS = REPO / "tests"
@@ -16,3 +18,9 @@ DOCS = REPO / "docs"
 SHARED = Path(os.environ.get("CNTKIO_SHARED", REPO.parent / "shared"))
 SPEC = SHARED / "spec"
 CONFORMANCE = SHARED / "conformance" / "cntk"
+
+#: Marks a test that reads the shared folder's CNTK material (CNTK's conformance data, the spec's
+#: randomizer model): skipped, saying why, in a clone without the shared folder beside it.
+needs_shared = pytest.mark.skipif(not (CONFORMANCE.is_dir() and SPEC.is_dir()),
+                                  reason=f"needs the project's shared folder ({SHARED}): CNTK's conformance "
+                                         "data and the spec")

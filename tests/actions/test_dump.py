@@ -71,6 +71,7 @@ def test_first_fit_takes_the_first_row_with_room_not_the_best():
     assert (P, T) == (4, 5)
 
 
+@paths.needs_shared
 def test_first_fit_50x20_jagged_gives_31_rows_of_19():
     # README 2.5, checked against the control: 50 sequences, T=19, P=31
     ids = [line.split("|", 1)[0].strip() for line in

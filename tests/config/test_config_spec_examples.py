@@ -597,6 +597,7 @@ def test_image_transforms_example_has_an_extra_bracket():
 
 # --- CNTK's conformance configs --------------------------------------------------------------
 
+@paths.needs_shared
 @pytest.mark.parametrize("name", ["CNTKTextFormatReader/dense.cntk", "CNTKTextFormatReader/sparse.cntk",
                                   "CNTKTextFormatReader/edge_cases.cntk", "CNTKBinaryReader/test.cntk"])
 def test_conformance_configs_load(name):
@@ -614,6 +615,7 @@ def test_conformance_configs_load(name):
     assert sections >= 4
 
 
+@paths.needs_shared
 def test_conformance_sparse_defmbsize_substitution():
     cfg = load_config([f"configFile={CONFORMANCE / 'CNTKTextFormatReader/sparse.cntk'}"])
     f = cfg("1x1")("reader")("input")("features")
@@ -622,6 +624,7 @@ def test_conformance_sparse_defmbsize_substitution():
     assert cfg("1x1.reader.input.features.definesMbSize").as_bool() is True
 
 
+@paths.needs_shared
 def test_conformance_dense_sections():
     cfg = load_config([f"configFile={CONFORMANCE / 'CNTKTextFormatReader/dense.cntk'}"])
     r = cfg("10x10")("reader")

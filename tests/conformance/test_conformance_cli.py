@@ -28,6 +28,7 @@ ROOT = paths.CONFORMANCE
 CONFIG = ROOT / "Config" / "CNTKTextFormatReader"
 DATA = ROOT / "Data" / "CNTKTextFormatReader"
 CONTROL = ROOT / "Control" / "CNTKTextFormatReader"
+pytestmark = paths.needs_shared
 SRC = paths.SRC
 
 # name, config, section, epochSize, minibatchSize, epochs, control (README section 4, ✔ rows)

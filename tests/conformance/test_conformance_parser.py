@@ -23,6 +23,7 @@ import paths
 ROOT = paths.CONFORMANCE
 DATA = ROOT / "Data" / "CNTKTextFormatReader"
 CONTROL = ROOT / "Control" / "CNTKTextFormatReader"
+pytestmark = paths.needs_shared
 
 
 

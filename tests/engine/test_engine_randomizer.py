@@ -103,6 +103,7 @@ def test_window_shuffle_rule(impl):
     assert R.window_shuffle(42, 7).tolist() == order
 
 
+@paths.needs_shared
 @settings(max_examples=40, deadline=None)
 @given(chunks=st.lists(st.lists(st.integers(1, 5), min_size=1, max_size=6), min_size=1, max_size=7),
        window=st.integers(0, 40), sample_based=st.booleans(), seed=st.integers(0, 2**64 - 1),

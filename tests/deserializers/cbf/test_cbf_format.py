@@ -15,8 +15,9 @@ from cntkio import CBFDeserializer, ConfigError, FormatError, MinibatchSource, S
 from cntkio.deserializers.cbf import CBFWriter, CNTKBinaryFormatDeserializer, bin2ctf, ctf2bin
 from cntkio.deserializers.cbf.layout import MAGIC
 from cntkio.deserializers.protocol import ChunkData, DenseStream, SequenceTable, SparseStream
+import paths
 
-CONFORMANCE = os.path.join(os.environ.get("CNTKIO_SHARED", "/work/shared"), "conformance", "cntk")
+CONFORMANCE = str(paths.CONFORMANCE)
 
 
 def reader(path, **opts):
