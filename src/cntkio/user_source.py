@@ -45,8 +45,8 @@ class UserMinibatchSource:
             @functools.wraps(user)
             def get_checkpoint_state(self, *args, **kw):
                 return _check_checkpoint_keys(user(self, *args, **kw))
-            get_checkpoint_state._cntkio_checked = True
-            cls.get_checkpoint_state = get_checkpoint_state
+            get_checkpoint_state._cntkio_checked = True  # type: ignore[attr-defined]
+            cls.get_checkpoint_state = get_checkpoint_state  # type: ignore[method-assign]
 
     def __init__(self) -> None:
         infos = list(self.stream_infos())

@@ -47,10 +47,12 @@ class UserDeserializer:
     least 1).
     """
 
-    #: Tells ``MinibatchSource`` to use the local-timeline randomizers (section 2.7).
+    #: Tells ``MinibatchSource`` to use the local-timeline randomizers.
     timeline: Timeline = "local"
     #: cntkio's earlier spelling of the same declaration (still read).
     is_user_deserializer = True
+    #: The streams by name, set when a ``MinibatchSource`` takes this deserializer.
+    streams: Record
 
     def __init__(self) -> None:
         pass
