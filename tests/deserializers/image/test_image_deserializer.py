@@ -3,6 +3,7 @@ bad input (named, counted against max_errors), the Python examples of the spec."
 from __future__ import annotations
 
 import base64
+import os
 import textwrap
 import zipfile
 
@@ -74,6 +75,26 @@ def test_a_relative_path_found_in_the_working_directory_is_read_from_there(tmp_p
     want = np.stack([cv2.imread(str(p)).transpose(2, 0, 1) for p in (in_cwd[0], in_map_dir[1])])
     np.testing.assert_array_equal(feats, want.astype(np.float32))
     assert not np.array_equal(cv2.imread(str(in_cwd[0])), cv2.imread(str(in_map_dir[0])))
+
+
+def test_files_read_through_the_reused_buffer_and_past_its_limit(tmp_path, monkeypatch):
+    # small files go through each loader thread's reused buffer, larger ones get memory of their
+    # own; either way every image is its own bytes (a smaller file after a larger one included)
+    import cntkio.deserializers.image.deserializer as impl
+    monkeypatch.setattr(impl, "_REUSED_READ_BYTES", 400)
+    rng = np.random.default_rng(3)
+    sizes = [(4, 4), (14, 12), (5, 3), (14, 12), (4, 4)]       # 98..558 byte BMPs
+    for i, (h, w) in enumerate(sizes):
+        cv2.imwrite(str(tmp_path / f"im{i}.bmp"), rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+    assert min(os.path.getsize(tmp_path / f"im{i}.bmp") for i in range(5)) < 400 < \
+        max(os.path.getsize(tmp_path / f"im{i}.bmp") for i in range(5))
+    mp = _map(tmp_path, [f"im{i}.bmp\t0\n" for i in range(5)])
+    src = MinibatchSource(ImageDeserializer(mp, _streams([T.scale(4, 4, 3, "nearest")])), randomize=False,
+                          max_sweeps=1)
+    feats = src.next_minibatch(10)[src.streams.features].asarray()[:, 0]
+    want = [cv2.resize(cv2.imread(str(tmp_path / f"im{i}.bmp")), (4, 4), interpolation=cv2.INTER_NEAREST)
+            for i in range(5)]
+    np.testing.assert_array_equal(feats, np.stack(want).transpose(0, 3, 1, 2).astype(np.float32))
 
 
 @pytest.mark.parametrize("lines,message", [

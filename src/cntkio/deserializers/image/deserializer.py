@@ -44,6 +44,9 @@ __all__ = ["ImageCore", "ImageDataDeserializer", "ImageConfig", "parse_config"]
 
 _log = get_logger("deserializers.image")
 
+#: files below this size are read into a buffer each loader thread keeps (larger ones: fresh memory)
+_REUSED_READ_BYTES = 16 << 20
+
 
 def _get(config: Mapping, key: str, default: Any = None) -> Any:
     for k, v in config.items():
@@ -307,12 +310,13 @@ class ImageDataDeserializer(ImageCore):
             local = self._zips
             with open(path, "rb", buffering=0) as f:
                 size = os.fstat(f.fileno()).st_size
-                buf = getattr(local, "buf", None)
-                if buf is None or buf.size <= size:
-                    buf = local.buf = np.empty(max(size + 1, 1 << 20), np.uint8)
-                n = f.readinto(buf[:size + 1])      # one byte more: a file that grew is read whole below
-                if n <= size:
-                    return buf[:n]
+                if size < _REUSED_READ_BYTES:      # a larger file gets memory of its own (not kept)
+                    buf = getattr(local, "buf", None)
+                    if buf is None or buf.size <= size:
+                        buf = local.buf = np.empty(min(max(2 * size + 1, 1 << 20), _REUSED_READ_BYTES), np.uint8)
+                    n = f.readinto(buf[:size + 1])      # one byte more: a file that grew is read whole below
+                    if n <= size:
+                        return buf[:n]
             return np.fromfile(path, np.uint8)
         zips = self._zips.__dict__.setdefault("open", {})
         z = zips.get(arch)
