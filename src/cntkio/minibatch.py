@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .streams import StreamInformation
+
+if TYPE_CHECKING:  # scipy loads on first use of a CSR view
+    from scipy.sparse import csr_matrix
 
 __all__ = ["Minibatch", "MinibatchData", "Value"]
 
@@ -308,7 +311,7 @@ class Value:
                       self._data[self._indptr[0]:self._indptr[0] + nnz])
         return out.reshape(self.shape)
 
-    def asarray(self):
+    def asarray(self) -> np.ndarray | csr_matrix:
         """The data as one array, as ``cntk.Value.asarray()``.
 
         Dense: the padded ndarray of :attr:`shape` (padding zero); when the mask carries
@@ -318,7 +321,7 @@ class Value:
         """
         return self._asarray(stacklevel=3)
 
-    def _asarray(self, stacklevel: int):
+    def _asarray(self, stacklevel: int) -> np.ndarray | csr_matrix:
         """asarray() with its warnings pointed at the caller ``stacklevel`` frames up."""
         self._check()
         if self._has_mask_info():
@@ -332,13 +335,13 @@ class Value:
         return self._padded()
 
     @property
-    def data(self):
+    def data(self) -> np.ndarray | csr_matrix:
         """The stored data in its natural form (CNTK's NDArrayView): dense, the padded ndarray of
         :attr:`shape`; sparse, the CSR matrix of the valid samples (:meth:`as_csr`)."""
         self._check()
         return self.as_csr() if self._values is None else self._padded()
 
-    def as_csr(self):
+    def as_csr(self) -> csr_matrix:
         """The valid samples as one SciPy CSR matrix, one row per sample in row order (row 0's
         samples, then row 1's...), never densified. A dense Value is converted."""
         self._check()
@@ -511,14 +514,14 @@ class MinibatchData:
         return self.num_sequences
 
     # --- views --------------------------------------------------------------------------------
-    def asarray(self):
+    def asarray(self) -> np.ndarray | csr_matrix:
         """The data as one array (see :meth:`Value.asarray`): dense streams give the padded
         ndarray ``[S, T, *shape]`` (warning that the mask is ignored when cells are padded);
         sparse streams of rank > 2 are densified with a warning. The padded array is built anew
         on each call."""
         return self._value._asarray(stacklevel=3)
 
-    def as_csr(self):
+    def as_csr(self) -> csr_matrix:
         """The valid samples as one SciPy CSR matrix (one row per sample, rows in sequence
         order), never densified. Dense streams are converted."""
         return self._value.as_csr()
@@ -528,7 +531,7 @@ class MinibatchData:
         matrices ``(len, dim)``."""
         return self._value.as_sequences(variable)
 
-    def to_torch(self, device: Any = None, pin_memory: bool = False):
+    def to_torch(self, device: Any = None, pin_memory: bool = False) -> Any:  # a torch.Tensor
         """The values as a torch tensor, on ``device`` if given (``pin_memory``: in page-locked
         memory first, for a fast copy to a GPU; an error where torch sees no CUDA device).
 

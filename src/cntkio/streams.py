@@ -2,7 +2,7 @@
 (what a user asks a deserializer for), with cntk.io's names and defaults."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 import numpy as np
 
@@ -24,7 +24,7 @@ class Record(dict):
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("Record is immutable")
 
-    def _immutable(self, *args, **kwargs):
+    def _immutable(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("Record is immutable")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable

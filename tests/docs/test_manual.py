@@ -169,3 +169,42 @@ def test_package_ships_py_typed():
     # PEP 561: type checkers read cntkio's annotations only when the installed package has it
     assert (paths.SRC / "cntkio" / "py.typed").is_file()
     assert '"py.typed"' in (paths.REPO / "pyproject.toml").read_text().split("[tool.setuptools.package-data]")[1]
+
+
+def public_callables():
+    """(where, function) of every public function and method the API reference renders."""
+    seen = {}
+    for dotted, members in api_directives():
+        obj = resolve(dotted)
+        objs = [(dotted, obj)]
+        if inspect.ismodule(obj):
+            objs = [(f"{dotted}.{n}", getattr(obj, n)) for n in members or getattr(obj, "__all__", [])]
+        for where, o in objs:
+            if inspect.isclass(o):
+                for name, member in vars(o).items():
+                    if name.startswith("_") and name != "__init__":
+                        continue
+                    func = member.fget if isinstance(member, property) else member
+                    func = getattr(func, "__func__", func)           # classmethod, staticmethod
+                    if inspect.isfunction(func):
+                        seen[f"{where}.{name}"] = func
+            elif inspect.isfunction(o):
+                seen[where] = o
+    return seen
+
+
+def missing_annotations(func) -> list[str]:
+    sig = inspect.signature(func)
+    missing = [name for i, (name, p) in enumerate(sig.parameters.items())
+               if p.annotation is inspect.Parameter.empty and not (i == 0 and name in ("self", "cls"))]
+    if sig.return_annotation is inspect.Signature.empty:
+        missing.append("return")
+    return missing
+
+
+def test_the_public_api_is_annotated():
+    funcs = public_callables()
+    assert len(funcs) > 100
+    assert missing_annotations(lambda a, b=1: a) == ["a", "b", "return"]
+    unannotated = {where: m for where, f in funcs.items() if (m := missing_annotations(f))}
+    assert unannotated == {}

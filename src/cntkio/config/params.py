@@ -16,7 +16,7 @@ option values); the text -> tree parsing is :mod:`~cntkio.config.parser`'s, prin
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from .. import values
 from ..errors import ConfigError
@@ -196,7 +196,7 @@ def _rebuild_value(text, file, line, quoted, path) -> ConfigValue:
 class ConfigArray(list):
     """A list of ConfigValue / ConfigParameters elements (CNTK's ConfigArray)."""
 
-    def __init__(self, items=(), path: str | None = None) -> None:
+    def __init__(self, items: Iterable[Any] = (), path: str | None = None) -> None:
         super().__init__(items)
         self.path = path
 
@@ -428,7 +428,7 @@ class ConfigParameters(ParameterSet):
             return self._wrap_default(name, default)
         return self._resolved(owner, key, ())
 
-    def get(self, name: str, default: Any = None):
+    def get(self, name: str, default: Any = None) -> Any:
         """Like ``cfg(name, default)`` with ``default=None``."""
         return self(name, default)
 

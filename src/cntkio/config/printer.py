@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from ..errors import ConfigError
 from ._node import ParameterSet
@@ -63,7 +64,7 @@ def _value_text(value, path: str | None) -> str:
     return str(value)
 
 
-def dump(params, indent: int = 0) -> str:
+def dump(params: ParameterSet, indent: int = 0) -> str:
     """The configuration text of ``params`` (resolved), nested sets indented."""
     pad = _PAD * indent
     lines = []
@@ -114,7 +115,7 @@ def _open_bracket(params) -> str:
                       path=params.path)
 
 
-def format_value(value, *, in_array: bool = False) -> str:
+def format_value(value: Any, *, in_array: bool = False) -> str:
     """Configuration text for a Python value: dict -> ``[..]``, list/tuple -> ``(..)``."""
     if isinstance(value, ParameterSet):
         return "[\n" + dump(value, 1) + "]"

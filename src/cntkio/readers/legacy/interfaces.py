@@ -113,7 +113,7 @@ class DataReader:
     def stream_names(self) -> list[str]:
         return [s.name for s in self._need().stream_infos()]
 
-    def deserializer(self):
+    def deserializer(self) -> Any:
         """The (first) deserializer the reader section became."""
         self._need()
         return self._deserializers[0]

@@ -46,7 +46,7 @@ def build_graph(source: str, *, dropout_rate: float = 0.0, file: str | None = No
 
 
 def build(source: str, *, dropout_rate: float = 0.0, dtype: torch.dtype = torch.float32, seed_offset: int = 0,
-          device=None, base_dir: str | None = None) -> NDLNetwork:
+          device: torch.device | str | None = None, base_dir: str | None = None) -> NDLNetwork:
     """A BrainScript network as a ``torch.nn.Module`` (``NDLNetwork``: ``evaluate(feeds, wanted)``,
     ``forward(features)``, ``criterion(out, labels)``, the graph's groups in ``graph.groups``).
     ``dropout_rate`` is the rate of ``Dropout`` nodes (CNTK takes it from SGD's ``dropoutRate``)."""

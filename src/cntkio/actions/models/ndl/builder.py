@@ -39,7 +39,8 @@ def _names(v) -> list[str]:
     return [str(p) for p in v]
 
 
-def build_graph(source: str | NDLFile, *, run=None, load=None, macros=None,
+def build_graph(source: str | NDLFile, *, run: str | Iterable[str] | None = None,
+                load: str | Iterable[str] | None = None, macros: str | Iterable[str] | None = None,
                 library: MacroLibrary | None = None) -> Graph:
     """The :class:`Graph` of NDL ``source`` (a file path, NDL text, or a parsed file)."""
     lib = library if library is not None else MacroLibrary()
@@ -70,8 +71,9 @@ def build_graph(source: str | NDLFile, *, run=None, load=None, macros=None,
     return ev.graph
 
 
-def build(source: str, *, run=None, load=None, macros=None, dtype: torch.dtype = torch.float32,
-          seed_offset: int = 0, device=None) -> NDLNetwork:
+def build(source: str, *, run: str | Iterable[str] | None = None, load: str | Iterable[str] | None = None,
+          macros: str | Iterable[str] | None = None, dtype: torch.dtype = torch.float32,
+          seed_offset: int = 0, device: torch.device | str | None = None) -> NDLNetwork:
     """An NDL network as a ``torch.nn.Module``: ``source`` is NDL text or the path of an NDL file;
     ``run``/``load`` name its sections (``"a:b"`` or a list; they override the file's own),
     ``macros`` are macro files (CNTK's ``ndlMacros``)."""

@@ -1,6 +1,8 @@
 """An NDL network as the train/test/write actions use it, and its model-file record."""
 from __future__ import annotations
 
+from typing import Any
+
 from ....errors import ConfigError
 from ....integrations.torch_backend import torch
 from ..nodes import lookup
@@ -35,7 +37,7 @@ class NDLNetwork(GraphNetwork):
 
     builder = "NDLNetworkBuilder"
 
-    def __init__(self, graph: Graph, dtype: torch.dtype = torch.float32, **kw) -> None:
+    def __init__(self, graph: Graph, dtype: torch.dtype = torch.float32, **kw: Any) -> None:
         super().__init__(graph, dtype, **kw)
         self.spec = NDLSpec(graph)
         self.num_layers = 0
@@ -76,7 +78,9 @@ class NDLNetwork(GraphNetwork):
         reader stream of the same name (``feed_layout``), as CNTK mapped streams to inputs."""
         self._extra = dict(values)
 
-    def set_layout(self, positions, lengths, rows=None, continued=None, num_rows: int = 0) -> None:
+    def set_layout(self, positions: torch.Tensor | None, lengths: torch.Tensor | None,
+                   rows: torch.Tensor | None = None, continued: torch.Tensor | None = None,
+                   num_rows: int = 0) -> None:
         """The sequence layout (each sample's position in its sequence, its sequence's length) of
         the samples the next calls compute (``feed_layout`` of the actions). With ``rows`` (each
         sample's row of the minibatch) and ``continued`` (its sequence started in the previous
