@@ -17,12 +17,21 @@ def pure_python() -> bool:
     return os.environ.get("CNTKIO_PURE_PYTHON", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_loaded: dict[str, object] = {}
+_environ = os.environ
+
+
 def native(name: str):
-    """The compiled module ``_<name>``, or None under ``CNTKIO_PURE_PYTHON=1``."""
-    if pure_python():
+    """The compiled module ``_<name>``, or None under ``CNTKIO_PURE_PYTHON=1`` (read on every call:
+    tests switch it; the module itself is looked up once)."""
+    if _environ.get("CNTKIO_PURE_PYTHON") and pure_python():
         return None
+    mod = _loaded.get(name)
+    if mod is not None:
+        return mod
     try:
-        return importlib.import_module(f"{__name__}._{name}")
+        mod = _loaded[name] = importlib.import_module(f"{__name__}._{name}")
+        return mod
     except ImportError as exc:
         raise ImportError(
             f"cntkio's C extension '_{name}' is not built ({exc}). Reinstall with "
