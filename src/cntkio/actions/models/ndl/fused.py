@@ -198,7 +198,7 @@ def fused_loops(net, need: set, fed: frozenset, wanted: set, fused: dict) -> dic
         if any(k in members - {f.h} for n in need - members for k in g.nodes[n].inputs):
             continue
         parts = (None, None, None)
-        if f.a in fused and f.a not in wanted and f.a not in fed and \
+        if f.a in fused and g.nodes[fused[f.a]].op == "Times" and f.a not in wanted and f.a not in fed and \
                 sum(f.a in node.inputs for node in g.nodes.values()) == 1:
             times = g.nodes[fused[f.a]]
             parts = (times.inputs[1], times.inputs[0], g.nodes[f.a].inputs[1])

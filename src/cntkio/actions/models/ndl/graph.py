@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 from ....integrations.torch_backend import nn, torch
 from ..nodes import NodeError, lookup
 from ..nodes.base import as_float, as_int, numel
+from ..nodes.basic import operand_view
 from .carry import SequenceCarry
 from .fused import fused_loops, run_fused
 from .parser import Loc, NDLError
@@ -34,7 +35,7 @@ _COMPUTE, _TRAIN, _TENSOR, _DELAY, _LOOP = range(5)
 
 def _addmm(w, x, b):
     """``Plus(Times(W, x), b)`` in one kernel."""
-    return torch.addmm(b.reshape(-1), x.reshape(x.shape[0], -1), w.T)
+    return nn.functional.linear(x if x.dim() == 2 else x.reshape(x.shape[0], -1), w, b.reshape(-1))
 
 #: the special-node groups, in NDL's array names
 GROUPS = ("feature", "label", "criterion", "eval", "output")
@@ -423,7 +424,8 @@ class GraphNetwork(nn.Module):
             kind = lookup(node.op).kind
             if n in fused:
                 times = g.nodes[fused[n]]
-                plan.append((_COMPUTE, n, _addmm, [times.inputs[0], times.inputs[1], node.inputs[1]], None))
+                fn = _addmm if times.op == "Times" else self._fns[fused[n]].biased     # or a convolution
+                plan.append((_COMPUTE, n, fn, [times.inputs[0], times.inputs[1], node.inputs[1]], None))
             elif kind == "compute":
                 fn = self._fns[n]
                 plan.append((_TRAIN if getattr(fn, "wants_training", False) else _COMPUTE, n, fn,
@@ -437,7 +439,8 @@ class GraphNetwork(nn.Module):
         return plan
 
     def _fusions(self, need: set, fed: frozenset, wanted: set, loop_of: dict) -> dict[str, str]:
-        """``{Plus node: Times node}`` pairs that can run as one addmm."""
+        """``{Plus node: Times or Convolution node}`` pairs that can run as one addmm (conv2d with
+        its bias)."""
         g = self.graph
         users: dict[str, int] = {}
         for node in g.nodes.values():
@@ -450,9 +453,15 @@ class GraphNetwork(nn.Module):
                 continue
             t, b = node.inputs
             tn = g.nodes.get(t)
-            if (tn is None or tn.op != "Times" or t in fed or t in wanted or users.get(t) != 1 or t in loop_of
-                    or not self.sample[t] or self.sample[tn.inputs[0]] or not self.sample[tn.inputs[1]]
-                    or self.sample[b] or len(self.shapes[t]) != 1):
+            if (tn is None or tn.op not in ("Times", "Convolution") or t in fed or t in wanted or users.get(t) != 1
+                    or t in loop_of or not self.sample[t] or self.sample[tn.inputs[0]] or not self.sample[tn.inputs[1]]
+                    or self.sample[b]):
+                continue
+            if tn.op == "Convolution":
+                if operand_view(self.shapes[b], self.shapes[t]) == (self.shapes[t][0], 1, 1):
+                    out[n] = t
+                continue
+            if len(self.shapes[t]) != 1:
                 continue
             bs = tuple(self.shapes[b])
             if bs not in ((self.shapes[t][0],), (self.shapes[t][0], 1)):

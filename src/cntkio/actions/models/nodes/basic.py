@@ -20,8 +20,8 @@ class Input(Op):
         return (rows,), True
 
     def compile(self, attrs, shapes, sample):
-        shape = self.infer(attrs, shapes, sample)[0]
-        return lambda x: x.reshape(x.shape[0], *shape)
+        shape = tuple(self.infer(attrs, shapes, sample)[0])
+        return lambda x: x if x.shape[1:] == shape else x.reshape(x.shape[0], *shape)
 
 
 @register

@@ -49,7 +49,14 @@ class Convolution(Op):
 
     def compile(self, attrs, shapes, sample):
         c, h, w, kw, kh, oc, sw, sh, ph, pw = self._geom(attrs, shapes)
-        return lambda wt, x: F.conv2d(x, wt.reshape(oc, c, kh, kw), stride=(sh, sw), padding=(ph, pw))
+
+        def fn(wt, x):
+            return F.conv2d(x, wt.reshape(oc, c, kh, kw), stride=(sh, sw), padding=(ph, pw))
+
+        def biased(wt, x, b):           # Plus(Convolution(W, x), b) with a bias per channel, in one call
+            return F.conv2d(x, wt.reshape(oc, c, kh, kw), b.reshape(-1), stride=(sh, sw), padding=(ph, pw))
+        fn.biased = biased
+        return fn
 
 
 @register

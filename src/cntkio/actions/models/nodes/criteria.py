@@ -8,7 +8,7 @@ from .base import NodeError, Op, numel, register
 
 
 def _flat(x):
-    return x.reshape(x.shape[0], -1)
+    return x if x.dim() == 2 else x.reshape(x.shape[0], -1)
 
 
 class _Criterion(Op):
