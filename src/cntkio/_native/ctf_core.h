@@ -289,15 +289,22 @@ typedef struct {
     int64_t dim;
     int sparse;
     uint64_t pfx, mask; /* first min(len, 8) name bytes as a little-endian word (ctf_alias_prepare) */
+    uint64_t pfx_sp, mask_sp; /* the name and one space after it (names of up to 7 bytes; else never
+                               * matches): the index scan's one-compare test for "|name " */
 } ctf_alias;
 
 /* The declared names, prepared for matching: a copy of the caller's table with pfx/mask filled
  * in, and the stream that a name's first byte selects (-1: none starts so, -2: several do). */
 typedef struct {
     int16_t first[256];
+    /* the index scan's table: first[] with '#' marked CTF_SCAN_COMMENT, or every entry
+     * CTF_SCAN_SLOW when there is an empty name */
+    int16_t scan_first[256];
     int has_empty;  /* an empty name (never declared in practice) disables the first-byte table */
     ctf_alias al[];
 } ctf_names;
+#define CTF_SCAN_COMMENT (-3)
+#define CTF_SCAN_SLOW (-4)
 
 /* free() the result. NULL when out of memory. */
 static ctf_names *ctf_names_prepare(const ctf_alias *al, int na) {
@@ -313,6 +320,13 @@ static ctf_names *ctf_names_prepare(const ctf_alias *al, int na) {
         t->al[k].pfx = 0;
         for (size_t i = 0; i < 8; i++) t->al[k].pfx |= (uint64_t)b[i] << (8 * i);
         t->al[k].mask = n == 8 ? ~0ULL : ((1ULL << (8 * n)) - 1);
+        if (al[k].len <= 7) {
+            t->al[k].pfx_sp = t->al[k].pfx | ((uint64_t)' ' << (8 * al[k].len));
+            t->al[k].mask_sp = al[k].len == 7 ? ~0ULL : ((1ULL << (8 * (al[k].len + 1))) - 1);
+        } else {
+            t->al[k].pfx_sp = 1;  /* never equal under a zero mask */
+            t->al[k].mask_sp = 0;
+        }
         if (al[k].len == 0) {
             t->has_empty = 1;
         } else {
@@ -320,6 +334,8 @@ static ctf_names *ctf_names_prepare(const ctf_alias *al, int na) {
             *f = (*f == -1) ? (int16_t)k : (int16_t)-2;
         }
     }
+    for (int b = 0; b < 256; b++) t->scan_first[b] = t->has_empty ? CTF_SCAN_SLOW : t->first[b];
+    if (!t->has_empty) t->scan_first['#'] = CTF_SCAN_COMMENT; /* "|#" is a comment whatever the names */
     return t;
 }
 
@@ -431,6 +447,7 @@ typedef struct {
     uint64_t id;
     int has_content;
     int nhits;
+    uint64_t hits;           /* streams 0..63 named on the line (bit k); the others in line_hits */
 } ctf_scan_line;
 
 typedef struct {
@@ -442,7 +459,9 @@ typedef struct {
     int pending_key;
     uint64_t cur_key;
     int64_t nseq;
-    int64_t *counts;         /* per stream: samples of the current sequence */
+    int64_t *counts;         /* per stream: samples of the current sequence (see run_mask) */
+    uint64_t run_mask;       /* the last run_len counted lines named exactly these streams 0..63: */
+    int64_t run_len;         /* added to counts by ctf_scan_flush (most lines name the same ones) */
     int64_t *stamp;          /* per stream: the line that counted it last */
     int *line_hits;          /* streams named on the current line */
 } ctf_scan_state;
@@ -454,6 +473,7 @@ CTF_ALWAYS_INLINE void ctf_scan_prefix(const ctf_scan_state *st, const char *ls,
     ln->ls = ls;
     ln->has_content = 0;
     ln->nhits = 0;
+    ln->hits = 0;
     ln->id_big = 0;
     ln->id = 0;
     while (p < end && CTF_IS_WS(*p)) p++;
@@ -492,6 +512,18 @@ digits_done:
     if (!ln->valid) ln->has_content = 1;
 }
 
+/* Stream k is named on the current line. */
+CTF_ALWAYS_INLINE void ctf_scan_hit(ctf_scan_state *st, ctf_scan_line *ln, int k, int64_t line_no) {
+    if (k < 64) ln->hits |= 1ULL << k;
+    else if (st->stamp[k] != line_no) { st->stamp[k] = line_no; st->line_hits[ln->nhits++] = k; }
+}
+
+/* The pending run of lines into counts. */
+static inline void ctf_scan_flush(ctf_scan_state *st) {
+    for (uint64_t m = st->run_mask; m; m &= m - 1) st->counts[__builtin_ctzll(m)] += st->run_len;
+    st->run_len = 0;
+}
+
 /* A '|' at bar on the current line. */
 CTF_ALWAYS_INLINE void ctf_scan_bar(ctf_scan_state *st, ctf_scan_line *ln, const char *bar,
                                 int64_t line_no) {
@@ -500,12 +532,70 @@ CTF_ALWAYS_INLINE void ctf_scan_bar(ctf_scan_state *st, ctf_scan_line *ln, const
     if (bar + 1 < st->end && bar[1] == '#') return; /* comment */
     ln->has_content = 1;
     k = ctf_match_alias(st->names, st->na, bar + 1, st->end, st->end);
-    if (k >= 0 && st->stamp[k] != line_no) { st->stamp[k] = line_no; st->line_hits[ln->nhits++] = k; }
+    if (k >= 0) ctf_scan_hit(st, ln, k, line_no);
 }
+
+#if defined(CTF_HAVE_SSE2) && defined(CTF_HAVE_SWAR)
+/* The scan's common cases, where at least 32 bytes can be read at ls / bar (the caller's
+ * guarantee): a line that starts with an id of 1-7 digits and a space, or with '|'; a '|'
+ * followed by a declared name of up to 7 bytes and a space, by '#', or by a byte no name starts
+ * with. Anything else goes to ctf_scan_prefix / ctf_scan_bar, which these equal. */
+CTF_ALWAYS_INLINE void ctf_scan_prefix_fast(const ctf_scan_state *st, const char *ls, ctf_scan_line *ln) {
+    const uint64_t x = ctf_load8(ls);
+    const int n = ctf_digit_run8(x);
+    if (n > 0 && n < 8 && ls[n] == ' ') {
+        ln->ls = ls;
+        ln->has_content = 0;
+        ln->nhits = 0;
+        ln->hits = 0;
+        ln->id_big = 0;
+        ln->id = ctf_digits_value8(x, n);
+        ln->blank = 0;
+        ln->valid = 1;
+        ln->has_digits = 1;
+        return;
+    }
+    if ((x & 0xFF) == '|') {
+        ln->ls = ls;
+        ln->has_content = 0;
+        ln->nhits = 0;
+        ln->hits = 0;
+        ln->id_big = 0;
+        ln->id = 0;
+        ln->blank = 0;
+        ln->valid = 1;
+        ln->has_digits = 0;
+        return;
+    }
+    ctf_scan_prefix(st, ls, ln);
+}
+
+CTF_ALWAYS_INLINE void ctf_scan_bar_fast(ctf_scan_state *st, ctf_scan_line *ln, const char *bar,
+                                         int64_t line_no) {
+    int k;
+    if (!ln->valid) return;
+    k = st->names->scan_first[(unsigned char)bar[1]];
+    if (k >= 0) {
+        const ctf_alias *a = &st->names->al[k];
+        if ((ctf_load8(bar + 1) & a->mask_sp) == a->pfx_sp) {
+            ln->has_content = 1;
+            ctf_scan_hit(st, ln, k, line_no);
+            return;
+        }
+    } else if (k == -1) { /* no name starts so: content, no sample of a declared stream */
+        ln->has_content = 1;
+        return;
+    } else if (k == CTF_SCAN_COMMENT) {
+        return;
+    }
+    ctf_scan_bar(st, ln, bar, line_no);
+}
+#endif
 
 static int ctf_scan_close_seq(ctf_scan_state *st) {
     int64_t len = 0;
     if (st->nseq == 0) return 0;
+    ctf_scan_flush(st);
     if (st->defining >= 0) len = st->counts[st->defining];
     else for (int k = 0; k < st->na; k++) if (st->counts[k] > len) len = st->counts[k];
     return ctf_push_i64(&st->ix->lengths, len);
@@ -548,8 +638,16 @@ CTF_ALWAYS_INLINE int ctf_scan_line_done(ctf_scan_state *st, ctf_scan_line *ln, 
         st->nseq++;
         memset(st->counts, 0, sizeof *st->counts * (size_t)st->na);
     }
-    if (valid)
+    if (valid) {
+        if (ln->hits == st->run_mask) {
+            st->run_len++;
+        } else {
+            ctf_scan_flush(st);
+            st->run_mask = ln->hits;
+            st->run_len = 1;
+        }
         for (int h = 0; h < ln->nhits; h++) st->counts[st->line_hits[h]]++;
+    }
     return 0;
 }
 
@@ -609,6 +707,25 @@ static int ctf_scan_index(const char *buf, size_t size, const ctf_alias *al, int
 #ifdef CTF_HAVE_SSE2
         for (; p < end; p += 64) {
             uint64_t mnl, mbar, m;
+#ifdef CTF_HAVE_SWAR
+            if (end - p >= 64 + 32) { /* every structural byte of the block has 32 bytes after it */
+                ctf_masks64(p, &mnl, &mbar);
+                m = mnl | mbar;
+                while (m) {
+                    const uint64_t bit = m & (0 - m);
+                    const char *q = p + __builtin_ctzll(m);
+                    m ^= bit;
+                    if (mbar & bit) {
+                        ctf_scan_bar_fast(&st, &ln, q, line_no);
+                    } else {
+                        if (ctf_scan_line_done(&st, &ln, line_no)) goto done;
+                        line_no++;
+                        ctf_scan_prefix_fast(&st, q + 1, &ln);
+                    }
+                }
+                continue;
+            }
+#endif
             if (end - p >= 64) {
                 ctf_masks64(p, &mnl, &mbar);
             } else {
