@@ -35,6 +35,8 @@ def network_inputs(net) -> dict[str, int]:
     """The input nodes of a network (SimpleNetwork, NDL or BrainScript) and their dimensions."""
     spec = getattr(net, "spec", None)
     if spec is not None and hasattr(spec, "layer_sizes"):
+        if not hasattr(spec, "feature_node"):
+            return {}       # a recurrent SimpleNetworkBuilder network: its inputs depend on rnnType
         return {spec.feature_node: int(spec.layer_sizes[0]), spec.label_node: int(spec.layer_sizes[-1])}
     out: dict[str, int] = {}
     shapes = getattr(net, "shapes", {})
@@ -67,7 +69,7 @@ def check_batch(net, tensors: dict, where: str) -> None:
                               f"{node!r} has dim {dim}", path=f"{where}.input.{node}.dim",
                               hint="make the reader's dim and the network's size agree "
                                    "(cntkio validate configFile=... checks this before any work)")
-    if not hasattr(getattr(net, "spec", None), "layer_sizes"):
+    if not hasattr(getattr(net, "spec", None), "layer_sizes") or not inputs:
         return      # an NDL/BrainScript network may read one label per sequence
     sizes = {n: int(t.shape[0]) for n, t in tensors.items() if n in inputs and t is not None}
     if len(set(sizes.values())) > 1:

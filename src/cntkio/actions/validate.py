@@ -32,7 +32,7 @@ from .._log import get_logger
 from ..config import ConfigParameters
 from ..config.usage import UnusedKey, unused_keys
 from ..errors import CntkioError, ConfigError
-from . import get_action
+from . import BUILTIN_ACTIONS, get_action
 from .checks import check_writable, network_inputs
 
 __all__ = ["ValidationError", "ValidationReport", "validate_commands", "report_unused", "ACTION_KEYS"]
@@ -62,6 +62,8 @@ ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "createlabelmap": _COMMON + ("labelMappingFile", "labelStream"),
     "edit": _COMMON + ("editPath", "ndlMacros"),
 }
+
+BUILTIN_LOWER = {a.lower() for a in BUILTIN_ACTIONS}
 
 #: keys naming input files in a deserializer's configuration
 _FILE_KEYS = ("file", "scpFile", "mlfFile", "mlfFileList", "mapFile", "labelMappingFile")
@@ -111,6 +113,7 @@ class _Run:
         self.root = root
         self.problems: list[Exception] = []
         self.models: dict[str, Any] = {}        # modelPath written by an earlier command -> its network
+        self.may_write_models = False           # an earlier command writes model files of its own (MEL)
 
     def add(self, err: Exception) -> None:
         self.problems.append(err)
@@ -164,8 +167,9 @@ def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: d
         if node not in dims:
             if dims and not spec.stream_names or node in spec.stream_names:
                 continue
-            run.add(ConfigError(f"the network's input node {node!r} (dim {dim}) has no stream of that name in "
-                                f"the reader, which delivers {', '.join(spec.stream_names) or 'no streams'}",
+            run.add(ConfigError(f"the network reads a stream named {node!r} but the reader delivers "
+                                f"{', '.join(sorted(spec.stream_names)) or 'no streams'} (input node {node!r}, "
+                                f"dim {dim})",
                                 path=f"{name}.{key}.input", file=cfg.file, line=cfg.line,
                                 hint=f"name the reader's input {node!r}" + (f" (the network: {net_where})"
                                                                              if net_where else "")))
@@ -232,10 +236,10 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
             run.add(_error(command, "originalModelFileName", "required parameter originalModelFileName is missing"))
         else:
             path = get_str(command, "originalModelFileName")
-            if not os.path.exists(path) and path not in run.models:
+            if not os.path.exists(path) and path not in run.models and not run.may_write_models:
                 run.add(_error(command, "originalModelFileName", f"model file {path} does not exist"))
             else:
-                net = run.models.get(path) or _load_net(run, path)
+                net = run.models.get(path) or (_load_net(run, path) if os.path.exists(path) else None)
     else:
         net = _spec_network(run, command)
     inputs = network_inputs(net) if net is not None else None
@@ -291,9 +295,28 @@ def _load_net(run: _Run, path: str):
     return None if mf is None else mf.network
 
 
+def _output(run: _Run, command: ConfigParameters, key: str, *, required: bool) -> None:
+    """An output file key: required, and writable ('-' is stdout)."""
+    from ._params import get_str
+    if not command.exists(key):
+        if required:
+            run.add(_error(command, key, f"required parameter {key} is missing"))
+        return
+    out = get_str(command, key)
+    why = None if out == "-" else check_writable(out)
+    if why is not None:
+        run.add(_error(command, key, f"the output cannot be written: {why}"))
+
+
 def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) -> None:
     from ._params import get_str
-    if not command.exists("modelPath"):
+    from .brainscript_support import has_brainscript
+    from .htkwrite import has_htk_write
+    if action == "write" and has_htk_write(command):
+        return       # HTKMLFReader's dataset-processing mode checks its own sections
+    if action == "write" and has_brainscript(command):
+        net = None   # the network is built from the command's BrainScriptNetworkBuilder
+    elif not command.exists("modelPath"):
         run.add(_error(command, "modelPath", "required parameter modelPath is missing",
                        "the model file this command reads"))
         net = None
@@ -302,23 +325,16 @@ def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) 
         if path in run.models:
             net = run.models[path]
         elif not os.path.exists(path):
-            run.add(_error(command, "modelPath", f"model file {path} does not exist and no earlier command of "
-                                                 "this run writes it"))
+            if not run.may_write_models:
+                run.add(_error(command, "modelPath", f"model file {path} does not exist and no earlier command of "
+                                                     "this run writes it"))
             net = None
         else:
             net = _load_net(run, path)
     if action == "write" and not command.exists("writer"):
-        if not command.exists("outputPath"):
-            run.add(_error(command, "outputPath", "required parameter outputPath is missing"))
-        else:
-            out = get_str(command, "outputPath")
-            why = None if out == "-" else check_writable(out)
-            if why is not None:
-                run.add(_error(command, "outputPath", f"the output cannot be written: {why}"))
-    if action == "dumpnode" and command.exists("outputFile"):
-        why = check_writable(get_str(command, "outputFile"))
-        if why is not None:
-            run.add(_error(command, "outputFile", f"the output cannot be written: {why}"))
+        _output(run, command, "outputPath", required=True)
+    if action == "dumpnode":
+        _output(run, command, "outputFile", required=False)
     if action != "dumpnode" and command.exists("reader"):
         inputs = network_inputs(net) if net is not None else None
         if inputs and action in ("test", "eval", "cv", "testunroll", "write"):
@@ -366,14 +382,21 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
                 _training(run, cmd.section, cmd.name, low)
             elif low in _MODEL_READERS:
                 _model_reader(run, cmd.section, cmd.name, low)
-            elif cmd.section.exists("reader"):
-                _reader(run, cmd.section, cmd.name, "reader", None, None)
+            else:
+                if low == "dumpreader":
+                    _output(run, cmd.section, "outputFile", required=True)
+                if cmd.section.exists("reader"):
+                    _reader(run, cmd.section, cmd.name, "reader", None, None)
+            if low not in BUILTIN_LOWER or low == "edit":
+                run.may_write_models = True
     for cmd in commands:
         for action in cmd.actions:
             for key in ACTION_KEYS.get(action.lower(), ()):
                 cmd.section.exists(key)     # read by the action when it runs
     unused = unused_keys(root, [c.section for c in commands], known=(*SGD_KEYS, *PARALLEL_KEYS))
     if raise_errors and (run.problems or (strict and unused)):
+        if len(run.problems) == 1 and not (strict and unused):
+            raise run.problems[0]        # one problem: the error itself, as the action would raise it
         raise ValidationError(run.problems, unused if strict else [])
     return ValidationReport(run.problems, unused)
 
