@@ -115,14 +115,12 @@ def _logging_to(stream, level: int, *, redirect: bool):
 def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list[tuple[str, str, Any]]:
     """Run the ``command`` list of a loaded configuration; return ``(section, action, result)``
     for every action run. Every command section is validated before the first one runs
-    (:mod:`cntkio.actions.validate`: all problems reported at once); the keys no part of cntkio
-    read are logged as warnings after the run, or with ``strict`` are errors before it."""
+    (:mod:`cntkio.actions.validate`: all problems reported at once, and the keys no part of cntkio
+    reads logged as warnings, or with ``strict`` reported as errors)."""
     from ..config import command_sections
-    from .validate import report_unused, validate_commands
+    from .validate import validate_commands
 
     root = cfg.root if hasattr(cfg, "root") else cfg
-    if validate:
-        validate_commands(root, strict=strict)
     # without a top-level traceLevel each component keeps its own (readers warn by default, as
     # CNTK's readers do with their traceLevel default of 1); with one, it sets the log level
     trace = _trace_level(root("traceLevel")) if root.exists("traceLevel") else 1
@@ -154,6 +152,8 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
             stack.enter_context(_logging_to(fh, trace_level_to_logging(trace), redirect=True))
         else:
             stack.enter_context(_logging_to(sys.stderr, trace_level_to_logging(trace), redirect=False))
+        if validate:     # every command section checked before the first runs; unused keys warned about
+            validate_commands(root, strict=strict)
         _log.info("running %s (deviceId=%s, traceLevel=%d)", ":".join(c.name for c in commands), device, trace)
         for cmd in commands:
             for action in cmd.actions:
@@ -163,8 +163,6 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
                 result = fn(cmd.section, cmd.name)
                 _log.info("command %s: action %s done in %.3f s", cmd.name, action, time.perf_counter() - start)
                 results.append((cmd.name, action, result))
-        if validate:
-            report_unused(root, [c.section for c in commands])
     return results
 
 

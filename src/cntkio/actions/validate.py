@@ -35,7 +35,7 @@ from ..errors import CntkioError, ConfigError
 from . import BUILTIN_ACTIONS, get_action
 from .checks import check_writable, network_inputs
 
-__all__ = ["ValidationError", "ValidationReport", "validate_commands", "report_unused", "ACTION_KEYS"]
+__all__ = ["ValidationError", "ValidationReport", "validate_commands", "validate_main", "ACTION_KEYS"]
 
 _log = get_logger("actions.validate")
 
@@ -51,8 +51,9 @@ ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "train": _COMMON + ("makeMode", "forceResume", "cvReader", "dropoutRate"),
     "adapt": _COMMON + ("makeMode", "forceResume", "cvReader", "originalModelFileName", "refNodeName",
                         "adaptationRegType", "adaptationRegWeight"),
-    "test": _COMMON + ("modelPath", "evalNodeNames"),
-    "eval": _COMMON + ("modelPath", "evalNodeNames"),
+    # maxEpochs: CNTK's configs (the spec's first example too) set it in test sections, where it changes nothing
+    "test": _COMMON + ("modelPath", "evalNodeNames", "maxEpochs"),
+    "eval": _COMMON + ("modelPath", "evalNodeNames", "maxEpochs"),
     "cv": _COMMON + ("modelPath", "evalNodeNames", "crossValidationInterval", "sleepTimeBetweenRuns"),
     "write": _COMMON + ("modelPath", "outputNodeNames", "outputPath", "precisionFormat", "writer"),
     "testunroll": _COMMON + ("modelPath",),
@@ -64,6 +65,8 @@ ACTION_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 BUILTIN_LOWER = {a.lower() for a in BUILTIN_ACTIONS}
+#: network sections written in another language (NDL, BrainScript), read whole by their evaluators
+_WHOLE_SECTIONS = ("NDLNetworkBuilder", "BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
 
 #: keys naming input files in a deserializer's configuration
 _FILE_KEYS = ("file", "scpFile", "mlfFile", "mlfFileList", "mapFile", "labelMappingFile")
@@ -393,24 +396,18 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
         for action in cmd.actions:
             for key in ACTION_KEYS.get(action.lower(), ()):
                 cmd.section.exists(key)     # read by the action when it runs
+        for key in _WHOLE_SECTIONS:         # another language's text: read by its own evaluator
+            if cmd.section.exists_current(key) and isinstance(cmd.section(key), ConfigParameters):
+                cmd.section(key).mark_all_used()
     unused = unused_keys(root, [c.section for c in commands], known=(*SGD_KEYS, *PARALLEL_KEYS))
+    if not strict:
+        for u in unused:
+            _log.warning("%s", u)
     if raise_errors and (run.problems or (strict and unused)):
         if len(run.problems) == 1 and not (strict and unused):
             raise run.problems[0]        # one problem: the error itself, as the action would raise it
         raise ValidationError(run.problems, unused if strict else [])
     return ValidationReport(run.problems, unused)
-
-
-def report_unused(root: ConfigParameters, sections: list[ConfigParameters], *, strict: bool = False) -> list[UnusedKey]:
-    """After a run: warn about (``strict``: raise for) the keys of ``sections`` nothing read."""
-    from .sgd import SGD_KEYS
-    from .parallel import PARALLEL_KEYS
-    unused = unused_keys(root, sections, known=(*SGD_KEYS, *PARALLEL_KEYS))
-    if strict and unused:
-        raise ValidationError([], unused)
-    for u in unused:
-        _log.warning("%s", u)
-    return unused
 
 
 def validate_main(argv: list[str], *, strict: bool = False) -> int:
