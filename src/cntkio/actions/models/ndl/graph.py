@@ -24,6 +24,7 @@ from ..nodes import NodeError, lookup
 from ..nodes.base import as_float, as_int, numel
 from ..nodes.basic import operand_view
 from .carry import SequenceCarry
+from .compiled import Plan, compile_plan
 from .fused import fused_loops, run_fused
 from .parser import Loc, NDLError
 
@@ -407,7 +408,7 @@ class GraphNetwork(nn.Module):
         fused = self._fusions(need, fed, set(wanted), loop_of)
         lstms = fused_loops(self, need, fed, set(wanted), fused) if self.fuse_lstm else {}
         skip = {f.a for f, *_ in lstms.values() if _[0] is not None}
-        plan = []
+        plan = Plan()
         for n in self.order:
             if n in skip:
                 continue
@@ -435,12 +436,12 @@ class GraphNetwork(nn.Module):
             elif kind == "delay":
                 op = lookup(node.op)
                 plan.append((_DELAY, n, self._fns[n], list(node.inputs), (op.step(node.attrs), op.direction)))
+        plan.run = compile_plan(plan, fed, self._input_fns)
         self._plans[key] = plan
         return plan
 
     def _fusions(self, need: set, fed: frozenset, wanted: set, loop_of: dict) -> dict[str, str]:
-        """``{Plus node: Times or Convolution node}`` pairs that can run as one addmm (conv2d with
-        its bias)."""
+        """``{Plus node: Times or Convolution node}`` pairs run as one linear (conv2d with bias)."""
         g = self.graph
         users: dict[str, int] = {}
         for node in g.nodes.values():
@@ -457,11 +458,9 @@ class GraphNetwork(nn.Module):
                     or t in loop_of or not self.sample[t] or self.sample[tn.inputs[0]] or not self.sample[tn.inputs[1]]
                     or self.sample[b]):
                 continue
-            if tn.op == "Convolution":
-                if operand_view(self.shapes[b], self.shapes[t]) == (self.shapes[t][0], 1, 1):
+            if tn.op == "Convolution" or len(self.shapes[t]) != 1:
+                if tn.op == "Convolution" and operand_view(self.shapes[b], self.shapes[t]) == (self.shapes[t][0], 1, 1):
                     out[n] = t
-                continue
-            if len(self.shapes[t]) != 1:
                 continue
             bs = tuple(self.shapes[b])
             if bs not in ((self.shapes[t][0],), (self.shapes[t][0], 1)):
@@ -478,6 +477,8 @@ class GraphNetwork(nn.Module):
         and records its input's last values for the next minibatch."""
         wanted = tuple(wanted)
         plan = self._plan(frozenset(feeds), wanted)
+        if plan.run is not None:
+            return plan.run(feeds, self.training)
         values: dict[str, torch.Tensor] = {}
         adapt = self._input_fns
         for n, v in feeds.items():
