@@ -256,3 +256,17 @@ def test_torch_errors_inside_training_name_the_nodes_and_streams(setup, monkeypa
     assert "stream 'features' (node 'features', tensor (8, 4))" in text
     assert "stream 'labels' (node 'labels', tensor (8, 3))" in text
     assert "mat1 and mat2 shapes cannot be multiplied" in text
+
+
+# --- friction 1 in training: streams of one minibatch that are not aligned --------------------------------
+
+def test_an_undeclared_alias_is_a_clear_error_in_training_not_a_torch_shape_error(setup):
+    from cntkio.actions.train import train
+    tmp, write = setup
+    # the file writes |labels; the reader declares alias lbl, so the labels stream reads no sample
+    cfg = write(**{"labels = [ dim = 3 ; format = dense ]\n        ]\n    ]\n]\ntest":
+                   "labels = [ dim = 3 ; format = dense ; alias = lbl ]\n        ]\n    ]\n]\ntest"})
+    with pytest.raises(ConfigError, match=r"the streams of one minibatch have different numbers of samples "
+                                          r"\('features': 8 samples, 'labels': 0 samples\)") as err:
+        train(load_config([f"configFile={cfg}"])("train"), "train")
+    assert err.value.path == "train.reader"

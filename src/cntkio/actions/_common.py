@@ -221,6 +221,8 @@ def stream_samples(data) -> np.ndarray:
     with warnings.catch_warnings():          # the padding is dropped below, by the mask
         warnings.simplefilter("ignore")
         arr = np.asarray(data.asarray())
+    if arr.size == 0:                         # no sample in this minibatch (e.g. an undeclared alias)
+        return arr.reshape(0, int(np.prod(arr.shape[2:], dtype=np.int64)) if arr.ndim > 2 else 0)
     if arr.ndim >= 2 and arr.shape[:2] == mask.shape:
         flat = arr.reshape(mask.shape[0] * mask.shape[1], -1)
         return flat if mask.all() else flat[mask.reshape(-1) != 0]

@@ -485,7 +485,36 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         finally:
             buf.release()
             _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
-        return self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
+        data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
+        if issues:
+            invalid = self._misaligned(issues, a, b, kept, warn=not counted)
+            if invalid is not None:
+                data = ChunkData(data.sequences, data.streams, invalid)
+        return data
+
+    def _misaligned(self, issues, a: int, b: int, kept: np.ndarray, warn: bool) -> np.ndarray | None:
+        """The kept sequences of chunk ``a:b`` that lost a sample of one stream to a tolerated
+        error (``maxErrors`` > 0): their streams would no longer be aligned sample by sample, so
+        each such sequence is invalid as a whole (dropped, counted against the source's
+        ``max_errors``) and named with its key, file and line. None when there is none."""
+        starts = self.index.starts
+        bad = set()
+        for issue in issues:
+            if issue[0] in _SAMPLE_ERRORS and issue[1] >= 0:
+                seq = int(np.searchsorted(starts[a:b + 1], issue[4], side="right")) - 1 + a
+                if a <= seq < b:
+                    bad.add(seq)
+        if not bad:
+            return None
+        invalid = np.isin(kept, np.fromiter(bad, np.int64, len(bad)))
+        if warn:
+            for seq in sorted(bad):
+                if seq in kept:
+                    self.trace.warning("%s:%d: sequence %s is dropped: a sample of one of its streams was "
+                                       "skipped by the error reported above, which would leave its streams "
+                                       "misaligned (counted as an invalid sequence)", self.filename,
+                                       int(self.index.first_lines[seq]), int(self.index.keys[seq]))
+        return invalid if invalid.any() else None
 
     def _account(self, chunk_id, issues, num_warnings, aborted, buf, base) -> None:
         errors = [i for i in issues if ref.is_error(i[0])]
@@ -557,6 +586,9 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
     def __repr__(self) -> str:
         return f"CNTKTextFormatDeserializer({self.filename!r})"
 
+
+#: error codes that skip one sample of one stream (the sequence's streams would be misaligned)
+_SAMPLE_ERRORS = frozenset((ref.BAD_NUMBER, ref.MISSING_COLON, ref.BAD_INDEX, ref.INDEX_RANGE, ref.TOO_MANY_VALUES))
 
 #: below this much text, begin_read_sequences parses when the result is asked for, not on a thread
 _ASYNC_MIN_BYTES = 1 << 16
