@@ -148,15 +148,14 @@ def run_lstm(f: FusedLSTM, x: torch.Tensor, W: torch.Tensor | None, b: torch.Ten
     dev = x.device
     if n == 0:
         return x.new_zeros(0, f.out)
-    x = x.reshape(n, -1)
+    x = x if x.dim() == 2 else x.reshape(n, -1)
     steps = (lengths - 1 - positions) if f.backwards else positions
-    start = torch.arange(n, device=dev) - positions             # each sample's sequence's first sample
-    longest = int(lengths.max())
-    span = n * (longest + 1)
+    ar = torch.arange(n, device=dev)
+    start = ar - positions                                      # each sample's sequence's first sample
+    count = torch.bincount(start, minlength=n)[start]           # its sequence's samples in the minibatch
     # packed order: by step, then by decreasing sequence length, then by sequence
-    key = steps * span + (longest - lengths) * n + start
-    order = torch.argsort(key)
-    batch_sizes = torch.bincount(steps).cpu()
+    order = torch.argsort(steps * (n * (n + 1)) + (n - count) * n + start)
+    batch_sizes = torch.bincount(steps).cpu()                   # the one wait for the device
     rows = _gate_rows(f.cell, dev)
     data = x[order]
     if W is None:
@@ -173,7 +172,7 @@ def run_lstm(f: FusedLSTM, x: torch.Tensor, W: torch.Tensor | None, b: torch.Ten
     c0 = x.new_zeros(1, seqs, f.cell)
     out = torch.lstm(data, batch_sizes, (h0, c0), params, True, 1, 0.0, training, False)[0]
     back = torch.empty_like(order)
-    back[order] = torch.arange(n, device=dev)
+    back[order] = ar
     return out[back]
 
 
