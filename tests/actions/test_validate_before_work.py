@@ -270,3 +270,16 @@ def test_an_undeclared_alias_is_a_clear_error_in_training_not_a_torch_shape_erro
                                           r"\('features': 8 samples, 'labels': 0 samples\)") as err:
         train(load_config([f"configFile={cfg}"])("train"), "train")
     assert err.value.path == "train.reader"
+
+
+def test_a_file_error_names_the_key_and_line_that_named_the_file_and_the_path_once(tmp_path):
+    from cntkio.readers import build_reader
+    cfg = tmp_path / "r.cntk"
+    missing = tmp_path / "nope.ctf"
+    cfg.write_text(f"r = [\n    readerType = CNTKTextFormatReader\n    file = {missing}\n"
+                   "    input = [ x = [ dim = 2 ; format = dense ] ]\n]\n")
+    with pytest.raises(FileNotFoundError) as err:
+        build_reader(load_config([f"configFile={cfg}"])("r"))
+    text = str(err.value)
+    assert text.startswith(f"{cfg}:3: r.file: CTF input file does not exist: ")
+    assert text.count(str(missing)) == 1

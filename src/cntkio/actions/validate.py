@@ -68,6 +68,9 @@ BUILTIN_LOWER = {a.lower() for a in BUILTIN_ACTIONS}
 #: network sections written in another language (NDL, BrainScript), read whole by their evaluators
 _WHOLE_SECTIONS = ("NDLNetworkBuilder", "BrainScriptNetworkBuilder", "ExperimentalNetworkBuilder")
 
+#: reader types whose sections the reader factory reads key by key (others: readers/legacy adapters)
+_TRACKED_READERS = {"compositedatareader", "cntktextformatreader"}
+
 #: keys naming input files in a deserializer's configuration
 _FILE_KEYS = ("file", "scpFile", "mlfFile", "mlfFileList", "mapFile", "labelMappingFile")
 
@@ -153,8 +156,11 @@ def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: d
         run.add(e)
         return
     dims: dict[str, tuple[int, str]] = {}
+    tracked = spec.reader_type.lower() in _TRACKED_READERS
+    if not tracked and isinstance(cfg, ConfigParameters):
+        cfg.mark_all_used()      # a legacy reader translates its own section (files, caches, keys)
     for i, d in enumerate(spec.deserializers):
-        for fk in _FILE_KEYS:
+        for fk in _FILE_KEYS if tracked else ():
             f = d.get(fk)
             if isinstance(f, str) and f and not os.path.exists(f):
                 run.add(_file_error(cfg, fk, f, i, spec))

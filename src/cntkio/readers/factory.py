@@ -319,6 +319,29 @@ def _dpath(spec: ReaderSpec, path: str, i: int) -> str:
     return f"{path}.deserializers[{i}]" if spec.reader_type == COMPOSITE else path
 
 
+def _named_file_error(e: OSError, config: Any, dconf: dict, spec: ReaderSpec, path: str, i: int) -> OSError:
+    """The OSError of a deserializer's file, naming the config key and line that named the file,
+    with the path said once (the same OSError type)."""
+    key = next((k for k, v in dconf.items() if isinstance(v, str) and e.filename is not None
+                and str(v) == str(e.filename)), "file")
+    where, line = None, None
+    try:
+        node = config
+        if spec.reader_type == COMPOSITE and hasattr(config, "exists_current") and config.exists_current("deserializers"):
+            node = config("deserializers").as_array()[i]
+        value = node(key) if hasattr(node, "exists") and node.exists(key) else None
+        where, line = getattr(value, "file", None), getattr(value, "line", None)
+    except (ConfigError, IndexError, TypeError):
+        pass
+    reason = e.strerror or str(e)
+    if e.filename is not None and str(e.filename) not in reason:
+        reason += f": {e.filename}"
+    prefix = f"{where}:{line}: " if where and line else (f"{where}: " if where else "")
+    err = type(e)(f"{prefix}{_join(_dpath(spec, path, i), key)}: {reason}")
+    err.errno = e.errno
+    return err
+
+
 def build_reader(config: Any, path: str = "reader", **overrides: Any):
     """Build the MinibatchSource a reader section describes.
 
@@ -338,8 +361,8 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
         try:
             deserializers.append(registry.build_deserializer(dconf, frame_mode=kw.get("frame_mode", False),
                                                     trace_level=trace, randomization_seed=seed))
-        except OSError:
-            raise
+        except OSError as e:
+            raise _named_file_error(e, config, dconf, spec, path, i) from e
         except ConfigError as e:
             raise ConfigError(e.reason, path=_join(_dpath(spec, path, i), e.path), file=e.file,
                               line=e.line, hint=e.hint) from e
