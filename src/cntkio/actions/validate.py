@@ -133,7 +133,7 @@ class _Run:
 
 
 def _settings(run: _Run, name: str, section: ConfigParameters) -> None:
-    from .runner import _trace_level, check_precision, parse_device_id
+    from .settings import _trace_level, check_precision, parse_device_id
     for key, check in (("precision", check_precision), ("deviceId", parse_device_id), ("traceLevel", _trace_level)):
         if section.exists(key):
             v = section(key)
