@@ -20,7 +20,7 @@ from ..ndl.graph import Graph, NodeDef
 from ..ndl.network import NDLNetwork
 from ..nodes import NodeError, lookup
 from ..nodes.base import numel
-from . import layers, load, recurrent  # noqa: F401  (they register the layers)
+from . import layers, load, recurrent, sequences  # noqa: F401  (they register the layers)
 from .evaluator import Evaluator, deep_recursion
 from .library import builtins
 from .syntax import BrainScriptError, Loc, parse_expression, parse_record_body

@@ -211,8 +211,8 @@ class Evaluator:
             return self.binop(e.op, self.eval(e.a, env, path), self.eval(e.b, env, path), e.loc)
         if isinstance(e, S.Unary):
             v = self.eval(e.a, env, path)
-            if e.op == "!":
-                return not self.boolean(v, e.loc)
+            if e.op == "!":             # on a node: element-wise (BS.Boolean.Not)
+                return self.node("Not", [v], loc=e.loc) if isinstance(v, BNode) else not self.boolean(v, e.loc)
             if isinstance(v, BNode):
                 return self.node("Negate", [v], loc=e.loc) if e.op == "-" else v
             if isinstance(v, (int, float)) and not isinstance(v, bool):

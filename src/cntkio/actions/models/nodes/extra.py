@@ -205,3 +205,26 @@ class PaddedAveragePooling(PaddedMaxPooling):
         f = torch.nn.functional
         return lambda x: f.avg_pool2d(x, (wh, ww), stride=(sh, sw), padding=(wh // 2, ww // 2),
                                       count_include_pad=False)
+
+
+@register
+class ConstantLike(Op):
+    """``ConstantLike(x, value=0, rows=1)``: ``rows`` values ``value`` for every sample of ``x``
+    (its sequence layout, none of its values: no gradient reaches ``x``). BrainScript's
+    ``BS.Constants.ZeroSequenceLike`` and the masks ``BS.Sequences.IsFirst``/``IsLast`` read it."""
+    name = "ConstantLike"
+    positional = node_args = ("input",)
+    optional = {"value": 0.0, "rows": 1}
+
+    def infer(self, attrs, shapes, sample):
+        rows = as_int(attrs["rows"], "rows")
+        if rows < 1:
+            raise NodeError(f"ConstantLike: rows must be >= 1, found {rows}")
+        if not sample[0]:
+            raise NodeError(f"ConstantLike: the input must have a value per sample, found dimensions {list(shapes[0])}")
+        return (rows,), True
+
+    def compile(self, attrs, shapes, sample):
+        rows, value = as_int(attrs["rows"], "rows"), float(attrs["value"])
+        return lambda x: torch.full((x.shape[0], rows), value, dtype=torch.get_default_dtype() if not
+                                    x.is_floating_point() else x.dtype, device=x.device)
