@@ -283,3 +283,29 @@ def test_a_file_error_names_the_key_and_line_that_named_the_file_and_the_path_on
     text = str(err.value)
     assert text.startswith(f"{cfg}:3: r.file: CTF input file does not exist: ")
     assert text.count(str(missing)) == 1
+
+
+def test_a_misspelt_top_level_setting_is_reported_and_other_commands_variables_are_not(tmp_path):
+    from cntkio.config import parse_config
+    data = paths.REPO / "examples" / "digits" / "digits_test.ctf"
+    root = parse_config(f"command = s\ntraceLevle = 2\nModelDir = models\noutputNodeNames = z\n"
+                        f"s = [action = dumpReader ; outputFile = {tmp_path / 'o.txt'}\n"
+                        f"     reader = [readerType = CNTKTextFormatReader ; file = {data}\n"
+                        f"               input = [features = [dim = 64 ; format = dense]]]]\n", file="t.cntk")
+    assert [str(u) for u in validate_commands(root, raise_errors=False).unused] == [
+        "t.cntk:2: `traceLevle`: not used \N{EM DASH} did you mean `traceLevel`?"]
+
+
+@paths.needs_shared
+def test_the_conformance_configs_give_no_unused_key_warning(tmp_path, monkeypatch):
+    monkeypatch.chdir(paths.CONFORMANCE / "Data")
+    checked = 0
+    for cfg in sorted((paths.CONFORMANCE / "Config").rglob("*.cntk")):
+        root = load_config([f"configFile={cfg}"])
+        for sec in [k for k, v in root.items() if hasattr(v, "keys")]:
+            run_cfg = load_config([f"configFile={cfg}", f"command={sec}",
+                                   f"{sec}=[action=dumpReader; outputFile={tmp_path / 'o.txt'}; epochSize=10; "
+                                   "minibatchSize=10; maxEpochs=1]"])
+            assert validate_commands(run_cfg, raise_errors=False).unused == [], (cfg, sec)
+            checked += 1
+    assert checked >= 40

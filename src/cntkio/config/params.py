@@ -332,6 +332,8 @@ class ConfigParameters(ParameterSet):
                 break
             node = node._parent
         if owner is None:
+            if len(parts) == 1:     # looked up through every enclosing set, up to the root: not there
+                self.root.__dict__.setdefault("_missed_names", {}).setdefault(first, parts[0])
             return None
         key = first
         owner.mark_used(key)
@@ -372,6 +374,10 @@ class ConfigParameters(ParameterSet):
         root = self.root
         root.__dict__.setdefault("_asked_names", {}).setdefault(name.split(".")[-1].lower(),
                                                                 name.split(".")[-1])
+
+    def missed_names(self) -> list[str]:
+        """Names looked up up to the root and found nowhere (a default was used)."""
+        return list(self.root.__dict__.get("_missed_names", {}).values())
 
     def asked_names(self) -> list[str]:
         """Names consumers looked up anywhere in this configuration, found or not."""

@@ -8,10 +8,11 @@ that cntkio did look up (or that a caller declares: the SGD and parallelTrain ke
 ``minibatchSzie = 32`` is reported as "not used — did you mean ``minibatchSize``?".
 
 Rules: inside a command section every key is checked, and inside each sub-section that was read;
-a sub-section nothing read is reported once, as a whole. At the top level only plain values are
-checked (sections there belong to other commands unless something refers to them), and names
-that a top-level value can only be meant for (variables used by sections that are not run) are
-not told apart: a top-level value read by no command is reported too.
+a sub-section nothing read is reported once, as a whole. At the top level, sections are checked
+only when something refers to them (the others belong to commands not run), and a plain value
+nothing read is reported only when it is close to a name that was looked up through every
+enclosing section and is defined nowhere (``traceLevle = 2``): other top-level values are variables and settings of commands not
+run this time.
 """
 from __future__ import annotations
 
@@ -90,6 +91,12 @@ def unused_keys(root: ConfigParameters, sections: Iterable[ConfigParameters],
                 _walk(value, names, out)     # a section another one refers to ($var$, inheritance)
             continue
         if not root.is_used(key):
-            file, line = _where(root, value)
-            out.append(UnusedKey(name, file, line, closest(name, [k for k in names if k.lower() != key])))
+            # a top-level value is reported only when it looks like a misspelling of a name that
+            # was looked up and is not defined: the others are variables and settings of commands
+            # not run this time ($ModelDir$, outputNodeNames of a write command...)
+            missing = [k for k in root.missed_names() if k.lower() not in root._entries]
+            guess = closest(name, missing)
+            if guess is not None:
+                file, line = _where(root, value)
+                out.append(UnusedKey(name, file, line, guess))
     return out
