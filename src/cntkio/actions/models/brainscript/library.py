@@ -232,10 +232,9 @@ for _n, _op, _al in (("Sigmoid", "Sigmoid", ()), ("Tanh", "Tanh", ()), ("ReLU", 
                      ("Log", "Log", ()), ("Abs", "Abs", ()), ("Negate", "Negate", ()), ("Sqrt", "Sqrt", ()),
                      ("Square", "Square", ()), ("Cosine", "Cos", ("Cos",)), ("Sin", "Sin", ()),
                      ("Transpose", "Transpose", ()), ("SumElements", "SumElements", ()),
-                     ("ReduceSum", "SumColumnElements", ("SumColumnElements",)),
-                     ("Mean", "Mean", ()), ("InvStdDev", "InvStdDev", ()), ("ReduceMean", "ReduceMean", ()),
-                     ("ReduceMax", "ReduceMax", ()), ("ReduceMin", "ReduceMin", ()),
-                     ("ReduceLogSum", "ReduceLogSum", ()), ("Hardmax", "Hardmax", ()), ("Softplus", "Softplus", ()),
+                     ("SumColumnElements", "SumColumnElements", ()),
+                     ("Mean", "Mean", ()), ("InvStdDev", "InvStdDev", ()),
+                     ("Hardmax", "Hardmax", ()), ("Softplus", "Softplus", ()),
                      ("Reciprocal", "Reciprocal", ()), ("Not", "Not", ())):
     _unary_node(_n, _op, _al)
 
@@ -270,6 +269,25 @@ def _ClassificationError(ev, a, loc):
     return ev.node("ClassificationErrorTopN", ins, {"topN": k}, loc)
 
 
+def _reduce(name: str, op: str, how: str):
+    @define(name, ("x",), {"axis": None})
+    def f(ev, a, loc):
+        x = _node(ev, a["x"], loc, name)
+        if a["axis"] is None:               # over all of each sample's values
+            return ev.node(op, [x], loc=loc)
+        k = int(a["axis"])
+        if k < 1:
+            raise BrainScriptError(f"{name}: axis={k} (over a sequence) is not supported by cntkio; static axes "
+                                   "1, 2, ... are", loc)
+        return ev.node("AxisReduce", [x], {"axis": k, "reduction": how}, loc)
+
+
+for _n, _op, _how in (("ReduceSum", "SumColumnElements", "sum"), ("ReduceMean", "ReduceMean", "mean"),
+                      ("ReduceMax", "ReduceMax", "max"), ("ReduceMin", "ReduceMin", "min"),
+                      ("ReduceLogSum", "ReduceLogSum", "logsum")):
+    _reduce(_n, _op, _how)
+
+
 @define("Identity", ("x",), aliases=("Pass",))
 def _Identity(ev, a, loc):
     return a["x"]
@@ -286,9 +304,11 @@ def _Dropout(ev, a, loc):
 def _Splice(ev, a, loc):
     v = a["inputs"]
     items = v.values(ev) if isinstance(v, Array) else [v]
-    if int(a["axis"]) != 1:
-        raise BrainScriptError(f"Splice: axis={a['axis']} is not supported by cntkio (axis=1 only)", loc)
-    return ev.node("RowStack", [_node(ev, x, loc, "Splice") for x in items], loc=loc)
+    nodes = [_node(ev, x, loc, "Splice") for x in items]
+    k = int(a["axis"])
+    if k < 1:
+        raise BrainScriptError(f"Splice: axis={k} is not supported by cntkio (the static axes 1, 2, ... only)", loc)
+    return ev.node("RowStack", nodes, loc=loc) if k == 1 else ev.node("AxisSplice", nodes, {"axis": k}, loc)
 
 
 @define("RowSlice", ("beginIndex", "numRows", "x"))
@@ -299,15 +319,22 @@ def _RowSlice(ev, a, loc):
 
 @define("Slice", ("beginIndex", "endIndex", "x"), {"axis": 1})
 def _Slice(ev, a, loc):
-    if int(a["axis"]) != 1:
-        raise BrainScriptError(f"Slice: axis={a['axis']} is not supported by cntkio (axis=1 only)", loc)
-    b, e = int(a["beginIndex"]), int(a["endIndex"])
-    return ev.node("RowSlice", [_node(ev, a["x"], loc, "Slice")], {"startIndex": b, "numRows": e - b}, loc)
+    k, b, e = int(a["axis"]), int(a["beginIndex"]), int(a["endIndex"])
+    if k < 1:
+        raise BrainScriptError(f"Slice: axis={k} (the sequence axis) makes sequences of another length (a new "
+                               "dynamic axis), which cntkio does not support; static axes 1, 2, ... are", loc)
+    x = _node(ev, a["x"], loc, "Slice")
+    if k == 1 and 0 <= b < e:
+        return ev.node("RowSlice", [x], {"startIndex": b, "numRows": e - b}, loc)
+    return ev.node("AxisSlice", [x], {"axis": k, "beginIndex": b, "endIndex": e}, loc)
 
 
-@define("Reshape", ("x", "shape"))
+@define("Reshape", ("x", "shape"), {"beginAxis": 0, "endAxis": 0})
 def _Reshape(ev, a, loc):
     d = _dims(a["shape"], loc, "Reshape")
+    if int(a["beginAxis"]) or int(a["endAxis"]) or len(d) not in (1, 3) or 0 in d:
+        return ev.node("ReshapeAxes", [_node(ev, a["x"], loc, "Reshape")],
+                       {"shape": list(d), "beginAxis": int(a["beginAxis"]), "endAxis": int(a["endAxis"])}, loc)
     attrs = {"numRows": math.prod(d)}
     if len(d) == 3:
         attrs.update(imageWidth=d[0], imageHeight=d[1], imageChannels=d[2])

@@ -20,6 +20,6 @@ case-insensitively, and names the near ones when there is none.
 from __future__ import annotations
 
 from .base import NodeError, Op, OPS, Shape, lookup, op_names, register
-from . import basic, conv, criteria, recurrent, extra  # noqa: F401  (they register their ops)
+from . import basic, conv, criteria, recurrent, extra, axes  # noqa: F401  (they register their ops)
 
 __all__ = ["NodeError", "Op", "OPS", "Shape", "lookup", "op_names", "register"]
