@@ -300,8 +300,13 @@ class MinibatchSource:
         """What this source has handed out: minibatches, sequences and samples (the first
         stream's), seconds spent inside ``next_minibatch`` (waiting for the reader and making
         the minibatch) and since the first call, the packed minibatches waiting (prefetch depth)
-        and the invalid sequences dropped (``errors``). Logged at the epoch end at trace level 2."""
-        return self._stats.as_dict(None if self._reader is None else self._reader.handoff)
+        and the invalid sequences dropped (``errors``); for built-in deserializers also the
+        seconds of the reading stages, on whatever thread they ran (``seconds_parse``,
+        ``seconds_randomize``, ``seconds_pack``) and ``bytes_loaded``
+        (:class:`~cntkio.engine.stats.StageClock`). Logged at the epoch end at trace level 2."""
+        reader = self._reader
+        return self._stats.as_dict(None if reader is None else reader.handoff,
+                                   None if reader is None else reader.clock)
 
     def iter(self, minibatch_size: int = DEFAULT_ITER_MINIBATCH_SIZE, input_map: Mapping | None = None,
              num_data_partitions: int | None = None, partition_index: int | None = None) -> Iterator[dict]:

@@ -47,6 +47,7 @@ def test_hook_sees_every_packed_batch_before_it_is_handed_out(tmp_path):
         got += 1
     assert got == 5  # 2-sample budgets over lengths 1,2,1,3,1: one sequence each
     assert seen and len(seen) == len({id(b) for b in seen})  # once per batch
+    src.close()
 
 
 def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path):
@@ -58,7 +59,10 @@ def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path):
         if not mb:
             break
         expected.append(to_torch(mb))
-    items = list(DataLoader(MinibatchIterableDataset(lambda: _source(path), 3), batch_size=None))
+    ref_src.close()
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
+    items = list(DataLoader(ds, batch_size=None))
+    ds._make_source().close()
     assert len(items) == len(expected) == 4
     for item, exp in zip(items, expected):
         assert sorted(item) == sorted(exp) == ["w", "w_lengths", "x", "x_lengths"]
@@ -70,7 +74,9 @@ def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path):
     assert items[0]["w"].to_dense().argmax(1).tolist() == [3, 7, 2]
     assert np.allclose(items[0]["x"][:, :, 0].numpy(), [[1.5, 0.0], [2.0, -1.0]])
     items[0]["extra"] = 1  # the item is the caller's: a second iteration is unaffected
-    again = list(DataLoader(MinibatchIterableDataset(lambda: _source(path), 3), batch_size=None))
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
+    again = list(DataLoader(ds, batch_size=None))
+    ds._make_source().close()
     assert "extra" not in again[0]
 
 
@@ -87,6 +93,7 @@ def test_batch_size_not_none_is_a_clear_error(tmp_path):
         next(iter(DataLoader(ds, batch_size=4)))
     assert len(list(DataLoader(ds, batch_size=None))) == 4
     assert len(list(ds)) == 4  # iterated directly: no DataLoader, no check
+    ds._make_source().close()
 
 
 def test_one_worker_process_warns_too(tmp_path, monkeypatch):
@@ -100,5 +107,7 @@ def test_one_worker_process_warns_too(tmp_path, monkeypatch):
     path = _write(tmp_path / "a.ctf")
     monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: Info())
     monkeypatch.setattr(integ, "_workers_warned", False)
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
     with pytest.warns(RuntimeWarning, match="1 DataLoader worker processes.*num_workers=0"):
-        assert len(list(MinibatchIterableDataset(lambda: _source(path), 3))) == 4
+        assert len(list(ds)) == 4
+    ds._make_source().close()

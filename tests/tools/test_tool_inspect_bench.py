@@ -79,6 +79,10 @@ def test_source_stats_counts_what_was_handed_out(tmp_path):
     st = src.stats()
     assert (st["minibatches"], st["sequences"], st["samples"], st["errors"]) == (n, 10, 19, 0)
     assert st["seconds_in_calls"] > 0 and st["prefetch_depth"] == 0
+    # the stages: one chunk of 19 float32 samples loaded (76 bytes of values), parsed and packed
+    assert st["bytes_loaded"] == 19 * 4
+    assert st["seconds_parse"] > 0 and st["seconds_pack"] > 0 and st["seconds_randomize"] > 0
+    src.close()
 
 
 def test_show_config_yaml(tmp_path, capsys):

@@ -27,6 +27,7 @@ to its end first: its thread is joined when its job goes).
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 
 import numpy as np
@@ -80,11 +81,20 @@ class BatchScheduler:
         self.ahead: deque = deque()  # batches begun ahead of the cursor, in order
 
     # --- one batch ----------------------------------------------------------------------------
+    def _walk(self, *args):
+        """``walker.walk_batch(*args)``, its time counted as ``randomize`` (the window's clock)."""
+        t0 = time.perf_counter()
+        plans = self.walker.walk_batch(*args)
+        self.window.clock.add("randomize", time.perf_counter() - t0)
+        return plans
+
     def prepare(self, plans: list):
         """The selection of consecutive plans: ``(end_of_sweep flags, counts, sel_chunk,
         sel_index)``. They are packed at once (:meth:`Handoff.pack`): one gather per stream and
         chunk for all of them, then each minibatch is a slice."""
+        t0 = time.perf_counter()
         sel_chunk, sel_index, sel_len = self.walker.selection(plans)
+        self.window.clock.add("randomize", time.perf_counter() - t0)
         if self.frame_mode:
             check_frame_mode(sel_len)
         return [p.end_of_sweep for p in plans], [p.num_sequences for p in plans], sel_chunk, sel_index
@@ -129,15 +139,29 @@ class BatchScheduler:
 
     def collect(self, batch: _Batch) -> list:
         """Wait for a started batch's parses: ``[(prep, direct or None)]``."""
-        return [(prep, self._direct(begun)) for prep, begun in batch.parts]
+        t0 = time.perf_counter()
+        parsed = [(prep, self._direct(begun)) for prep, begun in batch.parts]
+        self.window.clock.add("parse", time.perf_counter() - t0)
+        return parsed
 
     def finish(self, batch: _Batch, parsed: list) -> tuple[list, list]:
         """Pack a collected batch (:meth:`Handoff.finish`)."""
-        return self.handoff.finish(batch.entries, parsed, self.window.chunk)
+        waited = [0.0]
+        chunk = self.window.chunk
+
+        def loaded(c: int):  # a chunk, maybe waiting for its load (counted as parse, not pack)
+            t = time.perf_counter()
+            out = chunk(c)
+            waited[0] += time.perf_counter() - t
+            return out
+        t0 = time.perf_counter()
+        packed = self.handoff.finish(batch.entries, parsed, loaded)
+        self.window.clock.add("pack", time.perf_counter() - t0 - waited[0])
+        return packed
 
     def produce(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int):
         """Walk and pack up to ``count`` minibatches from ``cursor``."""
-        batch = self.start(self.walker.walk_batch(cursor, budget, W, r, count))
+        batch = self.start(self._walk(cursor, budget, W, r, count))
         return self.finish(batch, self.collect(batch))
 
     # --- the queue runs out -------------------------------------------------------------------
@@ -175,7 +199,7 @@ class BatchScheduler:
         ahead = self.ahead
         if not ahead or ahead[0].key != (key, cursor):
             ahead.clear()
-            ahead.append(self.start(self.walker.walk_batch(cursor, budget, W, r, count), (key, cursor)))
+            ahead.append(self.start(self._walk(cursor, budget, W, r, count), (key, cursor)))
         batch = ahead.popleft()
         parsed = self.collect(batch)
         if batch.end is None:  # the batch reaches the epoch end: nothing more to read
@@ -194,7 +218,7 @@ class BatchScheduler:
                 # the batch right after this one stays within the window by itself (a batch ends
                 # in the randomized chunk after the one it starts in); the ones after it start
                 # before the bound
-                plans = self.walker.walk_batch(last.end, budget, W, r, size, None if last is batch else bound)
+                plans = self._walk(last.end, budget, W, r, size, None if last is batch else bound)
                 if not plans:
                     break
                 ahead.append(self.start(plans, (key, last.end)))

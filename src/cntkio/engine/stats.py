@@ -8,9 +8,60 @@ making the minibatch), and at the time of asking the packed minibatches waiting 
 """
 from __future__ import annotations
 
+import threading
 import time
 
-__all__ = ["SourceStats"]
+__all__ = ["SourceStats", "StageClock"]
+
+
+class StageClock:
+    """Seconds and bytes of the reading stages, added from any thread (per chunk or per batch of
+    minibatches, never per sample): ``parse`` (chunk loads on the loader threads, summed over the
+    threads, plus waits for sequence parses with random access), ``randomize`` (walking the
+    timeline: which sequences each minibatch takes, and selecting them), ``pack`` (packing batches
+    of minibatches, with their tensor-ready arrays when a consumer asked for them), and
+    ``bytes_loaded`` (the arrays of the chunks loaded; with random access the raw bytes read)."""
+
+    __slots__ = ("seconds", "bytes_loaded", "_lock")
+
+    def __init__(self) -> None:
+        self.seconds = {"parse": 0.0, "randomize": 0.0, "pack": 0.0}
+        self.bytes_loaded = 0
+        self._lock = threading.Lock()
+
+    def add(self, stage: str, seconds: float, nbytes: int = 0) -> None:
+        with self._lock:
+            self.seconds[stage] += seconds
+            self.bytes_loaded += nbytes
+
+    def timed(self, fn, stage: str, count_bytes: bool = False):
+        """``fn`` with its calls' time added to ``stage`` (and its result's bytes)."""
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            self.add(stage, time.perf_counter() - t0, _nbytes(out) if count_bytes else 0)
+            return out
+        return call
+
+    def as_dict(self) -> dict:
+        with self._lock:
+            return {"seconds_" + k: v for k, v in self.seconds.items()} | {"bytes_loaded": self.bytes_loaded}
+
+
+def _nbytes(obj) -> int:
+    """Bytes of a loaded chunk's arrays, or of raw bytes (0 when unknown)."""
+    streams = getattr(obj, "streams", None)
+    if isinstance(streams, dict):
+        total = 0
+        for st in streams.values():
+            for name in ("values", "indptr", "indices", "data"):
+                a = getattr(st, name, None)
+                total += int(getattr(a, "nbytes", 0) or 0)
+        return total
+    try:
+        return len(obj)
+    except TypeError:
+        return 0
 
 
 class SourceStats:
@@ -42,9 +93,10 @@ class SourceStats:
             self.samples += value.num_samples
             return
 
-    def as_dict(self, handoff=None) -> dict:
+    def as_dict(self, handoff=None, clock: StageClock | None = None) -> dict:
         wall = time.perf_counter() - self.started if self.started is not None else 0.0
-        return {"minibatches": self.minibatches, "sequences": self.sequences, "samples": self.samples,
+        stages = clock.as_dict() if clock is not None else {}
+        return stages | {"minibatches": self.minibatches, "sequences": self.sequences, "samples": self.samples,
                 "seconds_in_calls": self.seconds_in_calls, "seconds_since_first_call": wall,
                 "prefetch_depth": len(handoff.queue) if handoff is not None else 0,
                 "errors": int(getattr(handoff, "errors", 0)) if handoff is not None else 0}

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .prefetch import ChunkCache
+from .stats import StageClock
 from .walk import TimelineWalker
 
 __all__ = ["ChunkWindow"]
@@ -38,8 +39,12 @@ class ChunkWindow:
             def loader(load_id: int):
                 k, c = walker.chunk_of(load_id)
                 return corpus.get_chunk(c, sweep=k)
-        self.cache = ChunkCache(corpus, threads=threads, loader=loader)
-        self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes", loader=corpus.read_bytes,
+        #: seconds and bytes of the reading stages (:class:`~cntkio.engine.stats.StageClock`)
+        self.clock = StageClock()
+        self.cache = ChunkCache(corpus, threads=threads,
+                                loader=self.clock.timed(loader or corpus.get_chunk, "parse", True))
+        self.raw = ChunkCache(corpus, threads=1, name="cntkio-bytes",
+                              loader=self.clock.timed(corpus.read_bytes, "parse", True),
                               release=corpus.release_bytes) if direct else None
         self.dirty: set[int] = set()
         #: samples of the sweep ahead of the cursor whose chunks are kept loading (the scheduler

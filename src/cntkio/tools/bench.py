@@ -7,12 +7,14 @@
     cntkio bench configFile=x.cntk [name=value ...] [--section NAME] [--minibatch-size N]
                       [--sweeps N] [--json]
 
-Stages, each timed on its own: **index** (building the deserializers: the file's index),
+Stages, each timed on its own: **guess** (a CTF file's streams guessed from its first 4 MB, when
+no ``--stream`` is given), **index** (building the deserializers: the file's index),
 **parse** (every chunk loaded once by the deserializer alone, one after another: the parser's
 own speed), and **read** (``--sweeps`` sweeps through a ``MinibatchSource``: parsing,
 randomizing and packing pipelined on the source's threads, as training reads), whose
 ``MinibatchSource.stats()`` (minibatches, sequences, samples, seconds inside ``next_minibatch``,
-prefetch depth, errors) is printed with it. Throughput is samples/s, and MB/s of the input file
+prefetch depth, errors, and the seconds of the parse, randomize and pack stages summed over the
+threads they ran on, with the bytes loaded) is printed with it. Throughput is samples/s, and MB/s of the input file
 where there is one file.
 """
 from __future__ import annotations
@@ -72,6 +74,13 @@ def _summary(index_s: float, parse: dict, read: dict, nbytes: int | None) -> dic
 def bench_file(path: str, streams=None, size: int = 256, randomize: bool = False, sweeps: int = 1,
                show_progress=None) -> dict:
     from ..source import MinibatchSource
+    from ._common import file_format
+    guess_s = 0.0
+    if streams is None and file_format(path) == "ctf":  # the stream guess, timed on its own
+        from ..deserializers.cbf.writer import infer_ctf_streams
+        t0 = time.perf_counter()
+        streams = infer_ctf_streams(path)
+        guess_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     d = open_file(path, streams)
     index_s = time.perf_counter() - t0
@@ -83,7 +92,10 @@ def bench_file(path: str, streams=None, size: int = 256, randomize: bool = False
     kw = {"randomization_window_in_chunks": 4} if randomize else {"randomize": False}
     with MinibatchSource(d, max_sweeps=sweeps, **kw) as source:
         read = _read_stage(source, size, show_progress, os.path.basename(path))
-    return _summary(index_s, parse, read, os.path.getsize(path))
+    out = _summary(index_s, parse, read, os.path.getsize(path))
+    if guess_s:
+        out["guess_streams_seconds"] = guess_s
+    return out
 
 
 def bench_config(argv: Sequence[str], section: str | None, size: int | None, sweeps: int = 1,
@@ -130,8 +142,11 @@ def _config_minibatch_size(cfg, section: str) -> int:
 
 def _text(label: str, r: dict) -> str:
     st = r["stats"]
-    lines = [f"{label}:",
-             f"  index  {r['index_seconds']:.3f} s",
+    lines = [f"{label}:"]
+    if "guess_streams_seconds" in r:
+        lines.append(f"  guess  {r['guess_streams_seconds']:.3f} s  (the CTF streams, from the first 4 MB; "
+                     "--stream skips it)")
+    lines += [f"  index  {r['index_seconds']:.3f} s",
              f"  parse  {r['parse_seconds']:.3f} s  {r['parse_samples_per_second']:.0f} samples/s"
              + (f"  {r['parse_mb_per_second']:.1f} MB/s" if "parse_mb_per_second" in r else ""),
              f"  read   {r['read_seconds']:.3f} s  {r['read_samples_per_second']:.0f} samples/s"
@@ -139,6 +154,10 @@ def _text(label: str, r: dict) -> str:
              f"  stats  {st['minibatches']} minibatches, {st['sequences']} sequences, {st['samples']} samples; "
              f"{st['seconds_in_calls']:.3f} s inside next_minibatch; prefetch depth {st['prefetch_depth']}; "
              f"{st['errors']} errors"]
+    if "seconds_parse" in st:
+        lines.append(f"  stages parse {st['seconds_parse']:.3f} s, randomize {st['seconds_randomize']:.3f} s, "
+                     f"pack {st['seconds_pack']:.3f} s (summed over threads); "
+                     f"{st['bytes_loaded'] / 1e6:.1f} MB loaded")
     return "\n".join(lines)
 
 
