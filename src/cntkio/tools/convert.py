@@ -137,7 +137,7 @@ def svmlight_to_ctf(src: str, dst: str, *, dim: int | None = None, zero_based: s
     try:
         d = CNTKTextFormatDeserializer({"file": tmp, "input": {
             "y": {"alias": "y", "dim": 1, "format": "dense"},
-            "x": {"alias": "x", "dim": 0x7FFFFFFF, "format": "sparse"}}})
+            "x": {"alias": "x", "dim": 0x7FFFFFFF, "format": "sparse"}}}, trace_level=0)  # errors raise
         try:
             chunks = [d.get_chunk(c.id) for c in d.chunk_infos()]
         finally:
