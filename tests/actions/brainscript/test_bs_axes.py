@@ -79,3 +79,29 @@ def test_bad_axes_are_located_errors(text, what):
     with pytest.raises(BrainScriptError) as e:
         build("x = Input{6:5:1}\n" + text + "\nz = DenseLayer{3}(g)\n" + HEAD)
     assert what in str(e.value) and ":2:" in str(e.value)
+
+
+def test_per_axis_padding_of_convolution_and_pooling():
+    net = build("x = Input{7:6:2}\nc = ConvolutionalLayer{3, (3:5), pad=(true:false)}(x)\n"
+                "d = ConvolutionalLayer{3, (3:3), pad=(false:true:false)}(x)\n"
+                "p = MaxPoolingLayer{(3:3), stride=(2:2), pad=(false:true)}(x)\n"
+                "a = AveragePoolingLayer{(3:3), pad=(true:false)}(x)\nz = DenseLayer{3}(c)\n" + HEAD)
+    x = torch.randn(3, 84)
+    img = x.reshape(3, 2, 6, 7)
+    v = net.evaluate({"x": x}, ["c", "d", "p", "a"])
+    F = torch.nn.functional
+    Wc, bc = net.tensor("c.W").reshape(3, 2, 5, 3), net.tensor("c.b").reshape(-1)
+    torch.testing.assert_close(v["c"], F.conv2d(img, Wc, bc, padding=(0, 1)))      # width padded only
+    Wd, bd = net.tensor("d.W").reshape(3, 2, 3, 3), net.tensor("d.b").reshape(-1)
+    torch.testing.assert_close(v["d"], F.conv2d(img, Wd, bd, padding=(1, 0)))      # height padded only
+    torch.testing.assert_close(v["p"], F.max_pool2d(img, 3, stride=2, padding=(1, 0)))
+    torch.testing.assert_close(v["a"], F.avg_pool2d(img, 3, stride=1, padding=(0, 1), count_include_pad=False))
+    assert net.shapes["c"] == (3, 2, 7) and net.shapes["d"] == (3, 6, 5) and net.shapes["p"] == (2, 3, 3)
+
+
+def test_padding_a_channel_axis_or_an_even_filter_is_a_located_error():
+    for text, what in (("ConvolutionalLayer{3, (3:3), pad=(true:true:true)}", "pad must be"),
+                       ("ConvolutionalLayer{3, (4:3), pad=(true:false)}", "odd filter")):
+        with pytest.raises(BrainScriptError) as e:
+            build("x = Input{7:6:2}\nc = " + text + "(x)\nz = DenseLayer{3}(c)\n" + HEAD)
+        assert what in str(e.value) and ":2:" in str(e.value)

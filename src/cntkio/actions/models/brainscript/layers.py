@@ -81,6 +81,19 @@ def _pair(v, loc, what, default=None):
     return d[0], d[1]
 
 
+def _pads(ev, pad, loc, what) -> tuple[bool, bool]:
+    """``pad``: true/false for both axes, or per axis ``(width:height)`` (``(w:h:false)``: the
+    channel axis is never padded)."""
+    if isinstance(pad, bool):
+        return pad, pad
+    if isinstance(pad, Array):
+        v = pad.values(ev)
+        if all(isinstance(p, bool) for p in v) and len(v) in (2, 3) and (len(v) == 2 or not v[2]):
+            return v[0], v[1]
+    raise BrainScriptError(f"{what}: pad must be true, false or per axis (width:height[:false]), found "
+                           f"{type_name(pad) if not isinstance(pad, Array) else pad.values(ev)}", loc)
+
+
 @define("ConvolutionalLayer", ("numOutputChannels", "filterShape"),
         {"activation": None, "init": "glorotUniform", "initValueScale": 1.0, "stride": 1, "pad": False,
          "lowerPad": 0, "upperPad": 0, "bias": True, "initBias": 0.0, "reductionRank": 1, "sharing": True,
@@ -89,12 +102,10 @@ def _ConvolutionalLayer(ev, a, loc):
     oc = int(a["numOutputChannels"])
     kw, kh = _pair(a["filterShape"], loc, "ConvolutionalLayer filterShape")
     sw, sh = _pair(a["stride"], loc, "ConvolutionalLayer stride")
-    pad = a["pad"]
-    if isinstance(pad, Array) or not isinstance(pad, bool):
-        raise BrainScriptError("ConvolutionalLayer: pad must be true or false in cntkio (per-axis padding is not "
-                               "supported)", loc)
-    if pad and (kw % 2 == 0 or kh % 2 == 0):
-        raise BrainScriptError(f"ConvolutionalLayer: pad=true needs an odd filter shape in cntkio, found {kw}x{kh}", loc)
+    onw, onh = _pads(ev, a["pad"], loc, "ConvolutionalLayer")
+    if (onw and kw % 2 == 0) or (onh and kh % 2 == 0):
+        raise BrainScriptError("ConvolutionalLayer: padding needs an odd filter shape on the padded axes in cntkio, "
+                               f"found {kw}x{kh}", loc)
     W = _param(ev, oc, 0, loc, init=a["init"], scale=a["initValueScale"], fan=("conv", kw * kh))
     W.attrs["bsConv"] = [kw, kh]
     b = _param(ev, oc, 1, loc, init="fixedValue", value=float(a["initBias"])) if a["bias"] else None
@@ -103,7 +114,7 @@ def _ConvolutionalLayer(ev, a, loc):
     def apply(ev, x, loc2):
         c = ev.node("Convolution", [W, _node(ev, x, loc2, "ConvolutionalLayer")],
                     {"kernelWidth": kw, "kernelHeight": kh, "outputChannels": oc, "horizontalSubsample": sw,
-                     "verticalSubsample": sh, "zeroPadding": bool(pad)}, loc)
+                     "verticalSubsample": sh, "zeroPadding": onw and onh, "padAxes": [onw, onh]}, loc)
         if b is not None:
             c = ev.node("Plus", [c, b], loc=loc)
         return _activation(ev, act, c, loc)
@@ -114,14 +125,15 @@ def _pooling(op):
     def f(ev, a, loc):
         ww, wh = _pair(a["filterShape"], loc, f"{op} filterShape")
         sw, sh = _pair(a["stride"], loc, f"{op} stride")
-        if not isinstance(a["pad"], bool):
-            raise BrainScriptError(f"{op}Layer: pad must be true or false in cntkio (per-axis padding is not "
-                                   "supported)", loc)
-        if a["pad"] and (ww % 2 == 0 or wh % 2 == 0):
-            raise BrainScriptError(f"{op}Layer: pad=true needs an odd window in cntkio, found {ww}x{wh}", loc)
-        kind = f"Padded{op}" if a["pad"] else op
-        return _layer(f"{op}Layer", lambda ev, x, l2: ev.node(kind, [_node(ev, x, l2, f"{op}Layer")], {
-            "windowWidth": ww, "windowHeight": wh, "horizontalSubsample": sw, "verticalSubsample": sh}, loc))
+        onw, onh = _pads(ev, a["pad"], loc, f"{op}Layer")
+        if (onw and ww % 2 == 0) or (onh and wh % 2 == 0):
+            raise BrainScriptError(f"{op}Layer: padding needs an odd window on the padded axes in cntkio, found "
+                                   f"{ww}x{wh}", loc)
+        kind = f"Padded{op}" if onw or onh else op
+        attrs = {"windowWidth": ww, "windowHeight": wh, "horizontalSubsample": sw, "verticalSubsample": sh}
+        if onw or onh:
+            attrs["padAxes"] = [onw, onh]
+        return _layer(f"{op}Layer", lambda ev, x, l2: ev.node(kind, [_node(ev, x, l2, f"{op}Layer")], attrs, loc))
     return f
 
 

@@ -34,7 +34,11 @@ class Convolution(Op):
         c, h, w = _image(self.name, shapes[1])
         kw, kh, oc, sw, sh = (as_int(attrs[k], k) for k in self.positional[2:])
         pad = as_bool(attrs["zeroPadding"], "zeroPadding")
-        ph, pw = (kh // 2, kw // 2) if pad else (0, 0)
+        axes = attrs.get("padAxes")         # per axis (width, height), BrainScript's pad=(true:false)
+        onw, onh = (bool(axes[0]), bool(axes[1])) if axes else (pad, pad)
+        if (onw and kw % 2 == 0) or (onh and kh % 2 == 0):
+            raise NodeError(f"Convolution: padding needs an odd kernel on the padded axes, found {kw}x{kh}")
+        ph, pw = (kh // 2 if onh else 0), (kw // 2 if onw else 0)
         return c, h, w, kw, kh, oc, sw, sh, ph, pw
 
     def infer(self, attrs, shapes, sample):

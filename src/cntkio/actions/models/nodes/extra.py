@@ -181,18 +181,23 @@ class PaddedMaxPooling(Op):
             raise NodeError(f"{self.name}: the input must be an image [channels, height, width], found dimensions "
                             f"{list(shapes[0])}")
         ww, wh, sw, sh = (as_int(attrs[k], k) for k in self.positional[1:])
-        if ww % 2 == 0 or wh % 2 == 0:
-            raise NodeError(f"{self.name}: padding needs an odd window, found {ww}x{wh}")
-        return shapes[0], ww, wh, sw, sh
+        axes = attrs.get("padAxes") or (True, True)     # per axis (width, height)
+        onw, onh = bool(axes[0]), bool(axes[1])
+        if (onw and ww % 2 == 0) or (onh and wh % 2 == 0):
+            raise NodeError(f"{self.name}: padding needs an odd window on the padded axes, found {ww}x{wh}")
+        return shapes[0], ww, wh, sw, sh, (wh // 2 if onh else 0, ww // 2 if onw else 0)
 
     def infer(self, attrs, shapes, sample):
-        (c, h, w), ww, wh, sw, sh = self._geom(attrs, shapes)
-        return (c, (h - 1) // sh + 1, (w - 1) // sw + 1), sample[0]
+        (c, h, w), ww, wh, sw, sh, (ph, pw) = self._geom(attrs, shapes)
+        oh, ow = (h + 2 * ph - wh) // sh + 1, (w + 2 * pw - ww) // sw + 1
+        if oh <= 0 or ow <= 0:
+            raise NodeError(f"{self.name}: a {ww}x{wh} window does not fit a {w}x{h} image")
+        return (c, oh, ow), sample[0]
 
     def compile(self, attrs, shapes, sample):
-        _, ww, wh, sw, sh = self._geom(attrs, shapes)
+        _, ww, wh, sw, sh, pad = self._geom(attrs, shapes)
         f = torch.nn.functional
-        return lambda x: f.max_pool2d(x, (wh, ww), stride=(sh, sw), padding=(wh // 2, ww // 2))
+        return lambda x: f.max_pool2d(x, (wh, ww), stride=(sh, sw), padding=pad)
 
 
 @register
@@ -201,10 +206,9 @@ class PaddedAveragePooling(PaddedMaxPooling):
     name = "PaddedAveragePooling"
 
     def compile(self, attrs, shapes, sample):
-        _, ww, wh, sw, sh = self._geom(attrs, shapes)
+        _, ww, wh, sw, sh, pad = self._geom(attrs, shapes)
         f = torch.nn.functional
-        return lambda x: f.avg_pool2d(x, (wh, ww), stride=(sh, sw), padding=(wh // 2, ww // 2),
-                                      count_include_pad=False)
+        return lambda x: f.avg_pool2d(x, (wh, ww), stride=(sh, sw), padding=pad, count_include_pad=False)
 
 
 @register
