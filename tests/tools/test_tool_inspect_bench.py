@@ -109,3 +109,16 @@ def test_show_config_yaml_of_the_digits_example(capsys):
     assert 'digitsTrain:\n  action: "train"\n' in text and '    minibatchSize: "16:32"\n' in text
     assert main(["show-config", DIGITS_CFG, "--json"]) == 0
     assert _json(capsys)["digitsTest"]["minibatchSize"] == "360"
+
+
+@pytest.mark.parametrize("config, readers", [
+    ("legacy/mnist.cntk", {"mnistTrain.reader": 1437}),
+    ("images/shapes.cntk", {"shapesTrain.reader": 240}),
+    ("speech/speech.cntk", {"speechTrain.reader": 3817, "speechTest.reader": 1231}),
+    ("brainscript/digits_inline.cntk", {"trainNetwork.reader": 1437}),
+])
+def test_inspect_the_shipped_examples(config, readers, capsys):
+    assert main(["inspect", f"configFile={paths.REPO / 'examples' / config}", "--json", "--head", "1"]) == 0
+    r = _json(capsys)
+    for path, sequences in readers.items():
+        assert r[path]["sequences"] == sequences and len(r[path]["head"]) == 1
