@@ -19,6 +19,7 @@ the loop, and not with truncated BPTT's carried state (the step loop handles bot
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from ....integrations.torch_backend import torch
@@ -26,6 +27,12 @@ from ..nodes import lookup
 from ..nodes.base import as_float, as_int
 
 __all__ = ["FusedLSTM", "fused_loops", "match_lstm", "run_fused", "run_lstm"]
+
+# cuDNN copies the weights (permuted per call from the graph's parameters) into its own buffer
+# and warns that they are "not part of single contiguous chunk of memory": expected here, and
+# only for the calls made from this module
+warnings.filterwarnings("ignore", message="RNN module weights are not part of single contiguous chunk",
+                        module=__name__)
 
 
 @dataclass(frozen=True)
