@@ -6,6 +6,9 @@ ConvNet of CNTK's MNIST example (three ``ConvolutionalLayer``s, two ``MaxPooling
 sequences of 5 to 20 words; by hand: ``nn.LSTM`` over packed sequences); all train with torch.optim.SGD on the same in-memory data, minibatch and device,
 criteria summed over the minibatch as CNTK's. Runs are interleaved and repeated; the median time
 per step is reported. The issue's target: the BrainScript network within 10% of the hand-written one.
+The BrainScript tagger's RecurrentLSTMLayer runs as one fused torch.lstm (docs/brainscript.md, Speed);
+``--step-loop`` runs it as the node library's step-by-step loop instead, for comparison. On a shared
+CPU, ``--threads 1`` gives steadier figures.
 
     python bench/brainscript_vs_torch.py                    # CPU, the three networks, minibatch 64
     python bench/brainscript_vs_torch.py --device cuda:0    # on a GPU
@@ -108,6 +111,7 @@ def bench_lstm(a, dev, sync) -> None:
         batches.append((x, y, lengths, pos, lens))
     text = LSTM_BS.replace("{E}", f"{{{e}}}").replace("{H}", f"{{{h}}}").replace("{V}", f"{{{v}}}")
     bs_net, hand = cntkio.brainscript.build(text, device=dev), Tagger(v, e, h).to(dev)
+    bs_net.fuse_lstm = not a.step_loop
     runs = {}
     for kind, net in (("brainscript", bs_net), ("torch", hand)):
         opt = torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9)
@@ -181,6 +185,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--only", choices=("mlp", "conv", "lstm"), default=None)
     ap.add_argument("--small", action="store_true", help="a smoke run (tiny sizes)")
+    ap.add_argument("--step-loop", action="store_true", help="the LSTM as the step-by-step loop, not fused")
     a = ap.parse_args()
     if a.small:
         a.batch, a.hidden, a.steps, a.repeats = 4, 16, 2, 2
