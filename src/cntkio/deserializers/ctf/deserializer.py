@@ -485,43 +485,15 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         finally:
             buf.release()
             _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
-        data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
-        if issues:
-            invalid = self._misaligned(issues, a, b, kept, warn=not counted)
-            if invalid is not None:
-                data = ChunkData(data.sequences, data.streams, invalid)
-        return data
-
-    def _misaligned(self, issues, a: int, b: int, kept: np.ndarray, warn: bool) -> np.ndarray | None:
-        """The kept sequences of chunk ``a:b`` that lost a sample of one stream to a tolerated
-        error (``maxErrors`` > 0): their streams would no longer be aligned sample by sample, so
-        each such sequence is invalid as a whole (dropped, counted against the source's
-        ``max_errors``) and named with its key, file and line. None when there is none."""
-        starts = self.index.starts
-        bad = set()
-        for issue in issues:
-            if issue[0] in _SAMPLE_ERRORS and issue[1] >= 0:
-                seq = int(np.searchsorted(starts[a:b + 1], issue[4], side="right")) - 1 + a
-                if a <= seq < b:
-                    bad.add(seq)
-        if not bad:
-            return None
-        invalid = np.isin(kept, np.fromiter(bad, np.int64, len(bad)))
-        if warn:
-            for seq in sorted(bad):
-                if seq in kept:
-                    self.trace.warning("%s:%d: sequence %s is dropped: a sample of one of its streams was "
-                                       "skipped by the error reported above, which would leave its streams "
-                                       "misaligned (counted as an invalid sequence)", self.filename,
-                                       int(self.index.first_lines[seq]), int(self.index.keys[seq]))
-        return invalid if invalid.any() else None
+        return self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
 
     def _account(self, chunk_id, issues, num_warnings, aborted, buf, base) -> None:
         errors = [i for i in issues if ref.is_error(i[0])]
+        a, b, _ = self._chunks[chunk_id]
         for issue in issues:
             message, expected, found = describe_issue(issue, buf, base, self.specs)
-            self.trace.warning("%s:%d:%d: %s (expected %s, found %s)", self.filename, issue[2],
-                               issue[3], message, expected, found)
+            self.trace.warning("%s:%d:%d: %s (expected %s, found %s)%s", self.filename, issue[2],
+                               issue[3], message, expected, found, self._misaligned_note(issue, a, b))
         shown = len(issues) - len(errors)
         if num_warnings > shown:
             self.trace.warning("%s: %d more warnings in chunk %d not shown", self.filename,
@@ -536,6 +508,20 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
                 raise self._max_errors_exceeded(over, buf, base)
             self._chunk_errors[chunk_id] = len(errors)
             self._errors_total = total
+
+    def _misaligned_note(self, issue, a: int, b: int) -> str:
+        """For an error that skips one sample of one stream (tolerated: ``maxErrors`` > 0): the
+        sequence it leaves misaligned, by key. Its streams are delivered as CNTK 2.7 delivers
+        them, that stream one sample short, so they are no longer aligned sample by sample."""
+        if issue[0] not in _SAMPLE_ERRORS or issue[1] < 0:
+            return ""
+        starts = self.index.starts
+        seq = int(np.searchsorted(starts[a:b + 1], issue[4], side="right")) - 1 + a
+        if not a <= seq < b:
+            return ""
+        return (f"; sequence {int(self.index.keys[seq])} (line {int(self.index.first_lines[seq])}) is delivered "
+                f"with stream {self.specs[issue[1]].name!r} one sample short: its streams are not aligned "
+                "sample by sample")
 
     def _max_errors_exceeded(self, issue, buf, base) -> MaxErrorsExceeded:
         message, expected, found = describe_issue(issue, buf, base, self.specs)
