@@ -1,6 +1,12 @@
-"""ctf2bin's output does not depend on the CTF parse steps; each chunk's writeback is started as
-it is written, and the fsync before the rename still runs (its seconds are reported)."""
+"""ctf2bin's output does not depend on the CTF parse steps; written around the page cache
+(O_DIRECT, staged in aligned blocks) or buffered, the bytes are the same, a file system that
+refuses O_DIRECT gets buffered writes, and a failed write leaves nothing behind; on the buffered
+path each chunk's writeback is started as it is written, and the fsync before the rename still
+runs (its seconds are reported)."""
+import errno
 import os
+
+import pytest
 
 import numpy as np
 
@@ -35,6 +41,7 @@ def test_output_is_the_same_for_any_parse_step(tmp_path):
 
 
 def test_writeback_started_per_chunk_and_fsync_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(W, "_DIRECT_IO", False)  # the buffered path
     ctf = _ctf(tmp_path / "t.ctf")
     calls, synced = [], []
     monkeypatch.setattr(W, "_start_writeback", lambda fd, off, n, flags: calls.append((off, n, flags)) or 0)
@@ -48,6 +55,90 @@ def test_writeback_started_per_chunk_and_fsync_kept(tmp_path, monkeypatch):
     assert {c[2] for c in calls} == {2}                      # SYNC_FILE_RANGE_WRITE
     assert len(synced) == 1 and info["fsync_seconds"] >= 0
     assert calls[-1][0] + calls[-1][1] < os.path.getsize(out)  # the header follows the last chunk
+
+
+def _direct_supported(folder) -> bool:
+    if not hasattr(os, "O_DIRECT"):
+        return False
+    try:
+        fd = os.open(os.path.join(folder, "probe"), os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o666)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+@pytest.mark.parametrize("stage", [4096, 8192, 1 << 20])
+def test_direct_writes_equal_buffered(tmp_path, monkeypatch, stage):
+    ctf = _ctf(tmp_path / "t.ctf", n=900, seed=5)
+    monkeypatch.setattr(W, "_DIRECT_STAGE_BYTES", stage)  # many staging blocks, all in flight
+    monkeypatch.setattr(W, "_DIRECT_STAGES", 2)
+    outs, infos = [], []
+    for direct in (False, True):
+        monkeypatch.setattr(W, "_DIRECT_IO", direct)
+        out = tmp_path / f"t{direct}.cbf"
+        infos.append(ctf2bin(ctf, str(out), STREAMS, chunk_size=3000, progress=False))
+        outs.append(out.read_bytes())
+    assert len(outs[0]) > 4 * 8192 and len(outs[0]) % 4096 != 0   # blocks and a partial tail
+    assert outs[1] == outs[0]
+    assert infos[0]["direct_io"] is False
+    assert infos[1]["direct_io"] is _direct_supported(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temp left
+
+
+def test_direct_refused_at_open_or_at_a_write(tmp_path, monkeypatch):
+    if not hasattr(os, "O_DIRECT"):
+        pytest.skip("no O_DIRECT on this platform: the buffered path is the only one")
+    ctf = _ctf(tmp_path / "t.ctf", n=600, seed=6)
+    monkeypatch.setattr(W, "_DIRECT_STAGE_BYTES", 8192)
+    monkeypatch.setattr(W, "_DIRECT_IO", False)
+    ref = tmp_path / "ref.cbf"
+    ctf2bin(ctf, str(ref), STREAMS, chunk_size=2500, progress=False)
+    monkeypatch.setattr(W, "_DIRECT_IO", True)
+    real_open, real_pwrite = os.open, os.pwrite
+
+    def open_refusing(path, flags, mode=0o777):   # as tmpfs does: the file made, then EINVAL
+        if flags & os.O_DIRECT:
+            os.close(real_open(path, flags & ~os.O_DIRECT, mode))
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, mode)
+    monkeypatch.setattr(W.os, "open", open_refusing)
+    out = tmp_path / "a.cbf"
+    assert ctf2bin(ctf, str(out), STREAMS, chunk_size=2500, progress=False)["direct_io"] is False
+    assert out.read_bytes() == ref.read_bytes()
+    monkeypatch.setattr(W.os, "open", real_open)
+
+    import fcntl
+    refused = []
+
+    def pwrite_refusing(fd, data, offset):           # the open passes, the first write is refused
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            refused.append(offset)
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_pwrite(fd, data, offset)
+    monkeypatch.setattr(W.os, "pwrite", pwrite_refusing)
+    out = tmp_path / "b.cbf"
+    assert ctf2bin(ctf, str(out), STREAMS, chunk_size=2500, progress=False)["direct_io"] is False
+    assert out.read_bytes() == ref.read_bytes()
+    assert refused == [0] or not _direct_supported(tmp_path)
+
+
+def test_failed_direct_write_leaves_nothing(tmp_path, monkeypatch):
+    ctf = _ctf(tmp_path / "t.ctf", n=600, seed=7)
+    monkeypatch.setattr(W, "_DIRECT_STAGE_BYTES", 8192)
+    monkeypatch.setattr(W, "_DIRECT_IO", True)
+    real_pwrite, calls = os.pwrite, []
+
+    def pwrite_full(fd, data, offset):
+        calls.append(offset)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_pwrite(fd, data, offset)
+    monkeypatch.setattr(W.os, "pwrite", pwrite_full)
+    out = tmp_path / "t.cbf"
+    with pytest.raises(OSError, match="No space left"):
+        ctf2bin(ctf, str(out), STREAMS, chunk_size=2500, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.ctf"]
 
 
 def test_native_sparse_emit_equals_numpy(tmp_path, monkeypatch):

@@ -3,15 +3,20 @@
 :class:`CBFWriter` takes columnar chunks (``ChunkData``, as every deserializer produces) and
 encodes each chunk with a few vectorized copies into one word array. The file is written under a
 temporary name next to the target and renamed when complete, so a failed conversion never leaves
-a half-written file under the target name. The file is fsync'ed before the rename (durable); to
-keep that final fsync short, the kernel is asked to start writing each chunk back to disk as
-soon as it is written (Linux ``sync_file_range(SYNC_FILE_RANGE_WRITE)``, on a thread of its own:
-it starts the writeback without waiting for the disk and keeps the pages cached), so the disk
-works while the next chunks are parsed.
+a half-written file under the target name. The file is fsync'ed before the rename (durable).
+Where the file system allows it (Linux ``O_DIRECT``; ext4, xfs...), the file is written around
+the page cache: the output is staged in page-aligned blocks that a thread of its own writes with
+``pwrite`` (GIL released) while the next chunks are parsed and encoded -- no copy into the page
+cache (for dense data most of the conversion's system CPU), and nothing left for the final fsync
+to write. Elsewhere (``EINVAL`` at the open or a write: tmpfs, some network file systems) the
+writes are buffered, and to keep the final fsync short the kernel is asked to start writing each
+chunk back as soon as it is written (``sync_file_range(SYNC_FILE_RANGE_WRITE)``, on a thread of
+its own: it starts the writeback without waiting for the disk and keeps the pages cached).
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import errno
 import math
 import os
 import re
@@ -52,6 +57,15 @@ _SYNC_FILE_RANGE_WRITE = 2
 _start_writeback = _writeback_starter()
 #: start the writeback from a thread of its own (False: in the writing thread)
 _WRITEBACK_THREAD = True
+#: write the file around the page cache (``O_DIRECT``) where the file system allows it: the output
+#: is staged in page-aligned buffers and written by a thread of its own (False: buffered writes,
+#: each chunk's writeback started as it is written)
+_DIRECT_IO = hasattr(os, "O_DIRECT")
+#: bytes per direct write (a staging buffer); a few such buffers are in flight
+_DIRECT_STAGE_BYTES = 2 * 1024 * 1024
+_DIRECT_STAGES = 4
+#: alignment of a direct write's memory, file offset and length
+_DIRECT_ALIGN = 4096
 #: CTF text parsed per step by ctf2bin when it cuts the CBF chunks itself: small steps keep the
 #: parse threads and the encoder/writer busy together (the output does not depend on it)
 _CTF_STEP_BYTES = 8 * 1024 * 1024
@@ -95,7 +109,9 @@ class CBFWriter:
         self.path = os.fspath(path)
         self.chunk_size = chunk_size
         self._tmp = _temp_name(self.path)
-        self._f = open(self._tmp, "xb")
+        self._f = _DirectFile.open(self._tmp) if _DIRECT_IO else None
+        if self._f is None:
+            self._f = open(self._tmp, "xb")
         self._f.write(struct.pack("<QI", MAGIC, VERSION))
         self._table: list[tuple[int, int, int]] = []
         self._pending: list[tuple[np.ndarray, list[np.ndarray]]] = []  # (lengths, words per stream)
@@ -110,6 +126,8 @@ class CBFWriter:
         self.num_samples = 0
         #: seconds the final fsync took (set by close)
         self.fsync_seconds = 0.0
+        #: True when every block of the file went out with O_DIRECT (set by close)
+        self.direct_io = False
         self._writeback: cf.ThreadPoolExecutor | None = None
         self._closed = False
 
@@ -270,7 +288,7 @@ class CBFWriter:
                               file=self.path, expected="at most 4294967295 samples per chunk",
                               found=str(nsamp))
         self._table.append((offset, nseq, nsamp))
-        if _start_writeback is not None:
+        if _start_writeback is not None and not isinstance(self._f, _DirectFile):
             self._f.flush()
             # on a thread of its own: starting the writeback submits the pages' I/O in the caller
             # (~0.1 s per GB), which would hold up the encoding. A failed hint is harmless: the
@@ -307,6 +325,9 @@ class CBFWriter:
             f.write(b"".join(out))
             f.flush()
             self._stop_writeback()
+            if isinstance(f, _DirectFile):
+                f.finish()
+                self.direct_io = f.direct
             t0 = time.perf_counter()
             os.fsync(f.fileno())
             self.fsync_seconds = time.perf_counter() - t0
@@ -340,6 +361,136 @@ class CBFWriter:
             self.close()
         else:
             self.abort()
+
+
+class _DirectFile:
+    """A new file written with ``O_DIRECT``: what :meth:`write` gets is copied into page-aligned
+    staging buffers, and each full buffer is written at its offset by a thread of its own
+    (``pwrite`` releases the GIL; no page-cache copy, no writeback left for the fsync). The last
+    partial block is written without ``O_DIRECT`` by :meth:`finish`. A file system that refuses
+    ``O_DIRECT`` (``EINVAL``) at open or at a write gets buffered writes from there on."""
+
+    @classmethod
+    def open(cls, path: str) -> "_DirectFile | None":
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags | os.O_DIRECT, 0o666)
+        except OSError as e:
+            if e.errno != errno.EINVAL:
+                raise
+            # refused: some file systems create the file before they refuse the flag (the name
+            # is new and unique, so a file under it now is that one)
+            if os.path.exists(path):
+                os.unlink(path)
+            return None  # the caller opens it buffered ('x': the same create-new rule)
+        return cls(fd)
+
+    def __init__(self, fd: int) -> None:
+        import mmap
+        self.fd = fd
+        self.direct = True
+        self._pos = 0  # bytes written so far (staged or out)
+        populate = getattr(mmap, "MAP_POPULATE", 0)  # one call, not a fault per page
+        self._mmap = lambda: mmap.mmap(-1, _DIRECT_STAGE_BYTES, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+                                       | populate)
+        self._free: list = []  # staging buffers written out (made as needed, up to _DIRECT_STAGES)
+        self._made = 1
+        self._busy: deque = deque()  # (future, buffer) in write order
+        self._pool = cf.ThreadPoolExecutor(1, thread_name_prefix="cntkio-cbf-write")
+        self._buf = self._mmap()
+        self._fill = 0   # bytes staged in self._buf
+        self._base = 0   # file offset of self._buf
+
+    def tell(self) -> int:
+        return self._pos
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def flush(self) -> None:
+        pass
+
+    def write(self, data) -> int:
+        mv = memoryview(data).cast("B")
+        n, done = len(mv), 0
+        while done < n:
+            k = min(n - done, _DIRECT_STAGE_BYTES - self._fill)
+            self._buf[self._fill:self._fill + k] = mv[done:done + k]
+            self._fill += k
+            done += k
+            if self._fill == _DIRECT_STAGE_BYTES:
+                self._submit()
+        self._pos += n
+        return n
+
+    def _submit(self) -> None:
+        buf, base = self._buf, self._base
+        self._busy.append((self._pool.submit(self._pwrite, buf, _DIRECT_STAGE_BYTES, base), buf))
+        self._base += _DIRECT_STAGE_BYTES
+        self._fill = 0
+        if not self._free and self._made < _DIRECT_STAGES:
+            self._free.append(self._mmap())
+            self._made += 1
+        elif not self._free:  # every buffer in flight: wait for the oldest
+            fut, old = self._busy.popleft()
+            fut.result()
+            self._free.append(old)
+        while self._busy and self._busy[0][0].done():
+            fut, old = self._busy.popleft()
+            fut.result()
+            self._free.append(old)
+        self._buf = self._free.pop()
+
+    def _pwrite(self, buf, n: int, offset: int) -> None:
+        with memoryview(buf) as whole, whole[:n] as mv:
+            done = 0
+            while done < n:
+                try:
+                    done += os.pwrite(self.fd, mv[done:], offset + done)
+                except OSError as e:
+                    if e.errno != errno.EINVAL or not self.direct:
+                        raise
+                    self._buffered()  # the file system takes no direct writes: plain ones from here
+                    self.direct = False
+
+    def _buffered(self) -> None:
+        import fcntl
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, fcntl.fcntl(self.fd, fcntl.F_GETFL) & ~os.O_DIRECT)
+
+    def _drain(self) -> None:
+        while self._busy:
+            fut, buf = self._busy.popleft()
+            fut.result()
+            self._free.append(buf)
+
+    def finish(self) -> None:
+        """Write what is staged (the whole blocks directly, the rest buffered) and wait."""
+        self._drain()
+        whole = self._fill - self._fill % _DIRECT_ALIGN
+        if whole:
+            self._pwrite(self._buf, whole, self._base)
+        if whole < self._fill:
+            if self.direct:
+                self._buffered()
+            with memoryview(self._buf) as all_, all_[whole:self._fill] as mv:
+                done = 0
+                while done < len(mv):
+                    done += os.pwrite(self.fd, mv[done:], self._base + whole + done)
+        self._base += self._fill
+        self._fill = 0
+
+    def close(self) -> None:
+        try:
+            self._pool.shutdown(wait=True)
+            self._busy.clear()
+        finally:
+            os.close(self.fd)
+            for b in self._free + [self._buf]:
+                try:
+                    b.close()
+                except BufferError:  # still viewed (an exception's traceback): freed with it
+                    pass
+            self._free = []
 
 
 def _temp_name(path: str) -> str:
@@ -555,6 +706,7 @@ while one is encoded and written;
             bar.close()
     return {"sequences": writer.num_sequences, "samples": writer.num_samples,
             "chunks": len(writer._table), "fsync_seconds": writer.fsync_seconds,
+            "direct_io": writer.direct_io,
             "streams": [(s.name, "sparse" if s.sparse else "dense", s.dim) for s in writer.streams]}
 
 
