@@ -10,6 +10,7 @@
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MT_N 312
@@ -246,6 +247,150 @@ done:
     return result;
 }
 
+/* swap_sequences_rolling(seed, win_begin int32[C], win_end int32[C], seq_start int64[C+1],
+ *                        index_out int32[N], source_out int16[N] or int32[N]) -> None
+ *
+ * The same swaps as swap_sequences, drawn in the same order from the same stream, keeping only
+ * the positions of the current window: the windows' begins and ends never decrease, so when the
+ * positions of randomized chunk ct are swapped, every position before seq_start[win_begin[ct]]
+ * is final (no later draw reaches it) and is written out, and a position enters the working set
+ * when the first window that reaches it does. The working set is a ring of
+ * max_c(seq_start[win_end[c]] - seq_start[win_begin[c]]) entries rounded up to a power of two
+ * (16 bytes each), not one entry per position of the sweep. Written out for every position t: index_out[t] = perm[t] -
+ * seq_start[source[t]] (the index in its randomized chunk) and source_out[t] = source[t]. */
+static PyObject *py_swap_sequences_rolling(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *seed_obj, *wb_o, *we_o, *ss_o, *ix_o, *so_o;
+    uint64_t seed;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &seed_obj, &wb_o, &we_o, &ss_o, &ix_o, &so_o) ||
+        parse_seed(seed_obj, &seed) < 0)
+        return NULL;
+    if (!PyArray_Check(ix_o) || !PyArray_Check(so_o)) {
+        PyErr_SetString(PyExc_TypeError, "swap_sequences_rolling: index_out and source_out must be arrays");
+        return NULL;
+    }
+    PyArrayObject *ix = (PyArrayObject *)ix_o, *so = (PyArrayObject *)so_o;
+    int so_type = PyArray_TYPE(so);
+    if (PyArray_TYPE(ix) != NPY_INT32 || (so_type != NPY_INT16 && so_type != NPY_INT32) ||
+        PyArray_NDIM(ix) != 1 || PyArray_NDIM(so) != 1 || !PyArray_IS_C_CONTIGUOUS(ix) ||
+        !PyArray_IS_C_CONTIGUOUS(so) || !PyArray_ISWRITEABLE(ix) || !PyArray_ISWRITEABLE(so)) {
+        PyErr_SetString(PyExc_TypeError, "swap_sequences_rolling: index_out must be a writable contiguous "
+                        "int32 vector, source_out int16 or int32");
+        return NULL;
+    }
+    PyArrayObject *wb = NULL, *we = NULL, *ss = NULL;
+    PyObject *result = NULL;
+    int64_t *rp = NULL;
+    int32_t *rs = NULL, *ro = NULL;
+    wb = as_array(wb_o, NPY_INT32, "win_begin");
+    we = wb ? as_array(we_o, NPY_INT32, "win_end") : NULL;
+    ss = we ? as_array(ss_o, NPY_INT64, "seq_start") : NULL;
+    if (!ss)
+        goto done;
+    npy_intp c = PyArray_DIM(wb, 0);
+    npy_intp n = PyArray_DIM(ix, 0);
+    if (PyArray_DIM(we, 0) != c || PyArray_DIM(ss, 0) != c + 1 || PyArray_DIM(so, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: win_begin/win_end need C entries, "
+                        "seq_start C+1, index_out and source_out N");
+        goto done;
+    }
+    const int32_t *b = (const int32_t *)PyArray_DATA(wb);
+    const int32_t *e = (const int32_t *)PyArray_DATA(we);
+    const int64_t *st = (const int64_t *)PyArray_DATA(ss);
+    if (so_type == NPY_INT16 && c > 32767) {
+        PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: more than 32767 chunks need an int32 source_out");
+        goto done;
+    }
+    if (c > 0 && (st[0] != 0 || st[c] != n)) {
+        PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: seq_start must run from 0 to N");
+        goto done;
+    }
+    int64_t cap = 0;
+    for (npy_intp k = 0; k < c; k++) {
+        if (b[k] < 0 || e[k] > c || b[k] >= e[k] || k < b[k] || k >= e[k] || st[k + 1] < st[k] ||
+            st[k + 1] - st[k] > INT32_MAX ||
+            (k > 0 && (b[k] < b[k - 1] || e[k] < e[k - 1]))) {
+            PyErr_Format(PyExc_ValueError, "swap_sequences_rolling: window of chunk %zd is [%d, %d); expected "
+                         "b <= chunk < e <= %zd, never decreasing, and chunks of under 2^31 sequences",
+                         (Py_ssize_t)k, b[k], e[k], (Py_ssize_t)c);
+            goto done;
+        }
+        int64_t span = st[e[k]] - st[b[k]];
+        if (span > cap)
+            cap = span;
+    }
+    if (cap > 0) {
+        int64_t pow2 = 1;       /* a power of two: the ring index is a mask, not a division */
+        while (pow2 < cap)
+            pow2 <<= 1;
+        cap = pow2;
+        rp = (int64_t *)malloc((size_t)cap * sizeof(int64_t));
+        rs = (int32_t *)malloc((size_t)cap * sizeof(int32_t));
+        ro = (int32_t *)malloc((size_t)cap * sizeof(int32_t));
+        if (!rp || !rs || !ro) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int32_t *out_i = (int32_t *)PyArray_DATA(ix);
+    int16_t *out_s16 = so_type == NPY_INT16 ? (int16_t *)PyArray_DATA(so) : NULL;
+    int32_t *out_s32 = so_type == NPY_INT32 ? (int32_t *)PyArray_DATA(so) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    mt64_t r;
+    mt64_seed(&r, seed);
+    int64_t lo = 0, hi = 0;       /* positions < lo are written out, positions < hi have entered */
+    int32_t oc = 0;               /* the chunk of position hi (entering) */
+#define RING(j) ((j) & (cap - 1))
+#define FLUSH(q) do { int64_t q_ = (q), x_ = RING(q_); int32_t s_ = rs[x_]; \
+        out_i[q_] = (int32_t)(rp[x_] - st[s_]); \
+        if (out_s16) out_s16[q_] = (int16_t)s_; else out_s32[q_] = s_; } while (0)
+    for (npy_intp ct = 0; ct < c; ct++) {
+        int32_t tb = b[ct], te = e[ct];
+        int64_t p0 = st[tb], p1 = st[te];
+        for (; lo < p0; lo++)
+            FLUSH(lo);
+        for (; hi < p1; hi++) {
+            while (st[oc + 1] <= hi)
+                oc++;
+            int64_t x = RING(hi);
+            rp[x] = hi;
+            rs[x] = oc;
+            ro[x] = oc;
+        }
+        uint64_t span = (uint64_t)(p1 - p0);
+        for (int64_t t = st[ct]; t < st[ct + 1]; t++) {
+            int64_t xt = RING(t);
+            for (;;) {
+                int64_t j = p0 + (int64_t)(mt64_next(&r) % span);
+                int64_t xj = RING(j);
+                int32_t cj = ro[xj];
+                if (rs[xj] < tb || rs[xj] >= te)
+                    continue;
+                if (rs[xt] < b[cj] || rs[xt] >= e[cj])
+                    continue;
+                int64_t tp = rp[xt]; rp[xt] = rp[xj]; rp[xj] = tp;
+                int32_t ts = rs[xt]; rs[xt] = rs[xj]; rs[xj] = ts;
+                break;
+            }
+        }
+    }
+    for (; lo < hi; lo++)
+        FLUSH(lo);
+#undef FLUSH
+#undef RING
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    free(rp);
+    free(rs);
+    free(ro);
+    Py_XDECREF(wb);
+    Py_XDECREF(we);
+    Py_XDECREF(ss);
+    return result;
+}
+
 /* copy_segments(src, src_starts int64[n], dst, dst_starts int64[n], lengths int64[n][, shift int64[n]])
  *   -> None
  *
@@ -345,6 +490,9 @@ static PyMethodDef methods[] = {
     {"swap_sequences", py_swap_sequences, METH_VARARGS,
      "swap_sequences(seed, owner, win_begin, win_end, seq_start) -> (perm, source): "
      "the BlockRandomizer's in-window sequence swaps."},
+    {"swap_sequences_rolling", py_swap_sequences_rolling, METH_VARARGS,
+     "swap_sequences_rolling(seed, win_begin, win_end, seq_start, index_out, source_out): the same swaps "
+     "keeping only the window's positions; writes each position's index in its chunk and source chunk."},
     {"copy_segments", py_copy_segments, METH_VARARGS,
      "copy_segments(src, src_starts, dst, dst_starts, lengths[, shift]): row-segment memcpy gather "
      "(shift: added to each int64 segment)."},

@@ -78,6 +78,9 @@ def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tup
 class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDependentDeserializer):
     """Deserializers joined by sequence key, the first one primary (see module docstring)."""
 
+    #: frame mode: join again per chunk read instead of keeping per-frame tables (``lazy``)
+    lazy_frames = True
+
     def __init__(self, deserializers: list[Deserializer], trace_level: int = 1) -> None:
         if not deserializers:
             raise ValueError("MinibatchSource needs at least one deserializer")
@@ -109,55 +112,76 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
         self._build_index()
 
     # --- index --------------------------------------------------------------------------------
-    def _build_index(self) -> None:
-        primary_kind = self.primary.key_kind
+    def _join(self, table: SequenceTable, sec_tables: list[dict[int, SequenceTable]], with_lengths: bool = True):
+        """One primary chunk's join: ``(keep, refs, lengths)``: the surviving sequence indices
+        (None: all), per secondary its ``(chunk, index)`` of every surviving sequence, and their
+        joined lengths (None when none survives or ``with_lengths`` is false)."""
         secondaries = self.parts[1:]
+        n = len(table)
+        if not secondaries:
+            return None, [], np.asarray(table.lengths, np.int64)
+        found = np.ones(n, bool)
+        refs = []
+        for s in secondaries:
+            chunk, index = _lookup(s, table.keys, self.primary.key_kind)
+            found &= chunk >= 0
+            refs.append((np.asarray(chunk, np.int64), np.asarray(index, np.int64)))
+        keep = np.flatnonzero(found)
+        if len(keep) == 0:
+            return keep, [], None
+        if len(keep) < n:
+            refs = [(c[keep], i[keep]) for c, i in refs]
+        if not with_lengths:
+            return (None if len(keep) == n else keep), refs, None
+        lengths_per_part = [table.lengths if len(keep) == n else table.lengths[keep]]
+        for si, (s, (c, i)) in enumerate(zip(secondaries, refs)):
+            lens = np.empty(len(keep), np.int64)
+            for sc in np.unique(c):
+                t = sec_tables[si].get(int(sc))
+                if t is None:
+                    t = sec_tables[si][int(sc)] = s.sequence_infos(int(sc))
+                m = c == sc
+                lens[m] = t.lengths[i[m]]
+            lengths_per_part.append(lens)
+        if self._definer is not None:
+            lengths = lengths_per_part[self._definer]
+        else:
+            lengths = np.max(np.stack(lengths_per_part), axis=0)
+        return (None if len(keep) == n else keep), refs, np.asarray(lengths, np.int64)
+
+    def _build_index(self) -> None:
+        secondaries = self.parts[1:]
+        # frame mode (one sequence per frame): the join is not kept per frame but done again when
+        # a chunk is read (its keys come from the primary's utterance tables), and lengths of 1
+        # are one value, so the index holds a few numbers per chunk (docs/architecture.md, memory)
+        self.lazy = self.lazy_frames and bool(getattr(self.primary, "frame_mode", False))
         sec_tables: list[dict[int, SequenceTable]] = [dict() for _ in secondaries]
         self._chunks: list[int] = []          # primary chunk id of each corpus chunk
         self._keep: list[np.ndarray | None] = []  # surviving sequence indices (None: all)
         self._sec_refs: list[list[tuple[np.ndarray, np.ndarray]]] = []
         self._tables: list[SequenceTable] = []
+        self._lengths: list[np.ndarray] = []  # lazy: the joined lengths of each corpus chunk
         dropped = 0
         for info in self.primary.chunk_infos():
             table = self.primary.sequence_infos(info.id)
             n = len(table)
             if n == 0:
                 continue
-            if not secondaries:
-                self._chunks.append(info.id)
-                self._keep.append(None)
-                self._sec_refs.append([])
-                self._tables.append(table)
+            if self.lazy:
+                sec_tables = [dict() for _ in secondaries]   # a chunk's secondary tables, then dropped
+            keep, refs, lengths = self._join(table, sec_tables)
+            kept = n if keep is None else len(keep)
+            dropped += n - kept
+            if kept == 0:
                 continue
-            found = np.ones(n, bool)
-            refs = []
-            for s in secondaries:
-                chunk, index = _lookup(s, table.keys, primary_kind)
-                found &= chunk >= 0
-                refs.append((np.asarray(chunk, np.int64), np.asarray(index, np.int64)))
-            keep = np.flatnonzero(found)
-            dropped += n - len(keep)
-            if len(keep) == 0:
-                continue
-            refs = [(c[keep], i[keep]) for c, i in refs]
-            lengths_per_part = [table.lengths[keep]]
-            for si, (s, (c, i)) in enumerate(zip(secondaries, refs)):
-                lens = np.empty(len(keep), np.int64)
-                for sc in np.unique(c):
-                    t = sec_tables[si].get(int(sc))
-                    if t is None:
-                        t = sec_tables[si][int(sc)] = s.sequence_infos(int(sc))
-                    m = c == sc
-                    lens[m] = t.lengths[i[m]]
-                lengths_per_part.append(lens)
-            if self._definer is not None:
-                lengths = lengths_per_part[self._definer]
-            else:
-                lengths = np.max(np.stack(lengths_per_part), axis=0)
             self._chunks.append(info.id)
-            self._keep.append(None if len(keep) == n else keep)
+            if self.lazy:
+                self._lengths.append(_compact(lengths))
+                continue
+            self._keep.append(keep)
             self._sec_refs.append(refs)
-            self._tables.append(SequenceTable(table.keys[keep], np.asarray(lengths, np.int64)))
+            self._tables.append(table if keep is None and not secondaries
+                                else SequenceTable(table.keys if keep is None else table.keys[keep], lengths))
         self._chunk_ids = np.asarray(self._chunks, np.int64)
         self.dropped_sequences = dropped
         if dropped and self.trace_level >= 1:
@@ -168,15 +192,33 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                 raise RuntimeError(RECONCILE_ERROR)
             raise RuntimeError("The primary deserializer delivered no sequences: the input is empty")
 
+    def _joined(self, chunk_id: int):
+        """``(keep, refs, table)`` of a corpus chunk: kept, or (lazy) joined again now."""
+        if not self.lazy:
+            return self._keep[chunk_id], self._sec_refs[chunk_id], self._tables[chunk_id]
+        table = self.primary.sequence_infos(self._chunks[chunk_id])
+        keep, refs, _ = self._join(table, [dict() for _ in self.parts[1:]], with_lengths=False)
+        lengths = self._lengths[chunk_id]
+        if keep is None and not self.parts[1:]:
+            return None, refs, table
+        return keep, refs, SequenceTable(table.keys if keep is None else table.keys[keep], lengths)
+
     # --- protocol -----------------------------------------------------------------------------
     def stream_infos(self) -> list[StreamInformation]:
         return list(self._stream_infos)
 
     def chunk_infos(self) -> list[ChunkInfo]:
-        return [ChunkInfo(i, len(t), int(t.lengths.sum())) for i, t in enumerate(self._tables)]
+        return [ChunkInfo(i, len(x), int(x.sum())) for i, x in enumerate(self._all_lengths())]
+
+    def _all_lengths(self) -> list[np.ndarray]:
+        return self._lengths if self.lazy else [t.lengths for t in self._tables]
+
+    def sequence_lengths(self, chunk_id: int) -> np.ndarray:
+        """The joined lengths of a corpus chunk's sequences (without building its key table)."""
+        return self._all_lengths()[chunk_id]
 
     def sequence_infos(self, chunk_id: int) -> SequenceTable:
-        return self._tables[chunk_id]
+        return self._joined(chunk_id)[2]
 
     def depends_on_sweep(self) -> bool:
         """True when a part's chunk data depends on the sweep (:func:`depends_on_sweep`)."""
@@ -189,15 +231,14 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
     def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
         """A corpus chunk; ``sweep`` reaches the parts whose data depends on it."""
         base = self._load(0, self._chunks[chunk_id], sweep)
-        keep = self._keep[chunk_id]
-        table = self._tables[chunk_id]
+        keep, sec_refs, table = self._joined(chunk_id)
         streams: dict[str, object] = {}
         invalid = base.invalid
         for name, st in base.streams.items():
             streams[name] = st if keep is None else gather_stream(st, keep)
         if keep is not None and invalid is not None:
             invalid = invalid[keep]
-        for p, (c, i) in enumerate(self._sec_refs[chunk_id], start=1):
+        for p, (c, i) in enumerate(sec_refs, start=1):
             n = len(c)
             parts: dict[str, list] = {}
             order = np.empty(n, np.int64)
@@ -228,9 +269,11 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
 
     def read_bytes(self, chunk_id: int):
         """Per deserializer, ``{its chunk id: its read_bytes}`` of the chunks this chunk joins."""
-        out = [{self._chunks[chunk_id]: self.primary.read_bytes(self._chunks[chunk_id])}]
-        for s, (c, _) in zip(self.parts[1:], self._sec_refs[chunk_id]):
+        joined = self._joined(chunk_id)
+        out = _Raw([{self._chunks[chunk_id]: self.primary.read_bytes(self._chunks[chunk_id])}])
+        for s, (c, _) in zip(self.parts[1:], joined[1]):
             out.append({sc: s.read_bytes(sc) for sc in np.unique(c).tolist()})
+        out.joined = joined if self.lazy else None   # lazy: the join lives as long as the bytes
         return out
 
     def release_bytes(self, raw) -> None:
@@ -263,15 +306,15 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
         for c in np.unique(chunk_ids).tolist():
             m = np.flatnonzero(chunk_ids == c)
             i = indices[m]
-            keep = self._keep[c]
+            joined = getattr(raw[c], "joined", None)
+            keep, sec_refs, t = joined if joined is not None else self._joined(c)
             if keep is not None:
                 p_index[m] = keep[i]
-            for (sc, si), (rc, ri) in zip(sec, self._sec_refs[c]):
+            for (sc, si), (rc, ri) in zip(sec, sec_refs):
                 sc[m] = rc[i]
                 si[m] = ri[i]
             for j, r in enumerate(raw[c]):
                 part_raw[j].update(r)
-            t = self._tables[c]
             if keys is None:
                 keys = np.empty(n, t.keys.dtype)
                 lengths = np.empty(n, np.int64)
@@ -298,6 +341,21 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
     def close(self) -> None:
         for d in self.parts:
             d.close()
+
+
+class _Raw(list):
+    """A corpus chunk's raw bytes: per deserializer ``{its chunk id: its bytes}``; ``joined``
+    (lazy join) the chunk's join, kept while the bytes are held."""
+
+    joined = None
+
+
+def _compact(lengths: np.ndarray) -> np.ndarray:
+    """Lengths all 1 as a read-only view of one value (no memory per sequence); others as given."""
+    n = len(lengths)
+    if n and bool((lengths == 1).all()):
+        return np.broadcast_to(np.ones(1, np.int64), (n,))
+    return lengths
 
 
 def _broadcast(stream, lengths: np.ndarray):

@@ -51,7 +51,9 @@ class GlobalTimeline:
                  trace_level: int = 1, random_access: bool = True) -> None:
         self.corpus = corpus
         self.stream_infos = stream_infos
-        lengths = [corpus.sequence_infos(c.id).lengths for c in corpus.chunk_infos()]
+        # the composite gives a chunk's lengths without its key table (frame mode: no per-frame keys)
+        seq_lengths = getattr(corpus, "sequence_lengths", None) or (lambda c: corpus.sequence_infos(c).lengths)
+        lengths = [seq_lengths(c.id) for c in corpus.chunk_infos()]
         # a deserializer whose chunks depend on the sweep (random transforms) is told the sweep of
         # every load, and a chunk is loaded again in every sweep (walk.TimelineWalker: load ids)
         by_sweep = depends_on_sweep(corpus)
@@ -144,7 +146,7 @@ class GlobalTimeline:
         """``(ref, length, data)`` of the sequence with global sequence number ``ref``."""
         k, i = divmod(int(ref), self.walker.N)
         tl = self.walker.timeline(k)
-        chunk = self.window.chunk(self.walker.load_id(k, int(tl.chunk[i])))
+        chunk = self.window.chunk(self.walker.load_id(k, int(tl.chunks(i))))
         idx = int(tl.index[i])
         return int(ref), int(tl.length[i]), {info.name: sequence_arrays(info, chunk, idx)
                                              for info in self.stream_infos}

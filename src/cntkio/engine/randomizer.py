@@ -14,7 +14,6 @@ below are used under ``CNTKIO_PURE_PYTHON=1`` and are the readable statement of 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -23,6 +22,7 @@ from .._native import native
 
 __all__ = [
     "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
+    "swap_sequences_rolling",
     "Timeline", "NoRandomizer", "BlockRandomizer",
 ]
 
@@ -177,27 +177,81 @@ def swap_sequences(seed: int, owner: np.ndarray, win_begin: np.ndarray, win_end:
     return np.array(perm, np.int64), np.array(src, np.int32)
 
 
-@dataclass
+def swap_sequences_rolling(seed: int, win_begin: np.ndarray, win_end: np.ndarray, seq_start: np.ndarray,
+                           source_dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`swap_sequences` as the timeline stores it: ``(index, source)`` with ``index[t]`` the
+    index of the sequence delivered at ``t`` inside its source randomized chunk (int32) and
+    ``source[t]`` that chunk (``source_dtype``: int16 up to 32767 chunks, or int32).
+
+    The C version draws the same swaps in the same order but keeps only the positions of the
+    current window (the windows' ends never decrease, so a position before the current window's
+    first chunk is final): no table per position of the sweep besides the two it writes. The
+    pure-Python twin runs :func:`swap_sequences` and converts.
+    """
+    win_begin = np.ascontiguousarray(win_begin, np.int32)
+    win_end = np.ascontiguousarray(win_end, np.int32)
+    seq_start = np.ascontiguousarray(seq_start, np.int64)
+    n = int(seq_start[-1]) if len(seq_start) else 0
+    mod = _rand()
+    if mod is not None:
+        index = np.empty(n, np.int32)
+        source = np.empty(n, source_dtype)
+        mod.swap_sequences_rolling(seed, win_begin, win_end, seq_start, index, source)
+        return index, source
+    owner = np.repeat(np.arange(len(win_begin), dtype=np.int32), np.diff(seq_start))
+    perm, src = swap_sequences(seed, owner, win_begin, win_end, seq_start)
+    return (perm - seq_start[src]).astype(np.int32), src.astype(source_dtype)
+
+
+#: positions handled at once where a sweep-long table is derived (bounds the temporaries)
+_BLOCK = 1 << 16
+
+
+def _unit(n: int) -> np.ndarray:
+    """``n`` lengths of 1 as a read-only view of one value (no memory per position)."""
+    return np.broadcast_to(np.ones(1, np.int64), (n,))
+
+
 class Timeline:
     """One sweep's delivery order over sequence descriptions.
 
-    Arrays over positions ``0..N-1``: ``chunk`` (corpus chunk id), ``index`` (index in that
-    chunk), ``length`` (timeline samples), ``rchunk`` (source randomized chunk id; the chunk id
-    itself when not randomized). ``start`` has ``N + 1`` entries: exclusive cumulative lengths.
+    Arrays over positions ``0..N-1``: ``rchunk`` (source randomized chunk id; the chunk id itself
+    when not randomized), ``index`` (index in the sequence's corpus chunk) and ``length``
+    (timeline samples); ``chunk`` (corpus chunk id) is ``order[rchunk]``, computed when asked
+    (:meth:`chunks` for a part), where ``order`` (per randomized chunk) is the sweep's chunk
+    order. ``start`` has ``N + 1`` entries: exclusive cumulative lengths.
     ``first_use``/``last_use`` per corpus chunk: the first and last position of its sequences
     (-1 when it has none), which decide when a chunk is loaded and released. ``rchunk_start``
     (``C + 1`` entries): the first position of every randomized chunk, in delivery order.
+
+    Memory: where every sequence is one sample long (frame mode) ``length`` is a view of one value
+    and ``start`` is shared by all sweeps, so a sweep costs ``rchunk`` (2 bytes a position up to
+    32767 chunks, else 4) and ``index`` (4 bytes; 8 past 2^31 sequences in a chunk).
     """
 
-    sweep: int
-    chunk: np.ndarray
-    index: np.ndarray
-    length: np.ndarray
-    rchunk: np.ndarray
-    start: np.ndarray
-    first_use: np.ndarray
-    last_use: np.ndarray
-    rchunk_start: np.ndarray
+    __slots__ = ("sweep", "order", "rchunk", "index", "length", "start", "first_use", "last_use",
+                 "rchunk_start")
+
+    def __init__(self, sweep: int, order: np.ndarray, rchunk: np.ndarray, index: np.ndarray, length: np.ndarray,
+                 start: np.ndarray, first_use: np.ndarray, last_use: np.ndarray, rchunk_start: np.ndarray) -> None:
+        self.sweep = sweep
+        self.order = order
+        self.rchunk = rchunk
+        self.index = index
+        self.length = length
+        self.start = start
+        self.first_use = first_use
+        self.last_use = last_use
+        self.rchunk_start = rchunk_start
+
+    @property
+    def chunk(self) -> np.ndarray:
+        """The corpus chunk id of every position (a new array; :meth:`chunks` for a part)."""
+        return self.order[self.rchunk]
+
+    def chunks(self, positions) -> np.ndarray:
+        """The corpus chunk ids (int32) of ``positions`` (a slice or an index array)."""
+        return self.order[self.rchunk[positions]]
 
     def owner(self, position: int) -> int:
         """The randomized chunk whose positions include ``position``."""
@@ -205,25 +259,38 @@ class Timeline:
 
     @property
     def num_sequences(self) -> int:
-        return int(self.chunk.shape[0])
+        return int(self.rchunk.shape[0])
 
     @property
     def num_samples(self) -> int:
         return int(self.start[-1])
 
 
-def _make_timeline(sweep: int, chunk: np.ndarray, index: np.ndarray, length: np.ndarray,
-                   rchunk: np.ndarray, num_chunks: int, rchunk_start: np.ndarray) -> Timeline:
-    n = len(chunk)
-    start = np.zeros(n + 1, np.int64)
-    np.cumsum(length, out=start[1:])
+def _small(a: np.ndarray, bound: int) -> np.ndarray:
+    """``a`` as int16 or int32 where ``bound`` (exclusive) allows, else int64."""
+    for t in (np.int16, np.int32):
+        if bound <= np.iinfo(t).max:
+            return a.astype(t, copy=False)
+    return a.astype(np.int64, copy=False)
+
+
+def _make_timeline(sweep: int, order: np.ndarray, rchunk: np.ndarray, index: np.ndarray, length: np.ndarray,
+                   num_chunks: int, rchunk_start: np.ndarray, start: np.ndarray | None = None) -> Timeline:
+    n = len(rchunk)
+    if start is None:
+        start = np.zeros(n + 1, np.int64)
+        np.cumsum(length, out=start[1:])
+    order = np.asarray(order, np.int32)
     first = np.full(num_chunks, -1, np.int64)
     last = np.full(num_chunks, -1, np.int64)
-    if n:
-        pos = np.arange(n, dtype=np.int64)
-        last[chunk] = pos  # later positions overwrite earlier ones: the last use
-        first[chunk[::-1]] = pos[::-1]
-    return Timeline(sweep, chunk, index, length, rchunk, start, first, last, rchunk_start)
+    # in blocks (bounded temporaries): later positions overwrite earlier ones, so the last use is
+    # what a forward pass leaves and the first use what a backward pass leaves
+    blocks = [(s, min(n, s + _BLOCK)) for s in range(0, n, _BLOCK)]
+    for s, e in blocks:
+        last[order[rchunk[s:e]]] = np.arange(s, e, dtype=np.int64)
+    for s, e in reversed(blocks):
+        first[order[rchunk[s:e]][::-1]] = np.arange(e - 1, s - 1, -1, dtype=np.int64)
+    return Timeline(sweep, order, rchunk, index, length, start, first, last, rchunk_start)
 
 
 class _Base:
@@ -238,6 +305,10 @@ class _Base:
         self.chunk_counts = np.array([len(c) for c in self.chunk_lengths], np.int64)
         self.num_sequences = int(self.chunk_counts.sum())
         self.sweep_samples = int(self.chunk_sizes.sum())
+        #: every sequence is one sample long (frame mode): lengths and starts are not stored per sweep
+        self.unit = all(bool((c == 1).all()) for c in self.chunk_lengths)
+        self._unit_start = np.arange(self.num_sequences + 1, dtype=np.int64) if self.unit else None
+        self._max_count = int(self.chunk_counts.max()) if self.num_chunks else 0
         self._lock = threading.Lock()
         self._cache: dict[int, Timeline] = {}
 
@@ -262,17 +333,22 @@ class NoRandomizer(_Base):
 
     def __init__(self, chunk_lengths: Sequence[np.ndarray]) -> None:
         super().__init__(chunk_lengths)
-        chunk = np.repeat(np.arange(self.num_chunks, dtype=np.int32), self.chunk_counts)
-        index = (np.arange(self.num_sequences, dtype=np.int64)
-                 - np.repeat(np.cumsum(self.chunk_counts) - self.chunk_counts, self.chunk_counts))
-        length = np.concatenate(self.chunk_lengths) if self.chunk_lengths else np.zeros(0, np.int64)
-        rstart = np.zeros(self.num_chunks + 1, np.int64)
+        C = self.num_chunks
+        chunk = _small(np.repeat(np.arange(C, dtype=np.int32), self.chunk_counts), C)
+        rstart = np.zeros(C + 1, np.int64)
         np.cumsum(self.chunk_counts, out=rstart[1:])
-        self._tl = _make_timeline(0, chunk, index, length, chunk, self.num_chunks, rstart)
+        index = _small(np.arange(self.num_sequences, dtype=np.int64) - np.repeat(rstart[:-1], self.chunk_counts),
+                       max(self._max_count, 2**16))
+        if self.unit:
+            length = _unit(self.num_sequences)
+        else:
+            length = np.concatenate(self.chunk_lengths) if self.chunk_lengths else np.zeros(0, np.int64)
+        self._tl = _make_timeline(0, np.arange(C, dtype=np.int32), chunk, index, length, C, rstart,
+                                  self._unit_start)
 
     def _compute(self, sweep: int) -> Timeline:
         tl = self._tl
-        return Timeline(sweep, tl.chunk, tl.index, tl.length, tl.rchunk, tl.start, tl.first_use, tl.last_use,
+        return Timeline(sweep, tl.order, tl.rchunk, tl.index, tl.length, tl.start, tl.first_use, tl.last_use,
                         tl.rchunk_start)
 
 
@@ -302,13 +378,29 @@ class BlockRandomizer(_Base):
         wb, we = chunk_windows(self.chunk_sizes[order], self.window, self.sample_based)
         seq_start = np.zeros(self.num_chunks + 1, np.int64)
         np.cumsum(counts, out=seq_start[1:])
+        if self.unit and self._max_count <= np.iinfo(np.int32).max:
+            # frame mode: the swaps kept to the window's positions (no sweep-long temporaries)
+            index, source = swap_sequences_rolling(seed, wb, we, seq_start,
+                                                   np.int16 if self.num_chunks <= 32767 else np.int32)
+            return _make_timeline(sweep, order, source, index, _unit(len(index)), self.num_chunks, seq_start,
+                                  self._unit_start)
         owner = np.repeat(np.arange(self.num_chunks, dtype=np.int32), counts)
         perm, source = swap_sequences(seed, owner, wb, we, seq_start)
-        # sequence number ``q`` in randomized-chunk order -> (original chunk, index in chunk)
-        orig_chunk = order[source].astype(np.int32)
-        index = perm - seq_start[source]
-        lengths_in_order = (np.concatenate([self.chunk_lengths[o] for o in order])
-                            if self.num_chunks else np.zeros(0, np.int64))
-        length = lengths_in_order[perm]
-        return _make_timeline(sweep, orig_chunk, index.astype(np.int64), length, source, self.num_chunks,
-                              seq_start)
+        del owner
+        n = len(perm)
+        # sequence number ``q`` in randomized-chunk order -> (index in its chunk, length); the
+        # chunk is order[source] (Timeline.chunk). In blocks: the temporaries stay small.
+        index = np.empty(n, np.int32 if max(self._max_count, 2**16) <= np.iinfo(np.int32).max else np.int64)
+        for s in range(0, n, _BLOCK):
+            e = min(n, s + _BLOCK)
+            index[s:e] = perm[s:e] - seq_start[source[s:e]]
+        if self.unit:
+            length = _unit(n)
+        else:
+            lengths_in_order = (np.concatenate([self.chunk_lengths[o] for o in order])
+                                if self.num_chunks else np.zeros(0, np.int64))
+            length = lengths_in_order[perm]
+            del lengths_in_order
+        del perm
+        return _make_timeline(sweep, order, _small(source, self.num_chunks), index, length, self.num_chunks,
+                              seq_start, self._unit_start)

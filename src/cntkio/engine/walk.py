@@ -58,6 +58,23 @@ class Plan:
     num_sequences: int = 0
 
 
+def _i64(a: np.ndarray) -> np.ndarray:
+    """A selection's indices or lengths as int64 (the timeline stores them smaller)."""
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _remember(cache: dict, key: tuple, value) -> None:
+    """Cache ``value`` under ``key`` (whose first item is a sweep): entries of sweeps more than one
+    before ``key``'s are dropped (they hold whole-sweep tables of timelines the randomizer no
+    longer caches), and everything once more than 8 are held."""
+    k = key[0]
+    for old in [o for o in cache if o[0] < k - 1]:
+        del cache[old]
+    if len(cache) > 8:
+        cache.clear()
+    cache[key] = value
+
+
 class TimelineWalker:
     """Positions, partitions, budgets and sweep flags on the global timeline (module docstring).
 
@@ -86,6 +103,7 @@ class TimelineWalker:
         self._local_cache: dict = {}
         self._span_cache: dict = {}
         self._ctx_cache: dict = {}
+        self._all: np.ndarray | None = None
 
     def timeline(self, sweep: int) -> Timeline:
         return self.randomizer.timeline(sweep)
@@ -134,18 +152,19 @@ class TimelineWalker:
             return hit
         tl = self.randomizer.timeline(k)
         if W == 1:
-            loc = np.arange(self.N, dtype=np.int64)
-            cum = tl.start[1:]
+            # every position: one array for all sweeps (with unit lengths, a view of the starts)
+            if self._all is None:
+                self._all = (tl.start[:self.N] if self.randomizer.unit
+                             else np.arange(self.N, dtype=np.int64))
+            return self._all, tl.start[1:]
         else:
             if self.randomized:
-                mask = (tl.rchunk % W) == r
+                mask = np.remainder(tl.rchunk, W, dtype=np.int64) == r
             else:
                 mask = ((k * self.N + np.arange(self.N, dtype=np.int64)) % W) == r
             loc = np.flatnonzero(mask).astype(np.int64)
             cum = np.cumsum(tl.length[loc])
-        if len(self._local_cache) > 8:
-            self._local_cache.clear()
-        self._local_cache[key] = (loc, cum)
+        _remember(self._local_cache, key, (loc, cum))
         return loc, cum
 
     def no_data_for(self, W: int, r: int) -> bool:
@@ -165,9 +184,7 @@ class TimelineWalker:
             else:
                 loc, cum = self._local(k, W, r)
                 ctx = (tl, nE, loc, cum)
-            if len(self._ctx_cache) > 8:
-                self._ctx_cache.clear()
-            self._ctx_cache[key] = ctx
+            _remember(self._ctx_cache, key, ctx)
         return ctx
 
     def walk(self, cursor: tuple[int, int], budget: int, W: int, r: int) -> Plan:
@@ -327,7 +344,7 @@ class TimelineWalker:
         if len(plans) == 1 and len(plans[0].segs) == 1 and plans[0].segs[0][3] is None:
             k, a, b, _ = plans[0].segs[0]
             tl = self.randomizer.timeline(k)
-            return self._ids(k, tl.chunk[a:b]), tl.index[a:b], tl.length[a:b]
+            return self._ids(k, tl.chunks(slice(a, b))), _i64(tl.index[a:b]), _i64(tl.length[a:b])
         first = plans[0].segs[0] if plans and plans[0].segs else None
         if first is not None and first[3] is None:
             # consecutive plans of one worker in one sweep usually make one range of positions
@@ -339,15 +356,15 @@ class TimelineWalker:
             else:
                 tl = self.randomizer.timeline(k)
                 a = first[1]
-                return self._ids(k, tl.chunk[a:prev]), tl.index[a:prev], tl.length[a:prev]
+                return self._ids(k, tl.chunks(slice(a, prev))), _i64(tl.index[a:prev]), _i64(tl.length[a:prev])
         cs, xs, ls = [], [], []
         for plan in plans:
             for k, a, b, loc in plan.segs:
                 tl = self.randomizer.timeline(k)
                 pos = slice(a, b) if loc is None else loc[a:b]
-                cs.append(self._ids(k, tl.chunk[pos]))
-                xs.append(tl.index[pos])
-                ls.append(tl.length[pos])
+                cs.append(self._ids(k, tl.chunks(pos)))
+                xs.append(_i64(tl.index[pos]))
+                ls.append(_i64(tl.length[pos]))
         if not cs:
             z = np.zeros(0, np.int64)
             return z, z, z
@@ -402,7 +419,7 @@ class TimelineWalker:
     def _chunks_of(self, k: int, tl: Timeline, loc: np.ndarray, lo: int, hi: int) -> set[int]:
         """The chunks (load ids) of sweep ``k``'s local positions ``loc[lo:hi]`` (a count per
         chunk: no sort)."""
-        ids = tl.chunk[lo:hi] if len(loc) == self.N else tl.chunk[loc[lo:hi]]
+        ids = tl.chunks(slice(lo, hi) if len(loc) == self.N else loc[lo:hi])
         found = np.flatnonzero(np.bincount(ids, minlength=self.C))
         return set(self._ids(k, found).tolist())
 

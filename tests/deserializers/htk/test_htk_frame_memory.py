@@ -1,0 +1,93 @@
+"""Frame mode's memory over HTK corpora: the composite keeps no per-frame key, length or join
+table (the join is done again when a chunk is read, from the utterance tables), the engine's
+tables stay within 14 bytes a corpus frame, and the join per chunk read gives exactly what the
+kept join gave. The randomizer's side: tests/engine/test_engine_frame_memory.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import htk_corpus
+from cntkio import HTKFeatureDeserializer, HTKMLFDeserializer, MinibatchSource, StreamDef
+from cntkio.deserializers.htk import build_features, build_mlf
+from cntkio.engine.composite import CompositeDeserializer
+
+
+def _owned(a: np.ndarray) -> int:
+    """Bytes an array holds (a view of one value repeated holds none)."""
+    return 0 if any(s == 0 for s in a.strides) and a.size > 1 else a.nbytes
+
+
+@pytest.fixture()
+def big(tmp_path, monkeypatch):
+    c = htk_corpus.write_big(tmp_path, n_utts=30)
+    monkeypatch.chdir(tmp_path)
+    return c
+
+
+def _parts(c):
+    feats = HTKFeatureDeserializer({"features": StreamDef(shape=c["dim"], scp=c["scp"], context=(1, 1))})
+    labels = HTKMLFDeserializer(c["states"], {"labels": StreamDef(shape=c["labels"], mlf=c["mlf"])})
+    return [feats, labels]
+
+
+def test_frame_mode_tables_stay_within_fourteen_bytes_a_frame(big):
+    """Frame mode over a corpus of several 90000-frame chunks: the composite keeps no per-frame key,
+    length or join table, and the engine's tables of a sweep are 14 bytes a frame (timeline 6,
+    starts 8) plus a few numbers per chunk."""
+    src = MinibatchSource(_parts(big), frame_mode=True, randomize=True, randomization_seed=1,
+                          randomization_window_in_samples=60000, randomization_window_in_chunks=0)
+    assert src.next_minibatch(1000)
+    policy = src._reader.policy
+    comp = policy.corpus
+    frames = policy.walker.N
+    assert frames == int(big["lengths"].sum()) and len(comp.chunk_infos()) == 2
+    assert comp.lazy and comp._tables == [] and comp._sec_refs == [] and comp._keep == []
+    assert sum(_owned(x) for x in comp._lengths) == 0
+    tl = policy.walker.timeline(0)
+    per_frame = (_owned(tl.index) + _owned(tl.rchunk) + _owned(tl.length) + _owned(tl.start)) / frames
+    assert per_frame <= 14.0 + 1e-3
+
+
+class _Eager(CompositeDeserializer):
+    lazy_frames = False
+
+
+def _frame_parts(c):
+    feats, labels = _parts(c)
+    return [build_features(feats, frame_mode=True), build_mlf(labels, frame_mode=True)]
+
+
+def test_frame_mode_join_per_chunk_read_equals_the_kept_join(big):
+    """Labels shorter than the features for every fourth utterance and one utterance without labels:
+    frames are dropped from the corpus, and the join done again per chunk read gives the kept
+    join's chunks, keys and data."""
+    ents = {}
+    for u, n in enumerate(big["lengths"].tolist()):
+        if u != 5:
+            ents[f"utt{u:03d}"] = [(0, n - 3 if u % 4 == 1 else n, htk_corpus.STATES[u % 6])]
+    htk_corpus.write_mlf(big["mlf"][0], ents)
+    lazy = CompositeDeserializer(_frame_parts(big))
+    eager = _Eager(_frame_parts(big))
+    assert lazy.dropped_sequences == eager.dropped_sequences > int(big["lengths"][5])
+    assert lazy.lazy and not eager.lazy
+    assert [(i.id, i.num_sequences, i.num_samples) for i in lazy.chunk_infos()] == \
+        [(i.id, i.num_sequences, i.num_samples) for i in eager.chunk_infos()]
+    for c in range(len(lazy.chunk_infos())):
+        a, b = lazy.sequence_infos(c), eager.sequence_infos(c)
+        assert np.array_equal(a.keys, b.keys) and np.array_equal(a.lengths, b.lengths)
+        ca, cb = lazy.get_chunk(c), eager.get_chunk(c)
+        for name in ("features", "labels"):
+            sa, sb = ca.streams[name], cb.streams[name]
+            assert np.array_equal(sa.offsets, sb.offsets)
+            if name == "features":
+                assert np.array_equal(sa.values, sb.values)
+            else:
+                assert np.array_equal(sa.indices, sb.indices) and np.array_equal(sa.indptr, sb.indptr)
+        idx = np.arange(0, len(a), 977, dtype=np.int64)[::-1]
+        ids = np.full(len(idx), c, np.int64)
+        ra = lazy.read_sequences({c: lazy.read_bytes(c)}, ids, idx)
+        rb = eager.read_sequences({c: eager.read_bytes(c)}, ids, idx)
+        assert np.array_equal(ra.streams["features"].values, rb.streams["features"].values)
+        assert np.array_equal(ra.streams["labels"].indices, rb.streams["labels"].indices)
+        assert np.array_equal(ra.sequences.keys, rb.sequences.keys)
