@@ -162,8 +162,11 @@ class TimelineWalker:
                 mask = np.remainder(tl.rchunk, W, dtype=np.int64) == r
             else:
                 mask = ((k * self.N + np.arange(self.N, dtype=np.int64)) % W) == r
-            loc = np.flatnonzero(mask).astype(np.int64)
-            cum = np.cumsum(tl.length[loc])
+            # int32 where the sweep allows (a worker's positions and their lengths' running sum are
+            # kept per cached sweep: in frame mode a table per frame of the worker's share)
+            small = max(self.S, self.N) < 2**31 - 1
+            loc = np.flatnonzero(mask).astype(np.int32 if small else np.int64)
+            cum = np.cumsum(tl.length[loc], dtype=np.int32 if small else np.int64)
         _remember(self._local_cache, key, (loc, cum))
         return loc, cum
 
