@@ -177,3 +177,17 @@ def test_sparse_emit_checks_every_range():
         _cbf.sparse_emit(out, starts, vals, rows, indptr, np.array([0, 2, 4], np.int64), 1)
     with pytest.raises(ValueError, match="bad arguments"):
         _cbf.sparse_emit(out, starts, vals, rows, indptr, off[:2], 1)
+
+
+def test_failed_rename_reports_its_own_error(tmp_path, monkeypatch):
+    # the abort after a failed rename closes the file again: the rename's error is what is raised
+    ctf = _ctf(tmp_path / "t.ctf", n=200, seed=9)
+
+    def no_replace(a, b):
+        raise PermissionError(13, "Permission denied", b)
+    monkeypatch.setattr(W.os, "replace", no_replace)
+    for direct in (False, True):
+        monkeypatch.setattr(W, "_DIRECT_IO", direct)
+        with pytest.raises(PermissionError, match="Permission denied"):
+            ctf2bin(ctf, str(tmp_path / "t.cbf"), STREAMS, chunk_size=2500, progress=False)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["t.ctf"]

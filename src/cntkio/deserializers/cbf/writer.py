@@ -480,11 +480,14 @@ class _DirectFile:
         self._fill = 0
 
     def close(self) -> None:
+        if self.fd < 0:  # closed already (an abort after a failed rename closes again)
+            return
         try:
             self._pool.shutdown(wait=True)
             self._busy.clear()
         finally:
-            os.close(self.fd)
+            fd, self.fd = self.fd, -1
+            os.close(fd)
             for b in self._free + [self._buf]:
                 try:
                     b.close()
