@@ -61,9 +61,12 @@ _WRITEBACK_THREAD = True
 #: is staged in page-aligned buffers and written by a thread of its own (False: buffered writes,
 #: each chunk's writeback started as it is written)
 _DIRECT_IO = hasattr(os, "O_DIRECT")
-#: bytes per direct write (a staging buffer); a few such buffers are in flight
+#: bytes per direct write (a staging buffer)
 _DIRECT_STAGE_BYTES = 2 * 1024 * 1024
+#: staging buffers in flight at most: room for about 1.5 chunks (a chunk is written in one burst,
+#: which should not wait for the disk), within these bounds; made as needed
 _DIRECT_STAGES = 4
+_DIRECT_STAGES_MAX = 64
 #: alignment of a direct write's memory, file offset and length
 _DIRECT_ALIGN = 4096
 #: CTF text parsed per step by ctf2bin when it cuts the CBF chunks itself: small steps keep the
@@ -109,7 +112,9 @@ class CBFWriter:
         self.path = os.fspath(path)
         self.chunk_size = chunk_size
         self._tmp = _temp_name(self.path)
-        self._f = _DirectFile.open(self._tmp) if _DIRECT_IO else None
+        inflight = (chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE) * 3 // 2
+        stages = min(max(_DIRECT_STAGES, -(-inflight // _DIRECT_STAGE_BYTES)), _DIRECT_STAGES_MAX)
+        self._f = _DirectFile.open(self._tmp, stages) if _DIRECT_IO else None
         if self._f is None:
             self._f = open(self._tmp, "xb")
         self._f.write(struct.pack("<QI", MAGIC, VERSION))
@@ -371,7 +376,7 @@ class _DirectFile:
     ``O_DIRECT`` (``EINVAL``) at open or at a write gets buffered writes from there on."""
 
     @classmethod
-    def open(cls, path: str) -> "_DirectFile | None":
+    def open(cls, path: str, stages: int = _DIRECT_STAGES) -> "_DirectFile | None":
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(path, flags | os.O_DIRECT, 0o666)
@@ -383,9 +388,9 @@ class _DirectFile:
             if os.path.exists(path):
                 os.unlink(path)
             return None  # the caller opens it buffered ('x': the same create-new rule)
-        return cls(fd)
+        return cls(fd, stages)
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, stages: int = _DIRECT_STAGES) -> None:
         import mmap
         self.fd = fd
         self.direct = True
@@ -393,7 +398,8 @@ class _DirectFile:
         populate = getattr(mmap, "MAP_POPULATE", 0)  # one call, not a fault per page
         self._mmap = lambda: mmap.mmap(-1, _DIRECT_STAGE_BYTES, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
                                        | populate)
-        self._free: list = []  # staging buffers written out (made as needed, up to _DIRECT_STAGES)
+        self._stages = max(int(stages), 2)
+        self._free: list = []  # staging buffers written out (made as needed, up to self._stages)
         self._made = 1
         self._busy: deque = deque()  # (future, buffer) in write order
         self._pool = cf.ThreadPoolExecutor(1, thread_name_prefix="cntkio-cbf-write")
@@ -428,7 +434,7 @@ class _DirectFile:
         self._busy.append((self._pool.submit(self._pwrite, buf, _DIRECT_STAGE_BYTES, base), buf))
         self._base += _DIRECT_STAGE_BYTES
         self._fill = 0
-        if not self._free and self._made < _DIRECT_STAGES:
+        if not self._free and self._made < self._stages:
             self._free.append(self._mmap())
             self._made += 1
         elif not self._free:  # every buffer in flight: wait for the oldest
