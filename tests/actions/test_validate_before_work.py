@@ -309,3 +309,9 @@ def test_the_conformance_configs_give_no_unused_key_warning(tmp_path, monkeypatc
             assert validate_commands(run_cfg, raise_errors=False).unused == [], (cfg, sec)
             checked += 1
     assert checked >= 40
+
+
+def test_validate_help(capsys):
+    assert main(["validate", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: cntkio validate configFile=FILE")
+    assert main(["validate"]) == 2

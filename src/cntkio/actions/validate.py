@@ -421,6 +421,13 @@ def validate_main(argv: list[str], *, strict: bool = False) -> int:
     Exit status 0 when the run may start, 1 otherwise (the problems on stderr)."""
     import sys
     from ..config import load_config
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write("usage: cntkio validate configFile=FILE[+FILE...] [--strict] [name=value ...]\n\n"
+                         "Checks every command section the configuration would run (required keys, input files,\n"
+                         "writable outputs, reader streams against the network's inputs, makeMode resumes) and\n"
+                         "reports all problems at once; runs nothing. Keys nothing reads are warnings (--strict:\n"
+                         "errors). Exit status 0 when the run may start, 1 otherwise. See docs/config.md.\n")
+        return 0 if argv else 2
     root = load_config(list(argv))
     report = validate_commands(root, strict=strict, raise_errors=False)
     for u in report.unused:
