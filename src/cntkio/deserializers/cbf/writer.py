@@ -719,12 +719,19 @@ while one is encoded and written;
             "streams": [(s.name, "sparse" if s.sparse else "dense", s.dim) for s in writer.streams]}
 
 
-def _parsed_ahead(reader, ahead: int = 2):
+#: ctf2bin's parse threads, and the chunks parsed or in parse ahead of the encoder/writer
+_PARSE_THREADS = 2
+_PARSE_AHEAD = 2
+
+
+def _parsed_ahead(reader, ahead: int | None = None, threads: int | None = None):
     """``(chunk info, chunk data)`` of every chunk in order, the next ``ahead`` chunks parsed on
-    threads meanwhile (the C parser releases the GIL: the caller encodes and writes one chunk
-    while the next ones parse)."""
+    ``threads`` threads meanwhile (the C parser releases the GIL: the caller encodes and writes
+    one chunk while the next ones parse)."""
+    ahead = _PARSE_AHEAD if ahead is None else ahead
+    threads = _PARSE_THREADS if threads is None else threads
     infos = list(reader.chunk_infos())
-    with cf.ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="cntkio-ctf2bin") as pool:
+    with cf.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cntkio-ctf2bin") as pool:
         pending = deque((info, pool.submit(reader.get_chunk, info.id)) for info in infos[:ahead])
         try:
             for k in range(len(infos)):
