@@ -67,6 +67,19 @@ def _reference_timeline(chunk_lengths, window, sample_based, seed, sweep):
     return order[source], perm - starts[source], source
 
 
+def test_counting_table_answers_as_the_array():
+    c, a = R.Counting(0, 11), np.arange(11)
+    for lo, hi in [(0, 11), (1, 11), (0, 5), (3, 3)]:
+        for v in [-3, 0, 1, 4, 5, 10, 11, 2**40, 2.5]:
+            for side in ("left", "right"):
+                assert np.searchsorted(c[lo:hi], v, side=side) == np.searchsorted(a[lo:hi], v, side=side)
+        assert c[lo:hi].tolist() == a[lo:hi].tolist() == np.asarray(c[lo:hi]).tolist()
+    assert np.searchsorted(c[1:], [0, 3, 11], side="right").tolist() == [0, 3, 10]
+    assert (c[-1], c[np.int64(4)], c[np.array([2, -1])].tolist(), len(c[5:])) == (10, 4, [2, 10], 6)
+    with pytest.raises(IndexError):
+        c[11]
+
+
 @pytest.mark.parametrize("sample_based,window", [(True, 700), (False, 3), (True, 10**6)])
 def test_unit_length_timeline_is_the_general_order(sample_based, window):
     rng = np.random.default_rng(5)
@@ -89,7 +102,7 @@ def test_unit_length_timeline_is_the_general_order(sample_based, window):
 
 def test_a_sweep_of_one_sample_sequences_costs_six_bytes_a_position():
     """2^20 positions in 40 chunks, window of 4 chunks: the timeline keeps 6 bytes a position (int32
-    index, int16 source chunk; lengths one value, starts shared by all sweeps), and computing it
+    index, int16 source chunk; lengths one value, starts counted, not stored), and computing it
     allocates little more (the general path: about 40 bytes a position at its peak)."""
     n_chunks, per = 40, 2**20 // 40
     rand = R.BlockRandomizer([np.ones(per, np.int64)] * n_chunks, 4, False, seed=2)
@@ -104,6 +117,6 @@ def test_a_sweep_of_one_sample_sequences_costs_six_bytes_a_position():
         tracemalloc.stop()
     assert tl.index.dtype == np.int32 and tl.rchunk.dtype == np.int16
     assert _owned(tl.index) + _owned(tl.rchunk) + _owned(tl.length) == 6 * n
-    assert tl.start is rand.timeline(1).start  # one start table for every sweep
+    assert isinstance(tl.start, R.Counting) and tl.start is rand.timeline(1).start  # starts: no table
     assert held <= 6 * n + 64 * 1024
     assert peak <= 6 * n + 2 * 1024 * 1024

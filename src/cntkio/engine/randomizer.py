@@ -22,7 +22,7 @@ from .._native import native
 
 __all__ = [
     "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
-    "swap_sequences_rolling",
+    "swap_sequences_rolling", "Counting",
     "Timeline", "NoRandomizer", "BlockRandomizer",
 ]
 
@@ -212,6 +212,72 @@ def _unit(n: int) -> np.ndarray:
     return np.broadcast_to(np.ones(1, np.int64), (n,))
 
 
+class Counting:
+    """The integers ``lo .. lo + n - 1`` as a read-only table that holds no memory: the starts of a
+    sweep of one-sample sequences (position ``i`` starts at sample ``i``). Indexing, step-1
+    slices (another ``Counting``), index arrays, ``len``, ``searchsorted`` (so
+    ``np.searchsorted`` works on it), ``tolist`` and conversion to an array."""
+
+    __slots__ = ("lo", "n")
+    dtype = np.dtype(np.int64)
+    ndim = 1
+
+    def __init__(self, lo: int, n: int) -> None:
+        self.lo = int(lo)
+        self.n = max(0, int(n))
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return iter(range(self.lo, self.lo + self.n))
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            a, b, step = key.indices(self.n)
+            if step != 1:
+                return np.asarray(self)[key]
+            return Counting(self.lo + a, b - a)
+        if isinstance(key, (int, np.integer)):
+            i = int(key)
+            if i < 0:
+                i += self.n
+            if not 0 <= i < self.n:
+                raise IndexError(f"index {int(key)} is out of bounds for a table of {self.n}")
+            return np.int64(self.lo + i)
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            return np.asarray(self)[idx]
+        idx = idx.astype(np.int64)
+        idx = np.where(idx < 0, idx + self.n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n):
+            raise IndexError(f"index out of bounds for a table of {self.n}")
+        return idx + self.lo
+
+    def searchsorted(self, v, side: str = "left", sorter=None):
+        """Where ``v`` would be inserted to keep the order (as ``numpy.searchsorted``)."""
+        x = np.asarray(v)
+        if x.dtype.kind in "iub":
+            d = x.astype(np.int64) - self.lo
+            r = d if side == "left" else d + 1
+        else:
+            d = x.astype(np.float64) - self.lo
+            r = np.ceil(d) if side == "left" else np.floor(d) + 1
+        r = np.clip(r, 0, self.n).astype(np.intp)
+        return r[()] if r.ndim == 0 else r
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.arange(self.lo, self.lo + self.n, dtype=np.int64)
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return list(range(self.lo, self.lo + self.n))
+
+
 class Timeline:
     """One sweep's delivery order over sequence descriptions.
 
@@ -225,8 +291,8 @@ class Timeline:
     (``C + 1`` entries): the first position of every randomized chunk, in delivery order.
 
     Memory: where every sequence is one sample long (frame mode) ``length`` is a view of one value
-    and ``start`` is shared by all sweeps, so a sweep costs ``rchunk`` (2 bytes a position up to
-    32767 chunks, else 4) and ``index`` (4 bytes; 8 past 2^31 sequences in a chunk).
+    and ``start`` a :class:`Counting` (no memory), so a sweep costs ``rchunk`` (2 bytes a position
+    up to 32767 chunks, else 4) and ``index`` (4 bytes; 8 past 2^31 sequences in a chunk).
     """
 
     __slots__ = ("sweep", "order", "rchunk", "index", "length", "start", "first_use", "last_use",
@@ -307,7 +373,7 @@ class _Base:
         self.sweep_samples = int(self.chunk_sizes.sum())
         #: every sequence is one sample long (frame mode): lengths and starts are not stored per sweep
         self.unit = all(bool((c == 1).all()) for c in self.chunk_lengths)
-        self._unit_start = np.arange(self.num_sequences + 1, dtype=np.int64) if self.unit else None
+        self._unit_start = Counting(0, self.num_sequences + 1) if self.unit else None
         self._max_count = int(self.chunk_counts.max()) if self.num_chunks else 0
         self._lock = threading.Lock()
         self._cache: dict[int, Timeline] = {}

@@ -152,7 +152,7 @@ class TimelineWalker:
             return hit
         tl = self.randomizer.timeline(k)
         if W == 1:
-            # every position: one array for all sweeps (with unit lengths, a view of the starts)
+            # every position: one array for all sweeps (with unit lengths, the starts: no memory)
             if self._all is None:
                 self._all = (tl.start[:self.N] if self.randomizer.unit
                              else np.arange(self.N, dtype=np.int64))
