@@ -114,7 +114,7 @@ class CBFWriter:
         self._tmp = _temp_name(self.path)
         inflight = (chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE) * 3 // 2
         stages = min(max(_DIRECT_STAGES, -(-inflight // _DIRECT_STAGE_BYTES)), _DIRECT_STAGES_MAX)
-        self._f = _DirectFile.open(self._tmp, stages) if _DIRECT_IO else None
+        self._f = _DirectFile.open(self._tmp, stages) if _DIRECT_IO and hasattr(os, "O_DIRECT") else None
         if self._f is None:
             self._f = open(self._tmp, "xb")
         self._f.write(struct.pack("<QI", MAGIC, VERSION))
