@@ -127,12 +127,15 @@ class ChunkData:
 
     ``invalid`` (optional bool array, one per sequence) marks sequences that failed to load
     (e.g. an image that does not decode); the source drops them and counts them against its
-    ``max_errors``.
+    ``max_errors``. ``dropped`` (optional bool array) marks sequences the deserializer itself
+    gave up under its own error budget, already counted and logged there (a CTF sequence that lost
+    one stream's sample to a tolerated error): the source removes them without counting them again.
     """
 
     sequences: SequenceTable
     streams: dict[str, StreamData]
     invalid: np.ndarray | None = None
+    dropped: np.ndarray | None = None
 
 
 @runtime_checkable

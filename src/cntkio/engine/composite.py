@@ -233,17 +233,20 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
         base = self._load(0, self._chunks[chunk_id], sweep)
         keep, sec_refs, table = self._joined(chunk_id)
         streams: dict[str, object] = {}
-        invalid = base.invalid
+        invalid, dropped = base.invalid, base.dropped
         for name, st in base.streams.items():
             streams[name] = st if keep is None else gather_stream(st, keep)
         if keep is not None and invalid is not None:
             invalid = invalid[keep]
+        if keep is not None and dropped is not None:
+            dropped = dropped[keep]
         for p, (c, i) in enumerate(sec_refs, start=1):
             n = len(c)
             parts: dict[str, list] = {}
             order = np.empty(n, np.int64)
             pos = 0
             sec_invalid = np.zeros(n, bool)
+            sec_dropped = np.zeros(n, bool)
             uniq = np.unique(c)
             for sc in uniq:
                 m = np.flatnonzero(c == sc)
@@ -252,6 +255,8 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                     parts.setdefault(name, []).append(gather_stream(st, i[m]))
                 if data.invalid is not None:
                     sec_invalid[m] = data.invalid[i[m]]
+                if data.dropped is not None:
+                    sec_dropped[m] = data.dropped[i[m]]
                 order[m] = np.arange(pos, pos + len(m))
                 pos += len(m)
             for name, pieces in parts.items():
@@ -261,7 +266,9 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                     streams[name] = _broadcast(streams[name], table.lengths)
             if sec_invalid.any():
                 invalid = sec_invalid if invalid is None else (invalid | sec_invalid)
-        return ChunkData(table, streams, invalid)
+            if sec_dropped.any():
+                dropped = sec_dropped if dropped is None else (dropped | sec_dropped)
+        return ChunkData(table, streams, invalid, dropped)
 
     def supports_random_access(self) -> bool:
         """True when every part has random access (:func:`has_random_access`)."""
@@ -329,13 +336,15 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
             if any(d is None for d in parts):
                 return None
             streams: dict = {}
-            invalid = None
+            invalid = dropped = None
             for j, d in enumerate(parts):
                 streams.update({name: _broadcast(st, lengths) for name, st in d.streams.items()}
                                if self._broadcast[j] else d.streams)
                 if d.invalid is not None:
                     invalid = d.invalid if invalid is None else (invalid | d.invalid)
-            return ChunkData(SequenceTable(keys, lengths), streams, invalid)
+                if d.dropped is not None:
+                    dropped = d.dropped if dropped is None else (dropped | d.dropped)
+            return ChunkData(SequenceTable(keys, lengths), streams, invalid, dropped)
         return finish
 
     def close(self) -> None:

@@ -79,21 +79,26 @@ class Handoff:
             groups = group_by_chunk(sel_chunk)
             chunks = {c: chunk(c) for c, _ in groups}
         invalid = [0] * len(counts)
-        if any(chunks[c].invalid is not None for c, _ in groups):
-            bad = np.zeros(len(sel_chunk), bool)
+        if any(chunks[c].invalid is not None or chunks[c].dropped is not None for c, _ in groups):
+            bad = np.zeros(len(sel_chunk), bool)     # failed to load: counted against max_errors
+            gone = np.zeros(len(sel_chunk), bool)    # removed: bad, or dropped by the deserializer
             for c, pos in groups:
-                inv = chunks[c].invalid
+                inv, drop = chunks[c].invalid, chunks[c].dropped
                 if inv is not None:
                     bad[pos] = inv[sel_index[pos]]
-            if bad.any():
+                if drop is not None:
+                    gone[pos] = drop[sel_index[pos]]
+            gone |= bad
+            if gone.any():
                 keep = np.ones(len(sel_chunk), bool)
                 start = 0
                 for j, n in enumerate(counts):
                     nb = int(bad[start:start + n].sum())
-                    if nb == n:  # CNTK empties the minibatch without counting
+                    ng = int(gone[start:start + n].sum())
+                    if ng == n:  # CNTK empties the minibatch without counting
                         keep[start:start + n] = False
-                    elif nb:
-                        keep[start:start + n] = ~bad[start:start + n]
+                    elif ng:
+                        keep[start:start + n] = ~gone[start:start + n]
                         invalid[j] = nb
                     counts[j] = int(keep[start:start + n].sum())
                     start += n

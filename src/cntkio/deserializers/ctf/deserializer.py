@@ -485,7 +485,25 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         finally:
             buf.release()
             _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
-        return self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
+        data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
+        if issues:
+            damaged = self._damaged(issues, a, b, kept)
+            if damaged is not None:
+                data = ChunkData(data.sequences, data.streams, None, damaged)
+        return data
+
+    def _damaged(self, issues, a: int, b: int, kept: np.ndarray) -> np.ndarray | None:
+        """Over the kept sequences of chunk ``a:b``: True for each one that lost a sample of one
+        stream to a tolerated error (``maxErrors`` > 0). Such a sequence's streams would no longer
+        be aligned sample by sample, so the source drops it whole (the error was counted against
+        ``maxErrors`` and logged, naming the sequence, by :meth:`_account`). None when none is."""
+        starts = self.index.starts
+        bad = [int(np.searchsorted(starts[a:b + 1], i[4], side="right")) - 1 + a
+               for i in issues if i[0] in _SAMPLE_ERRORS and i[1] >= 0]
+        if not bad:
+            return None
+        damaged = np.isin(kept, np.asarray(bad, np.int64))
+        return damaged if damaged.any() else None
 
     def _account(self, chunk_id, issues, num_warnings, aborted, buf, base) -> None:
         errors = [i for i in issues if ref.is_error(i[0])]
@@ -511,17 +529,17 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
 
     def _misaligned_note(self, issue, a: int, b: int) -> str:
         """For an error that skips one sample of one stream (tolerated: ``maxErrors`` > 0): the
-        sequence it leaves misaligned, by key. Its streams are delivered as CNTK 2.7 delivers
-        them, that stream one sample short, so they are no longer aligned sample by sample."""
+        sequence it damages, by key. CNTK 2.7 delivers that stream one sample short, its streams
+        no longer aligned sample by sample; cntkio drops the sequence whole (:meth:`_damaged`)."""
         if issue[0] not in _SAMPLE_ERRORS or issue[1] < 0:
             return ""
         starts = self.index.starts
         seq = int(np.searchsorted(starts[a:b + 1], issue[4], side="right")) - 1 + a
         if not a <= seq < b:
             return ""
-        return (f"; sequence {int(self.index.keys[seq])} (line {int(self.index.first_lines[seq])}) is delivered "
-                f"with stream {self.specs[issue[1]].name!r} one sample short: its streams are not aligned "
-                "sample by sample")
+        return (f"; sequence {int(self.index.keys[seq])} (line {int(self.index.first_lines[seq])}) is dropped: "
+                f"stream {self.specs[issue[1]].name!r} lost a sample, which would leave its streams "
+                "misaligned")
 
     def _max_errors_exceeded(self, issue, buf, base) -> MaxErrorsExceeded:
         message, expected, found = describe_issue(issue, buf, base, self.specs)
