@@ -66,6 +66,29 @@ def test_pack_many_splits_one_gather_into_minibatches():
                                                                  [0, 0, 2, 0]]
 
 
+
+def test_one_sequence_from_each_chunk_is_joined_in_selection_order(monkeypatch):
+    # an image per chunk: every chunk gives one sequence, so each stream is joined by one call;
+    # the groups come in an order other than the selection's, and a sparse row may be empty
+    sp = ChunkData(SequenceTable(np.arange(2), np.array([2, 1])),
+                   {"x": DenseStream(np.array([[7.0], [8.0], [9.0]], np.float32), np.array([0, 2, 3])),
+                    "y": SparseStream(np.array([0, 2, 2, 3]), np.array([3, 0, 2], np.int32),
+                                      np.array([1, 2, 3], np.float32), np.array([0, 2, 3]), 4)})
+    chunks = {0: chunk([2, 1], 0), 1: chunk([1, 3], 100), 2: sp}
+    sel_chunk, sel_index = np.array([2, 0, 1]), np.array([0, 1, 1])
+    groups = [(1, np.array([2])), (2, np.array([0])), (0, np.array([1]))]
+
+    def packed():
+        mb = pack_many([X, Y], chunks, sel_chunk, sel_index, groups, [3], [False])[0]
+        return [s[:, 0].tolist() for s in mb[X].as_sequences()], mb[Y].as_csr().toarray().tolist()
+
+    xs, ys = packed()
+    assert xs == [[7, 8], [2], [101, 102, 103]]
+    assert ys == [[2, 0, 0, 1], [0, 0, 0, 0], [0, 0, 2, 0], [0, 101, 0, 0], [0, 0, 102, 0], [0, 0, 0, 103]]
+    monkeypatch.setattr("cntkio.engine.packer._one_each", lambda per, n: False)
+    assert packed() == (xs, ys)       # the copy-per-chunk path agrees
+
+
 def test_truncated_slots_state_and_emit():
     slots = TruncatedSlots([X], 2)
     slots.resize(1)

@@ -96,6 +96,14 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
         if span is not None:
             return lens, (span,)
         out = buffers.empty((total,) + first.values.shape[1:], first.values.dtype)
+        if _one_each(per, n):
+            # one sequence from each chunk (an image per chunk): one copy call for all of them
+            pieces = [None] * n
+            for st, pos, row0, rows in per:
+                r = int(row0[0])
+                pieces[int(pos[0])] = st.values[r:r + int(rows[0])]
+            np.concatenate(pieces, out=out, casting="no")
+            return lens, (out,)
         for st, pos, row0, rows in per:
             if len(rows) > 1 and not isinstance(pos, slice) and _run(pos, row0, rows):
                 d0, d1 = int(dst_start[pos[0]]), int(dst_start[pos[-1] + 1])
@@ -118,12 +126,35 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
     indptr[total] = nz
     indices = np.empty(nz, first.indices.dtype)
     data = np.empty(nz, first.data.dtype)
+    if _one_each(per, n):
+        # one sequence from each chunk: the pieces joined by one call per array, the row pointers
+        # rebased by one vector operation
+        pp, pi, pd = [None] * n, [None] * n, [None] * n
+        e0s = np.empty(n, np.int64)
+        for (st, pos, row0, rows), e0 in zip(per, nz_src):
+            k, r, e = int(pos[0]), int(row0[0]), int(e0[0])
+            e0s[k] = e
+            pp[k] = st.indptr[r:r + int(rows[0])]
+            f = e + int(nz_len[k])
+            pi[k] = st.indices[e:f]
+            pd[k] = st.data[e:f]
+        shift = np.repeat(nz_dst[:-1] - e0s, lens)
+        np.add(np.concatenate(pp), shift, out=indptr[:total], casting="unsafe")
+        np.concatenate(pi, out=indices, casting="no")
+        np.concatenate(pd, out=data, casting="no")
+        return lens, (indptr, indices, data)
     for (st, pos, row0, rows), e0 in zip(per, nz_src):
         d0, nzl = nz_dst[:-1][pos], nz_len[pos]
         copy_segments(st.indptr, row0, indptr, dst_start[:-1][pos], rows, shift=d0 - e0)
         copy_segments(st.indices, e0, indices, d0, nzl)
         copy_segments(st.data, e0, data, d0, nzl)
     return lens, (indptr, indices, data)
+
+
+def _one_each(per: list, n: int) -> bool:
+    """Whether every chunk gives one sequence of the selection (several chunks, plain arrays):
+    then a stream's pieces are joined by one call instead of a copy per chunk."""
+    return len(per) == n > 1 and all(len(p[1]) == 1 and getattr(p[0], "read_rows", None) is None for p in per)
 
 
 def _take_rows(st, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
