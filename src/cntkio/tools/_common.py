@@ -37,7 +37,7 @@ def open_file(path: str, streams: Any = None):
     if file_format(path) == "cbf":
         from ..deserializers.cbf.deserializer import CNTKBinaryFormatDeserializer
         return CNTKBinaryFormatDeserializer({"file": os.fspath(path)})
-    from ..deserializers.cbf.writer import infer_ctf_streams
+    from ..deserializers.cbf.convert import infer_ctf_streams
     from ..deserializers.ctf.deserializer import CNTKTextFormatDeserializer
     defs = streams or infer_ctf_streams(path)
     inputs = {n: {"alias": a, "dim": d, "format": "sparse" if sp else "dense"} for n, a, sp, d in defs}

@@ -77,7 +77,7 @@ def bench_file(path: str, streams=None, size: int = 256, randomize: bool = False
     from ._common import file_format
     guess_s = 0.0
     if streams is None and file_format(path) == "ctf":  # the stream guess, timed on its own
-        from ..deserializers.cbf.writer import infer_ctf_streams
+        from ..deserializers.cbf.convert import infer_ctf_streams
         t0 = time.perf_counter()
         streams = infer_ctf_streams(path)
         guess_s = time.perf_counter() - t0

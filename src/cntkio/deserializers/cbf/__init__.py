@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from .deserializer import CNTKBinaryFormatDeserializer, parse_options
 from .layout import MAGIC, VERSION, CBFHeader, CBFStream, read_header
-from .writer import CBFWriter, bin2ctf, ctf2bin, infer_ctf_streams, read_header_file
+from .convert import bin2ctf, ctf2bin, infer_ctf_streams, read_header_file
+from .writer import CBFWriter
 
 __all__ = ["CBFDeserializer", "CNTKBinaryFormatDeserializer", "CBFWriter", "ctf2bin", "bin2ctf",
            "infer_ctf_streams", "read_header_file", "read_header", "parse_options", "CBFHeader",

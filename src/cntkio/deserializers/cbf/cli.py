@@ -50,7 +50,8 @@ def _stream(text: str) -> tuple[str, str, bool, int]:
 def main(argv: Sequence[str]) -> int:
     """Run ``cntkio convert ...``; returns the exit status (0 done, 1 data error, 2 bad usage)."""
     from ...errors import CntkioError
-    from .writer import DEFAULT_CHUNK_SIZE, bin2ctf, ctf2bin
+    from .convert import bin2ctf, ctf2bin
+    from .writer import DEFAULT_CHUNK_SIZE
 
     parser = _parser()
     try:
