@@ -1,12 +1,16 @@
-"""Checks the train action and validation share: writable outputs, a network's inputs, the
-tensors of a minibatch against the network (clear errors instead of torch's shape errors)."""
+"""Checks the actions and validation share: writable outputs, a network's inputs, the tensors of
+a minibatch against the network, torch's own errors named with the streams and nodes involved,
+and model files loaded with errors that name the config key and line that named the file (clear
+errors instead of torch's shape errors and tracebacks)."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Any, Iterator
 
-from ..errors import ConfigError
+from ..errors import CntkioError, ConfigError
 
-__all__ = ["check_writable", "network_inputs", "check_batch"]
+__all__ = ["check_writable", "network_inputs", "check_batch", "torch_errors", "load_command_model"]
 
 
 def check_writable(path: str) -> str | None:
@@ -52,10 +56,29 @@ def network_inputs(net) -> dict[str, int]:
 
 
 
-def check_batch(net, tensors: dict, where: str) -> None:
+def _dim_value(reader, stream: str):
+    """The ``dim`` ConfigValue of ``stream`` in the reader section ``reader`` (``input.<stream>.dim``,
+    or a composite reader's ``deserializers[i].input.<stream>.dim``), None when not found."""
+    if reader is None or not hasattr(reader, "exists"):
+        return None
+    key = f"input.{stream}.dim"
+    try:
+        nodes = [reader]
+        if hasattr(reader, "exists_current") and reader.exists_current("deserializers"):
+            nodes = [d for d in reader("deserializers").as_array() if hasattr(d, "exists")] + nodes
+        for node in nodes:
+            if node.exists(key):
+                return node(key)
+    except (CntkioError, TypeError, IndexError):
+        pass
+    return None
+
+
+def check_batch(net, tensors: dict, where: str, reader: Any = None) -> None:
     """The features and labels of one minibatch against the network: their dimensions, and as
     many label samples as feature samples. A ConfigError names the streams, the nodes and both
-    dimensions (``where``: the reader section's key path)."""
+    dimensions (``where``: the reader section's key path; ``reader``: that section, whose
+    ``dim`` keys give the file and line)."""
     inputs = network_inputs(net)
     for node, dim in inputs.items():
         t = tensors.get(node)
@@ -65,8 +88,10 @@ def check_batch(net, tensors: dict, where: str) -> None:
         for d in t.shape[1:]:
             got *= int(d)
         if got != dim:
+            v = _dim_value(reader, node)
             raise ConfigError(f"stream {node!r} delivers samples of dim {got} but the network's input node "
                               f"{node!r} has dim {dim}", path=f"{where}.input.{node}.dim",
+                              file=getattr(v, "file", None), line=getattr(v, "line", None),
                               hint="make the reader's dim and the network's size agree "
                                    "(cntkio validate configFile=... checks this before any work)")
     if not hasattr(getattr(net, "spec", None), "layer_sizes") or not inputs:
@@ -78,3 +103,52 @@ def check_batch(net, tensors: dict, where: str) -> None:
                           "features and labels are not aligned", path=where,
                           hint="each sequence must carry as many label samples as feature samples "
                                "(a label per sequence needs a sequence-level criterion)")
+
+
+def _describe(stream: str, tensor) -> str:
+    shape = tuple(int(d) for d in getattr(tensor, "shape", ()))
+    return f"stream {stream!r} (node {stream!r}, tensor {shape})"
+
+
+@contextmanager
+def torch_errors(action: str, features: tuple[str, Any], labels: tuple[str, Any] | None = None,
+                 where: str | None = None) -> Iterator[None]:
+    """Run the network inside this block: a RuntimeError or IndexError from torch becomes a
+    CntkioError naming the action, the streams and nodes fed (``(name, tensor)``; the reader's
+    streams are named after the network's input nodes) with their tensor shapes, and ``where``
+    (the reader section's key path), torch's message kept and chained. cntkio's own errors and
+    torch's out-of-memory error pass unchanged (a caller may retry with a smaller minibatch)."""
+    from ..integrations.torch_backend import torch
+    oom = getattr(torch, "OutOfMemoryError", ())
+    try:
+        yield
+    except CntkioError:
+        raise
+    except (RuntimeError, IndexError) as e:
+        if oom and isinstance(e, oom):
+            raise
+        text = f"{action}: computing the network from {_describe(*features)}"
+        if labels is not None:
+            text += f" against {_describe(*labels)}"
+        if where:
+            text += f" of {where}"
+        raise CntkioError(f"{text} failed: {e}") from e
+
+
+def load_command_model(cfg, key: str = "modelPath", path: str | None = None, **kwargs):
+    """:func:`cntkio.actions.models.load_model` of the file that ``key`` of ``cfg`` names (``path``:
+    a file derived from it, e.g. an epoch file ``modelPath.N``): a missing or unreadable file is a
+    ConfigError naming the key and the file and line where it was written, the path said once."""
+    from .models.modelfile import ModelFileError, load_model
+    from ._params import get_str, key_path
+    file = path if path is not None else get_str(cfg, key)
+    try:
+        return load_model(file, **kwargs)
+    except ModelFileError as e:
+        v = None
+        try:
+            v = cfg(key) if cfg is not None and cfg.exists(key) else None
+        except CntkioError:
+            pass
+        raise ConfigError(e.reason, path=getattr(v, "path", None) or key_path(cfg, key),
+                          file=getattr(v, "file", None), line=getattr(v, "line", None)) from e

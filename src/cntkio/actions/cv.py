@@ -16,7 +16,7 @@ import time
 
 from .._log import get_logger
 from ..errors import ConfigError
-from .models import load_model
+from .checks import load_command_model
 from ._common import dist_context, epoch_minibatches, open_reader, progress_enabled, report, resolve_device, resolve_dtype
 from ._params import get_float, get_int, get_list, get_str, key_path, minibatch_size
 from .eval import EvalResult, criterion_nodes, evaluate
@@ -55,13 +55,13 @@ def cv(section, name: str = "cv") -> dict[str, EvalResult]:
             if final_done or not os.path.exists(model_path):
                 continue
             path, final_done = model_path, True
-        net = load_model(path, device=device, dtype=dtype).network
+        net = load_command_model(section, "modelPath", path, device=device, dtype=dtype).network
         nodes = criterion_nodes(net, [str(n) for n in names] if names else None, key_path(section, "evalNodeNames"))
         source = open_reader(section, "reader", name)
         res = evaluate(net, epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=dist),
                        nodes=nodes, dtype=dtype, device=device, dist=dist, show_every=show,
                        progress=progress_enabled(section, dist), desc=os.path.basename(path),
-                       where=key_path(section, "reader"))
+                       where=key_path(section, "reader"), reader=section("reader"))
         results[path] = res
         report(f"Final Results for model {path}: Minibatch[1-{res.minibatches}]: {res}", dist=dist)
         if sleep > 0:

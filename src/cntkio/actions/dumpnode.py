@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from ..errors import ConfigError
-from .models import load_model
+from .checks import load_command_model
 from .models.ndl import NDLNetwork
 from .ndl_support import describe_ndl_nodes
 from ._common import dist_context, report
@@ -75,7 +75,7 @@ def dumpnode(section, name: str = "dumpnode") -> str:
     out_file = get_str(section, "outputFile", f"{model_path}.{node or '__AllNodes__'}.txt")
     print_values = get_bool(section, "printValues", True)
     print_meta = get_bool(section, "printMetadata", True)
-    net = load_model(model_path).network
+    net = load_command_model(section, "modelPath").network
     nodes = describe_nodes(net)
     if node and node not in nodes:
         raise ConfigError(f"node {node!r} is not in {model_path} (nodes: {', '.join(nodes)})",

@@ -19,10 +19,11 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import ConfigError
-from .models import SimpleNetwork, load_model
+from .models import SimpleNetwork
+from .checks import check_batch, load_command_model, torch_errors
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
-from ._params import get_int, get_list, get_str, key_path, minibatch_size
+from ._params import get_int, get_list, key_path, minibatch_size
 from .ndl_support import feed_layout
 
 __all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
@@ -69,8 +70,11 @@ def criterion_nodes(net: SimpleNetwork, names: list[str] | None, path: str = "ev
 
 def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.dtype, device: torch.device,
              dist: Dist | None = None, show_every: int = 0, progress: bool | None = False, desc: str = "eval",
-             total: int | None = None, where: str = "reader") -> EvalResult:
-    """Sum the criterion ``nodes`` over the minibatches (an iterable of minibatch dicts)."""
+             total: int | None = None, where: str = "reader", reader=None) -> EvalResult:
+    """Sum the criterion ``nodes`` over the minibatches (an iterable of minibatch dicts). A stream
+    whose dim differs from the network's input is a ConfigError (``where``: the reader section's
+    key path; ``reader``: the section, for the file and line of its ``dim`` keys); torch's own
+    errors name the action (``desc``), the streams and the nodes."""
     dist = dist or Dist()
     feats, labels = net.spec.feature_node, net.spec.label_node
     acc = torch.zeros(len(nodes) + 1, dtype=torch.float64, device=device)   # criteria..., samples
@@ -85,16 +89,18 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
                     continue
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
                 feed_layout(net, mb, feats, device)
+                check_batch(net, t, where, reader)
                 x, y = t[feats], t[labels]
-                hlast = net(x)
                 vals = {}
-                for n in nodes:
-                    if n == net.spec.training_criterion:
-                        vals[n] = net.criterion(hlast, y)
-                    elif n == net.eval_node_name:
-                        vals[n] = net.evaluation(hlast, y)
-                    else:               # another criterion node of a graph network
-                        vals[n] = net._crit(n, hlast, y)
+                with torch_errors(desc, (feats, x), (labels, y), where):
+                    hlast = net(x)
+                    for n in nodes:
+                        if n == net.spec.training_criterion:
+                            vals[n] = net.criterion(hlast, y)
+                        elif n == net.eval_node_name:
+                            vals[n] = net.evaluation(hlast, y)
+                        else:               # another criterion node of a graph network
+                            vals[n] = net._crit(n, hlast, y)
                 step = torch.stack([vals[n].to(torch.float64) for n in nodes]
                                    + [torch.tensor(float(x.shape[0]), dtype=torch.float64, device=device)])
                 acc += step
@@ -119,11 +125,10 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
 def _eval_command(command, name: str) -> EvalResult:
     dist = dist_context()
     device, dtype = resolve_device(command, dist), resolve_dtype(command)
-    model_path = get_str(command, "modelPath")
     if has_brainscript(command):     # CNTK builds a test command's BrainScriptNetworkBuilder (e.g. BS.Network.Load)
         net = build_brainscript_network(command, device=device, dtype=dtype, precompute=False)
     else:
-        net = load_model(model_path, device=device, dtype=dtype).network
+        net = load_command_model(command, "modelPath", device=device, dtype=dtype).network
     names = get_list(command, "evalNodeNames", None)
     nodes = criterion_nodes(net, [str(n) for n in names] if names else None, key_path(command, "evalNodeNames"))
     mb_size = minibatch_size(command)
@@ -134,7 +139,8 @@ def _eval_command(command, name: str) -> EvalResult:
                       nodes=nodes, dtype=dtype, device=device, dist=dist,
                       show_every=get_int(command, "numMBsToShowResult", 0),
                       progress=progress_enabled(command, dist), desc=name,
-                      total=epoch_size or sweep_total(source), where=key_path(command, "reader"))
+                      total=epoch_size or sweep_total(source), where=key_path(command, "reader"),
+                      reader=command("reader"))
     report(f"Final Results: Minibatch[1-{result.minibatches}]: {result}; "
            f"time = {time.perf_counter() - start:.3f}s", dist=dist)
     return result

@@ -32,7 +32,7 @@ from ..integrations.torch_backend import torch
 from .._log import get_logger
 from ..deserializers.htk.writer import HTKOutputWriter, scp_utterances
 from ..errors import CntkioError
-from .models import load_model
+from .checks import check_batch, load_command_model, torch_errors
 from ._common import Dist, batch_tensors, dist_context, epoch_minibatches, report, resolve_device, resolve_dtype
 from ._params import get_int, get_str, key_path, minibatch_size
 from .ndl_support import feed_layout, sequence_layout
@@ -72,7 +72,7 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
     from ..readers import build_reader
     dist = dist_context()
     device, dtype = resolve_device(section, dist), resolve_dtype(section)
-    net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
+    net = load_command_model(section, "modelPath", device=device, dtype=dtype).network
     reader = section("reader")
     wsec = reader("write")
     feats = net.spec.feature_node
@@ -120,7 +120,9 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
             x = batch_tensors(mb, [feats], dtype, device, required=[feats], where=key_path(section, "reader"))[feats]
             positions, _ = sequence_layout(mb, feats, device)
             feed_layout(net, mb, feats, device)
-            values = net.nodes(x)
+            check_batch(net, {feats: x}, key_path(section, "reader"))
+            with torch_errors(name, (feats, x), None, key_path(section, "reader")):
+                values = net.nodes(x)
             starts = (positions == 0).nonzero().flatten().tolist() + [x.shape[0]]
             if starts[0] != 0:
                 raise CntkioError(f"{name}: the reader split an utterance across minibatches")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError, NotImplementedInCntkio
-from .models import NetworkSpec, SimpleNetwork, load_model
+from .models import NetworkSpec, SimpleNetwork
 from .models.simple_rnn import RecurrentSpec, build_recurrent
 from .ndl_support import build_ndl_network, precompute_from_reader
 from .brainscript_support import build_brainscript_network, has_brainscript
@@ -173,8 +173,8 @@ def build_network(command, *, device: torch.device, dtype: torch.dtype, adapt: b
     """The initial network of a train (``SimpleNetworkBuilder``) or adapt (``originalModelFileName``)
     command."""
     if adapt:
-        path = get_str(command, "originalModelFileName")
-        return load_model(path, device=device, dtype=dtype).network
+        from .checks import load_command_model
+        return load_command_model(command, "originalModelFileName", device=device, dtype=dtype).network
     if command.exists("SimpleNetworkBuilder"):
         builder = section(command, "SimpleNetworkBuilder")
         spec = spec_from_config(builder)

@@ -42,7 +42,7 @@ from .models import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_bool, get_str, has, key_path, section
-from .checks import check_batch, check_writable
+from .checks import check_batch, check_writable, load_command_model, torch_errors
 from .eval import EvalResult, evaluate
 from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
 from .network import build_network
@@ -128,7 +128,7 @@ def _kl_targets(command, sgd_cfg, device, dtype) -> KLTargets | None:
     if not 0 <= weight <= 1:
         raise config_error(w_cfg, "adaptationRegWeight", f"must be in [0, 1], found {weight}")
     node = get_str(command, "refNodeName")
-    ref = load_model(get_str(command, "originalModelFileName"), device=device, dtype=dtype).network
+    ref = load_command_model(command, "originalModelFileName", device=device, dtype=dtype).network
     if node not in ref.node_names():
         raise ConfigError(f"refNodeName {node!r} is not a node of the original model (nodes: {', '.join(ref.node_names())})",
                   path=key_path(command, "refNodeName"))
@@ -487,6 +487,7 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
     bar = None if quiet else progress_bar(progress_enabled(command, dist), total=params.epoch_size or sweep_total(source),
                                           desc=f"Epoch[{epoch + 1} of {params.max_epochs}]")
     it = iter(epoch_minibatches(source, minibatch_size=mb_size, epoch_size=params.epoch_size, epoch=epoch, dist=dist))
+    reader_cfg = command("reader") if command.exists("reader") else None
     t0 = time.perf_counter()
     n_mb, first = 0, 1
     net.train()
@@ -505,19 +506,15 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
                 t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels],
                                   where=key_path(command, "reader"))
                 feed_layout(net, mb, feats, device)
-                check_batch(net, t, key_path(command, "reader"))
+                check_batch(net, t, key_path(command, "reader"), reader_cfg)
                 x, y = t[feats], t[labels]
                 if kl is not None and x.shape[0]:
                     y = kl(x, y)
                 if x.shape[0]:
-                    try:
+                    with torch_errors(name, (feats, x), (labels, y)):   # torch's own error, named
                         hlast = net(x)
                         loss = net.criterion(hlast, y)
                         loss.backward()
-                    except RuntimeError as e:       # torch's own error, with the names it lacks
-                        raise CntkioError(f"{name}: computing the network from stream {feats!r} (node {feats!r}, "
-                                          f"tensor {tuple(x.shape)}) against stream {labels!r} (node {labels!r}, "
-                                          f"tensor {tuple(y.shape)}) failed: {e}") from e
                     stats[0] = loss.detach().to(torch.float64)
                     stats[1] = net.evaluation(hlast.detach(), y).to(torch.float64)
                     stats[2] = float(x.shape[0])

@@ -23,7 +23,7 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from .eval import EvalResult, criterion_nodes
-from .models import load_model
+from .checks import check_batch, load_command_model, torch_errors
 from ._common import (batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_str, key_path, minibatch_size
@@ -63,7 +63,7 @@ def test_unroll(section, name: str = "testUnroll") -> EvalResult:
     """The ``testUnroll`` action (see the module docstring)."""
     dist = dist_context()
     device, dtype = resolve_device(section, dist), resolve_dtype(section)
-    net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
+    net = load_command_model(section, "modelPath", device=device, dtype=dtype).network
     nodes = criterion_nodes(net, None, key_path(section, "evalNodeNames"))
     feats, labels = net.spec.feature_node, net.spec.label_node
     source = open_reader(section, "reader", name)
@@ -77,9 +77,10 @@ def test_unroll(section, name: str = "testUnroll") -> EvalResult:
         if not mb:
             continue
         t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=key_path(section, "reader"))
+        check_batch(net, t, key_path(section, "reader"), section("reader"))
         x, y = t[feats], t[labels]
         positions, lengths = sequence_layout(mb, feats, device)
-        with torch.no_grad():
+        with torch.no_grad(), torch_errors(name, (feats, x), (labels, y), key_path(section, "reader")):
             out = unrolled_outputs(net, x, positions)
             _set_layout(net, positions, lengths)
             net(x)                  # an NDL network's criteria read the minibatch's features and layout

@@ -248,7 +248,8 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
             if not os.path.exists(path) and path not in run.models and not run.may_write_models:
                 run.add(_error(command, "originalModelFileName", f"model file {path} does not exist"))
             else:
-                net = run.models.get(path) or (_load_net(run, path) if os.path.exists(path) else None)
+                net = run.models.get(path) or (_load_net(run, command, "originalModelFileName")
+                                                if os.path.exists(path) else None)
     else:
         net = _spec_network(run, command)
     inputs = network_inputs(net) if net is not None else None
@@ -298,9 +299,10 @@ def _spec_network(run: _Run, command):
     return run.attempt(build_network, command, device=torch.device("cpu"), dtype=torch.float32)
 
 
-def _load_net(run: _Run, path: str):
-    from .models import load_model
-    mf = run.attempt(load_model, path)
+def _load_net(run: _Run, command: ConfigParameters, key: str):
+    """The network of the model file ``key`` names; a bad file is a problem naming the key and line."""
+    from .checks import load_command_model
+    mf = run.attempt(load_command_model, command, key)
     return None if mf is None else mf.network
 
 
@@ -339,7 +341,7 @@ def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) 
                                                      "this run writes it"))
             net = None
         else:
-            net = _load_net(run, path)
+            net = _load_net(run, command, "modelPath")
     if action == "write" and not command.exists("writer"):
         _output(run, command, "outputPath", required=True)
     if action == "dumpnode":

@@ -24,7 +24,7 @@ import numpy as np
 from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError
-from .models import load_model
+from .checks import check_batch, load_command_model, torch_errors
 from .brainscript_support import build_brainscript_network, has_brainscript
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
@@ -63,7 +63,7 @@ def write(section, name: str = "write") -> dict[str, int]:
     if has_brainscript(section):     # CNTK builds a write command's BrainScriptNetworkBuilder (e.g. BS.Network.Load)
         net = build_brainscript_network(section, device=device, dtype=dtype, precompute=False)
     else:
-        net = load_model(get_str(section, "modelPath"), device=device, dtype=dtype).network
+        net = load_command_model(section, "modelPath", device=device, dtype=dtype).network
     out_path = get_str(section, "outputPath") if writer is None else None
     fmt = get_str(section, "precisionFormat", "%.17g" if dtype == torch.float64 else "%.9g")
     if not _FORMAT_RE.match(fmt):
@@ -107,7 +107,7 @@ def write(section, name: str = "write") -> dict[str, int]:
                 files[n] = p
         counts = {n: 0 for n in names}
         for arrays in _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size,
-                                   epoch_size):
+                                   epoch_size, name):
             for n, arr in arrays.items():
                 handles[n].write(format_rows(arr, fmt))
                 counts[n] += arr.shape[0]
@@ -127,7 +127,7 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
     total = epoch_size or int(source.sweep_size)
     start = 0
     for arrays in _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size,
-                               epoch_size):
+                               epoch_size, name):
         count = next(iter(arrays.values())).shape[0]
         if start + count > total:
             raise ConfigError(f"the reader delivered more than the {total} samples announced to the writer",
@@ -145,14 +145,17 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
     return {n: start for n in names}
 
 
-def _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size, epoch_size):
+def _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size, epoch_size,
+                 name="write"):
     """Per minibatch of one epoch, ``{node: NumPy values [samples, ...]}`` of the nodes ``names``."""
     net.eval()
     with torch.no_grad():
         for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
             t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
             feed_layout(net, mb, feats, device)
-            values = net.nodes(t[feats])
+            check_batch(net, t, key_path(section, "reader"), section("reader"))
+            with torch_errors(name, (feats, t[feats]), None, key_path(section, "reader")):
+                values = net.nodes(t[feats])
             if labels in t:
                 values[labels] = t[labels]
             yield {n: _node_value(values, n, mb, section).detach().cpu().numpy() for n in names}

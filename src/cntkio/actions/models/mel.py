@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from ... import values
-from ...errors import ConfigError
+from ...errors import CntkioError, ConfigError
 from ...integrations.torch_backend import torch
 from ..._log import get_logger
 from .modelfile import load_model, save_model
@@ -248,7 +248,10 @@ class MelScript:
             raise NDLError(f"LoadModel: format={fmt} is not supported (cntk: cntkio's model files)", c.loc)
         if not os.path.exists(path):
             raise NDLError(f"LoadModel: model file {path} does not exist", c.loc)
-        net = load_model(path).network
+        try:
+            net = load_model(path).network
+        except CntkioError as e:        # a corrupt or foreign file: located at the MEL line that named it
+            raise NDLError(f"LoadModel: {e}", c.loc) from e
         return self._add_model(MelModel.from_network(target or os.path.basename(path), net))
 
     def load_model_with_name(self, c: Call) -> MelModel:

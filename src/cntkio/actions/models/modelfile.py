@@ -25,10 +25,19 @@ from ...errors import CntkioError
 from .ndl.network import NDLNetwork
 from .simple import NetworkSpec, SimpleNetwork
 
-__all__ = ["ModelFile", "save_model", "load_model", "epoch_model_path", "FORMAT", "VERSION"]
+__all__ = ["ModelFile", "ModelFileError", "save_model", "load_model", "epoch_model_path", "FORMAT", "VERSION"]
 
 FORMAT = "cntkio-model"
 VERSION = 1
+
+
+class ModelFileError(CntkioError):
+    """A model file that is missing or cannot be read; ``reason`` names the file once (the
+    actions add the config key and line that named it)."""
+
+    def __init__(self, reason: str, path: str) -> None:
+        super().__init__(reason)
+        self.reason, self.model_path = reason, path
 
 
 def epoch_model_path(model_path: str, epoch: int, max_epochs: int | None = None) -> str:
@@ -98,17 +107,18 @@ def load_model(path: str, *, device: torch.device | str = "cpu", dtype: torch.dt
     """Read a model file written by :func:`save_model`; the network is moved to ``device`` and cast
     to ``dtype`` (default: the dtype it was saved in)."""
     if not os.path.exists(path):
-        raise CntkioError(f"model file {path} does not exist (expected a file written by the train action)")
+        raise ModelFileError(f"model file {path} does not exist (expected a file written by the train action)", path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # corrupt or foreign file
-        raise CntkioError(f"{path}: not a cntkio model file ({type(e).__name__}: {e})") from e
+        raise ModelFileError(f"model file {path} is not a cntkio model file ({type(e).__name__}: {e})", path) from e
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CntkioError(f"{path}: not a cntkio model file (expected format {FORMAT!r}, "
-                          f"found {payload.get('format') if isinstance(payload, dict) else type(payload).__name__})")
+        raise ModelFileError(f"model file {path} is not a cntkio model file (expected format {FORMAT!r}, found "
+                             f"{payload.get('format') if isinstance(payload, dict) else type(payload).__name__})",
+                             path)
     if payload.get("version", 0) > VERSION:
-        raise CntkioError(f"{path}: model file version {payload['version']} is newer than this cntkio "
-                          f"reads (expected <= {VERSION})")
+        raise ModelFileError(f"model file {path} has version {payload['version']}, newer than this cntkio "
+                             f"reads (expected <= {VERSION})", path)
     net = payload["network"]
     saved_dtype = getattr(torch, net.get("dtype", "float32"))
     if net.get("type") == NDLNetwork.builder:      # an NDL (or MEL-edited) network: its graph
