@@ -50,9 +50,25 @@ def test_small_requests_and_far_larger_buffers_are_not_pooled(pool):
 def test_the_pool_stays_within_its_limits(pool, monkeypatch):
     monkeypatch.setattr(pool, "POOL_BYTES", 8 << 20)
     monkeypatch.setattr(pool, "POOL_N", 3)
+    monkeypatch.setattr(pool, "POOL_SPAN", 1)
     live = [pool.empty((2 << 20,), np.uint8) for _ in range(5)]     # 5 x 2 MiB in use
     assert len(pool._bufs) == 3 and pool.pooled_bytes() == 6 << 20  # the rest not kept
     assert all(not np.shares_memory(x, y) for i, x in enumerate(live) for y in live[i + 1:])
     del live
     big = pool.empty((5 << 20,), np.uint8)   # free buffers dropped to make room
     assert pool.pooled_bytes() <= 8 << 20 and any(b is big.base for b in pool._bufs)
+
+
+def test_requests_over_the_byte_limit_are_pooled_up_to_a_span_of_them(pool, monkeypatch):
+    # minibatches larger than POOL_BYTES (256 images of 224 x 224 x 3 floats) are reused too
+    monkeypatch.setattr(pool, "POOL_BYTES", 4 << 20)
+    monkeypatch.setattr(pool, "POOL_SPAN", 2)
+    a = pool.empty((3 << 20,), np.uint8)
+    b = pool.empty((3 << 20,), np.uint8)
+    c = pool.empty((3 << 20,), np.uint8)      # two of 3 MiB in use: a third is over 2 x 3 MiB, not kept
+    assert pool.pooled_bytes() == 6 << 20 and not any(x is c.base for x in pool._bufs)
+    addr = a.__array_interface__["data"][0]
+    del a
+    d = pool.empty((3 << 20,), np.uint8)
+    assert d.__array_interface__["data"][0] == addr
+    assert not np.shares_memory(d, b) and not np.shares_memory(d, c)

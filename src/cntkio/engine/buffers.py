@@ -10,7 +10,10 @@ keeping it, is safe); only its memory is recycled.
 A buffer is free when nothing but the pool refers to it: every NumPy view of it (slices, dtype
 views, reshapes, and whatever holds those: torch tensors from ``from_numpy``, memoryviews) keeps
 a reference to the buffer array itself, NumPy collapsing a view's base to the array owning the
-memory. The pool holds at most :data:`POOL_BYTES` in :data:`POOL_N` buffers; smaller requests
+memory. The pool holds at most :data:`POOL_N` buffers, of at most :data:`POOL_BYTES` together or,
+when a request is larger, :data:`POOL_SPAN` times that request (so that minibatches larger than the
+limit, 256 images of 224 x 224 x 3 floats are 154 MB, are reused too: the pool then holds about
+the minibatches in flight at once, memory the process used at its peak anyway); smaller requests
 than :data:`MIN_BYTES` go to the allocator (its free lists reuse them already).
 """
 from __future__ import annotations
@@ -20,10 +23,12 @@ import threading
 
 import numpy as np
 
-__all__ = ["empty", "pooled_bytes", "POOL_N", "POOL_BYTES", "MIN_BYTES"]
+__all__ = ["empty", "pooled_bytes", "POOL_N", "POOL_BYTES", "POOL_SPAN", "MIN_BYTES"]
 
 POOL_N = 8
 POOL_BYTES = 128 << 20
+#: a request over POOL_BYTES may be pooled beside others up to this many times its size in all
+POOL_SPAN = 4
 MIN_BYTES = 1 << 20
 
 _lock = threading.Lock()
@@ -55,22 +60,22 @@ def empty(shape: tuple, dtype) -> np.ndarray:
 
 
 def _admit(raw: np.ndarray) -> None:
-    """Keep ``raw`` for reuse, dropping free buffers (smallest first) to stay in the limits; a
-    buffer that does not fit beside the ones in use is not kept."""
-    if raw.nbytes > POOL_BYTES:
-        return
+    """Keep ``raw`` for reuse, dropping free buffers (smallest first) to stay in the limits
+    (:data:`POOL_BYTES`, or :data:`POOL_SPAN` times ``raw`` when that is more); a buffer that does
+    not fit beside the ones in use is not kept."""
+    limit = max(POOL_BYTES, POOL_SPAN * raw.nbytes)
     free = sorted((i for i in range(len(_bufs)) if sys.getrefcount(_bufs[i]) == _FREE_REFS),
                   key=lambda i: _bufs[i].nbytes)
     drop: set[int] = set()
     total = sum(b.nbytes for b in _bufs)
     count = len(_bufs)
     for i in free:
-        if total + raw.nbytes <= POOL_BYTES and count < POOL_N:
+        if total + raw.nbytes <= limit and count < POOL_N:
             break
         drop.add(i)
         total -= _bufs[i].nbytes
         count -= 1
-    if total + raw.nbytes > POOL_BYTES or count >= POOL_N:
+    if total + raw.nbytes > limit or count >= POOL_N:
         return
     if drop:
         _bufs[:] = [b for i, b in enumerate(_bufs) if i not in drop]
