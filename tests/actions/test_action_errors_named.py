@@ -196,3 +196,32 @@ def test_a_corrupt_model_in_a_mel_script_is_located_at_the_load_model_line(train
         _action("edit")(load_config([f"configFile={cfg}"])("e"), "e")
     assert (err.value.file, err.value.line) == (str(mel), 2)
     assert f"LoadModel: model file {trained / 'corrupt.dnn'} is not a cntkio model file" in str(err.value)
+
+
+def test_through_the_runner_validation_reports_the_dim_first_and_the_action_says_it_without_validation(trained):
+    from cntkio.actions.runner import run_config
+    cfg = _config(trained, "test", dim=5, data="five.ctf")
+    line = _line(cfg, "dim = 5")
+    # (one problem: validation raises it as it is; several: a ValidationError listing them)
+    with pytest.raises(CntkioError, match=rf"{cfg}:{line}: run.reader.input.features.dim: stream 'features' "
+                                              "has dim 5 but the network's input node 'features' has dim 4"):
+        run([f"configFile={cfg}"])
+    with pytest.raises(ConfigError, match=rf"^{cfg}:{line}: run.reader.input.features.dim: stream 'features' "
+                                          "delivers samples of dim 5 but the network's input node 'features' has dim 4"):
+        run_config(load_config([f"configFile={cfg}"]), validate=False)
+
+
+def test_a_corrupt_epoch_file_met_by_make_mode_names_model_path(trained):
+    out = trained / "resume"
+    out.mkdir()
+    (out / "m.dnn.1").write_bytes(b"half a model")         # epoch 1 of 2 "written", then corrupted
+    cfg = trained / "resume.cntk"
+    cfg.write_text(TRAIN.format(model=out / "m.dnn", data=trained / "train.ctf").replace("maxEpochs = 1", "maxEpochs = 2"))
+    line = _line(cfg, "modelPath")
+    expected = f"{cfg}:{line}: train.modelPath: model file {out / 'm.dnn.1'} is not a cntkio model file"
+    with pytest.raises(CntkioError, match=expected.replace(".", r"\.")):
+        run([f"configFile={cfg}"])
+    with pytest.raises(ConfigError) as err:
+        _action("train")(load_config([f"configFile={cfg}"])("train"), "train")
+    assert str(err.value).startswith(expected)
+    assert not (out / "m.dnn").exists()

@@ -78,11 +78,13 @@ def check_resume(command: ConfigParameters, name: str, model_path: str, start: i
     """Raise ConfigError when makeMode would resume at epoch ``start`` (0-based; the epoch file of
     ``model_path`` for epoch ``start``) from a file written for another network or other reader
     streams (unless ``forceResume``)."""
-    from .models import epoch_model_path, load_model
+    from .checks import load_command_model
+    from .models import epoch_model_path
     if start == 0 or start >= max_epochs:
         return
     path = epoch_model_path(model_path, start, max_epochs)
-    saved = (load_model(path).info or {}).get(FINGERPRINT_KEY)
+    sgd = command("SGD") if command.exists_current("SGD") else command     # where modelPath is looked up from
+    saved = (load_command_model(sgd, "modelPath", path).info or {}).get(FINGERPRINT_KEY)
     if not saved:
         _log.info("%s: %s has no configuration fingerprint (written by an older cntkio): resuming without "
                   "checking it", name, path)

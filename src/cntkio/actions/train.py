@@ -386,7 +386,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     resumed = None
     if start > 0:
         path = epoch_model_path(model_path, start, params.max_epochs)
-        resumed = load_model(path, device=device, dtype=dtype)
+        resumed = load_command_model(sgd_cfg, "modelPath", path, device=device, dtype=dtype)
         if resumed.epoch != start:
             raise CntkioError(f"{path} holds epoch {resumed.epoch}, expected {start}")
         net = resumed.network
