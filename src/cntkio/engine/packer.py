@@ -102,7 +102,7 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
             for st, pos, row0, rows in per:
                 r = int(row0[0])
                 pieces[int(pos[0])] = st.values[r:r + int(rows[0])]
-            np.concatenate(pieces, out=out, casting="no")
+            np.concatenate(pieces, out=out, casting="unsafe")    # as copy_segments casts
             return lens, (out,)
         for st, pos, row0, rows in per:
             if len(rows) > 1 and not isinstance(pos, slice) and _run(pos, row0, rows):
@@ -140,8 +140,8 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
             pd[k] = st.data[e:f]
         shift = np.repeat(nz_dst[:-1] - e0s, lens)
         np.add(np.concatenate(pp), shift, out=indptr[:total], casting="unsafe")
-        np.concatenate(pi, out=indices, casting="no")
-        np.concatenate(pd, out=data, casting="no")
+        np.concatenate(pi, out=indices, casting="unsafe")
+        np.concatenate(pd, out=data, casting="unsafe")
         return lens, (indptr, indices, data)
     for (st, pos, row0, rows), e0 in zip(per, nz_src):
         d0, nzl = nz_dst[:-1][pos], nz_len[pos]
