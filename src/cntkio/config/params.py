@@ -32,6 +32,9 @@ __all__ = ["ConfigParameters", "ConfigValue", "ConfigArray"]
 _MISSING = object()
 
 
+_new_str = str.__new__
+
+
 class ConfigValue(str):
     """A configuration value: a string converted on demand (CNTK's ConfigValue).
 
@@ -39,6 +42,10 @@ class ConfigValue(str):
     written; conversion errors name all three. ``quoted`` is true when the value was written in
     quotes (then ``as_array()`` does not split it).
     """
+
+    # class defaults the parser's fast path (ConfigParameters._put) leaves unset
+    quoted = False
+    _path: "str | None" = None
 
     def __new__(cls, text: str, *, file: str | None = None, line: int | None = None,
                 quoted: bool = False, scope: "ConfigParameters | None" = None,
@@ -529,6 +536,22 @@ class ConfigParameters(ParameterSet):
 
     def _new_value(self, text: str, *, file: str | None, line: int | None, quoted: bool) -> ConfigValue:
         return ConfigValue(text, file=file, line=line, quoted=quoted)
+
+    def _put(self, name: str, text: str, file: str | None, line: int, quoted: bool) -> None:
+        """The parser's fast path: ``name`` (one plain name, not ``include``) set to a new value of
+        ``text``, as ``_assign(name, _new_value(...))`` does (a value replaces a set)."""
+        key = name.lower()
+        entry = self._entries.get(key)
+        value = _new_str(ConfigValue, text)
+        value.file, value.line, value._scope = file, line, self
+        if quoted:
+            value.quoted = True
+        if entry is None:
+            value._key = name
+            self._entries[key] = [name, value]
+        else:
+            value._key = entry[0]
+            entry[1] = value
 
     def _assign(self, name: str, value) -> None:
         """Set ``name`` to ``value`` (a node), merging parameter sets (CNTK's Insert); a dotted

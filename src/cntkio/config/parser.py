@@ -21,7 +21,9 @@ The parser sits below :mod:`cntkio.config.params`, whose lazy conversions (``as_
 * ``target._new_set(name, file=, line=)``: an empty, detached set of the same kind;
 * ``target._new_value(text, file=, line=, quoted=)``: a value;
 * ``target._assign(name, value)``: set ``name`` (dotted names walk down), merging two sets, as
-  CNTK's Insert; and ``target.path`` for error messages.
+  CNTK's Insert; and ``target.path`` for error messages;
+* ``target._put(name, text, file, line, quoted)``: ``_assign(name, _new_value(...))`` for one
+  plain name, in one call (the common item's fast path).
 """
 from __future__ import annotations
 
@@ -35,12 +37,14 @@ import threading
 from .._log import get_logger
 from ..errors import ConfigError
 from ..values import to_path
-from ._text import (OPEN, OPEN_OR_QUOTE, Text, find_top, group_body, is_dict_group, is_group, is_quoted, join_path,
-                    match, split, strip_span)
+from ._text import (CLOSE, OPEN, OPEN_OR_QUOTE, Text, _scanner, find_top, group_body, is_dict_group, is_group,
+                    is_quoted, join_path, match, split, strip_span)
 
 _log = get_logger("config")
 
 NAME_RE = re.compile(r"[A-Za-z0-9_][\w\-]*(\.[A-Za-z0-9_][\w\-]*)*\Z")
+# "name = " and an opening bracket: a parameter set or an array (parse_body)
+_GROUP_ITEM = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*(?=[\[{(])")
 # "name =" at the start of a parameter (white space before it): the parse's fast path
 _NAME_EQ = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t\n\r\f\v]*=")
 
@@ -112,27 +116,62 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
     ``target``, a parameter set.
 
     Plain ``name = word`` and ``name = "string"`` items are taken one regular-expression match each
-    (most of a configuration); at the first other item the rest of the body goes through the
-    general path (:func:`_parse_pieces`)."""
+    (most of a configuration); any other item (a set, an array, an include, a flag...) is cut at
+    the next separator outside brackets and goes through the general path (:func:`_parse_pieces`)."""
     text = src.text
+    file = src.file
     simple = _simple_item(sep).match
+    put = target._put
+    count = text.count
+    lpos, line = start, src.line_of(start)  # the line of offset lpos, counted along
     pos = start
     while pos < end:
         m = simple(text, pos, end)
-        if m is None:
-            break
-        name = m.group(1)
-        if len(name) == 7 and name.lower() == "include":
-            break
-        q = m.group(2)
-        if q is not None:
-            value = target._new_value(q, file=src.file, line=src.line_of(m.start(2) - 1), quoted=True)
+        if m is None:  # another item: up to the next separator outside brackets
+            stop = _piece_end(src, pos, end, sep + "\n")
+            g = _GROUP_ITEM.match(text, pos, stop)
+            if g is not None and g.group(1).lower() != "include":   # name = [...] / {...} / (...)
+                name = g.group(1)
+                target._assign(name, make_value(src, g.end(), stop, ctx, name.rpartition(".")[2], target))
+            else:
+                _parse_pieces(src, pos, stop, sep, target, ctx)
+            pos = stop + 1
+            continue
+        name, quoted, word = m.groups()
+        if "." in name or (len(name) == 7 and name.lower() == "include"):  # a dotted name, include=
+            stop = _piece_end(src, pos, end, sep + "\n")
+            _parse_pieces(src, pos, stop, sep, target, ctx)
+            pos = stop + 1
+            continue
+        if quoted is not None:
+            at = m.start(2) - 1
+            line += count("\n", lpos, at)
+            put(name, quoted, file, line, True)
         else:
-            value = target._new_value(m.group(3), file=src.file, line=src.line_of(m.start(3)), quoted=False)
-        target._assign(name, value)
+            at = m.start(3)
+            line += count("\n", lpos, at)
+            put(name, word, file, line, False)
+        lpos = at
         pos = m.end()
-    if pos < end:
-        _parse_pieces(src, pos, end, sep, target, ctx)
+
+
+def _piece_end(src: Text, start: int, end: int, seps: str) -> int:
+    """The offset of the first of ``seps`` in ``text[start:end]`` outside brackets and quotes, or
+    ``end`` (where :func:`split` ends its first piece)."""
+    text = src.text
+    search = _scanner(seps).search
+    i = start
+    while True:
+        m = search(text, i, end)
+        if m is None:
+            return end
+        i = m.start()
+        c = text[i]
+        if c in seps:
+            return i
+        if c in CLOSE:
+            raise src.error(f"unexpected '{c}' (no matching opening bracket)", i)
+        i = match(src, i, end) + 1
 
 
 def _parse_pieces(src: Text, start: int, end: int, sep: str, target, ctx: ParseContext | None) -> None:
