@@ -34,7 +34,8 @@ CUSTOM_SEPARATORS = "`~!@%^&|:;,?#"
 # a bracket body that begins with "name =" holds parameters, not array elements
 _DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
 _NEWLINE = re.compile("\n")
-_BRACKET_OR_QUOTE = re.compile(r'[\[\]{}()"]')
+# a bracket, or a quoted text whole (a lone '"' when it is never closed)
+_BRACKET_OR_QUOTED = re.compile(r'"[^"]*"|[\[\]{}()"]')
 OPEN_OR_QUOTE = re.compile(r'[\[{("]')
 # a quoted string (kept, as group 1; to the end of the text when unterminated), or a comment: '#'
 # at the start of a line or after white space, to the end of the line (dropped)
@@ -116,7 +117,7 @@ def match(src: Text, pos: int, end: int | None = None) -> int:
     if known is not None and known < end:  # a group is scanned once, whoever asks again
         return known
     stack = [pos]
-    search = _BRACKET_OR_QUOTE.search
+    search = _BRACKET_OR_QUOTED.search
     i = pos + 1
     while True:
         m = search(text, i, end)
@@ -124,8 +125,10 @@ def match(src: Text, pos: int, end: int | None = None) -> int:
             break
         i = m.start()
         c = text[i]
-        if c == '"':  # skip the quoted text
-            i = _close_quote(src, i, end) + 1
+        if c == '"':  # a quoted text, skipped whole (a lone '"' is one never closed)
+            if m.end() - i == 1:
+                _close_quote(src, i, end)
+            i = m.end()
             continue
         if c in OPEN:
             stack.append(i)

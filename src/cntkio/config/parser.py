@@ -45,6 +45,8 @@ _log = get_logger("config")
 NAME_RE = re.compile(r"[A-Za-z0-9_][\w\-]*(\.[A-Za-z0-9_][\w\-]*)*\Z")
 # "name = " and an opening bracket: a parameter set or an array (parse_body)
 _GROUP_ITEM = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*(?=[\[{(])")
+# "name = [": a parameter set (parse_body's fast path for sets)
+_SET_ITEM = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*)[ \t]*=[ \t]*\[")
 # "name =" at the start of a parameter (white space before it): the parse's fast path
 _NAME_EQ = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t\n\r\f\v]*=")
 
@@ -101,6 +103,12 @@ def make_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: s
 
 
 @functools.lru_cache(maxsize=32)
+def _after(sep: str) -> re.Pattern:
+    """Blank space, then a separator, a line break or the end (matched after an item)."""
+    return re.compile(r"[ \t\r\f\v]*(?:[\n" + re.escape(sep) + r"]|\Z)")
+
+
+@functools.lru_cache(maxsize=32)
 def _simple_item(sep: str) -> re.Pattern:
     """``name = value`` where the value is one plain word or one quoted string on its line, then
     the end of the piece (a separator, a line break or the end): the common parameter, taken in one
@@ -127,6 +135,30 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
     pos = start
     while pos < end:
         m = simple(text, pos, end)
+        if m is None:
+            g = _SET_ITEM.match(text, pos, end)
+            if g is not None and "." not in g.group(1) and g.group(1).lower() != "include":
+                # name = [ ... ]: the set parsed straight from its brackets when only blank space
+                # and a separator follow them
+                b = g.end() - 1
+                close = match(src, b, end)
+                after = _after(sep).match(text, close + 1, end)
+                if after is not None and is_dict_group(src, b, close + 1):
+                    name = g.group(1)
+                    body, body_end, body_sep = group_body(src, b, close + 1, ";")
+                    params = target._new_set(name, file=file, line=src.line_of(b))
+                    depth = getattr(_nesting, "depth", 0)
+                    if depth >= MAX_NESTING:
+                        raise src.error(f"parameter sets nested too deeply (more than {MAX_NESTING} levels, at "
+                                        f"{name!r})", b, hint="flatten the configuration")
+                    _nesting.depth = depth + 1
+                    try:
+                        parse_body(src, body, body_end, body_sep, params, ctx)
+                    finally:
+                        _nesting.depth = depth
+                    target._assign(name, params)
+                    pos = after.end()
+                    continue
         if m is None:  # another item: up to the next separator outside brackets
             stop = _piece_end(src, pos, end, sep + "\n")
             g = _GROUP_ITEM.match(text, pos, stop)
