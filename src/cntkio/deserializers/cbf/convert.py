@@ -17,6 +17,7 @@ import numpy as np
 from ...errors import ConfigError, FormatError
 from ..protocol import ChunkData, DenseStream, SparseStream
 from .layout import FLOAT64, CBFStream
+from .parallel_scan import ParallelScanBackend
 from .writer import DEFAULT_CHUNK_SIZE, CBFWriter, _temp_name
 
 __all__ = ["ctf2bin", "bin2ctf", "infer_ctf_streams", "read_header_file"]
@@ -153,7 +154,7 @@ while one is encoded and written;
     ``chunk_size=None`` keeps those chunks as the CBF chunks (the same randomization as reading
     the CTF with that ``chunkSizeInBytes``). Returns a summary dict.
     """
-    from ..ctf.deserializer import CNTKTextFormatDeserializer
+    from ..ctf.deserializer import CNTKTextFormatDeserializer, ctf_backend
 
     guessed = streams is None and header is None
     if header is not None:
@@ -177,7 +178,12 @@ while one is encoded and written;
         config["chunkSizeInBytes"] = _CTF_STEP_BYTES
     if ctf_options:
         config.update(ctf_options)
-    reader = CNTKTextFormatDeserializer(config)
+    # the index scan on the parse threads too (the same index: parallel_scan.py)
+    scanner = ParallelScanBackend(ctf_backend(), _PARSE_THREADS)
+    try:
+        reader = CNTKTextFormatDeserializer(config, backend=scanner)
+    finally:
+        scanner.close()
     size = os.path.getsize(input_path)
     bar = _progress(size, f"ctf2bin {os.path.basename(input_path)}", progress)
     max_index = {name: -1 for name, _, sparse, _ in defs if sparse}
