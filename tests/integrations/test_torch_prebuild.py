@@ -111,3 +111,30 @@ def test_one_worker_process_warns_too(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match="1 DataLoader worker processes.*num_workers=0"):
         assert len(list(ds)) == 4
     ds._make_source().close()
+
+
+def test_tensors_are_made_per_item_not_held_for_the_whole_batch(tmp_path):
+    """A packed batch holds NumPy arrays only: each item's tensors are made when it is handed out,
+    so a consumer that drops its items keeps a few tensors alive, not the batch's (tensors held
+    for a whole batch outlive two collector generations and trigger full collections)."""
+    import gc
+
+    path = tmp_path / "many.ctf"
+    with open(path, "w") as f:
+        for s in range(200):  # 200 one-sample sequences: 200 one-sample minibatches, one batch
+            f.write(f"{s}\t|w {s % 10}:1\t|x {s}\n")
+
+    def live_tensors():
+        gc.collect()
+        return sum(issubclass(type(o), torch.Tensor) for o in gc.get_objects())
+
+    ds = MinibatchIterableDataset(lambda: _source(path), 1)
+    before = live_tensors()
+    it = iter(DataLoader(ds, batch_size=None))
+    first = next(it)
+    assert first["w"].to_dense().argmax(1).tolist() == [0] and first["x"].flatten().tolist() == [0.0]
+    del first
+    assert live_tensors() - before < 20  # not 200 minibatches x 4 tensors
+    rest = [item["x"].flatten().tolist() for item in it]
+    assert rest == [[float(s)] for s in range(1, 200)]
+    ds._make_source().close()
