@@ -436,6 +436,8 @@ class CntkSGD:
         self.extra = [torch.zeros_like(p) for p in self.params] if self.kind in ("rmsprop", "fsadagrad") else []
         self.steps = [torch.zeros_like(p) for p in self.params] if self.kind == "rmsprop" else []
         self.counts = [0.0] * len(self.params)     # FSAdaGrad's smoothed sample counts; RmsProp: initialised
+        self._bufs = [None] * len(self.params)     # RmsProp/FSAdaGrad work tensors (not state)
+        self._rms_cache: dict = {}                 # RmsProp: (dtype, device) -> exact multiplier terms
         self.last_update_bytes = 0
 
     def zero_grad(self) -> None:
@@ -486,41 +488,84 @@ class CntkSGD:
                 t = lr * self.l1 * n
                 p.copy_(torch.sign(p) * torch.clamp(p.abs() - t, min=0))
 
+    def _scratch(self, i: int, like):
+        """A per-parameter work tensor reused by every step (no per-step allocation)."""
+        buf = self._bufs[i]
+        if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.device != like.device:
+            buf = self._bufs[i] = torch.empty_like(like)
+        return buf
+
     def _rmsprop(self, i: int, p, g, lr: float) -> None:
+        # The rule of the module docstring, element for element the same arithmetic as the plain
+        # formula (tests/actions/test_sgd_update_exact.py), in fewer passes and with no temporaries:
+        # sign(prev)*sign(g) > 0 is read as prev_sign*g > 0 (prev_sign is -1, 0 or 1, so the product
+        # is +-g or 0, exactly), the new sign is written in place, and the multiplier a is built in
+        # one reused buffer.
         inc, dec, wmax, wmin, gamma = self.rms
         avar, signs, steps = self.smoothed[i], self.extra[i], self.steps[i]
+        buf = self._scratch(i, p)
         if not self.counts[i]:
-            avar.copy_(g * g)
+            torch.mul(g, g, out=avar)
             steps.fill_(0.02)
             self.counts[i] = 1.0
         avar.mul_(gamma).addcmul_(g, g, value=1.0 - gamma)
-        sign = torch.sign(g)
-        same = signs.mul_(sign) > 0
-        if inc >= 1.0 >= dec and wmax >= 0.02:
+        torch.mul(signs, g, out=buf)                    # > 0 where g keeps the previous sign
+        factors = self._rms_factors(steps) if inc >= 1.0 >= dec and wmax >= 0.02 else None
+        if factors is not None:
             # steps stay in [min, max] after the first update (which starts below min, shrinks and
-            # is raised to min), so one clamp of both sides is CNTK's min/max per branch
-            steps.mul_(torch.where(same, inc, dec)).clamp_(wmin, wmax)
+            # is raised to min), so one clamp of both sides is CNTK's min/max per branch. The
+            # multiplier inc or dec is dec + same * (inc - dec) with same = max(sign(prev*g), 0) in
+            # {0, 1}, which is exactly inc or dec when _rms_factors found inc - dec exact in this
+            # dtype (a torch.where on the mask is ten times slower on CPU: a branch per element)
+            diff, low = factors
+            steps.mul_(buf.sign_().clamp_(min=0).mul_(diff).add_(low)).clamp_(wmin, wmax)
+        elif inc >= 1.0 >= dec and wmax >= 0.02:
+            steps.mul_(torch.where(buf > 0, inc, dec)).clamp_(wmin, wmax)
         else:
+            same = buf > 0
             steps.copy_(torch.where(same, torch.clamp(steps * inc, max=wmax), torch.clamp(steps * dec, min=wmin)))
-        a = torch.rsqrt(avar + 1e-6).mul_(steps)
-        signs.copy_(sign)
-        step = g * a
-        if self.norm_ave and a.numel():
-            step.div_(a.mean())
-        p.sub_(step, alpha=lr)
+        torch.sign(g, out=signs)
+        a = torch.add(avar, 1e-6, out=buf).rsqrt_().mul_(steps)
+        mean = a.mean() if self.norm_ave and a.numel() else None     # a tensor: no device synchronisation
+        a.mul_(g)
+        if mean is not None:
+            a.div_(mean)
+        p.sub_(a, alpha=lr)
+
+    def _rms_factors(self, like):
+        """(inc - dec, dec) as 0-dim tensors of ``like``'s dtype and device when dec + (inc - dec) is
+        inc exactly in that dtype (so that dec + s * (inc - dec) for s in {0, 1} is exactly the
+        multiplier torch.where would pick); None when it is not."""
+        key = (like.dtype, like.device)
+        if key not in self._rms_cache:
+            # torch.where(mask, inc, dec) gives the default dtype (float32 multipliers for float64
+            # parameters too): the terms are made in that dtype, and used only where the parameter's
+            # dtype holds them (not for half precision, which takes the torch.where path)
+            dtype = torch.get_default_dtype()
+            inc, dec = (torch.tensor(v, dtype=dtype, device=like.device) for v in self.rms[:2])
+            diff = inc - dec
+            exact = torch.promote_types(like.dtype, dtype) == like.dtype and bool(dec + diff == inc)
+            self._rms_cache[key] = (diff, dec) if exact else None
+        return self._rms_cache[key]
 
     def _fsadagrad(self, i: int, p, g, lr: float, m: float, ug: float, n: int) -> None:
+        # The rule of the module docstring, the same arithmetic as the plain formula
+        # (tests/actions/test_sgd_update_exact.py) in one reused buffer: ada_mul / sqrt(ada) is +inf
+        # exactly where ada == 0 (sqrt of the smallest positive float is far above ada_mul / max
+        # float), so "1 where ada == 0" is nan_to_num's posinf=1 before the clamp at 10.
         var_m = math.exp(-n / FSADAGRAD_VARIANCE_TIME_CONSTANT)
         self.counts[i] = var_m * self.counts[i] + (1.0 - var_m) * n
         ada_mul = FSADAGRAD_TARGET_AV_DENOM * math.sqrt(self.counts[i])
         ada, mom = self.smoothed[i], self.extra[i]
+        buf = self._scratch(i, p)
         ada.mul_(var_m).addcmul_(g, g, value=1.0 - var_m)
-        w = torch.where(ada != 0, torch.clamp(ada_mul / torch.sqrt(ada), max=10.0), torch.ones_like(ada))
-        g = g * w
+        w = torch.sqrt(ada, out=buf).reciprocal_().mul_(ada_mul)       # what ada_mul / tensor computes
+        w.nan_to_num_(nan=math.nan, posinf=1.0).clamp_(max=10.0)
+        gw = w.mul_(g)
         if m > 0:
-            mom.mul_(m).add_(g, alpha=ug)
-            g = mom
-        p.sub_(g, alpha=lr)
+            mom.mul_(m).add_(gw, alpha=ug)
+            gw = mom
+        p.sub_(gw, alpha=lr)
 
     def state_dict(self) -> dict:
         out = {"smoothed": [s.detach().cpu().clone() for s in self.smoothed], "kind": self.kind,
