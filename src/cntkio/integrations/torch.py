@@ -37,6 +37,7 @@ __all__ = ["value_to_torch", "value_to_ids", "to_torch", "distributed_partition"
 
 _log = get_logger("integrations.torch")
 _from_numpy = torch.from_numpy
+_sparse_csr = torch.sparse_csr_tensor
 _csr_warned = False  # torch warns once per process that sparse CSR is in beta
 
 
@@ -47,10 +48,11 @@ def _tensor(arr: np.ndarray) -> torch.Tensor:
 
 
 def _csr_t(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
-    """A sparse CSR tensor over these tensors (not checked: the packer made them)."""
+    """A sparse CSR tensor over these tensors (not checked, unless torch's global invariant
+    checks are on: the packer made them; positional ``size``: keyword parsing costs 0.2 us)."""
     global _csr_warned
     if _csr_warned:
-        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
+        return _sparse_csr(crow, col, values, size)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         t = torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
