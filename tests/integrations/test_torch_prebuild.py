@@ -138,3 +138,16 @@ def test_tensors_are_made_per_item_not_held_for_the_whole_batch(tmp_path):
     rest = [item["x"].flatten().tolist() for item in it]
     assert rest == [[float(s)] for s in range(1, 200)]
     ds._make_source().close()
+
+
+def test_dataset_iteration_warns_nothing(tmp_path):
+    """No torch warning per process or item (sparse CSR beta, invariant checks implicitly off)."""
+    import warnings
+
+    path = _write(tmp_path / "a.ctf")
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        items = list(DataLoader(ds, batch_size=None))
+    assert [item["w_lengths"].tolist() for item in items] == [[1, 2], [1], [3], [1]]
+    ds._make_source().close()
