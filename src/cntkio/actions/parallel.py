@@ -41,6 +41,8 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
@@ -53,6 +55,11 @@ __all__ = ["ParallelParams", "Parallel", "METHODS", "PARALLEL_KEYS", "check_read
            "encode_quantized", "decode_quantized_sum", "QuantizedHookState", "quantized_allreduce_hook"]
 
 _log = get_logger("actions.parallel")
+
+#: the gradient buckets' sizes (DDP's defaults are 1 MB for the first bucket and 25 MB; smaller
+#: later buckets start more of the exchange during the backward pass)
+FIRST_BUCKET_BYTES = 1 << 20
+BUCKET_BYTES = 4 << 20
 
 METHODS = ("none", "dataparallelsgd", "modelaveragingsgd", "blockmomentumsgd")
 
@@ -160,40 +167,51 @@ def _columns(t: torch.Tensor) -> torch.Tensor:
 
 def quantize_columns(values: torch.Tensor, bits: int, zero_threshold: bool = True):
     """Quantize each column of ``values`` (2-D, float) to ``bits`` bits: ``(indices, lower,
-    upper, reconstruction)``; indices are int64 in ``[0, 2**bits)``."""
+    upper, reconstruction)``; indices are integers in ``[0, 2**bits)`` (uint8 for 1 bit, else
+    int32). Whole-tensor torch ops (multiplications by the 0/1 mask rather than ``torch.where``,
+    which is several times slower on the CPU)."""
     if bits == 1:
-        thr = torch.zeros_like(values[:1]) if zero_threshold else values.mean(0, keepdim=True)
+        thr = 0.0 if zero_threshold else values.mean(0, keepdim=True)
         hi = values >= thr
-        n_hi = hi.sum(0, keepdim=True)
+        mask = hi.to(values.dtype)
+        n_hi = mask.sum(0, keepdim=True)
         n_lo = values.shape[0] - n_hi
-        upper = torch.where(hi, values, 0).sum(0, keepdim=True) / n_hi.clamp(min=1)
-        lower = torch.where(hi, 0, values).sum(0, keepdim=True) / n_lo.clamp(min=1)
-        idx = hi.to(torch.int64)
-        recon = torch.where(hi, upper, lower)
-        return idx, lower[0], upper[0], recon
+        s_hi = (values * mask).sum(0, keepdim=True)
+        s_lo = values.sum(0, keepdim=True) - s_hi
+        upper = s_hi / n_hi.clamp(min=1)
+        lower = s_lo / n_lo.clamp(min=1)
+        recon = torch.addcmul(lower, mask, upper - lower)
+        return hi.to(torch.uint8), lower[0], upper[0], recon
     lower = values.amin(0, keepdim=True)
     upper = values.amax(0, keepdim=True)
     levels = (1 << bits) - 1
     span = (upper - lower).clamp(min=torch.finfo(values.dtype).tiny)
-    idx = torch.round((values - lower) / span * levels).clamp(0, levels).to(torch.int64)
+    idx = torch.round((values - lower) / span * levels).clamp(0, levels).to(torch.int32)
     recon = lower + idx.to(values.dtype) * (span / levels)
     return idx, lower[0], upper[0], recon
 
 
 def dequantize_columns(idx: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor, bits: int) -> torch.Tensor:
+    """The reconstruction of :func:`quantize_columns`'s indices (the same arithmetic, so that the
+    receiver's values are the sender's)."""
     if bits == 1:
-        return torch.where(idx.bool(), upper[None, :], lower[None, :])
+        return torch.addcmul(lower[None, :], idx.to(lower.dtype), (upper - lower)[None, :])
     levels = (1 << bits) - 1
     span = (upper - lower).clamp(min=torch.finfo(lower.dtype).tiny)
     return lower[None, :] + idx.to(lower.dtype) * (span / levels)[None, :]
 
 
-
 def _pack(idx: torch.Tensor, bits: int) -> torch.Tensor:
-    """``bits``-bit integers -> bytes (uint8), least significant bit first."""
+    """``bits``-bit integers -> bytes (uint8), least significant bit first (numpy's packbits on
+    the CPU; torch ops elsewhere)."""
     flat = idx.reshape(-1)
-    shifts = torch.arange(bits, device=flat.device)
-    b = ((flat[:, None] >> shifts) & 1).reshape(-1).to(torch.uint8)
+    if bits == 1:
+        b = flat.to(torch.uint8)
+    else:
+        shifts = torch.arange(bits, device=flat.device, dtype=torch.int32)
+        b = ((flat.to(torch.int32)[:, None] >> shifts) & 1).to(torch.uint8).reshape(-1)
+    if b.device.type == "cpu":
+        return torch.from_numpy(np.packbits(b.numpy(), bitorder="little"))
     pad = (-b.numel()) % 8
     if pad:
         b = torch.cat([b, torch.zeros(pad, dtype=torch.uint8, device=b.device)])
@@ -201,11 +219,17 @@ def _pack(idx: torch.Tensor, bits: int) -> torch.Tensor:
     return (b.reshape(-1, 8) * weights).sum(1, dtype=torch.uint8)
 
 
-def _unpack(packed: torch.Tensor, count: int, bits: int) -> torch.Tensor:
-    shifts = torch.arange(8, device=packed.device)
-    b = ((packed[:, None].to(torch.int64) >> shifts) & 1).reshape(-1)[:count * bits]
-    weights = 1 << torch.arange(bits, device=packed.device)
-    return (b.reshape(count, bits) * weights).sum(1)
+def _unpack(packed: torch.Tensor, count: int, bits: int, dtype=torch.int64) -> torch.Tensor:
+    """:func:`_pack`'s inverse: ``count`` integers of ``bits`` bits, as ``dtype``."""
+    if packed.device.type == "cpu":
+        b = torch.from_numpy(np.unpackbits(packed.numpy(), count=count * bits, bitorder="little"))
+    else:
+        shifts = torch.arange(8, device=packed.device, dtype=torch.uint8)
+        b = ((packed[:, None] >> shifts) & 1).reshape(-1)[:count * bits]
+    if bits == 1:
+        return b.to(dtype)
+    weights = 1 << torch.arange(bits, device=packed.device, dtype=torch.int32)
+    return (b.reshape(count, bits).to(torch.int32) * weights).sum(1).to(dtype)
 
 
 def encode_quantized(grads: list, residuals: list, bits: int, zero_threshold: bool = True):
@@ -235,7 +259,7 @@ def decode_quantized_sum(gathered: list, grads: list, shapes: list, bits: int, p
         for i, (g, shape) in enumerate(zip(grads, shapes)):
             count = shape[0] * shape[1]
             nbytes = (count * bits + 7) // 8
-            idx = _unpack(got[po:po + nbytes], count, bits).reshape(shape)
+            idx = _unpack(got[po:po + nbytes], count, bits, torch.uint8 if bits == 1 else torch.int32).reshape(shape)
             lo = all_rng[ro:ro + shape[1]].to(g.dtype)
             hi = all_rng[ro + shape[1]:ro + 2 * shape[1]].to(g.dtype)
             out[i] += dequantize_columns(idx, lo, hi, bits).reshape(g.shape)
@@ -301,6 +325,10 @@ class Parallel:
         self.block_delta = None
         self.compute_time = 0.0
         self.mb_count = 0
+        self._buckets = None                      # tensor indices of each gradient bucket
+        self._hooks = None
+        self._armed = False
+        self._works = None
 
     def active(self, epoch: int) -> bool:
         return self.dist.active and self.p.method != "none" and epoch + 1 >= self.p.start_epoch
@@ -310,9 +338,130 @@ class Parallel:
         return self.active(epoch) and self.p.method in ("modelaveragingsgd", "blockmomentumsgd")
 
     # -- per minibatch ---------------------------------------------------------------------------
+    def _exact_or_quantized(self, epoch: int) -> bool:
+        """Whether this minibatch's gradients are exchanged (exact sum, or quantized)."""
+        return self.dist.active and not self.local_updates(epoch)
+
+    def _quantized(self, epoch: int) -> bool:
+        return self.active(epoch) and self.p.method == "dataparallelsgd" and self.p.gradient_bits < 32
+
+    def _build_buckets(self) -> None:
+        """Group the tensors into buckets of about :data:`BUCKET_BYTES` (the first
+        :data:`FIRST_BUCKET_BYTES`, so that the exchange starts early), in reverse order, the order
+        in which the backward pass finishes their gradients (as DDP's buckets); a bucket holds one
+        dtype and one device."""
+        buckets, cur, size, cap = [], [], 0, FIRST_BUCKET_BYTES
+        for i in reversed(range(len(self.tensors))):
+            t = self.tensors[i]
+            nbytes = t.numel() * t.element_size()
+            if cur and (size + nbytes > cap or t.dtype != self.tensors[cur[0]].dtype
+                        or t.device != self.tensors[cur[0]].device):
+                buckets.append(cur)
+                cur, size, cap = [], 0, BUCKET_BYTES
+            cur.append(i)
+            size += nbytes
+        if cur:
+            buckets.append(cur)
+        self._buckets = buckets
+        self._bucket_of = {i: b for b, idx in enumerate(buckets) for i in idx}
+        self._flat = [None] * len(buckets)
+
+    def begin_minibatch(self, epoch: int, *, hooks: bool = True) -> None:
+        """Before a minibatch's backward pass: a bucket's exchange (all-reduce, or the quantized
+        all-gather) starts as soon as the backward pass has finished all its gradients, while the
+        pass goes on for the rest (as DDP overlaps its bucketed all-reduces with the backward
+        pass). :meth:`aggregate` starts the buckets not started yet (a process without samples:
+        all of them, zero gradients) and waits for all. The buckets start in the same order on
+        every process. One backward pass per minibatch."""
+        if not self._exact_or_quantized(epoch) or not self.tensors:
+            return
+        if self._buckets is None:
+            self._build_buckets()
+        if hooks and self._hooks is None:
+            self._hooks = [t.register_post_accumulate_grad_hook(self._grad_ready) for t in self.tensors]
+            self._index = {id(t): i for i, t in enumerate(self.tensors)}
+        self._armed = True
+        self._quant_now = self._quantized(epoch)
+        self._pending = [len(b) for b in self._buckets]
+        self._seen = set()
+        self._works = [None] * len(self._buckets)
+        self._next = 0
+
+    def _grad_ready(self, t) -> None:
+        if not self._armed:
+            return
+        i = self._index[id(t)]
+        if i in self._seen:
+            raise RuntimeError("parallelTrain: a second backward pass in one minibatch (the gradient exchange "
+                               "starts after the first)")
+        self._seen.add(i)
+        b = self._bucket_of[i]
+        self._pending[b] -= 1
+        while self._next < len(self._buckets) and self._pending[self._next] == 0:
+            self._launch(self._next)
+
+    def _launch(self, b: int) -> None:
+        """Start bucket ``b``'s exchange (asynchronous) and count its bytes."""
+        idx = self._buckets[b]
+        grads = [self.tensors[i].grad if self.tensors[i].grad is not None else torch.zeros_like(self.tensors[i])
+                 for i in idx]
+        d = self.dist
+        if self._quant_now:
+            if self.residuals is None:
+                self.residuals = [torch.zeros_like(t) for t in self.tensors]
+            res = [self.residuals[i] for i in idx]
+            message, shapes, packed_len = encode_quantized(grads, res, self.p.gradient_bits, self.p.zero_threshold)
+            for i, r in zip(idx, res):
+                self.residuals[i] = r
+            message = message.to(d.comm_device)
+            self.bytes_sent += message.numel()
+            gathered = [torch.empty_like(message) for _ in range(d.world_size)]
+            work = torch.distributed.all_gather(gathered, message, async_op=True)
+            self._works[b] = (work, gathered, grads, shapes, packed_len)
+        else:
+            flat = self._flat[b]
+            total = sum(g.numel() for g in grads)
+            if flat is None or flat.numel() != total or flat.dtype != grads[0].dtype:
+                flat = self._flat[b] = torch.empty(total, dtype=grads[0].dtype, device=d.comm_device)
+            offset = 0
+            for g in grads:                       # a gradient that is its slot of the buffer stays
+                k = g.numel()
+                slot = flat[offset:offset + k]
+                if g.device != slot.device or g.data_ptr() != slot.data_ptr():
+                    slot.copy_(g.reshape(-1))
+                offset += k
+            self.bytes_sent += sum(g.numel() * g.element_size() for g in grads)
+            work = torch.distributed.all_reduce(flat, op=torch.distributed.ReduceOp.SUM, async_op=True)
+            self._works[b] = (work,)
+        self._next = b + 1
+
+    def _finish(self) -> None:
+        """Wait for every bucket and give each tensor its summed gradient."""
+        for b in range(len(self._buckets)):
+            entry = self._works[b]
+            entry[0].wait()
+            idx = self._buckets[b]
+            if len(entry) > 1:
+                _, gathered, grads, shapes, packed_len = entry
+                summed = decode_quantized_sum(gathered, grads, shapes, self.p.gradient_bits, packed_len)
+                for i, g in zip(idx, summed):
+                    self.tensors[i].grad = g
+                continue
+            flat, offset = self._flat[b], 0
+            same = flat.device == self.tensors[idx[0]].device
+            for i in idx:
+                t = self.tensors[i]
+                k = t.numel()
+                v = flat[offset:offset + k].view(t.shape)
+                t.grad = v if same else v.to(t.device)
+                offset += k
+        self._works = None
+
     def aggregate(self, stats: torch.Tensor, epoch: int) -> tuple[torch.Tensor, int]:
         """Exchange what the method exchanges after a minibatch's backward pass; returns the
-        global stats (criterion, eval, samples) and the sample count of this process's update."""
+        global stats (criterion, eval, samples) and the sample count of this process's update.
+        The gradients go in buckets in their own dtype (started during the backward pass after
+        :meth:`begin_minibatch`), the stats (float64) in one small all-reduce beside them."""
         d = self.dist
         if not d.active:
             return stats, int(stats[2].item())
@@ -322,33 +471,22 @@ class Parallel:
             d.all_reduce_(stats)
             self.block_total += int(stats[2].item())
             return stats, n_local
-        grads = [(p.grad if p.grad is not None else torch.zeros_like(p)) for p in self.tensors]
-        if self.active(epoch) and self.p.method == "dataparallelsgd" and self.p.gradient_bits < 32:
-            summed = self._quantized_sum(grads)
-            for p, g in zip(self.tensors, summed):
-                p.grad = g
+        if not self.tensors:
             d.all_reduce_(stats)
             return stats, int(stats[2].item())
-        flat = torch.cat([g.reshape(-1).to(torch.float64) for g in grads] + [stats])
-        self.bytes_sent += sum(g.numel() * g.element_size() for g in grads)
-        d.all_reduce_(flat)
-        offset = 0
-        for p in self.tensors:
-            k = p.numel()
-            p.grad = flat[offset:offset + k].reshape(p.shape).to(p.dtype)
-            offset += k
-        return flat[offset:], int(flat[offset + 2].item())
-
-    def _quantized_sum(self, grads: list) -> list:
-        bits, d = self.p.gradient_bits, self.dist
-        if self.residuals is None:
-            self.residuals = [torch.zeros_like(g) for g in grads]
-        message, shapes, packed_len = encode_quantized(grads, self.residuals, bits, self.p.zero_threshold)
-        message = message.to(d.comm_device)
-        self.bytes_sent += message.numel()
-        gathered = [torch.empty_like(message) for _ in range(d.world_size)]
-        torch.distributed.all_gather(gathered, message)
-        return decode_quantized_sum(gathered, grads, shapes, bits, packed_len)
+        if not self._armed:                       # aggregate without begin_minibatch: every bucket now
+            self.begin_minibatch(epoch, hooks=False)
+        self._armed = False
+        while self._next < len(self._buckets):
+            self._launch(self._next)
+        if stats.device == d.comm_device:
+            work = torch.distributed.all_reduce(stats, op=torch.distributed.ReduceOp.SUM, async_op=True)
+            self._finish()
+            work.wait()
+        else:
+            self._finish()
+            d.all_reduce_(stats)
+        return stats, int(stats[2].item())
 
     def after_update(self, epoch: int) -> None:
         """After this process's update: sync the models when a block is full (MA, BM)."""

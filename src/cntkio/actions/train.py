@@ -500,6 +500,7 @@ def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, ep
             if mb is None:
                 break
             opt.zero_grad()
+            par.begin_minibatch(epoch)              # gradient buckets go out during the backward pass
             t_mb = time.perf_counter()
             stats = torch.zeros(3, dtype=torch.float64, device=device)
             if mb:
