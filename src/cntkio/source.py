@@ -80,6 +80,11 @@ class MinibatchSource:
             grouping: the rows of a minibatch hold sentences of one length, in lockstep, the next
             group starting when they end (see ``cntkio.engine.reader``).
         randomize: ``False`` forces no randomization.
+        rolling_window: cntkio only (the legacy HTKMLFReader's ``readMethod = rollingWindow``). With
+            ``frame_mode`` and ``randomization_window_in_samples`` N: frames in corpus order, each
+            delivered less than N // 2 positions from its corpus position, per sweep by the seed
+            (``cntkio.engine.randomizer.rolling_order``); N of twice the sweep or more shuffles the
+            whole sweep. Not CNTK's order (which came from the C library's ``rand()``).
         max_errors: invalid sequences that may be dropped before raising.
         random_access: cntkio only. When randomized, parse each batch of minibatches' sequences
             straight out of the input in delivery order (CTF: out of a read-only mapping of the
@@ -96,7 +101,8 @@ class MinibatchSource:
                  trace_level: int = TraceLevel.Warning, multithreaded_deserializer: bool | None = None,
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
                  max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0,
-                 parallel_sparse: bool = False, parallel_groups: bool = False) -> None:
+                 parallel_sparse: bool = False, parallel_groups: bool = False,
+                 rolling_window: bool = False) -> None:
         self._reader: Reader | None = None
         self._stats = SourceStats()
         self.random_access = bool(random_access)
@@ -126,6 +132,12 @@ class MinibatchSource:
             raise RuntimeError("MinibatchSource: frame_mode cannot be combined with truncation_length "
                                f"{truncation_length} or parallel_sequences {parallel_sequences}; use one "
                                "packing mode")
+        if rolling_window and (not frame_mode or win_chunks):
+            raise RuntimeError("MinibatchSource: rolling_window randomizes frames: it needs frame_mode=True and "
+                               "randomization_window_in_samples (got frame_mode="
+                               f"{bool(frame_mode)}, randomization_window_in_chunks={win_chunks})")
+        #: cntkio's rolling window over the corpus order (``readMethod = rollingWindow``)
+        self.rolling_window = bool(rolling_window) and bool(win_samples)
         self.trace_level = int(trace_level)
         self.max_samples = max_samples
         self.max_sweeps = max_sweeps
@@ -208,7 +220,7 @@ class MinibatchSource:
             sample_based=self.sample_based_window, seed=self.randomization_seed,
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
             truncated=self.truncated, max_errors=self.max_errors, loader_threads=threads,
-            trace_level=self.trace_level, random_access=self.random_access)
+            trace_level=self.trace_level, random_access=self.random_access, rolling=self.rolling_window)
         self._reader = self._make_reader(policy)
 
     def _make_reader(self, policy) -> Reader:

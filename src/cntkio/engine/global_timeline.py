@@ -48,7 +48,7 @@ class GlobalTimeline:
     def __init__(self, corpus: Deserializer, stream_infos: list[StreamInformation], *, randomize: bool,
                  window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
                  truncated: bool, max_errors: int, loader_threads: int, prefetch: bool = True,
-                 trace_level: int = 1, random_access: bool = True) -> None:
+                 trace_level: int = 1, random_access: bool = True, rolling: bool = False) -> None:
         self.corpus = corpus
         self.stream_infos = stream_infos
         # the composite gives a chunk's lengths without its key table (frame mode: no per-frame keys)
@@ -58,7 +58,8 @@ class GlobalTimeline:
         # every load, and a chunk is loaded again in every sweep (walk.TimelineWalker: load ids)
         by_sweep = depends_on_sweep(corpus)
         self.walker = TimelineWalker(lengths, randomize=randomize, window=window, sample_based=sample_based,
-                                     seed=seed, epoch_end=epoch_end, sweep_chunks=by_sweep)
+                                     seed=seed, epoch_end=epoch_end, sweep_chunks=by_sweep,
+                                     rolling=rolling)
         # read randomized batches sequence by sequence (:mod:`~cntkio.engine.schedule`); chunks
         # whose direct read reported an issue go through chunk loading. (Not when the chunks
         # depend on the sweep: the direct reads carry no sweep.)
@@ -79,7 +80,8 @@ class GlobalTimeline:
             w = self.walker
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
                      w.N, w.S, w.C,
-                     (f"block randomizer, window {window} {'samples' if sample_based else 'chunks'}, seed {seed}"
+                     (f"{'rolling window' if rolling else 'block randomizer'}, window {window} "
+                      f"{'samples' if sample_based else 'chunks'}, seed {seed}"
                       if randomize else "no randomization"),
                      "none" if epoch_end is None else f"at sample {epoch_end}",
                      "truncated BPTT" if truncated else ("frame" if frame_mode else "sequence"))

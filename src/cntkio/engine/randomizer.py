@@ -23,7 +23,7 @@ from .._native import native
 __all__ = [
     "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
     "swap_sequences_rolling", "Counting",
-    "Timeline", "NoRandomizer", "BlockRandomizer",
+    "Timeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
 ]
 
 _M64 = (1 << 64) - 1
@@ -260,6 +260,10 @@ class Counting:
 
     def searchsorted(self, v, side: str = "left", sorter=None):
         """Where ``v`` would be inserted to keep the order (as ``numpy.searchsorted``)."""
+        if type(v) is int or isinstance(v, np.integer):
+            # one integer (the walker's per-minibatch call): plain arithmetic, no array temporaries
+            r = int(v) - self.lo + (side != "left")
+            return np.intp(0 if r < 0 else (self.n if r > self.n else r))
         x = np.asarray(v)
         if x.dtype.kind in "iub":
             d = x.astype(np.int64) - self.lo
@@ -470,3 +474,110 @@ class BlockRandomizer(_Base):
         del perm
         return _make_timeline(sweep, order, _small(source, self.num_chunks), index, length, self.num_chunks,
                               seq_start, self._unit_start)
+
+
+def _mix(seed: int, block: int) -> int:
+    """A 64-bit seed for block ``block`` of a sweep seeded ``seed`` (splitmix64's finalizer)."""
+    z = (int(seed) * 0x9E3779B97F4A7C15 + int(block) + 1) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def rolling_order(seed: int, n: int, half: int) -> np.ndarray:
+    """cntkio's rolling-window frame order (``readMethod = rollingWindow``): ``order[t]`` is the
+    corpus position of the frame delivered at ``t``.
+
+    Every corpus position ``p`` gets the key ``p + r_p`` with ``r_p`` uniform in ``[0, half)``
+    (``r_p``: the ``mt19937_64`` draws of ``p``'s block of positions, seeded from ``seed`` and the
+    block number, modulo ``half``); frames are delivered by key, ties by position. Hence a frame is
+    delivered less than ``half`` positions from where it stands in the corpus: ``|t - order[t]| <=
+    half - 1`` (a frame ``half`` or more positions before ``p`` has a smaller key, one ``half`` or
+    more after it a larger one). ``half >= n`` is a uniform shuffle of the whole sweep
+    (:func:`window_shuffle`).
+    """
+    parts = list(_rolling_blocks(seed, n, half))
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _rolling_blocks(seed: int, n: int, half: int):
+    """:func:`rolling_order` in consecutive pieces, built key range by key range of
+    ``max(half, 65536)`` values: the temporaries hold at most two ranges' positions, whatever ``n``."""
+    n, half = int(n), max(int(half), 1)
+    if half >= n:
+        if n:
+            yield window_shuffle(seed, n)
+        return
+    if half == 1:
+        for s in range(0, n, _BLOCK):
+            yield np.arange(s, min(n, s + _BLOCK), dtype=np.int64)
+        return
+    step = max(half, _BLOCK)
+    small = np.uint16 if step <= 1 << 16 else np.uint32     # a key's offset in its range (radix sort)
+    blocks: dict[int, np.ndarray] = {}
+
+    def offsets(lo: int, hi: int) -> np.ndarray:
+        # r_p for p in [lo, hi), from the blocks of ``step`` positions they fall in
+        parts = []
+        for b in range(lo // step, (hi - 1) // step + 1):
+            r = blocks.get(b)
+            if r is None:
+                m = min(step, n - b * step)
+                r = (draws(_mix(seed, b), m) % np.uint64(half)).astype(np.int64)
+                blocks[b] = r
+            s = max(lo, b * step) - b * step
+            parts.append(r[s:min(hi, (b + 1) * step) - b * step])
+        for b in [b for b in blocks if b < lo // step]:
+            del blocks[b]
+        return np.concatenate(parts)
+
+    done = 0
+    for s in range(0, n + half, step):           # keys lie in [0, n + half - 1)
+        lo, hi = max(0, s - half + 1), min(n, s + step)
+        if lo >= hi:
+            continue
+        pos = np.arange(lo, hi, dtype=np.int64)
+        key = pos + offsets(lo, hi)
+        sel = (key >= s) & (key < s + step)
+        pos = pos[sel]
+        pos = pos[np.argsort((key[sel] - s).astype(small), kind="stable")]
+        done += len(pos)
+        yield pos
+    assert done == n
+
+
+class RollingWindowRandomizer(_Base):
+    """cntkio's ``readMethod = rollingWindow``: frames (every sequence one sample long) in corpus
+    order, each moved less than ``window // 2`` positions by :func:`rolling_order`, per sweep
+    ``k`` with seed ``seed + k``. Chunks keep their corpus order; a chunk is live from its first
+    to its last frame's position, so the loaded chunks are those within half a window of the
+    current position. A window of at least twice the sweep is a uniform shuffle of the sweep.
+    """
+
+    randomized = True
+
+    def __init__(self, chunk_lengths: Sequence[np.ndarray], window: int, seed: int) -> None:
+        super().__init__(chunk_lengths)
+        if not self.unit:
+            raise ValueError("the rolling-window randomizer orders frames: every sequence must be one "
+                             "sample long (frame mode)")
+        self.window = int(window)
+        self.seed = int(seed)
+
+    def _compute(self, sweep: int) -> Timeline:
+        C = self.num_chunks
+        rstart = np.zeros(C + 1, np.int64)
+        np.cumsum(self.chunk_counts, out=rstart[1:])
+        n = self.num_sequences
+        chunk = np.empty(n, np.int16 if C <= 32767 else np.int32)
+        index = np.empty(n, np.int32 if self._max_count <= np.iinfo(np.int32).max else np.int64)
+        t = 0
+        for piece in _rolling_blocks(self.seed + sweep, n, self.window // 2):
+            for s in range(0, len(piece), _BLOCK):    # in blocks: small temporaries
+                p = piece[s:s + _BLOCK]
+                c = np.searchsorted(rstart, p, side="right") - 1
+                chunk[t:t + len(p)] = c
+                index[t:t + len(p)] = p - rstart[c]
+                t += len(p)
+        return _make_timeline(sweep, np.arange(C, dtype=np.int32), chunk, index, _unit(len(index)), C, rstart,
+                              self._unit_start)

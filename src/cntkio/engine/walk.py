@@ -29,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .randomizer import BlockRandomizer, NoRandomizer, Timeline
+from .randomizer import BlockRandomizer, NoRandomizer, RollingWindowRandomizer, Timeline
 
 __all__ = ["TimelineWalker", "Plan", "worker_budget"]
 
@@ -88,9 +88,12 @@ class TimelineWalker:
     """
 
     def __init__(self, chunk_lengths: Sequence[np.ndarray], *, randomize: bool, window: int,
-                 sample_based: bool, seed: int, epoch_end: int | None, sweep_chunks: bool = False) -> None:
-        self.randomizer = (BlockRandomizer(chunk_lengths, window, sample_based, seed) if randomize
-                           else NoRandomizer(chunk_lengths))
+                 sample_based: bool, seed: int, epoch_end: int | None, sweep_chunks: bool = False,
+                 rolling: bool = False) -> None:
+        # ``rolling``: cntkio's rolling window over the corpus order (frames; ``window`` in samples)
+        self.randomizer = (NoRandomizer(chunk_lengths) if not randomize
+                           else RollingWindowRandomizer(chunk_lengths, window, seed) if rolling
+                           else BlockRandomizer(chunk_lengths, window, sample_based, seed))
         self.randomized = bool(randomize)
         self.N = self.randomizer.num_sequences
         self.S = self.randomizer.sweep_samples

@@ -55,12 +55,10 @@ def _sec(extra="", rtype="HTKMLFReader", fextra="", lextra=""):
     ("HTKDeserializers", "readMethod = rollingWindow", "readMethod must be 'blockRandomize' or 'none'."),
     ("HTKMLFReader", "randomize = none", "'randomize' cannot be 'none' when 'readMethod' is 'blockRandomize'"),
     ("HTKDeserializers", "readMethod = blockRandomize; randomize = none", "'randomize' cannot be 'none'"),
-    ("HTKMLFReader", "readMethod = rollingWindow; randomize = auto", "rollingWindow with a randomization window"),
     ("HTKMLFReader", "truncated = true", r"'Truncated' cannot be 'true' in frameMode"),
     ("HTKDeserializers", "truncated = true", "frameMode and truncated BPTT are mutually exclusive."),
     ("HTKMLFReader", "nbrUttsInEachRecurrentIter = 0", "nbrUttsInEachRecurrentIter cannot be less than 1."),
     ("HTKMLFReader", "frameMode = false; nbrUttsInEachRecurrentIter = 3", "needs truncated = true"),
-    ("HTKMLFReader", 'unigram = "lm.arpa"', "unigram is not supported"),
 ])
 def test_cntks_rules_name_the_key(small, rtype, extra, message):
     with pytest.raises(ConfigError, match=message):

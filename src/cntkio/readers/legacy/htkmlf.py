@@ -20,7 +20,12 @@ forms give the same minibatches. Sections may also sit under ``input = [...]`` a
 * ``frameMode``: default **true**, as in CNTK's HTKMLFReader;
 * ``randomize``: ``auto`` (default: the whole corpus is the window), ``none``, or a window in
   frames (``randomization_window_in_samples``);
-* ``readMethod`` (``blockRandomize``, ``rollingWindow``, ``none``), ``readAhead``,
+* ``readMethod`` (``blockRandomize``, ``rollingWindow``, ``none``): ``rollingWindow`` with a window
+  (``randomize`` = N frames or ``auto``) is cntkio's rolling window over the frames in corpus order
+  (each delivered less than N/2 positions from its corpus position; ``auto``: the whole sweep;
+  :func:`cntkio.engine.randomizer.rolling_order`), read from the feature files by offset (no page
+  file as CNTK wrote); ``unigram`` (lattice-based training only) is accepted with an info line;
+* ``readAhead``,
   ``minibatchMode`` and ``verbosity``: read by the legacy readers' shared options;
 * ``truncated``/``truncationLength`` for recurrent models; ``nbrUttsInEachRecurrentIter`` is
   accepted and logged (cntkio's parallel sequences follow from the minibatch size).
@@ -28,6 +33,7 @@ forms give the same minibatches. Sections may also sit under ``input = [...]`` a
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Mapping
 
 from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_mlf
@@ -37,12 +43,15 @@ from .sections import PARALLEL_KEYS, apply_parallel_sequences, shared_options
 __all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]
 
 TYPE_NAME = "HTKMLFReaderDeserializer"
+#: ``randomize = auto`` with ``readMethod = rollingWindow``: CNTK's randomizeAuto range, (2^64 - 1) >> 2
+#: frames, i.e. a window wider than any corpus (the whole sweep is shuffled)
+ROLLING_WINDOW_AUTO = (2**64 - 1) >> 2
 log = logging.getLogger("cntkio.readers.htkmlf")
 
-#: old-HTKMLFReader keys cntkio refuses (reader level), with why
-_REFUSED_READER_KEYS = {
+#: old-HTKMLFReader keys accepted with one info line (they change no minibatch), with why
+_INFO_READER_KEYS = {
     "unigram": "the unigram language model (ARPA) CNTK loaded only to map the MLF's word sequences for "
-               "lattice-based sequence training; it changes no frame label, and cntkio reads no lattices",
+               "lattice-based sequence training (MMI); it changes no frame label, and cntkio reads no lattices",
 }
 _LABEL_KEYS = ("labelDim", "labelMappingFile", "mlfFile", "mlfFileList", "labelType")
 _FEATURE_OPTIONS = ("dim", "contextWindow", "prefixPathInSCP", "expandToUtterance", "definesMBSize",
@@ -114,9 +123,13 @@ class HTKMLFAdapter:
         if shared_options(sec)["minibatchMode"] == "full":
             raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
                             "use Partial (the default): the last minibatch of an epoch may be smaller")
-        for key, why in _REFUSED_READER_KEYS.items():
+        for key, why in _INFO_READER_KEYS.items():
             if sec.has_local(key):
-                raise sec.error(key, f"{key} is not supported by cntkio's HTKMLFReader: {why}")
+                path = sec.str(key)
+                if not os.path.isfile(path):     # CNTK read the file: a missing one was its error too
+                    raise sec.error(key, f"the file {path!r} does not exist",
+                                    "give the unigram language model's path, or remove the key")
+                log.info("%s=%s is accepted and has no effect in cntkio: %s", sec.key_path(key), path, why)
         if sec.exists("addEnergy") and sec.int("addEnergy", minimum=0) != 0:
             # the spec: energy elements added with rollingWindow; CNTK 2.7's reader never read the key
             # (its rolling-window source was built with 0 energy elements), so neither does cntkio
@@ -208,11 +221,17 @@ class HTKMLFAdapter:
                 raise sec.error("readMethod", "rollingWindow reader does not support expandToUtt. Change to "
                                 "blockRandomize.")
             if not no_window:
-                raise sec.error("readMethod", "readMethod = rollingWindow with a randomization window is not "
-                                "supported by cntkio (CNTK's disk-paged rolling window draws its order from the "
-                                "C library's rand(), whose range differs between CNTK's Windows and Linux "
-                                "builds, and no CNTK 2.7 run of it is available to check against)", "readMethod = blockRandomize randomizes frames over the same "
-                                "window; rollingWindow with randomize = none reads in order")
+                # cntkio's rolling window (not CNTK's order, which came from the C library's rand()):
+                # frames in corpus order, each moved less than N/2 positions, N the randomize value;
+                # auto is CNTK's randomizeAuto (2^62 - 1 frames: the whole sweep). The features are
+                # read from the original files by offset: no page file.
+                if not sec.bool("frameMode", True):
+                    raise sec.error("readMethod", "readMethod = rollingWindow randomizes frames: it needs "
+                                    "frameMode = true", "readMethod = blockRandomize randomizes utterances")
+                kw["rolling_window"] = True
+                if spec.whole_dataset_window is not None:
+                    kw["randomization_window_in_samples"] = ROLLING_WINDOW_AUTO
+                    spec.whole_dataset_window = None
         if method == "none" or no_window:
             kw["randomize"] = False
             kw["randomization_window_in_samples"] = 0
