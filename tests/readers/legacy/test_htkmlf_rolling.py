@@ -176,3 +176,21 @@ def test_unigram_missing_file_names_the_key_and_line(big):
     msg = str(e.value)
     assert "reader.unigram" in msg and "does not exist" in msg
     assert e.value.line == 7                       # the line of "unigram = ..."
+
+
+def test_a_chunk_is_live_only_half_a_window_beyond_its_frames():
+    """Bounded memory: chunk c (corpus positions [a, b)) is first used at or after a - (N/2 - 1) and
+    last used before b + N/2 - 1, so the chunks loaded at any time are those within half a window."""
+    from cntkio.engine.randomizer import RollingWindowRandomizer
+    sizes = [5000, 12000, 300, 8000, 20000, 7000]
+    r = RollingWindowRandomizer([np.ones(s, np.int64) for s in sizes], 3000, seed=2)
+    tl = r.timeline(1)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    assert tl.chunk.tolist() != np.repeat(np.arange(len(sizes)), sizes).tolist()
+    for c in range(len(sizes)):
+        assert starts[c] - 1499 <= tl.first_use[c] <= starts[c] + 1499
+        assert starts[c + 1] - 1 - 1499 <= tl.last_use[c] <= starts[c + 1] - 1 + 1499
+    # index within the chunk and the chunk give back the corpus position, each once
+    pos = starts[tl.chunk] + tl.index
+    assert np.array_equal(np.sort(pos), np.arange(sum(sizes))) and np.abs(pos - np.arange(len(pos))).max() <= 1499
+    assert np.array_equal(pos, rolling_order(2 + 1, sum(sizes), 1500))
