@@ -18,6 +18,7 @@ torch.optim rows stay as the cost of the nearest built-in rule.
     python bench/sgd_options.py                 # full: 784:1024:1024:10, minibatch 256, 7 x 60 steps
     python bench/sgd_options.py --small         # smoke run (seconds)
     python bench/sgd_options.py --device cuda   # on a GPU
+    python bench/sgd_options.py --cpu-time      # CPU seconds of one intra-op thread (a loaded machine)
 """
 from __future__ import annotations
 
@@ -126,10 +127,10 @@ REFERENCE = {
 }
 
 
-def timed_steps(model, opt, x, y, steps, cntk: bool, device) -> list[float]:
+def timed_steps(model, opt, x, y, steps, cntk: bool, device, clock=time.perf_counter) -> list[float]:
     out = []
     for _ in range(steps):
-        t0 = time.perf_counter()
+        t0 = clock()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y, reduction="sum")
         loss.backward()
@@ -139,7 +140,7 @@ def timed_steps(model, opt, x, y, steps, cntk: bool, device) -> list[float]:
             opt.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
-        out.append(time.perf_counter() - t0)
+        out.append(clock() - t0)
     return out
 
 
@@ -148,12 +149,19 @@ def main() -> None:
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--only", default=None, help="comma-separated case names")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time.process_time with one intra-op thread: CPU cost, steady on a busy machine")
     args = ap.parse_args()
+    clock = time.perf_counter
+    if args.cpu_time:
+        torch.set_num_threads(1)
+        clock = time.process_time
     device = torch.device(args.device)
     sizes, mb, rounds, steps = ([64, 64, 10], 32, 3, 10) if args.small else ([784, 1024, 1024, 10], 256, 7, 60)
     x = torch.randn(mb, sizes[0], device=device)
     y = torch.randint(0, sizes[-1], (mb,), device=device)
-    print(f"MLP {':'.join(map(str, sizes))}, minibatch {mb}, {rounds} x {steps} steps, {device}")
+    print(f"MLP {':'.join(map(str, sizes))}, minibatch {mb}, {rounds} x {steps} steps, {device}"
+          + (", CPU time of 1 thread" if args.cpu_time else ""))
     for name, (ours, theirs) in cases(mb).items():
         if args.only and name not in args.only.split(","):
             continue
@@ -163,8 +171,8 @@ def main() -> None:
         timed_steps(b_model, b_opt, x, y, 3, False, device)
         a, b = [], []
         for _ in range(rounds):
-            a += timed_steps(a_model, a_opt, x, y, steps, True, device)
-            b += timed_steps(b_model, b_opt, x, y, steps, False, device)
+            a += timed_steps(a_model, a_opt, x, y, steps, True, device, clock)
+            b += timed_steps(b_model, b_opt, x, y, steps, False, device, clock)
         ma, mb_ = statistics.median(a), statistics.median(b)
         print(f"{name:10s} cntkio {ma * 1e3:8.3f} ms/step   torch {mb_ * 1e3:8.3f} ms/step   ratio {ma / mb_:.3f}"
               f"   ({REFERENCE[name]})")

@@ -498,9 +498,7 @@ class CntkSGD:
     def _rmsprop(self, i: int, p, g, lr: float) -> None:
         # The rule of the module docstring, element for element the same arithmetic as the plain
         # formula (tests/actions/test_sgd_update_exact.py), in fewer passes and with no temporaries:
-        # sign(prev)*sign(g) > 0 is read as prev_sign*g > 0 (prev_sign is -1, 0 or 1, so the product
-        # is +-g or 0, exactly), the new sign is written in place, and the multiplier a is built in
-        # one reused buffer.
+        # two tensors per parameter (the signs state and a work buffer) trade places every step.
         inc, dec, wmax, wmin, gamma = self.rms
         avar, signs, steps = self.smoothed[i], self.extra[i], self.steps[i]
         buf = self._scratch(i, p)
@@ -509,22 +507,24 @@ class CntkSGD:
             steps.fill_(0.02)
             self.counts[i] = 1.0
         avar.mul_(gamma).addcmul_(g, g, value=1.0 - gamma)
-        torch.mul(signs, g, out=buf)                    # > 0 where g keeps the previous sign
+        torch.sign(g, out=buf)                          # the new signs
+        signs.mul_(buf)                                 # old * new in {-1, 0, 1}: > 0 where the sign is kept
         factors = self._rms_factors(steps) if inc >= 1.0 >= dec and wmax >= 0.02 else None
         if factors is not None:
             # steps stay in [min, max] after the first update (which starts below min, shrinks and
             # is raised to min), so one clamp of both sides is CNTK's min/max per branch. The
-            # multiplier inc or dec is dec + same * (inc - dec) with same = max(sign(prev*g), 0) in
+            # multiplier inc or dec is dec + same * (inc - dec) with same = max(old * new, 0) in
             # {0, 1}, which is exactly inc or dec when _rms_factors found inc - dec exact in this
             # dtype (a torch.where on the mask is ten times slower on CPU: a branch per element)
             diff, low = factors
-            steps.mul_(buf.sign_().clamp_(min=0).mul_(diff).add_(low)).clamp_(wmin, wmax)
+            steps.mul_(signs.clamp_(min=0).mul_(diff).add_(low)).clamp_(wmin, wmax)
         elif inc >= 1.0 >= dec and wmax >= 0.02:
-            steps.mul_(torch.where(buf > 0, inc, dec)).clamp_(wmin, wmax)
+            steps.mul_(torch.where(signs > 0, inc, dec)).clamp_(wmin, wmax)
         else:
-            same = buf > 0
+            same = signs > 0
             steps.copy_(torch.where(same, torch.clamp(steps * inc, max=wmax), torch.clamp(steps * dec, min=wmin)))
-        torch.sign(g, out=signs)
+        # the new signs become the state and the old state tensor the work buffer (no copy)
+        self.extra[i], self._bufs[i], buf = buf, signs, signs
         a = torch.add(avar, 1e-6, out=buf).rsqrt_().mul_(steps)
         mean = a.mean() if self.norm_ave and a.numel() else None     # a tensor: no device synchronisation
         a.mul_(g)
