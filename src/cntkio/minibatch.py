@@ -12,6 +12,7 @@ NumPy array, a SciPy CSR matrix or a list of per-sequence arrays.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,8 @@ def _is_csr(obj: Any) -> bool:
 
 
 def _flat_dim(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+    # math.prod: a sample shape is a few ints; np.prod costs microseconds per minibatch and stream
+    return int(math.prod(shape))
 
 
 class Value:
@@ -266,7 +268,11 @@ class Value:
         """Whether the mask says more than the shape: padding, or a row continuing a sequence of
         the previous minibatch (CNTK keeps a mask exactly then)."""
         m = self._mask
-        return bool(m.size) and (self.masked_count() > 0 or bool(np.any(m[:, 0] != 2)))
+        n = m.size
+        if not n:
+            return False
+        # called for every minibatch and stream by asarray(): two C calls, no reduction wrappers
+        return np.count_nonzero(m) != n or np.count_nonzero(m[:, 0] == 2) != m.shape[0]
 
     def __len__(self) -> int:
         return int(self._mask.shape[0])
@@ -296,9 +302,9 @@ class Value:
         if not self._seq_axis and self._values is not None:
             return self._values
         S, T = self._mask.shape
-        dim = _flat_dim(self._sample_shape)
         if self._values is not None and len(self._values) == S * T:   # no padding: the rows as they are
-            return self._values.reshape(self.shape)
+            return self._values.reshape((S, T) + self._sample_shape)
+        dim = _flat_dim(self._sample_shape)
         out = np.zeros((S * T, dim), dtype=self._dtype)
         cells = np.flatnonzero(self._mask.reshape(-1))
         if self._values is not None:
