@@ -198,7 +198,15 @@ def swap_sequences_rolling(seed: int, win_begin: np.ndarray, win_end: np.ndarray
         source = np.empty(n, source_dtype)
         mod.swap_sequences_rolling(seed, win_begin, win_end, seq_start, index, source)
         return index, source
-    owner = np.repeat(np.arange(len(win_begin), dtype=np.int32), np.diff(seq_start))
+    c = len(win_begin)
+    k = np.arange(c)
+    bad = (win_begin < 0) | (win_end > c) | (win_begin >= win_end) | (k < win_begin) | (k >= win_end)
+    bad[1:] |= (np.diff(win_begin) < 0) | (np.diff(win_end) < 0)
+    if c and bad.any():  # the C version's checks, so both refuse the same windows
+        j = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"swap_sequences_rolling: window of chunk {j} is [{int(win_begin[j])}, {int(win_end[j])}); "
+                         f"expected b <= chunk < e <= {c}, never decreasing")
+    owner = np.repeat(np.arange(c, dtype=np.int32), np.diff(seq_start))
     perm, src = swap_sequences(seed, owner, win_begin, win_end, seq_start)
     return (perm - seq_start[src]).astype(np.int32), src.astype(source_dtype)
 
