@@ -232,6 +232,31 @@ class LearningRateState:
         return loaded
 
 
+def _trial_runner(net, opt, source, params: SGDParams, epoch: int, dtype, device, dist: Dist, command, name: str,
+                  kl, samples: int):
+    """``trial(rate, mb_size)``: the training criterion per sample of ``samples`` samples of
+    ``epoch`` trained at ``rate`` (and ``mb_size``, None for the schedule's), then the network, the
+    optimizer and the random generators put back as they were: the learning-rate and minibatch-size
+    searches' trial epochs (their statistics aggregated exactly across processes)."""
+    import copy
+    tensors = [p for p in net.parameters() if p.requires_grad]
+    exact = Parallel(ParallelParams(), dist, tensors, opt)
+    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
+             torch.cuda.get_rng_state_all() if device.type == "cuda" else None)
+
+    def trial(rate: float, mb_size: int | None) -> float:
+        extra = {} if mb_size is None else {"mb_size": mb_size}
+        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, rate, exact, kl,
+                           limit=samples, quiet=True, **extra)
+        net.load_state_dict(saved[0])
+        opt.load_state_dict(saved[1])
+        torch.set_rng_state(saved[2])
+        if saved[3] is not None:
+            torch.cuda.set_rng_state_all(saved[3])
+        return res.totals[net.spec.training_criterion] / res.samples
+    return trial
+
+
 def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype, device, dist: Dist, command,
                           name: str, kl, lr_state: LearningRateState) -> float:
     """``autoAdjustLR = SearchBeforeEpoch``: CNTK's search. Each trial trains the epoch's first
@@ -244,24 +269,13 @@ def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype
     minLearningRatePerSample). In the first ``numBestSearchEpoch`` epochs a search between
     0.01/minibatchSize and that rate then keeps the better side, moving the worse end by 0.618,
     until the ends are within a factor 1.2."""
-    import copy
     a = params.auto_adjust
     mb = params.mb_size(epoch)
     samples = params.search_samples(epoch)        # CNTK 2.7's numSamples4Search (numMiniBatch4LRSearch x mb)
-    tensors = [p for p in net.parameters() if p.requires_grad]
-    exact = Parallel(ParallelParams(), dist, tensors, opt)          # trials aggregate exactly
-    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
-             torch.cuda.get_rng_state_all() if device.type == "cuda" else None)
+    trial_epoch = _trial_runner(net, opt, source, params, epoch, dtype, device, dist, command, name, kl, samples)
 
     def trial(rate: float) -> float:
-        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, rate, exact, kl,
-                           limit=samples, quiet=True)
-        net.load_state_dict(saved[0])
-        opt.load_state_dict(saved[1])
-        torch.set_rng_state(saved[2])
-        if saved[3] is not None:
-            torch.cuda.set_rng_state_all(saved[3])
-        return res.totals[net.spec.training_criterion] / res.samples
+        return trial_epoch(rate, None)
 
     base = trial(0.0)
     prev = base if math.isinf(lr_state.prev) else lr_state.prev
@@ -301,7 +315,6 @@ def _adapt_minibatch_size(net, opt, source, params: SGDParams, epoch: int, lr: f
     """``autoAdjustMinibatch = true``: CNTK's adaptive minibatch sizing (rule in :mod:`.mbsearch`);
     each trial trains the epoch's first ``numSamples4Search`` samples with rate ``lr`` from the
     current model, SGD state and random state and restores them."""
-    import copy
     a = params.auto_adjust
     b = sizing_bounds(epoch, params.mb_size(epoch), lr_state.prev_mb, params.lr_per_sample(epoch),
                       params.lr_per_sample(0), lr_adjustment, a.mb_tuning_frequency, a.mb_tuning_max)
@@ -313,20 +326,10 @@ def _adapt_minibatch_size(net, opt, source, params: SGDParams, epoch: int, lr: f
                f"keeping minibatchSize of {b.keep}", dist=dist)
         return b.keep
     samples = params.search_samples(epoch)
-    tensors = [p for p in net.parameters() if p.requires_grad]
-    exact = Parallel(ParallelParams(), dist, tensors, opt)          # trials aggregate exactly
-    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
-             torch.cuda.get_rng_state_all() if device.type == "cuda" else None)
+    trial_epoch = _trial_runner(net, opt, source, params, epoch, dtype, device, dist, command, name, kl, samples)
 
     def trial(size: int) -> float:
-        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, exact, kl,
-                           limit=samples, quiet=True, mb_size=size)
-        net.load_state_dict(saved[0])
-        opt.load_state_dict(saved[1])
-        torch.set_rng_state(saved[2])
-        if saved[3] is not None:
-            torch.cuda.set_rng_state_all(saved[3])
-        return res.totals[net.spec.training_criterion] / res.samples
+        return trial_epoch(lr, size)
 
     report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: evaluating minibatchSizes "
            f"{round_to_64(b.low)}..{round_to_64(b.high)}", dist=dist)

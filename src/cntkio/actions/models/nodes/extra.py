@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ....integrations.torch_backend import torch
 from .base import NodeError, Op, as_int, numel, register
-from .basic import _Binary
+from .basic import _Binary, _Unary
 from .criteria import _Criterion, _flat
 
 
@@ -106,16 +106,6 @@ class ElementDivide(Op):
 
 
 # --- element-wise functions of CNTK's BrainScript reference ---------------------------------------
-class _Unary(Op):
-    positional = node_args = ("input",)
-    fn = staticmethod(torch.neg)
-
-    def infer(self, attrs, shapes, sample):
-        return tuple(shapes[0]), sample[0]
-
-    def compile(self, attrs, shapes, sample):
-        return self.fn
-
 
 for _n, _f in (("Ceil", torch.ceil), ("Floor", torch.floor), ("Round", torch.round),
                ("Reciprocal", torch.reciprocal), ("Not", lambda x: (x == 0).to(x.dtype))):
