@@ -90,6 +90,18 @@ def _announce_unused_keys(builder, rnn: str) -> None:
                   get_str(builder, key), rnn, why)
 
 
+
+def _common_keys(builder) -> dict:
+    """The SimpleNetworkBuilder keys the feed-forward and the recurrent networks read alike."""
+    return dict(
+        layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
+        training_criterion=get_str(builder, "trainingCriterion", "CrossEntropyWithSoftmax"),
+        eval_criterion=get_str(builder, "evalCriterion", "ClassificationError"),
+        init_value_scale=get_float(builder, "initValueScale", 1.0),
+        uniform_init=get_bool(builder, "uniformInit", True),
+        apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
+    )
+
 def _recurrent_spec(builder, sizes: list[int]) -> RecurrentSpec:
     """A SimpleNetworkBuilder section with ``rnnType`` other than SIMPLENET (``models/simple_rnn.py``)."""
     path = getattr(builder, "path", None) or "SimpleNetworkBuilder"
@@ -102,12 +114,7 @@ def _recurrent_spec(builder, sizes: list[int]) -> RecurrentSpec:
                           hint=f"vocabSize={sizes[-1]} or the matching last layerSizes entry")
     return RecurrentSpec(
         rnn_type=get_str(builder, "rnnType"), layer_sizes=sizes,
-        layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
-        training_criterion=get_str(builder, "trainingCriterion", "CrossEntropyWithSoftmax"),
-        eval_criterion=get_str(builder, "evalCriterion", "ClassificationError"),
-        init_value_scale=get_float(builder, "initValueScale", 1.0),
-        uniform_init=get_bool(builder, "uniformInit", True),
-        apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
+        **_common_keys(builder),
         need_prior=get_bool(builder, "needPrior", False),
         add_dropout_nodes=get_bool(builder, "addDropoutNodes", False),
         lookup_table_order=get_int(builder, "lookupTableOrder", 0),
@@ -157,12 +164,7 @@ def spec_from_config(builder) -> NetworkSpec | RecurrentSpec:
                           hint="set rnnType=LSTM for an embedding followed by an LSTM, or remove lookupTableOrder")
     return NetworkSpec(
         layer_sizes=sizes,
-        layer_types=[str(v) for v in get_list(builder, "layerTypes", "Sigmoid")],
-        training_criterion=get_str(builder, "trainingCriterion", "CrossEntropyWithSoftmax"),
-        eval_criterion=get_str(builder, "evalCriterion", "ClassificationError"),
-        init_value_scale=get_float(builder, "initValueScale", 1.0),
-        uniform_init=get_bool(builder, "uniformInit", True),
-        apply_mean_var_norm=get_bool(builder, "applyMeanVarNorm", False),
+        **_common_keys(builder),
         random_seed_offset=get_int(builder, "randomSeedOffset", 0),
         need_prior=get_bool(builder, "needPrior", False),
         add_dropout_nodes=get_bool(builder, "addDropoutNodes", False),
