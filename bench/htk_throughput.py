@@ -9,8 +9,9 @@ peak RSS of each run.
     python bench/htk_throughput.py bench/data/htk --gb 1.0 --rss    # frame-mode peak RSS per window
 
 The corpus (generated once into the folder, reused while its manifest matches): ``--gb`` GB of
-40-dim float32 frames in 100 MB HTK archives, utterances of 100-1500 frames (at least 20k of them
-for 1 GB), listed in one SCP with archive entries, labelled by one MLF over a 120-state list.
+40-dim float32 frames in 100 MB HTK archives, utterances of 100-1500 frames skewed to the short end
+(mean about 300: 20,900 of them for 1 GB), listed in one SCP with archive entries, labelled by one
+MLF over a 120-state list.
 
 Measurements, each in its own subprocess (so that ``ru_maxrss`` is that run's peak RSS):
 
@@ -55,7 +56,7 @@ def generate(folder: str, gb: float, seed: int = 1) -> dict:
     """The corpus in ``folder`` (regenerated when its manifest differs)."""
     os.makedirs(folder, exist_ok=True)
     manifest = os.path.join(folder, "manifest.json")
-    want = {"gb": gb, "dim": DIM, "seed": seed, "version": 1}
+    want = {"gb": gb, "dim": DIM, "seed": seed, "version": 2}
     if os.path.exists(manifest):
         with open(manifest) as f:
             have = json.load(f)
@@ -63,10 +64,15 @@ def generate(folder: str, gb: float, seed: int = 1) -> dict:
             return have
     rng = np.random.default_rng(seed)
     target_frames = int(gb * 1e9 / (DIM * 4))
+    # Utterance lengths skewed to the short end as in read speech: 100 frames plus an exponential
+    # of mean 200 frames, drawn again above 1,500 (mean about 299 frames), so that 1 GB holds
+    # about 20,900 utterances of 100-1,500 frames (a uniform 100-1,500 draw would hold 7,800).
     lengths = []
     total = 0
     while total < target_frames:
-        n = int(rng.integers(100, 1501))
+        n = 100 + int(rng.exponential(200.0))
+        if n > 1500:
+            continue
         lengths.append(n)
         total += n
     per_archive = ARCHIVE_BYTES // (DIM * 4)
