@@ -100,26 +100,65 @@ def test_unit_length_timeline_is_the_general_order(sample_based, window):
             assert (tl.first_use[c], tl.last_use[c]) == (where[0], where[-1])
 
 
-def test_a_sweep_of_one_sample_sequences_costs_six_bytes_a_position(monkeypatch):
-    """2^20 positions in 40 chunks, window of 4 chunks: the timeline keeps 6 bytes a position (int32
-    index, int16 source chunk; lengths one value, starts counted, not stored), and computing it
-    allocates little more (the general path: about 40 bytes a position at its peak). The bound is
-    the C rolling swap's (the pure-Python twin is the full-sweep reference), so the C path is asked
-    for under CNTKIO_PURE_PYTHON too."""
+def test_rolling_swaps_in_pieces_equal_the_whole_sweep(monkeypatch):
+    """The C rolling swaps run a randomized chunk at a time (their state carried between calls)
+    hand out exactly the positions of the one-call rolling swaps, over random windows."""
     monkeypatch.delenv("CNTKIO_PURE_PYTHON", raising=False)
-    n_chunks, per = 40, 2**20 // 40
+    rng = np.random.default_rng(8)
+    for _ in range(150):
+        C = int(rng.integers(1, 30))
+        counts, wb, we, starts = _windows(rng, C)
+        seed = int(rng.integers(0, 2**63))
+        index, source = R.swap_sequences_rolling(seed, wb, we, starts, np.int16)
+        swaps = R._Swaps(seed, wb, we, starts, np.int16)
+        got_i, got_s, at = [], [], 0
+        while swaps.ct < C:
+            lo, i, s = swaps.step()
+            assert lo == at
+            at += len(i)
+            got_i.append(i)
+            got_s.append(s)
+        assert at == int(starts[-1])
+        assert np.concatenate(got_i).tolist() == index.tolist()
+        assert np.concatenate(got_s).tolist() == source.tolist()
+
+
+def test_a_sweep_of_one_sample_sequences_holds_memory_by_the_window_not_the_sweep(monkeypatch):
+    """2^20 positions in 200 chunks, window of 4 chunks: reading the whole sweep in minibatches
+    (as the walker does) and asking every chunk's last use holds at most the window's rings and
+    the columns kept around the cursor (under 1.5 MB), not 6 bytes a position (6.3 MB); the values
+    are the whole-sweep order; a read behind the kept columns replays the sweep's swaps and gives
+    the same values. The bound is the C swaps' (the pure-Python twin is the full-sweep
+    reference), so the C path is asked for under CNTKIO_PURE_PYTHON too."""
+    monkeypatch.delenv("CNTKIO_PURE_PYTHON", raising=False)
+    n_chunks, per = 200, 2**20 // 200
     rand = R.BlockRandomizer([np.ones(per, np.int64)] * n_chunks, 4, False, seed=2)
     n = rand.num_sequences
+    chunk, index, source = _reference_timeline([np.ones(per, np.int64)] * n_chunks, 4, False, 2, 0)
+    last = np.full(n_chunks, -1, np.int64)
+    last[chunk] = np.arange(n)
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
         tl = rand.timeline(0)
-        held, peak = (x - before for x in tracemalloc.get_traced_memory())
+        assert isinstance(tl, R.StreamedTimeline)
+        assert tl.index.dtype == np.int32 and tl.rchunk.dtype == np.int16
+        assert isinstance(tl.start, R.Counting) and tl.start is rand.timeline(1).start  # starts: no table
+        step, held_max, ok = 4096, 0, True
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            ok &= np.array_equal(tl.index[a:b], index[a:b]) and np.array_equal(tl.chunks(slice(a, b)), chunk[a:b])
+            c = int(chunk[a])
+            ok &= tl.last_use[c] == int(last[c])
+            held_max = max(held_max, tl.held_bytes())
+        peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
-    assert tl.index.dtype == np.int32 and tl.rchunk.dtype == np.int16
-    assert _owned(tl.index) + _owned(tl.rchunk) + _owned(tl.length) == 6 * n
-    assert isinstance(tl.start, R.Counting) and tl.start is rand.timeline(1).start  # starts: no table
-    assert held <= 6 * n + 64 * 1024
-    assert peak <= 6 * n + 2 * 1024 * 1024
+    assert ok
+    assert held_max <= 1_500_000 and tl.held_bytes() <= 1_500_000
+    assert peak <= 2_500_000       # with the reference's comparisons above (a few 4096-entry arrays)
+    assert tl.rchunk[5] == source[5] and tl.index[7] == index[7]        # behind the kept columns: replayed
+    pos = np.array([n - 1, 3, 600_000, 3])
+    assert tl.index[pos].tolist() == index[pos].tolist()
+    assert np.asarray(tl.rchunk).tolist() == source.tolist()           # the whole sweep: a separate replay

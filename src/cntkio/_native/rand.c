@@ -391,6 +391,164 @@ done:
     return result;
 }
 
+/* rolling_swap_step(seed, state uint64[320], ring_pos int64[cap], ring_src int32[cap],
+ *                   ring_own int32[cap], win_begin int32[C], win_end int32[C], seq_start int64[C+1],
+ *                   ct_end, index_out int32[m], source_out int16[m] or int32[m]) -> None
+ *
+ * swap_sequences_rolling run in pieces: the same swaps, drawn in the same order, with the
+ * generator and the window's positions carried in ``state`` and the three rings between calls.
+ * One call swaps the positions of randomized chunks state[CT] .. ct_end - 1 and writes out the
+ * positions that are then final, from state[LO] to F = seq_start[win_begin[ct_end]] (ct_end < C)
+ * or N (ct_end == C): index_out[q - state[LO]] and source_out[...] for q in [state[LO], F), so
+ * m = F - state[LO]. ``state`` starts all zero (the generator is seeded on the first call); cap
+ * is a power of two, at least every window's span in positions. Memory: the rings (the window),
+ * never a table per position of the sweep. */
+enum { RS_IDX = 312, RS_CT, RS_LO, RS_HI, RS_OC, RS_SEEDED, RS_N = 320 };
+
+static PyObject *py_rolling_swap_step(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *seed_obj, *st_o, *rp_o, *rs_o, *ro_o, *wb_o, *we_o, *ss_o, *ix_o, *so_o;
+    Py_ssize_t ct_end;
+    uint64_t seed;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnOO", &seed_obj, &st_o, &rp_o, &rs_o, &ro_o, &wb_o, &we_o, &ss_o,
+                          &ct_end, &ix_o, &so_o) || parse_seed(seed_obj, &seed) < 0)
+        return NULL;
+    PyObject *arrs[6] = {st_o, rp_o, rs_o, ro_o, ix_o, so_o};
+    int types[6] = {NPY_UINT64, NPY_INT64, NPY_INT32, NPY_INT32, NPY_INT32, -1};
+    for (int k = 0; k < 6; k++) {
+        if (!PyArray_Check(arrs[k])) {
+            PyErr_SetString(PyExc_TypeError, "rolling_swap_step: state, rings and outputs must be numpy arrays");
+            return NULL;
+        }
+        PyArrayObject *a = (PyArrayObject *)arrs[k];
+        int t = PyArray_TYPE(a);
+        if ((types[k] >= 0 ? t != types[k] : (t != NPY_INT16 && t != NPY_INT32)) || PyArray_NDIM(a) != 1 ||
+            !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a)) {
+            PyErr_SetString(PyExc_TypeError, "rolling_swap_step: state uint64, ring_pos int64, ring_src/ring_own "
+                            "int32, index_out int32, source_out int16/int32, all writable contiguous vectors");
+            return NULL;
+        }
+    }
+    PyArrayObject *sta = (PyArrayObject *)st_o, *ix = (PyArrayObject *)ix_o, *so = (PyArrayObject *)so_o;
+    npy_intp cap = PyArray_DIM((PyArrayObject *)rp_o, 0);
+    if (PyArray_DIM(sta, 0) != RS_N || PyArray_DIM((PyArrayObject *)rs_o, 0) != cap ||
+        PyArray_DIM((PyArrayObject *)ro_o, 0) != cap || (cap & (cap - 1)) != 0 ||
+        PyArray_DIM(ix, 0) != PyArray_DIM(so, 0)) {
+        PyErr_SetString(PyExc_ValueError, "rolling_swap_step: state needs 320 entries, the three rings one "
+                        "power-of-two length, index_out and source_out one length");
+        return NULL;
+    }
+    PyArrayObject *wb = NULL, *we = NULL, *ss = NULL;
+    PyObject *result = NULL;
+    wb = as_array(wb_o, NPY_INT32, "win_begin");
+    we = wb ? as_array(we_o, NPY_INT32, "win_end") : NULL;
+    ss = we ? as_array(ss_o, NPY_INT64, "seq_start") : NULL;
+    if (!ss)
+        goto done;
+    npy_intp c = PyArray_DIM(wb, 0);
+    const int32_t *b = (const int32_t *)PyArray_DATA(wb);
+    const int32_t *e = (const int32_t *)PyArray_DATA(we);
+    const int64_t *st = (const int64_t *)PyArray_DATA(ss);
+    uint64_t *S = (uint64_t *)PyArray_DATA(sta);
+    int64_t ct0 = (int64_t)S[RS_CT], lo0 = (int64_t)S[RS_LO];
+    if (PyArray_DIM(we, 0) != c || PyArray_DIM(ss, 0) != c + 1 || ct_end < ct0 || ct_end > c || c == 0) {
+        PyErr_SetString(PyExc_ValueError, "rolling_swap_step: win_begin/win_end need C > 0 entries, seq_start "
+                        "C+1, and ct_end must lie between the state's chunk and C");
+        goto done;
+    }
+    if (so && PyArray_TYPE(so) == NPY_INT16 && c > 32767) {
+        PyErr_SetString(PyExc_ValueError, "rolling_swap_step: more than 32767 chunks need an int32 source_out");
+        goto done;
+    }
+    int64_t flush_to = ct_end < c ? st[b[ct_end]] : st[c];
+    for (npy_intp k = ct0; k < (ct_end < c ? ct_end + 1 : c); k++) {
+        if (b[k] < 0 || e[k] > c || b[k] >= e[k] || k < b[k] || k >= e[k] || st[k + 1] < st[k] ||
+            st[k + 1] - st[k] > INT32_MAX || st[e[k]] - st[b[k]] > cap ||
+            (k > 0 && (b[k] < b[k - 1] || e[k] < e[k - 1]))) {
+            PyErr_Format(PyExc_ValueError, "rolling_swap_step: window of chunk %zd is [%d, %d); expected "
+                         "b <= chunk < e <= %zd, never decreasing, chunks of under 2^31 sequences and spans "
+                         "within the ring", (Py_ssize_t)k, b[k], e[k], (Py_ssize_t)c);
+            goto done;
+        }
+    }
+    if (st[0] != 0 || flush_to < lo0 || PyArray_DIM(ix, 0) != flush_to - lo0) {
+        PyErr_Format(PyExc_ValueError, "rolling_swap_step: the outputs need %lld entries (positions %lld to %lld)",
+                     (long long)(flush_to - lo0), (long long)lo0, (long long)flush_to);
+        goto done;
+    }
+    {
+        int64_t *rp = (int64_t *)PyArray_DATA((PyArrayObject *)rp_o);
+        int32_t *rs = (int32_t *)PyArray_DATA((PyArrayObject *)rs_o);
+        int32_t *ro = (int32_t *)PyArray_DATA((PyArrayObject *)ro_o);
+        int32_t *out_i = (int32_t *)PyArray_DATA(ix);
+        int16_t *out_s16 = PyArray_TYPE(so) == NPY_INT16 ? (int16_t *)PyArray_DATA(so) : NULL;
+        int32_t *out_s32 = PyArray_TYPE(so) == NPY_INT32 ? (int32_t *)PyArray_DATA(so) : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        mt64_t r;
+        if (!S[RS_SEEDED]) {
+            mt64_seed(&r, seed);
+            S[RS_SEEDED] = 1;
+        } else {
+            memcpy(r.mt, S, sizeof(r.mt));
+            r.idx = (int)S[RS_IDX];
+        }
+        int64_t lo = lo0, hi = (int64_t)S[RS_HI];
+        int32_t oc = (int32_t)S[RS_OC];
+#define RING(j) ((j) & (cap - 1))
+#define FLUSH(q) do { int64_t q_ = (q), x_ = RING(q_); int32_t s_ = rs[x_]; \
+        out_i[q_ - lo0] = (int32_t)(rp[x_] - st[s_]); \
+        if (out_s16) out_s16[q_ - lo0] = (int16_t)s_; else out_s32[q_ - lo0] = s_; } while (0)
+        for (int64_t ct = ct0; ct < ct_end; ct++) {
+            int32_t tb = b[ct], te = e[ct];
+            int64_t p0 = st[tb], p1 = st[te];
+            for (; lo < p0; lo++)
+                FLUSH(lo);
+            for (; hi < p1; hi++) {
+                while (st[oc + 1] <= hi)
+                    oc++;
+                int64_t x = RING(hi);
+                rp[x] = hi;
+                rs[x] = oc;
+                ro[x] = oc;
+            }
+            uint64_t span = (uint64_t)(p1 - p0);
+            for (int64_t t = st[ct]; t < st[ct + 1]; t++) {
+                int64_t xt = RING(t);
+                for (;;) {
+                    int64_t j = p0 + (int64_t)(mt64_next(&r) % span);
+                    int64_t xj = RING(j);
+                    int32_t cj = ro[xj];
+                    if (rs[xj] < tb || rs[xj] >= te)
+                        continue;
+                    if (rs[xt] < b[cj] || rs[xt] >= e[cj])
+                        continue;
+                    int64_t tp = rp[xt]; rp[xt] = rp[xj]; rp[xj] = tp;
+                    int32_t ts = rs[xt]; rs[xt] = rs[xj]; rs[xj] = ts;
+                    break;
+                }
+            }
+        }
+        for (; lo < flush_to; lo++)
+            FLUSH(lo);
+#undef FLUSH
+#undef RING
+        memcpy(S, r.mt, sizeof(r.mt));
+        S[RS_IDX] = (uint64_t)r.idx;
+        S[RS_CT] = (uint64_t)ct_end;
+        S[RS_LO] = (uint64_t)lo;
+        S[RS_HI] = (uint64_t)hi;
+        S[RS_OC] = (uint64_t)oc;
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_XDECREF(wb);
+    Py_XDECREF(we);
+    Py_XDECREF(ss);
+    return result;
+}
+
 /* copy_segments(src, src_starts int64[n], dst, dst_starts int64[n], lengths int64[n][, shift int64[n]])
  *   -> None
  *
@@ -493,6 +651,9 @@ static PyMethodDef methods[] = {
     {"swap_sequences_rolling", py_swap_sequences_rolling, METH_VARARGS,
      "swap_sequences_rolling(seed, win_begin, win_end, seq_start, index_out, source_out): the same swaps "
      "keeping only the window's positions; writes each position's index in its chunk and source chunk."},
+    {"rolling_swap_step", py_rolling_swap_step, METH_VARARGS,
+     "rolling_swap_step(seed, state, ring_pos, ring_src, ring_own, win_begin, win_end, seq_start, ct_end, "
+     "index_out, source_out): swap_sequences_rolling in pieces, its state carried between calls."},
     {"copy_segments", py_copy_segments, METH_VARARGS,
      "copy_segments(src, src_starts, dst, dst_starts, lengths[, shift]): row-segment memcpy gather "
      "(shift: added to each int64 segment)."},

@@ -23,7 +23,7 @@ from .._native import native
 __all__ = [
     "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
     "swap_sequences_rolling", "Counting",
-    "Timeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
+    "Timeline", "StreamedTimeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
 ]
 
 _M64 = (1 << 64) - 1
@@ -371,6 +371,286 @@ def _make_timeline(sweep: int, order: np.ndarray, rchunk: np.ndarray, index: np.
     return Timeline(sweep, order, rchunk, index, length, start, first, last, rchunk_start)
 
 
+_STATE_WORDS = 320      # rolling_swap_step's state: the generator (313 words) and the window's cursors
+
+
+class _Swaps:
+    """:func:`swap_sequences_rolling` of one sweep run forward in pieces: :meth:`step` swaps the
+    positions of the next randomized chunk and returns the positions that are then final. Holds the
+    generator and the window's positions (three rings of a power of two at least the widest window,
+    16 bytes an entry; freed at the sweep's end), never a table per position of the sweep. Under
+    ``CNTKIO_PURE_PYTHON`` the full-sweep twin is run once and handed out in the same pieces."""
+
+    def __init__(self, seed: int, win_begin: np.ndarray, win_end: np.ndarray, seq_start: np.ndarray,
+                 source_dtype) -> None:
+        self.seed = int(seed)
+        self.wb = np.ascontiguousarray(win_begin, np.int32)
+        self.we = np.ascontiguousarray(win_end, np.int32)
+        self.ss = np.ascontiguousarray(seq_start, np.int64)
+        self.c = len(self.wb)
+        self.source_dtype = source_dtype
+        span = int((self.ss[self.we] - self.ss[self.wb]).max()) if self.c else 0
+        self.cap = 1 << max(0, span - 1).bit_length()
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the sweep's start (a replay draws the same swaps again)."""
+        self.ct = 0          # the next randomized chunk to swap
+        self.lo = 0          # positions before it are handed out
+        self._state = self._rings = self._full = None
+
+    def final_after(self, ct_end: int) -> int:
+        """Positions before it are final once the chunks before ``ct_end`` are swapped."""
+        return int(self.ss[self.wb[ct_end]]) if ct_end < self.c else int(self.ss[-1])
+
+    def step(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """Swap the next randomized chunk: ``(first position, index, source)`` of the positions that
+        became final (whole randomized chunks; possibly none)."""
+        ct_end = self.ct + 1
+        lo0, hi = self.lo, self.final_after(ct_end)
+        mod = _rand()
+        if mod is None:
+            if self._full is None:
+                self._full = swap_sequences_rolling(self.seed, self.wb, self.we, self.ss, self.source_dtype)
+            index, source = self._full[0][lo0:hi].copy(), self._full[1][lo0:hi].copy()
+        else:
+            if self._state is None:
+                self._state = np.zeros(_STATE_WORDS, np.uint64)
+                self._rings = (np.empty(self.cap, np.int64), np.empty(self.cap, np.int32),
+                               np.empty(self.cap, np.int32))
+            index = np.empty(hi - lo0, np.int32)
+            source = np.empty(hi - lo0, self.source_dtype)
+            mod.rolling_swap_step(self.seed, self._state, *self._rings, self.wb, self.we, self.ss, ct_end,
+                                  index, source)
+        self.ct, self.lo = ct_end, hi
+        if ct_end >= self.c:
+            self._state = self._rings = self._full = None
+        return lo0, index, source
+
+
+class _Column:
+    """A column of a :class:`StreamedTimeline` (``index`` or ``rchunk``) read like an array: an
+    integer, a step-1 slice or an index array gives the values (computed a randomized chunk at a
+    time); ``numpy.asarray`` gives the whole sweep (a replay of its swaps: memory per position)."""
+
+    __slots__ = ("tl", "which", "dtype")
+    ndim = 1
+
+    def __init__(self, tl: "StreamedTimeline", which: int, dtype) -> None:
+        self.tl, self.which, self.dtype = tl, which, np.dtype(dtype)
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.tl.n,)
+
+    def __len__(self) -> int:
+        return self.tl.n
+
+    def __getitem__(self, key):
+        n = self.tl.n
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + (n if int(key) < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"index {int(key)} is out of bounds for a timeline of {n}")
+            return self.tl.range(i, i + 1, self.which)[0]
+        if isinstance(key, slice):
+            a, b, step = key.indices(n)
+            if step == 1:
+                return self.tl.range(a, max(a, b), self.which)
+            key = np.arange(a, b, step)
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        return self.tl.gather(idx.astype(np.int64), self.which)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.tl.materialize(self.which)
+        return a if dtype is None else a.astype(dtype)
+
+    def astype(self, dtype, copy=True):
+        return np.asarray(self).astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
+
+
+class _Uses:
+    """``first_use`` or ``last_use`` of a :class:`StreamedTimeline`, per corpus chunk: exact, read
+    once the swaps have passed every position that can hold the chunk's sequences."""
+
+    __slots__ = ("tl", "last")
+
+    def __init__(self, tl: "StreamedTimeline", last: bool) -> None:
+        self.tl, self.last = tl, last
+
+    def __len__(self) -> int:
+        return len(self.tl.order)
+
+    def __getitem__(self, c):
+        return self.tl.use(int(c), self.last)
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.array([self.tl.use(c, self.last) for c in range(len(self))], np.int64)
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
+
+
+class StreamedTimeline(Timeline):
+    """A block-randomized sweep of one-sample sequences (frame mode) whose ``index`` and ``rchunk``
+    are computed a randomized chunk at a time by the rolling swaps (:class:`_Swaps`), not kept for
+    the whole sweep. The chunks' columns computed last are kept (about twice the widest window, in
+    positions: 6 bytes a position) for the walker's reads around its cursor; a read behind them
+    replays the sweep's swaps from its start (time, not memory). ``first_use``/``last_use`` are
+    exact: a chunk's is read once the swaps have passed the last randomized chunk whose window
+    holds it. Memory: the window's rings and the kept columns, none per position of the sweep."""
+
+    __slots__ = ("n", "swaps", "_pieces", "_kept", "_budget", "_first", "_last", "_done", "_rank", "_ub",
+                 "_lock")
+
+    def __init__(self, sweep: int, order: np.ndarray, seq_start: np.ndarray, swaps: _Swaps,
+                 start: "Counting") -> None:
+        n = int(seq_start[-1]) if len(seq_start) else 0
+        order = np.asarray(order, np.int32)
+        super().__init__(sweep, order, None, None, _unit(n), start, None, None, seq_start)
+        self.n = n
+        self.swaps = swaps
+        self.rchunk = _Column(self, 1, swaps.source_dtype)
+        self.index = _Column(self, 0, np.int32)
+        self.first_use = _Uses(self, False)
+        self.last_use = _Uses(self, True)
+        c = len(order)
+        self._pieces: dict = {}          # randomized chunk -> (index, source), in the order used
+        self._kept = 0
+        counts = np.diff(seq_start)
+        # the columns kept: from a little behind the walker's cursor to where the first and last
+        # uses asked for have run the swaps (up to a window ahead)
+        self._budget = swaps.cap + 4 * (int(counts.max()) if c else 0)
+        self._first = np.full(c, -1, np.int64)
+        self._last = np.full(c, -1, np.int64)
+        self._done = 0                   # the swaps have passed this position once (first/last exact before)
+        self._rank = np.empty(c, np.int64)
+        self._rank[order] = np.arange(c)
+        # positions before ub[s] are the only ones that can hold randomized chunk s: those of the
+        # randomized chunks whose window begins at or before s
+        kmax = np.searchsorted(swaps.wb, np.arange(c), side="right") - 1
+        self._ub = np.asarray(seq_start, np.int64)[kmax + 1]
+        self._lock = threading.RLock()
+
+    @property
+    def num_sequences(self) -> int:
+        return self.n
+
+    def held_bytes(self) -> int:
+        """Bytes the timeline holds: the kept columns and, while the swaps run, their rings and state."""
+        with self._lock:
+            kept = sum(p[0].nbytes + p[1].nbytes for p in self._pieces.values())
+            sw = self.swaps
+            rings = sum(r.nbytes for r in sw._rings) + sw._state.nbytes if sw._rings is not None else 0
+            return kept + rings
+
+    def chunks(self, positions) -> np.ndarray:
+        return self.order[self.rchunk[positions]]
+
+    # --- the swaps, a randomized chunk at a time ----------------------------------------------
+    def _step(self, keep_from: int) -> None:
+        lo0, index, source = self.swaps.step()
+        hi = lo0 + len(index)
+        if not len(index):
+            return
+        ss = self.rchunk_start
+        if hi > self._done:      # first and last uses of the positions passed for the first time
+            a = max(lo0, self._done) - lo0
+            pos = np.arange(lo0 + a, hi, dtype=np.int64)
+            ch = self.order[source[a:]]
+            self._last[ch] = pos
+            fresh = self._first[ch[::-1]] < 0
+            self._first[ch[::-1][fresh]] = pos[::-1][fresh]
+            self._done = hi
+        r = int(np.searchsorted(ss, lo0, side="right")) - 1
+        while r < len(self.order) and ss[r] < hi:
+            a, b = int(ss[r]), int(ss[r + 1])
+            if r >= keep_from and b > a:
+                self._keep(r, (index[a - lo0:b - lo0], source[a - lo0:b - lo0]))
+            r += 1
+
+    def _keep(self, r: int, piece) -> None:
+        self._pieces.pop(r, None)
+        self._pieces[r] = piece
+        self._kept += len(piece[0])
+        while self._kept > self._budget and len(self._pieces) > 1:
+            old = next(iter(self._pieces))
+            self._kept -= len(self._pieces.pop(old)[0])
+
+    def _piece(self, r: int):
+        """``(index, source)`` of randomized chunk ``r``'s positions."""
+        p = self._pieces.get(r)
+        if p is not None:
+            self._pieces[r] = self._pieces.pop(r)        # used last: kept longest
+            return p
+        a, b = int(self.rchunk_start[r]), int(self.rchunk_start[r + 1])
+        if a == b:
+            return np.zeros(0, np.int32), np.zeros(0, self.swaps.source_dtype)
+        if self.swaps.lo > a:    # handed out before and no longer kept: replay from the sweep's start
+            self.swaps.reset()
+        keep_from = max(0, r - 2)
+        while self.swaps.lo < b:
+            self._step(keep_from)
+        p = self._pieces.get(r)
+        if p is None:  # pragma: no cover - one step hands out less than the budget
+            raise RuntimeError(f"randomized chunk {r} was computed and dropped at once")
+        return p
+
+    def use(self, c: int, last: bool) -> int:
+        """The first or last position of corpus chunk ``c``'s sequences (-1: none)."""
+        with self._lock:
+            ub = int(self._ub[self._rank[c]])
+            while self._done < ub:
+                self._step(0)
+            return int((self._last if last else self._first)[c])
+
+    def range(self, a: int, b: int, which: int) -> np.ndarray:
+        """Column ``which`` (0 index, 1 source) of positions ``a .. b-1``."""
+        if b <= a:
+            return np.zeros(0, self.index.dtype if which == 0 else self.rchunk.dtype)
+        ss = self.rchunk_start
+        with self._lock:
+            r0 = int(np.searchsorted(ss, a, side="right")) - 1
+            r1 = int(np.searchsorted(ss, b - 1, side="right")) - 1
+            parts = []
+            for r in range(r0, r1 + 1):
+                col = self._piece(r)[which]
+                s = int(ss[r])
+                parts.append(col[max(a, s) - s:min(b, int(ss[r + 1])) - s])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
+        """Column ``which`` at ``positions`` (any order)."""
+        out = np.empty(len(positions), self.index.dtype if which == 0 else self.rchunk.dtype)
+        if not len(positions):
+            return out
+        if positions.min() < 0 or positions.max() >= self.n:
+            raise IndexError(f"position out of bounds for a timeline of {self.n}")
+        ss = self.rchunk_start
+        owner = np.searchsorted(ss, positions, side="right") - 1
+        with self._lock:
+            for r in np.unique(owner).tolist():
+                sel = owner == r
+                out[sel] = self._piece(r)[which][positions[sel] - int(ss[r])]
+        return out
+
+    def materialize(self, which: int) -> np.ndarray:
+        """Column ``which`` of the whole sweep (a separate replay: the kept chunks stay)."""
+        sw = self.swaps
+        swaps = _Swaps(sw.seed, sw.wb, sw.we, sw.ss, sw.source_dtype)
+        out = np.empty(self.n, self.index.dtype if which == 0 else self.rchunk.dtype)
+        while swaps.ct < swaps.c:
+            lo0, index, source = swaps.step()
+            out[lo0:lo0 + len(index)] = index if which == 0 else source
+        return out
+
+
 class _Base:
     """Shared bookkeeping: per-chunk sequence lengths, sizes and a small timeline cache."""
 
@@ -456,12 +736,11 @@ class BlockRandomizer(_Base):
         wb, we = chunk_windows(self.chunk_sizes[order], self.window, self.sample_based)
         seq_start = np.zeros(self.num_chunks + 1, np.int64)
         np.cumsum(counts, out=seq_start[1:])
-        if self.unit and self._max_count <= np.iinfo(np.int32).max:
-            # frame mode: the swaps kept to the window's positions (no sweep-long temporaries)
-            index, source = swap_sequences_rolling(seed, wb, we, seq_start,
-                                                   np.int16 if self.num_chunks <= 32767 else np.int32)
-            return _make_timeline(sweep, order, source, index, _unit(len(index)), self.num_chunks, seq_start,
-                                  self._unit_start)
+        if self.unit and self._max_count <= np.iinfo(np.int32).max and self.num_chunks:
+            # frame mode: the swaps run a randomized chunk at a time as the timeline is read (no
+            # table per position of the sweep)
+            swaps = _Swaps(seed, wb, we, seq_start, np.int16 if self.num_chunks <= 32767 else np.int32)
+            return StreamedTimeline(sweep, order, seq_start, swaps, self._unit_start)
         owner = np.repeat(np.arange(self.num_chunks, dtype=np.int32), counts)
         perm, source = swap_sequences(seed, owner, wb, we, seq_start)
         del owner

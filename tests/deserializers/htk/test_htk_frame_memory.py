@@ -1,7 +1,7 @@
 """Frame mode's memory over HTK corpora: the composite keeps no per-frame key, length or join
 table (the join is done again when a chunk is read, from the utterance tables), the engine's
-tables stay within 6 bytes a corpus frame, and the join per chunk read gives exactly what the
-kept join gave. The randomizer's side: tests/engine/test_engine_frame_memory.py."""
+timeline keeps no table of the sweep (it is computed a randomized chunk at a time), and the join
+per chunk read gives exactly what the kept join gave. The randomizer's side: tests/engine/test_engine_frame_memory.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ import htk_corpus
 from cntkio import HTKFeatureDeserializer, HTKMLFDeserializer, MinibatchSource, StreamDef
 from cntkio.deserializers.htk import build_features, build_mlf
 from cntkio.engine.composite import CompositeDeserializer
-from cntkio.engine.randomizer import Counting
+from cntkio.engine.randomizer import Counting, StreamedTimeline
 
 
 def _owned(a: np.ndarray) -> int:
@@ -32,10 +32,12 @@ def _parts(c):
     return [feats, labels]
 
 
-def test_frame_mode_tables_stay_within_six_bytes_a_frame(big):
+def test_frame_mode_keeps_no_table_per_frame(big):
     """Frame mode over a corpus of two 90000-frame chunks: the composite keeps no per-frame key,
-    length or join table, and the engine's tables of a sweep are 6 bytes a frame (the timeline's
-    index and source chunk) plus a few numbers per chunk."""
+    length or join table, and the engine keeps no table of the sweep: the timeline's columns are
+    computed a randomized chunk at a time, and what it holds is bounded by the window (the swaps'
+    rings, a power of two at least the widest window in positions, 16 bytes an entry, and the
+    columns kept around the cursor, 6 bytes a position, at most the rings' length plus four chunks)."""
     src = MinibatchSource(_parts(big), frame_mode=True, randomize=True, randomization_seed=1,
                           randomization_window_in_samples=60000, randomization_window_in_chunks=0)
     assert src.next_minibatch(1000)
@@ -46,9 +48,11 @@ def test_frame_mode_tables_stay_within_six_bytes_a_frame(big):
     assert comp.lazy and comp._tables == [] and comp._sec_refs == [] and comp._keep == []
     assert sum(_owned(x) for x in comp._lengths) == 0
     tl = policy.walker.timeline(0)
-    assert isinstance(tl.start, Counting)  # the starts of one-sample sequences: counted, not stored
-    per_frame = (_owned(tl.index) + _owned(tl.rchunk) + _owned(tl.length)) / frames
-    assert per_frame <= 6.0 + 1e-3
+    assert isinstance(tl, StreamedTimeline) and isinstance(tl.start, Counting)
+    assert _owned(tl.length) == 0
+    cap, chunk = tl.swaps.cap, int(np.diff(tl.rchunk_start).max())
+    assert cap == 1 << (int((tl.swaps.ss[tl.swaps.we] - tl.swaps.ss[tl.swaps.wb]).max()) - 1).bit_length()
+    assert tl.held_bytes() <= 16 * cap + 8 * 320 + 6 * (cap + 4 * chunk)
 
 
 class _Eager(CompositeDeserializer):
