@@ -6,20 +6,30 @@
 
 Issue 16's target: a sweep from the cache at >= 50% of the speed of ``read()``ing the cache file.
 On a loaded machine single timings swing by 3x, so every variant runs once per round, rounds
-interleaved, and the medians (and bests) are compared with the ``read()`` runs of the same rounds:
+interleaved, and the medians (and bests) are compared with the ``read()`` runs of the same rounds.
 
-* ``read()``: the cache file's bytes read in 16 MiB blocks (page cache warm);
-* ``now``: a sweep (256-record minibatches, ``asarray`` of every stream) with the cache's default
-  chunks (the engine's 32 MiB), as cntkio reads it: each batch's run of records read from the file
-  straight into the minibatches' buffer (``DenseStream.read_rows``, one ``preadv`` per run), the
-  buffer taken from ``cntkio.engine.buffers``' pool of buffers no array refers to any more;
-* ``fresh buffers``: the same, each buffer new memory (``np.empty``): the pool's share;
-* ``copy from the map``: the packer copying each run out of the memory map into new memory, as
-  before (``read_rows`` ignored, no pool);
-* ``4MiB chunks``: ``now`` with the cache cut in chunks of 4 MiB (the text's chunk size);
-* ``cacheViews``: the reader option ``cacheViews = true``: a minibatch whose records are
-  consecutive in one chunk is a read-only view of the map (nothing copied; the data is not even
-  touched by the sweep; an in-place change raises), the others read as ``now``.
+Untouched rows (the sweep makes the minibatches and calls ``asarray`` of every stream, as
+``bench/legacy_throughput.py``; the target row is ``default``):
+
+* ``read()``: the cache file's bytes read in 16 MiB blocks into one buffer, touched before and
+  reused (page cache warm: ``read()`` at its best, no fresh memory faulted in);
+* ``default``: a sweep (256-record minibatches) with the cache's default chunks (the engine's
+  32 MiB), as cntkio reads it: each batch's run of consecutive records (a run of 1 MiB or more)
+  handed out as a writable copy-on-write mapping of the file (``DenseStream.private_map``: a
+  private map, nothing read until touched, a change copies its page privately), smaller runs
+  read into pooled buffers;
+* ``pread copies``: the default before the mappings: every run read from the file into the
+  minibatches' own buffer (``DenseStream.read_rows``, one ``preadv`` per run) from the pool of
+  ``cntkio.engine.buffers``;
+* ``4MiB chunks``: ``default`` with the cache cut in chunks of 4 MiB (the text's chunk size);
+* ``cacheViews``: the reader option ``cacheViews = true``: read-only views of the cache's shared
+  map (an in-place change raises).
+
+Touched rows (the honest pair when the minibatches are mappings the sweep does not read): every
+minibatch's arrays summed (``ndarray.sum``), against ``read()`` with each block summed the same
+way (the bytes as float32):
+
+* ``read()+sum``; ``default+sum``; ``pread copies+sum``.
 
 ``uci.txt`` is made as in ``bench/legacy_throughput.py`` (same folder layout, reused).
 """
@@ -37,26 +47,33 @@ sys.path.insert(0, HERE)
 
 import legacy_throughput as lt  # noqa: E402
 import numpy as np  # noqa: E402
-from cntkio.engine import buffers, packer  # noqa: E402
+from cntkio.readers import build_reader  # noqa: E402
+from cntkio.readers.epochs import EpochReader  # noqa: E402
+from cntkio.readers.legacy.binary import BinaryFile  # noqa: E402
 
-_TAKE = packer._take_rows
-
-
-class _NoPool:
-    empty = staticmethod(np.empty)
+_MAP_ROWS = BinaryFile.map_rows
 
 
-def _copy_from_map(st, a, b, out=None):
-    """The packer before: a copy of the map's rows into new memory."""
-    if out is None:
-        return st.values[a:b].copy()
-    np.copyto(out, st.values[a:b])
-    return out
+def _no_map(self, entry, a, b):
+    """``pread copies``: no run is mapped; every one is read into the pool's buffers."""
+    return None
 
 
 def _patch(variant: str) -> None:
-    packer._take_rows = _copy_from_map if variant == "map" else _TAKE
-    packer.buffers = _NoPool if variant in ("map", "fresh") else buffers
+    BinaryFile.map_rows = _no_map if variant == "pread" else _MAP_ROWS
+
+
+def _sweep_sum(section: dict, minibatch_size: int = 256) -> float:
+    """``lt._sweep`` with every minibatch's dense arrays summed."""
+    t0 = time.perf_counter()
+    src = build_reader(section, max_sweeps=1)
+    total = 0.0
+    for mb in EpochReader(src, minibatch_size=minibatch_size, epoch_size=0).epoch(0):
+        for _, v in mb.items():
+            if not v.is_sparse:
+                total += float(v.asarray().sum())
+    src.close()
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -77,14 +94,21 @@ def main() -> None:
         os.remove(cache)
     lt._sweep(lt._uci_section(args.folder, True))          # builds the cache
 
-    def read_run() -> float:
+    block = np.ones(1 << 24, np.uint8)             # one buffer, touched before: read() at its best
+
+    def read_run(summed: bool = False) -> float:
         t0 = time.perf_counter()
-        with open(cache, "rb") as fh:
-            while fh.read(1 << 24):
-                pass
+        total = 0.0
+        with open(cache, "rb", buffering=0) as fh:
+            while True:
+                n = fh.readinto(block)
+                if not n:
+                    break
+                if summed:
+                    total += float(block[:n - n % 4].view(np.float32).sum())
         return time.perf_counter() - t0
 
-    def sweep(chunk_bytes: int | None, variant: str) -> float:
+    def sweep(chunk_bytes: int | None, variant: str, summed: bool = False) -> float:
         sec = lt._uci_section(args.folder, True)
         if chunk_bytes:
             sec["chunkSizeInBytes"] = str(chunk_bytes)
@@ -92,27 +116,35 @@ def main() -> None:
             sec["cacheViews"] = "true"
         _patch(variant)
         try:
-            return lt._sweep(sec)[0]
+            return _sweep_sum(sec) if summed else lt._sweep(sec)[0]
         finally:
-            _patch("now")
+            _patch("default")
 
-    variants = {"now": (None, "now"), "fresh buffers": (None, "fresh"), "copy from the map": (None, "map"),
-                "4MiB chunks": (4 << 20, "now"), "cacheViews": (None, "views")}
-    times: dict[str, list[float]] = {k: [] for k in variants}
+    variants = {"default": (None, "default"), "pread copies": (None, "pread"), "4MiB chunks": (4 << 20, "default"),
+                "cacheViews": (None, "views")}
+    summed = {"default+sum": (None, "default"), "pread copies+sum": (None, "pread")}
+    times: dict[str, list[float]] = {k: [] for k in list(variants) + list(summed)}
     reads: list[float] = []
+    reads_sum: list[float] = []
     for _ in range(args.repeat):
         reads.append(read_run())
         for k, (cb, variant) in variants.items():
             times[k].append(sweep(cb, variant))
         reads.append(read_run())
+        reads_sum.append(read_run(True))
+        for k, (cb, variant) in summed.items():
+            times[k].append(sweep(cb, variant, True))
+        reads_sum.append(read_run(True))
     mb = os.path.getsize(cache) / 1e6
-    rmed, rbest = statistics.median(reads), min(reads)
-    print(f"cache {mb:.1f} MB, {args.repeat} interleaved rounds")
-    print(f"  {'read()':24s} median {rmed:.4f} s  best {rbest:.4f} s  ({mb / rmed:.0f} MB/s median)")
-    for k, v in times.items():
-        med, best = statistics.median(v), min(v)
-        print(f"  {k:24s} median {med:.4f} s  best {best:.4f} s  = {rmed / med:.0%} of read() "
-              f"(median), {rbest / best:.0%} (best)  target >= 50%")
+    print(f"cache {mb:.1f} MB, {args.repeat} interleaved rounds; target: default >= 50% of read()")
+    for base_name, base, rows in (("read()", reads, variants), ("read()+sum", reads_sum, summed)):
+        rmed, rbest = statistics.median(base), min(base)
+        print(f"  {base_name:24s} median {rmed:.4f} s  best {rbest:.4f} s  ({mb / rmed:.0f} MB/s median)")
+        for k in rows:
+            v = times[k]
+            med, best = statistics.median(v), min(v)
+            print(f"  {k:24s} median {med:.4f} s  best {best:.4f} s  = {rmed / med:.0%} of {base_name} "
+                  f"(median), {rbest / best:.0%} (best)")
 
 
 if __name__ == "__main__":

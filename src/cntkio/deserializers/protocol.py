@@ -84,6 +84,12 @@ class DenseStream:
     #: optional: ``values`` is read-only and may be handed out as it is (a minibatch of a run of
     #: its rows is then a read-only view of them, nothing copied); what a user opts in to
     shared: bool = field(default=False, repr=False, compare=False)
+    #: optional: ``(mapper, first)``: row ``r`` of ``values`` is row ``first + r`` of a file that
+    #: ``mapper.map_rows(a, b)`` maps copy-on-write (a writable array of rows ``[a, b)`` over a
+    #: private map: nothing read until touched, a change copies its page and never reaches the
+    #: file or a later read; None when it will not map them). The packer hands a run of rows out
+    #: as such a mapping, runs of several chunks that follow each other in one mapper as one
+    private_map: tuple[Any, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_sparse(self) -> bool:

@@ -93,6 +93,8 @@ def _gather_one(name: str, info: StreamInformation, chunks: Mapping[int, ChunkDa
     first = per[0][0]
     if not first.is_sparse:
         span = _shared_span(per, total)
+        if span is None:
+            span = _private_span(per, total)
         if span is not None:
             return lens, (span,)
         out = buffers.empty((total,) + first.values.shape[1:], first.values.dtype)
@@ -158,10 +160,16 @@ def _one_each(per: list, n: int) -> bool:
 
 
 def _take_rows(st, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Rows ``[a, b)`` of a dense chunk stream copied into ``out`` (a new array when None): read
+    """Rows ``[a, b)`` of a dense chunk stream copied into ``out`` (when None: mapped
+    copy-on-write when the stream has a ``private_map`` that maps them, else a new array): read
     from the file by the stream's ``read_rows`` when it has one (the data touched once), else one
     copy of the run."""
     if out is None:
+        if st.private_map is not None:
+            mapper, first = st.private_map
+            mapped = mapper.map_rows(first + a, first + b)
+            if mapped is not None:
+                return mapped
         out = buffers.empty((b - a,) + st.values.shape[1:], st.values.dtype)
     if st.read_rows is not None:
         st.read_rows(a, b, out)
@@ -200,6 +208,30 @@ def _shared_span(per: list, total: int) -> np.ndarray | None:
     if start is None or expect[1] - start != total:
         return None
     return base[start:start + total]
+
+
+def _private_span(per: list, total: int) -> np.ndarray | None:
+    """A selection of runs from several chunks whose dense streams map their rows copy-on-write
+    from one mapper, the runs following each other there (a non-randomized read across a chunk
+    boundary of the binary cache): those rows as one mapping; else None."""
+    mapper = per[0][0].private_map[0] if per[0][0].private_map is not None else None
+    if mapper is None:
+        return None
+    start = expect = None
+    for st, pos, row0, rows in per:
+        pm = st.private_map
+        if pm is None or pm[0] is not mapper or isinstance(pos, slice) or not len(rows) or \
+                not _run(pos, row0, rows) or (expect is not None and int(pos[0]) != expect[0]):
+            return None
+        r = pm[1] + int(row0[0])
+        if start is None:
+            start = r
+        elif r != expect[1]:
+            return None
+        expect = (int(pos[-1]) + 1, r + int(rows.sum()))
+    if start is None or expect[1] - start != total:
+        return None
+    return mapper.map_rows(start, start + total)
 
 
 def _run(pos: np.ndarray, row0: np.ndarray, rows: np.ndarray) -> bool:

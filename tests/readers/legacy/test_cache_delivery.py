@@ -1,8 +1,10 @@
-"""Minibatches from UCIFastReader's binary cache: the records read from the file straight into
-each batch's own buffer (DenseStream.read_rows), never views of the cache, so a caller changing
-a minibatch in place changes nothing read later."""
+"""Minibatches from UCIFastReader's binary cache: a non-randomized run of records handed out as a
+writable copy-on-write mapping of the file (DenseStream.private_map), smaller runs and randomized
+reads read into buffers of their own (DenseStream.read_rows), never views of the cache's shared
+map, so a caller changing a minibatch in place changes nothing read later and never the file."""
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 
@@ -12,6 +14,7 @@ import pytest
 from cntkio.legacy import DataReader
 from cntkio.readers import build_reader
 from cntkio.readers.epochs import EpochReader
+from cntkio.readers.legacy import binary
 from cntkio.readers.legacy.binary import BinaryFile, CacheError
 
 RECORDS = 1400
@@ -34,10 +37,19 @@ def uci(tmp_path):
 
 
 def _owner(a):
-    """What finally holds an array's memory (an mmap for a view of the cache's map)."""
-    while isinstance(a, np.ndarray) and a.base is not None:
-        a = a.base
-    return a
+    """What finally holds an array's memory (an mmap for a view of a map of the cache)."""
+    while True:
+        if isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        elif isinstance(a, memoryview):
+            a = a.obj
+        else:
+            return a
+
+
+def _digest(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
 
 
 def _sweep(sec, mb=300, **kw):
@@ -50,27 +62,99 @@ def _sweep(sec, mb=300, **kw):
     return out
 
 
-def test_cache_rows_are_read_into_the_minibatches(uci, monkeypatch):
+def test_cache_runs_are_mapped_copy_on_write(uci, monkeypatch):
     sec, rows = uci
-    runs = []
-    original = BinaryFile.read_rows
-    monkeypatch.setattr(BinaryFile, "read_rows", lambda self, e, a, b, out: runs.append((e["name"], a, b))
-                        or original(self, e, a, b, out))
+    maps, reads = [], []
+    map_rows, read_rows = BinaryFile.map_rows, BinaryFile.read_rows
+
+    def mapping(self, e, a, b):
+        got = map_rows(self, e, a, b)
+        if got is not None:
+            maps.append((e["name"], a, b))
+        return got
+    monkeypatch.setattr(BinaryFile, "map_rows", mapping)
+    monkeypatch.setattr(BinaryFile, "read_rows", lambda self, e, a, b, out: reads.append((e["name"], a, b))
+                        or read_rows(self, e, a, b, out))
     mbs = _sweep(sec)
-    feats = np.concatenate([m["features"] for m in mbs])
-    np.testing.assert_array_equal(feats, rows[:, 1:].astype(np.float32))
+    feats = [m["features"] for m in mbs]
+    np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
     labels = np.concatenate([m["labels"] for m in mbs])
     np.testing.assert_array_equal(labels, np.eye(10, dtype=np.float32)[rows[:, 0]])
-    # features only (labels are one-hot from stored ids), one read per run of records in a
-    # chunk: the runs cover every record, none crosses a chunk boundary (a batch packed ahead
-    # and dropped, when the reader moves, is read again: a run may repeat)
-    assert {r[0] for r in runs} == {"features"}
+    # features only (labels are one-hot from stored ids); every record mapped or read, per batch
+    # and not per record (a batch packed ahead and dropped, when the reader moves, is taken again)
+    assert {r[0] for r in maps + reads} == {"features"}
     covered = np.zeros(RECORDS, bool)
-    for _, a, b in runs:
+    for _, a, b in maps + reads:
         covered[a:b] = True
-        assert a // 500 == (b - 1) // 500
-    assert covered.all()
-    assert len(runs) < 2 * (RECORDS // 300 + 4)     # per batch and chunk, not per record
+    assert covered.all() and len(maps) + len(reads) < 2 * (RECORDS // 300 + 4)
+    # the runs of 1 MiB and more (334 records of 3136 bytes) are mappings, one across the chunk
+    # boundary at 500 too; the smaller ones are read
+    assert all((b - a) * 3136 >= binary.MAP_MIN_BYTES for _, a, b in maps)
+    assert all((b - a) * 3136 < binary.MAP_MIN_BYTES for _, a, b in reads)
+    assert any(a < 500 < b for _, a, b in maps)
+    mapped = [f for f in feats if isinstance(_owner(f), mmap.mmap)]
+    assert len(mapped) >= 3 and all(f.flags.writeable for f in mapped)
+
+
+def test_map_rows_maps_the_rows_it_is_asked_for(uci):
+    sec, rows = uci
+    bf = BinaryFile(sec["wfile"])
+    try:
+        entry = bf.sections["features"]
+        # 401 records from record 7: the mapping starts on the page before record 7's first byte
+        got = bf.map_rows(entry, 7, 408)
+        assert got.shape == (401, 784) and got.dtype == np.float32 and got.flags.writeable
+        np.testing.assert_array_equal(got, rows[7:408, 1:].astype(np.float32))
+        assert isinstance(_owner(got), mmap.mmap) and not np.shares_memory(got, bf.array(entry))
+        assert bf.map_rows(entry, 7, 8 + binary.MAP_MIN_BYTES // 3136 - 2) is None   # under 1 MiB: not mapped
+    finally:
+        bf.close()
+
+
+def test_changing_a_mapped_minibatch_changes_neither_the_file_nor_a_later_read(uci):
+    sec, rows = uci
+    before = _digest(sec["wfile"])
+    expect = rows[:, 1:].astype(np.float32)
+    src = build_reader(dict(sec))              # sweeps without end
+    kept, seen = [], []
+    for _ in range(4):                         # 4 x 350 records: one sweep
+        m = src.next_minibatch(350)
+        x = next(v for s, v in m.items() if s.name == "features").asarray().reshape(-1, 784)
+        seen.append(x.copy())
+        x /= 255                                # the caller's in-place change
+        x[:, 0] = -1
+        kept.append(x)                         # kept alive: its mapping's pages stay changed
+    state = src.get_checkpoint_state()
+    np.testing.assert_array_equal(np.concatenate(seen), expect)
+    assert any(isinstance(_owner(x), mmap.mmap) for x in kept)
+    again = [next(v for s, v in src.next_minibatch(350).items() if s.name == "features").asarray().reshape(-1, 784)
+             for _ in range(4)]                # the next sweep: the records as stored
+    np.testing.assert_array_equal(np.concatenate(again), expect)
+    for x in again:
+        x[:] = 7
+    src.restore_from_checkpoint(state)         # back to the start of the second sweep
+    restored = [next(v for s, v in src.next_minibatch(350).items() if s.name == "features").asarray()
+                .reshape(-1, 784).copy() for _ in range(4)]
+    np.testing.assert_array_equal(np.concatenate(restored), expect)
+    src.close()
+    assert float(kept[0][0, 0]) == -1 and float(kept[0][0, 1]) == np.float32(rows[0, 2]) / np.float32(255)
+    assert _digest(sec["wfile"]) == before
+    del kept, again
+    r = DataReader(dict(sec))                  # a new reader: the stored records
+    r.start_minibatch_loop(1400, 0, RECORDS)
+    m: dict = {}
+    assert r.get_minibatch(m)
+    np.testing.assert_array_equal(m["features"].reshape(-1, 784), expect)
+    r.destroy()
+
+
+def test_runs_under_the_mapping_size_are_read_into_buffers(uci, monkeypatch):
+    sec, rows = uci
+    monkeypatch.setattr(binary, "MAP_MIN_BYTES", 1 << 40)
+    mbs = _sweep(sec, mb=300)
+    feats = [m["features"] for m in mbs]
+    assert not any(isinstance(_owner(f), mmap.mmap) for f in feats) and all(f.flags.writeable for f in feats)
+    np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
 
 
 def test_minibatches_share_no_memory_with_the_cache_or_each_other(uci):
@@ -122,6 +206,8 @@ def test_a_cache_cut_short_while_open_is_an_error_naming_it(uci):
         os.truncate(sec["wfile"], int(entry["offset"]) + 3136 * 100)
         with pytest.raises(CacheError, match=r"m\.bin' is truncated: section 'features'"):
             bf.read_rows(entry, 50, 400, out[50:400])
+        with pytest.raises(CacheError, match=r"m\.bin' is truncated: section 'features' ends before byte"):
+            bf.map_rows(entry, 50, 400)
     finally:
         bf.close()
 
@@ -133,7 +219,7 @@ def test_cache_views_opted_in_are_read_only_views_of_the_cache(uci):
     np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
     # minibatches of 100 in chunks of 500: each within one chunk, a read-only view of the map
     assert all(isinstance(_owner(f), mmap.mmap) and not f.flags.writeable for f in feats)
-    assert not any(isinstance(_owner(m["features"]), mmap.mmap) for m in _sweep(sec, mb=100))
+    assert all(m["features"].flags.writeable for m in _sweep(sec, mb=100))   # the default: writable
     with pytest.raises(ValueError, match="read-only"):
         feats[0] /= 255
     labels = np.concatenate([m["labels"] for m in mbs])   # one-hot from the stored ids: arrays of their own

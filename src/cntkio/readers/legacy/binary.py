@@ -48,7 +48,7 @@ from ..._log import get_logger
 from ...errors import ConfigError
 
 __all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", "write_binary", "write_binaries",
-           "open_or_build_cache", "CacheError", "section_stats", "rows_reader"]
+           "open_or_build_cache", "CacheError", "section_stats", "rows_reader", "SectionMap", "MAP_MIN_BYTES"]
 
 _log = get_logger("readers.legacy.binary")
 
@@ -57,6 +57,9 @@ VERSION = 1
 _PREFIX = struct.Struct("<8sIIQQ")
 _ALIGN = 64
 NO_LABEL = 0xFFFFFFFF
+#: runs of rows smaller than this are read into memory of their own rather than mapped (a
+#: mapping per small run would use up the process's mappings when a caller keeps many minibatches)
+MAP_MIN_BYTES = 1 << 20
 STAT_NAMES = ("sum", "count", "mean", "variance", "stdDev", "max", "min", "range", "rootMeanSquare")
 
 
@@ -87,6 +90,7 @@ class BinaryFile:
         if size < _PREFIX.size:
             raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
         self._arrays: dict[int, np.ndarray] = {}
+        self._maps: dict[int, SectionMap] = {}
         with open(path, "rb") as fh:
             self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         # rows read straight into a packer's buffer (read_rows): a pread copies from the page
@@ -149,6 +153,38 @@ class BinaryFile:
                 raise CacheError(f"binary file {self.path!r} is truncated: section {entry['name']!r} "
                                  f"ends before byte {pos + end}")
             done += got
+
+    def section_map(self, entry: Mapping) -> "SectionMap":
+        """The :class:`SectionMap` of a section (one object per section)."""
+        key = int(entry["offset"])
+        m = self._maps.get(key)
+        if m is None:
+            m = self._maps[key] = SectionMap(self, entry)
+        return m
+
+    def map_rows(self, entry: Mapping, a: int, b: int) -> np.ndarray | None:
+        """Rows ``[a, b)`` of a section as a writable copy-on-write mapping of the file (a private
+        map of the pages holding them): nothing is read until touched, a page is paged in from
+        the page cache when read and copied when written, and a change never reaches the file,
+        another mapping or a later read. None when the run is under :data:`MAP_MIN_BYTES` or the
+        system cannot map it (the caller reads the rows into memory instead)."""
+        fd = self._fd
+        row = int(np.prod(entry["shape"][1:], dtype=np.int64)) * np.dtype(entry["dtype"]).itemsize
+        n = (b - a) * row
+        if fd is None or n < MAP_MIN_BYTES:
+            return None
+        pos = int(entry["offset"]) + a * row
+        base = pos - pos % mmap.ALLOCATIONGRANULARITY
+        try:
+            mm = mmap.mmap(fd, pos + n - base, access=mmap.ACCESS_COPY, offset=base)
+        except ValueError:           # the mapping would reach past the end of the file
+            raise CacheError(f"binary file {self.path!r} is truncated: section {entry['name']!r} "
+                             f"ends before byte {pos + n}") from None
+        except OSError:              # out of mappings or address space: read the rows instead
+            return None
+        arr = np.frombuffer(mm, np.dtype(entry["dtype"]), (b - a) * (row // np.dtype(entry["dtype"]).itemsize),
+                            pos - base)
+        return arr.reshape((b - a,) + tuple(entry["shape"][1:]))
 
     def close(self) -> None:
         fd, self._fd = getattr(self, "_fd", None), None
@@ -341,6 +377,20 @@ def rows_reader(bf: BinaryFile, entry: Mapping, first: int):
     return functools.partial(_read_chunk_rows, bf, entry, first)
 
 
+class SectionMap:
+    """A section's rows mapped copy-on-write (``DenseStream.private_map``'s mapper): one object per
+    section and file, so the packer can tell that two chunks' runs follow each other in it."""
+
+    __slots__ = ("bf", "entry")
+
+    def __init__(self, bf: BinaryFile, entry: Mapping) -> None:
+        self.bf, self.entry = bf, entry
+
+    def map_rows(self, a: int, b: int) -> np.ndarray | None:
+        """Records ``[a, b)`` of the section (:meth:`BinaryFile.map_rows`)."""
+        return self.bf.map_rows(self.entry, a, b)
+
+
 class BinaryCache:
     """The records of a UCIFastReader section read from its binary cache file(s)."""
 
@@ -382,10 +432,11 @@ class BinaryCache:
         return z, z, np.array(counts, np.int64), z
 
     def records_slice(self, a: int, b: int, views: bool = False):
-        """Records ``[a, b)``: ``({stream: values}, invalid, {stream: read_rows})``; dense values
-        stored as delivered are views of the map, with a ``read_rows(r0, r1, out)`` that reads
-        their rows ``[r0, r1)`` from the file instead (``views``: none; they are handed out
-        as read-only views, ``cacheViews = true``)."""
+        """Records ``[a, b)``: ``({stream: values}, invalid, {stream: (read_rows, private_map)})``;
+        dense values stored as delivered are views of the map, with a ``read_rows(r0, r1, out)``
+        that reads their rows ``[r0, r1)`` from the file instead and a ``DenseStream.private_map``
+        (``(section map, a)``) that maps a run of them copy-on-write (``views``: neither; they are
+        handed out as read-only views, ``cacheViews = true``)."""
         out, readers = {}, {}
         invalid = np.zeros(b - a, bool)
         for bf in self.files.values():
@@ -404,7 +455,8 @@ class BinaryCache:
             elif arr.dtype == self.deser.dtype:   # a view of the map; the packer reads what it takes
                 out[s.name] = arr
                 if not views:
-                    readers[s.name] = rows_reader(self.where[s.name], entry, a)
+                    bf = self.where[s.name]
+                    readers[s.name] = (rows_reader(bf, entry, a), (bf.section_map(entry), a))
             else:
                 out[s.name] = arr.astype(self.deser.dtype)
         return out, invalid, readers

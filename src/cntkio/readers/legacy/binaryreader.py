@@ -108,7 +108,8 @@ class BinaryReaderDeserializer(DeserializerBase):
                 values[rows, ids[rows]] = 1
             elif arr.dtype == self.dtype:     # a view of the map; the packer reads what it takes
                 streams[e["name"]] = (DenseStream(arr, offsets, shared=True) if self.views else
-                                      DenseStream(arr, offsets, rows_reader(bf, e, a)))
+                                      DenseStream(arr, offsets, rows_reader(bf, e, a),
+                                                  private_map=(bf.section_map(e), a)))
                 continue
             else:
                 values = arr.astype(self.dtype)

@@ -312,9 +312,11 @@ class UCIFastDeserializer(DeserializerBase):
         else:
             arrays, invalid = self.parse_chunk(chunk_id)
         offsets = np.arange(len(table) + 1, dtype=np.int64)
-        streams = {name: DenseStream(values, offsets, readers.get(name),
-                                     self._cache_views and not values.flags.writeable)
-                   for name, values in arrays.items()}
+        streams = {}
+        for name, values in arrays.items():
+            read_rows, private_map = readers.get(name, (None, None))
+            streams[name] = DenseStream(values, offsets, read_rows,
+                                        self._cache_views and not values.flags.writeable, private_map)
         return ChunkData(table, streams, invalid if invalid is not None and invalid.any() else None)
 
     def parse_chunk(self, chunk_id: int, buf: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
