@@ -192,12 +192,20 @@ while one is encoded and written;
                                          for n, _, sp, d in defs],
                            precision=precision, chunk_size=chunk_size)
         try:
-            for info, chunk in _parsed_ahead(reader):
+            def load(chunk_id: int):
+                # on a parse thread: parsed, encoded, and the sparse streams' largest indices
+                chunk = reader.get_chunk(chunk_id)
+                top = {}
                 for name in max_index:
                     ix = chunk.streams[name].indices
-                    if len(ix):
-                        max_index[name] = max(max_index[name], int(ix.max()))
-                writer.write(chunk, names)
+                    top[name] = int(ix.max()) if len(ix) else -1
+                return writer.encode(chunk, names), top
+
+            for info, (encoded, top) in _parsed_ahead(reader, load):
+                for name, m in top.items():
+                    max_index[name] = max(max_index[name], m)
+                writer.write(None, encoded=encoded)
+                del encoded
                 if bar is not None:
                     a, b, _ = reader._chunks[info.id]
                     bar.update(int(reader.index.starts[b]) - int(reader.index.starts[a]))
@@ -224,23 +232,25 @@ _PARSE_THREADS = 2
 _PARSE_AHEAD = 2
 
 
-def _parsed_ahead(reader, ahead: int | None = None, threads: int | None = None):
-    """``(chunk info, chunk data)`` of every chunk in order, the next ``ahead`` chunks parsed on
-    ``threads`` threads meanwhile (the C parser releases the GIL: the caller encodes and writes
-    one chunk while the next ones parse)."""
+def _parsed_ahead(reader, load=None, ahead: int | None = None, threads: int | None = None):
+    """``(chunk info, load(chunk id))`` of every chunk in order (``load`` is
+    ``reader.get_chunk`` by default), the next ``ahead`` chunks loaded on ``threads`` threads
+    meanwhile (the C parser releases the GIL: the caller writes one chunk while the next ones
+    are parsed and encoded)."""
+    load = reader.get_chunk if load is None else load
     ahead = _PARSE_AHEAD if ahead is None else ahead
     threads = _PARSE_THREADS if threads is None else threads
     infos = list(reader.chunk_infos())
     with cf.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cntkio-ctf2bin") as pool:
-        pending = deque((info, pool.submit(reader.get_chunk, info.id)) for info in infos[:ahead])
+        pending = deque((info, pool.submit(load, info.id)) for info in infos[:ahead])
         try:
             for k in range(len(infos)):
                 info, fut = pending.popleft()
-                chunk = fut.result()
                 if k + ahead < len(infos):
                     nxt = infos[k + ahead]
-                    pending.append((nxt, pool.submit(reader.get_chunk, nxt.id)))
-                yield info, chunk
+                    pending.append((nxt, pool.submit(load, nxt.id)))
+                yield info, fut.result()  # not kept here while the caller writes the next one
+                del fut
         finally:
             for _, fut in pending:
                 fut.cancel()

@@ -20,6 +20,7 @@ import errno
 import os
 import struct
 import sys
+import threading
 import time
 import uuid
 from collections import deque
@@ -66,6 +67,9 @@ _DIRECT_STAGES = 4
 _DIRECT_STAGES_MAX = 64
 #: alignment of a direct write's memory, file offset and length
 _DIRECT_ALIGN = 4096
+
+#: written-out encode buffers kept for reuse (the largest)
+_SPARE_BUFFERS = 8
 
 #: bytes of a written chunk before a new one starts (as ctf2bin.py's --chunk_size)
 DEFAULT_CHUNK_SIZE = 32 * 1024 * 1024
@@ -117,6 +121,7 @@ class CBFWriter:
         # written chunks are kept (a few) and reused; a buffer is reused only once written out
         # and no longer used by the write() in progress
         self._spare: list[np.ndarray] = []
+        self._spare_lock = threading.Lock()
         self._pending_bufs: dict[int, np.ndarray] = {}   # buffers that pending parts view
         self._active: dict[int, np.ndarray] = {}         # buffers of the write() in progress
         self.num_sequences = 0
@@ -130,9 +135,23 @@ class CBFWriter:
 
     # -- encoding -----------------------------------------------------------------------------
 
-    def _encode(self, chunk: ChunkData, names: Sequence[str]) -> tuple[np.ndarray, list, np.ndarray]:
+    def encode(self, chunk: ChunkData, names: Sequence[str] | None = None) -> "Encoded":
+        """The chunk encoded for :meth:`write` (``write(chunk, names, encoded=...)``). Thread-safe
+        and mostly GIL-free (NumPy and the C core): ``ctf2bin`` encodes each chunk on the thread
+        that parsed it, so the writing thread only cuts the chunks and writes."""
+        names = [s.name for s in self.streams] if names is None else list(names)
+        bufs: list[np.ndarray] = []
+        lengths, blocks, sizes = self._encode(chunk, names, bufs)
+        # the chunk is kept only when sequences must be dropped (see _write): else its arrays
+        # are freed now, on this thread (the parser reuses their memory for the next chunk)
+        keep = chunk if len(lengths) and not lengths.all() else None
+        return Encoded(keep, names, lengths, blocks, sizes, bufs)
+
+    def _encode(self, chunk: ChunkData, names: Sequence[str],
+                bufs: list) -> tuple[np.ndarray, list, np.ndarray]:
         """Per stream the blocks of every sequence as one word array, with the sequences' lengths
-        and byte sizes (to cut chunks at sequence boundaries)."""
+        and byte sizes (to cut chunks at sequence boundaries). The word arrays' buffers are
+        appended to ``bufs``."""
         n = len(chunk.sequences)
         counts = []
         for st, name in zip(self.streams, names):
@@ -144,12 +163,12 @@ class CBFWriter:
         lengths = np.max(np.stack(counts), axis=0) if n else np.zeros(0, np.int64)
         blocks, sizes = [], 4 * np.ones(n, np.int64)
         for st, name, cnt in zip(self.streams, names, counts):
-            words, block = self._encode_stream(st, chunk.streams[name], cnt)
+            words, block = self._encode_stream(st, chunk.streams[name], cnt, bufs)
             blocks.append((words, block))
             sizes += 4 * block
         return lengths, blocks, sizes
 
-    def _encode_stream(self, st: CBFStream, data, cnt: np.ndarray):
+    def _encode_stream(self, st: CBFStream, data, cnt: np.ndarray, bufs: list):
         ew = st.value_words
         n = len(cnt)
         if not st.sparse:
@@ -160,7 +179,7 @@ class CBFWriter:
             start = np.zeros(n, np.int64)
             if n > 1:
                 np.cumsum(block[:-1], out=start[1:])
-            words = self._take(int(block.sum()))
+            words = self._take(int(block.sum()), bufs)
             words[start] = cnt
             src = vals.reshape(-1).view("<u4")
             seg = cnt * (st.dim * ew)
@@ -183,7 +202,7 @@ class CBFWriter:
         start = np.zeros(n, np.int64)
         if n > 1:
             np.cumsum(block[:-1], out=start[1:])
-        words = self._take(int(block.sum()))
+        words = self._take(int(block.sum()), bufs)
         words[start] = cnt
         words[start + 1] = nnz
         values = np.ascontiguousarray(data.data, st.dtype).view("<u4")
@@ -199,21 +218,26 @@ class CBFWriter:
         _scatter(words, sizes, off[:-1], start + 2 + nnz * (ew + 1), cnt)
         return words, block
 
-    def _take(self, n: int) -> np.ndarray:
-        """An uninitialized uint32 array of ``n`` words, from a spare buffer when one fits."""
-        best = None
-        for i, b in enumerate(self._spare):
-            if n <= len(b) <= 2 * n + (1 << 18) and (best is None or len(b) < len(self._spare[best])):
-                best = i
-        buf = self._spare.pop(best) if best is not None else np.empty(max(n, 1), "<u4")
-        self._active[id(buf)] = buf
+    def _take(self, n: int, bufs: list) -> np.ndarray:
+        """An uninitialized uint32 array of ``n`` words, from a spare buffer when one fits (its
+        buffer appended to ``bufs``). Thread-safe."""
+        with self._spare_lock:
+            best = None
+            for i, b in enumerate(self._spare):
+                if n <= len(b) <= 2 * n + (1 << 18) and (best is None or len(b) < len(self._spare[best])):
+                    best = i
+            buf = self._spare.pop(best) if best is not None else None
+        if buf is None:
+            buf = np.empty(max(n, 1), "<u4")
+        bufs.append(buf)
         return buf[:n]
 
     def _give(self, bufs) -> None:
         """Keep written-out buffers for reuse (the largest few)."""
-        self._spare.extend(bufs)
-        self._spare.sort(key=len, reverse=True)
-        del self._spare[4:]
+        with self._spare_lock:
+            self._spare.extend(bufs)
+            self._spare.sort(key=len, reverse=True)
+            del self._spare[_SPARE_BUFFERS:]
 
     def _end_write(self) -> None:
         """The write() in progress is done: its buffers no pending part views are spare."""
@@ -222,22 +246,32 @@ class CBFWriter:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def write(self, chunk: ChunkData, names: Sequence[str] | None = None) -> None:
+    def write(self, chunk: ChunkData | None, names: Sequence[str] | None = None,
+              encoded: "Encoded | None" = None) -> None:
         """Append the sequences of a chunk (``names[i]`` is the chunk's stream for header stream
-        ``i``; default: the header names). Sequences with no sample in any stream are skipped."""
-        names = [s.name for s in self.streams] if names is None else list(names)
+        ``i``; default: the header names), or of a chunk :meth:`encode` made (``encoded``; then
+        ``chunk`` and ``names`` are its own). Sequences with no sample in any stream are
+        skipped."""
+        if encoded is None:
+            assert chunk is not None
+            encoded = self.encode(chunk, names)
+        self._active = {id(b): b for b in encoded.bufs}
         try:
-            self._write(chunk, names)
+            self._write(encoded)
         finally:
             self._end_write()
 
-    def _write(self, chunk: ChunkData, names: list[str]) -> None:
-        lengths, blocks, sizes = self._encode(chunk, names)
+    def _write(self, encoded: "Encoded") -> None:
+        chunk, names = encoded.chunk, encoded.names
+        lengths, blocks, sizes = encoded.lengths, encoded.blocks, encoded.sizes
         keep = lengths > 0
         if not keep.all():
+            assert chunk is not None  # kept by encode() for this
             chunk = _select(chunk, np.flatnonzero(keep), names)
             self._end_write()  # the first encoding is not used
-            lengths, blocks, sizes = self._encode(chunk, names)
+            bufs: list[np.ndarray] = []
+            lengths, blocks, sizes = self._encode(chunk, names, bufs)
+            self._active = {id(b): b for b in bufs}
         n = len(lengths)
         if n == 0:
             return
@@ -383,13 +417,11 @@ class _DirectFile:
         return cls(fd, stages)
 
     def __init__(self, fd: int, stages: int = _DIRECT_STAGES) -> None:
-        import mmap
         self.fd = fd
         self.direct = True
         self._pos = 0  # bytes written so far (staged or out)
-        populate = getattr(mmap, "MAP_POPULATE", 0)  # one call, not a fault per page
-        self._mmap = lambda: mmap.mmap(-1, _DIRECT_STAGE_BYTES, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-                                       | populate)
+        self._mmap = _stage_take
+        self._finished = False
         self._stages = max(int(stages), 2)
         self._free: list = []  # staging buffers written out (made as needed, up to self._stages)
         self._made = 1
@@ -476,6 +508,7 @@ class _DirectFile:
                     done += os.pwrite(self.fd, mv[done:], self._base + whole + done)
         self._base += self._fill
         self._fill = 0
+        self._finished = True
 
     def close(self) -> None:
         if self.fd < 0:  # closed already (an abort after a failed rename closes again)
@@ -486,12 +519,62 @@ class _DirectFile:
         finally:
             fd, self.fd = self.fd, -1
             os.close(fd)
-            for b in self._free + [self._buf]:
-                try:
-                    b.close()
-                except BufferError:  # still viewed (an exception's traceback): freed with it
-                    pass
-            self._free = []
+            bufs, self._free = self._free + [self._buf], []
+            if self._finished and not self._busy:  # every write done: kept for the next file
+                _stage_give(bufs)
+            else:
+                _stage_close(bufs)
+
+
+#: staging buffers of finished files, kept (faulted in) for the next file: each new buffer costs
+#: a page fault and a zeroing per page, 12k faults for the 24 buffers of a 32 MiB-chunk conversion
+_stage_cache: list = []
+_stage_cache_lock = threading.Lock()
+_STAGE_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def _stage_take():
+    """A page-aligned staging buffer of ``_DIRECT_STAGE_BYTES``: a kept one, else a new mapping."""
+    import mmap
+    with _stage_cache_lock:
+        while _stage_cache:
+            buf = _stage_cache.pop()
+            if len(buf) == _DIRECT_STAGE_BYTES:
+                return buf
+            _stage_close([buf])
+    populate = getattr(mmap, "MAP_POPULATE", 0)  # one call, not a fault per page
+    return mmap.mmap(-1, _DIRECT_STAGE_BYTES, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+
+
+def _stage_give(bufs) -> None:
+    """Keep written-out staging buffers for the next file (up to ``_STAGE_CACHE_BYTES``)."""
+    rest = []
+    with _stage_cache_lock:
+        for buf in bufs:
+            if len(buf) == _DIRECT_STAGE_BYTES and \
+                    (len(_stage_cache) + 1) * _DIRECT_STAGE_BYTES <= _STAGE_CACHE_BYTES:
+                _stage_cache.append(buf)
+            else:
+                rest.append(buf)
+    _stage_close(rest)
+
+
+def _stage_close(bufs) -> None:
+    for buf in bufs:
+        try:
+            buf.close()
+        except BufferError:  # still viewed (an exception's traceback): freed with it
+            pass
+
+
+class Encoded:
+    """A chunk encoded by :meth:`CBFWriter.encode`, for :meth:`CBFWriter.write`."""
+
+    __slots__ = ("chunk", "names", "lengths", "blocks", "sizes", "bufs")
+
+    def __init__(self, chunk, names, lengths, blocks, sizes, bufs) -> None:
+        self.chunk, self.names = chunk, names
+        self.lengths, self.blocks, self.sizes, self.bufs = lengths, blocks, sizes, bufs
 
 
 def _temp_name(path: str) -> str:
