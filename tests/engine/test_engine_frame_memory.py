@@ -162,3 +162,47 @@ def test_a_sweep_of_one_sample_sequences_holds_memory_by_the_window_not_the_swee
     pos = np.array([n - 1, 3, 600_000, 3])
     assert tl.index[pos].tolist() == index[pos].tolist()
     assert np.asarray(tl.rchunk).tolist() == source.tolist()           # the whole sweep: a separate replay
+
+
+def _materialized(rand: R.BlockRandomizer):
+    """``rand`` with whole-sweep timelines (the tables the streamed one no longer keeps)."""
+    def compute(sweep):
+        tl = R.BlockRandomizer._compute(rand, sweep)
+        return R._make_timeline(sweep, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
+                                rand.num_chunks, tl.rchunk_start, tl.start)
+    rand._compute = compute
+    return rand
+
+
+@pytest.mark.parametrize("W", [2, 3])
+def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W):
+    """Distributed workers over a streamed frame-mode sweep (their positions found a randomized
+    chunk at a time) take exactly what they take over whole-sweep tables: every minibatch's
+    chunks, indices and flags, the chunks ahead, the next local sequence, over two sweeps."""
+    from cntkio.engine.walk import TimelineWalker
+    rng = np.random.default_rng(4)
+    chunks = [np.ones(int(n), np.int64) for n in rng.integers(300, 2000, 17)]
+    total = sum(len(c) for c in chunks)
+
+    def walker():
+        return TimelineWalker(chunks, randomize=True, window=3000, sample_based=True, seed=9,
+                              epoch_end=2 * total - 500)
+    for r in range(W):
+        a, b = walker(), walker()
+        _materialized(b.randomizer)
+        assert isinstance(a.timeline(0), R.StreamedTimeline) and not isinstance(b.timeline(0), R.StreamedTimeline)
+        ca = cb = (0, 0)
+        calls = 0
+        while calls < 2000:
+            calls += 1
+            budget = int(rng.integers(20, 600))
+            pa, pb = a.walk(ca, budget, W, r), b.walk(cb, budget, W, r)
+            sa, sb = a.selection([pa]), b.selection([pb])
+            assert [x.tolist() for x in sa] == [x.tolist() for x in sb]
+            assert (pa.end, pa.end_of_sweep, pa.reached_end) == (pb.end, pb.end_of_sweep, pb.reached_end)
+            assert a.span(ca, W, r) == b.span(cb, W, r)
+            assert a.next_local(ca, W, r) == b.next_local(cb, W, r)
+            ca, cb = a.normalize(*pa.end), b.normalize(*pb.end)
+            if pa.reached_end:
+                break
+        assert pa.reached_end and calls > 40

@@ -497,6 +497,93 @@ class _Uses:
         return np.asarray(self).tolist()
 
 
+class _LocalPositions:
+    """The sorted positions of a :class:`StreamedTimeline` whose source randomized chunk is ``r``
+    modulo ``W`` (a distributed worker's sequences), read like the array of them without holding it:
+    the count per randomized chunk (counted once by a replay of the sweep's swaps: time, not
+    memory), and the positions of a randomized chunk found from its source column when asked.
+    Indexing (an integer, a step-1 slice, an index array), ``len`` and ``searchsorted``."""
+
+    __slots__ = ("tl", "W", "r", "prefix", "n", "_cache", "_cache_max")
+    dtype = np.dtype(np.int64)
+    ndim = 1
+
+    def __init__(self, tl: "StreamedTimeline", W: int, r: int) -> None:
+        self.tl, self.W, self.r = tl, int(W), int(r)
+        counts = tl.local_counts(self.W, self.r)
+        self.prefix = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=self.prefix[1:])
+        self.n = int(self.prefix[-1])
+        self._cache: dict = {}
+        self._cache_max = 4 * self.W + 8      # the walker reads about 3W randomized chunks ahead
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _in_chunk(self, k: int) -> np.ndarray:
+        """The local positions of randomized chunk ``k`` (sorted)."""
+        got = self._cache.get(k)
+        if got is None:
+            src = self.tl.range(int(self.tl.rchunk_start[k]), int(self.tl.rchunk_start[k + 1]), 1)
+            got = np.flatnonzero(np.remainder(src, self.W) == self.r) + int(self.tl.rchunk_start[k])
+            if len(self._cache) >= self._cache_max:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[k] = got
+        return got
+
+    def _one(self, q: int) -> int:
+        if not 0 <= q < self.n:
+            raise IndexError(f"index {q} is out of bounds for {self.n} local positions")
+        k = int(np.searchsorted(self.prefix, q, side="right")) - 1
+        return int(self._in_chunk(k)[q - int(self.prefix[k])])
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            q = int(key)
+            return np.int64(self._one(q + self.n if q < 0 else q))
+        if isinstance(key, slice):
+            a, b, step = key.indices(self.n)
+            if step != 1 or b <= a:
+                return np.array([self._one(q) for q in range(a, b, step)], np.int64)
+            k0 = int(np.searchsorted(self.prefix, a, side="right")) - 1
+            k1 = int(np.searchsorted(self.prefix, b - 1, side="right")) - 1
+            parts = [self._in_chunk(k) for k in range(k0, k1 + 1)]
+            allp = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            base = int(self.prefix[k0])
+            return allp[a - base:b - base]
+        idx = np.asarray(key, np.int64)
+        return np.array([self._one(int(q) + (self.n if q < 0 else 0)) for q in idx.ravel()],
+                        np.int64).reshape(idx.shape)
+
+    def _search(self, x: int, side: str) -> int:
+        tl = self.tl
+        if x <= 0 and side == "left" or x < 0:
+            return 0
+        if x >= tl.n:
+            return self.n
+        k = tl.owner(x)
+        return int(self.prefix[k]) + int(np.searchsorted(self._in_chunk(k), x, side=side))
+
+    def searchsorted(self, v, side: str = "left", sorter=None):
+        """Where ``v`` would be inserted to keep the order (as ``numpy.searchsorted``)."""
+        if isinstance(v, (int, np.integer)):
+            return np.intp(self._search(int(v), side))
+        x = np.asarray(v)
+        out = np.array([self._search(int(e), side) for e in x.ravel()], np.intp).reshape(x.shape)
+        return out[()] if out.ndim == 0 else out
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[0:self.n]
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
+
+
 class StreamedTimeline(Timeline):
     """A block-randomized sweep of one-sample sequences (frame mode) whose ``index`` and ``rchunk``
     are computed a randomized chunk at a time by the rolling swaps (:class:`_Swaps`), not kept for
@@ -639,6 +726,26 @@ class StreamedTimeline(Timeline):
                 sel = owner == r
                 out[sel] = self._piece(r)[which][positions[sel] - int(ss[r])]
         return out
+
+    def local_counts(self, W: int, r: int) -> np.ndarray:
+        """Per randomized chunk, how many of its positions hold a sequence whose source randomized
+        chunk is ``r`` modulo ``W`` (a separate replay of the swaps: the kept columns stay)."""
+        sw = self.swaps
+        swaps = _Swaps(sw.seed, sw.wb, sw.we, sw.ss, sw.source_dtype)
+        counts = np.zeros(len(self.order), np.int64)
+        ss = self.rchunk_start
+        while swaps.ct < swaps.c:
+            lo0, _, source = swaps.step()
+            if len(source):
+                local = np.remainder(source, W) == r
+                owner = np.searchsorted(ss, np.arange(lo0, lo0 + len(source), dtype=np.int64)[local],
+                                        side="right") - 1
+                counts += np.bincount(owner, minlength=len(counts))
+        return counts
+
+    def local_positions(self, W: int, r: int) -> "_LocalPositions":
+        """Worker ``r`` of ``W``'s positions, sorted (read like an array, not held as one)."""
+        return _LocalPositions(self, W, r)
 
     def materialize(self, which: int) -> np.ndarray:
         """Column ``which`` of the whole sweep (a separate replay: the kept chunks stay)."""

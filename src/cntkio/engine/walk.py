@@ -29,7 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .randomizer import BlockRandomizer, NoRandomizer, RollingWindowRandomizer, Timeline
+from .randomizer import (BlockRandomizer, Counting, NoRandomizer, RollingWindowRandomizer, StreamedTimeline,
+                         Timeline)
 
 __all__ = ["TimelineWalker", "Plan", "worker_budget"]
 
@@ -160,6 +161,10 @@ class TimelineWalker:
                 self._all = (tl.start[:self.N] if self.randomizer.unit
                              else np.arange(self.N, dtype=np.int64))
             return self._all, tl.start[1:]
+        elif isinstance(tl, StreamedTimeline):
+            # frame mode, randomized: the worker's positions read a randomized chunk at a time
+            loc = tl.local_positions(W, r)
+            cum = Counting(1, len(loc))
         else:
             if self.randomized:
                 mask = np.remainder(tl.rchunk, W, dtype=np.int64) == r
