@@ -68,8 +68,12 @@ _DIRECT_STAGES_MAX = 64
 #: alignment of a direct write's memory, file offset and length
 _DIRECT_ALIGN = 4096
 
-#: written-out encode buffers kept for reuse (the largest)
+#: written-out encode buffers kept for reuse (the largest; shared by all writers, so that the
+#: next file's chunks are encoded into memory already faulted in)
 _SPARE_BUFFERS = 8
+_SPARE_BYTES = 96 * 1024 * 1024
+_encode_spare: list = []
+_encode_spare_lock = threading.Lock()
 
 #: bytes of a written chunk before a new one starts (as ctf2bin.py's --chunk_size)
 DEFAULT_CHUNK_SIZE = 32 * 1024 * 1024
@@ -120,8 +124,7 @@ class CBFWriter:
         # encode buffers: fresh memory costs a page fault and zeroing per page, so the buffers of
         # written chunks are kept (a few) and reused; a buffer is reused only once written out
         # and no longer used by the write() in progress
-        self._spare: list[np.ndarray] = []
-        self._spare_lock = threading.Lock()
+        self._spare, self._spare_lock = _encode_spare, _encode_spare_lock  # shared by writers
         self._pending_bufs: dict[int, np.ndarray] = {}   # buffers that pending parts view
         self._active: dict[int, np.ndarray] = {}         # buffers of the write() in progress
         self.num_sequences = 0
@@ -238,6 +241,12 @@ class CBFWriter:
             self._spare.extend(bufs)
             self._spare.sort(key=len, reverse=True)
             del self._spare[_SPARE_BUFFERS:]
+            total = 0
+            for i, b in enumerate(self._spare):
+                total += b.nbytes
+                if total > _SPARE_BYTES:
+                    del self._spare[i:]
+                    break
 
     def _end_write(self) -> None:
         """The write() in progress is done: its buffers no pending part views are spare."""
