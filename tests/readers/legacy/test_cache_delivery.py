@@ -243,3 +243,18 @@ def test_binary_reader_cache_views(uci):
     np.testing.assert_array_equal(np.concatenate([m["features"] for m in mbs]), rows[:, 1:].astype(np.float32))
     mbs = _sweep({"readerType": "BinaryReader", "file": sec["wfile"], "randomize": "None"})
     assert all(m["features"].flags.writeable for m in mbs)
+
+
+def test_live_mappings_are_capped_and_released_with_their_minibatches(uci, monkeypatch):
+    sec, rows = uci
+    start = binary.live_maps()
+    monkeypatch.setattr(binary, "MAP_MAX_LIVE", start + 1)
+    mbs = _sweep(sec, mb=350)                  # all kept: one mapping at most, the rest read
+    feats = [m["features"] for m in mbs]
+    np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
+    owners = {id(_owner(f)) for f in feats if isinstance(_owner(f), mmap.mmap)}
+    assert len(owners) == 1 and binary.live_maps() == start + 1
+    del mbs, feats
+    assert binary.live_maps() == start        # the mapping went with its last array
+    monkeypatch.setattr(binary, "MAP_MAX_LIVE", start + 100)
+    assert all(isinstance(_owner(m["features"]), mmap.mmap) for m in _sweep(sec, mb=350))

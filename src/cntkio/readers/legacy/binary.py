@@ -40,6 +40,8 @@ import mmap
 import os
 import struct
 import tempfile
+import threading
+import weakref
 from typing import Any, Mapping
 
 import numpy as np
@@ -48,7 +50,8 @@ from ..._log import get_logger
 from ...errors import ConfigError
 
 __all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", "write_binary", "write_binaries",
-           "open_or_build_cache", "CacheError", "section_stats", "rows_reader", "SectionMap", "MAP_MIN_BYTES"]
+           "open_or_build_cache", "CacheError", "section_stats", "rows_reader", "SectionMap", "MAP_MIN_BYTES",
+           "MAP_MAX_LIVE", "live_maps"]
 
 _log = get_logger("readers.legacy.binary")
 
@@ -60,6 +63,16 @@ NO_LABEL = 0xFFFFFFFF
 #: runs of rows smaller than this are read into memory of their own rather than mapped (a
 #: mapping per small run would use up the process's mappings when a caller keeps many minibatches)
 MAP_MIN_BYTES = 1 << 20
+#: at most this many mappings live at once (each holds a file descriptor of its own while an array
+#: made from it lives); past it, runs are read into memory until minibatches are dropped
+MAP_MAX_LIVE = 128
+_live_maps = [0]
+_live_lock = threading.Lock()
+
+
+def _unmapped() -> None:
+    with _live_lock:
+        _live_maps[0] -= 1
 STAT_NAMES = ("sum", "count", "mean", "variance", "stdDev", "max", "min", "range", "rootMeanSquare")
 
 
@@ -175,13 +188,20 @@ class BinaryFile:
             return None
         pos = int(entry["offset"]) + a * row
         base = pos - pos % mmap.ALLOCATIONGRANULARITY
+        with _live_lock:
+            if _live_maps[0] >= MAP_MAX_LIVE:
+                return None
+            _live_maps[0] += 1
         try:
             mm = mmap.mmap(fd, pos + n - base, access=mmap.ACCESS_COPY, offset=base)
         except ValueError:           # the mapping would reach past the end of the file
+            _unmapped()
             raise CacheError(f"binary file {self.path!r} is truncated: section {entry['name']!r} "
                              f"ends before byte {pos + n}") from None
-        except OSError:              # out of mappings or address space: read the rows instead
+        except OSError:              # out of mappings, descriptors or address space: read the rows
+            _unmapped()
             return None
+        weakref.finalize(mm, _unmapped)
         arr = np.frombuffer(mm, np.dtype(entry["dtype"]), (b - a) * (row // np.dtype(entry["dtype"]).itemsize),
                             pos - base)
         return arr.reshape((b - a,) + tuple(entry["shape"][1:]))
@@ -375,6 +395,12 @@ def _read_chunk_rows(bf: BinaryFile, entry: Mapping, first: int, r0: int, r1: in
 def rows_reader(bf: BinaryFile, entry: Mapping, first: int):
     """The ``DenseStream.read_rows`` of a chunk whose rows start at record ``first``."""
     return functools.partial(_read_chunk_rows, bf, entry, first)
+
+
+def live_maps() -> int:
+    """Mappings made by :meth:`BinaryFile.map_rows` that are still alive."""
+    with _live_lock:
+        return _live_maps[0]
 
 
 class SectionMap:
