@@ -186,7 +186,8 @@ while one is encoded and written;
         scanner.close()
     size = os.path.getsize(input_path)
     bar = _progress(size, f"ctf2bin {os.path.basename(input_path)}", progress)
-    max_index = {name: -1 for name, _, sparse, _ in defs if sparse}
+    # a guessed sparse dim is the largest index + 1 (otherwise the writer checks each index)
+    max_index = {name: -1 for name, _, sparse, _ in defs if sparse and guessed}
     try:
         writer = CBFWriter(output_path, [(n, (d if not (guessed and sp) else big), sp)
                                          for n, _, sp, d in defs],

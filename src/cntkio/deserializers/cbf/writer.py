@@ -206,8 +206,6 @@ class CBFWriter:
         if n > 1:
             np.cumsum(block[:-1], out=start[1:])
         words = self._take(int(block.sum()), bufs)
-        words[start] = cnt
-        words[start + 1] = nnz
         values = np.ascontiguousarray(data.data, st.dtype).view("<u4")
         indices = np.ascontiguousarray(data.indices, "<i4").view("<u4")
         mod = native("cbf") if self.emit_native else None
@@ -215,6 +213,8 @@ class CBFWriter:
             mod.sparse_emit(words, start, values, indices, np.ascontiguousarray(indptr),
                             np.ascontiguousarray(off), ew)
             return words, block
+        words[start] = cnt
+        words[start + 1] = nnz
         sizes = np.diff(indptr).astype("<i4").view("<u4")
         _scatter(words, values, e0 * ew, start + 2, nnz * ew)
         _scatter(words, indices, e0, start + 2 + nnz * ew, nnz)
