@@ -201,7 +201,7 @@ class BinaryFile:
         except OSError:              # out of mappings, descriptors or address space: read the rows
             _unmapped()
             return None
-        weakref.finalize(mm, _unmapped)
+        weakref.finalize(mm, _unmapped).atexit = False
         arr = np.frombuffer(mm, np.dtype(entry["dtype"]), (b - a) * (row // np.dtype(entry["dtype"]).itemsize),
                             pos - base)
         return arr.reshape((b - a,) + tuple(entry["shape"][1:]))
