@@ -19,7 +19,8 @@ Figures (best of ``--repeat``, page cache warm):
 * ``uci source``: one sweep of a ``readerType = UCIFastReader`` section (features 784, labels
   one-hot 10, ``randomize = None``) through MinibatchSource, 256-record minibatches, NumPy outputs;
   target: >= 2x pandas;
-* ``read()``: reading ``uci.txt``'s binary cache file's bytes; ``uci cache``: the same sweep from
+* ``read()``: reading ``uci.txt``'s binary cache file's bytes (16 MiB blocks into one reused,
+  touched buffer: ``read()`` at its best); ``uci cache``: the same sweep from
   the BinaryWriter cache (built once, before timing); target: >= 50% of ``read()``'s speed; and
   with ``cacheViews = true`` (minibatches as read-only views of the cache, opted in);
 * ``lm tokens/s`` and ``lu tokens/s``: building the SequenceReader / LUSequenceReader (the corpus
