@@ -83,7 +83,10 @@ def test_cache_values_and_stats_equal_numpy(workdir):
         np.testing.assert_array_equal(feats, ref[:, 1:])
         np.testing.assert_array_equal(bf.array(bf.sections["labels"]), ref[:, 0].astype(np.uint32))
         assert bf.sections["labels"]["mapping"] == ["0", "1", "2", "3"]
-        stats = bf.sections["features"]["stats"]
+        stats = bf.stats(bf.sections["features"])
+        assert bf.stats(bf.sections["labels"]) is None and bf.header["version"] == 2
+        # version 2: the statistics are a float64 [9, 6] array after the data, not JSON numbers
+        assert bf.sections["features"]["stats"]["shape"] == [9, 6]
         x = ref[:, 1:].astype(np.float64)
         np.testing.assert_allclose(stats["mean"], x.mean(0))
         np.testing.assert_allclose(stats["stdDev"], x.std(0), atol=1e-9)
@@ -108,6 +111,18 @@ def test_stale_or_foreign_cache_is_rebuilt(workdir, caplog):
     caplog.clear()
     _run("T=[reader=[labels=[labelDim=5]]]")
     assert any("written by another config" in r.getMessage() for r in caplog.records)
+
+
+def test_version_1_cache_is_rebuilt(workdir, caplog):
+    first = _run()
+    data = bytearray((workdir / "cache.bin").read_bytes())
+    data[8:12] = (1).to_bytes(4, "little")      # a cache of version 1 (statistics in the header)
+    (workdir / "cache.bin").write_bytes(bytes(data))
+    assert _run() == first
+    assert any("has version 1; this cntkio reads version 2" in r.getMessage() for r in caplog.records)
+    bf = BinaryFile(str(workdir / "cache.bin"))
+    assert bf.header["version"] == 2
+    bf.close()
 
 
 def test_truncated_or_foreign_cache_without_its_source_is_an_error(workdir, capsys):

@@ -2,27 +2,33 @@
 
 The file mirrors the reader section that wrote it: one *section* per stream, named as the
 stream, with the spec's ``sectionType`` (``data``, ``labels``, ``categoryLabels``; the label
-mapping and the statistics travel in the header). Layout, version 1 (little-endian)::
+mapping travels in the header, the statistics in an array of their own). Layout, version 2
+(little-endian)::
 
     offset 0   magic  b"CNTKIOBW"
-           8   u32    version (1)
+           8   u32    version (2)
           12   u32    0
           16   u64    header offset     (the JSON header is written last, after the arrays)
           24   u64    header length
           32   ...    zero padding to 64
-          64   arrays, each starting on a 64-byte boundary, C order
+          64   arrays, each starting on a 64-byte boundary, C order: the sections', the
+               ``invalid`` flags, each data section's statistics (float64 ``[9, dim]``)
 
     header (UTF-8 JSON): {"version", "records", "fingerprint", "source": {"file", "size",
         "mtime_ns"}, "sections": [{"name", "sectionType", "dtype", "shape", "offset",
-        "labelDim", "mapping", "stats"}], "invalid": {"dtype", "shape", "offset"} | null}
+        "labelDim", "mapping", "stats": {"dtype", "shape", "offset"}}],
+        "invalid": {"dtype", "shape", "offset"} | null}
 
 ``data`` sections hold ``[records, dim]`` float32/float64 values; ``labels`` sections of
 category labels hold uint32 label ids (``elementSize = 4``, 0xFFFFFFFF for a record that
 failed to parse) with the label mapping in the header; ``categoryLabels`` sections hold the
 one-hot ``[records, labelDim]`` values; regression labels are stored as ``labels`` with their
 values. Every data section carries the spec's statistics (sum, count, mean, variance, stdDev,
-max, min, range, rootMeanSquare, per column). The records that failed to parse are flagged in
-an ``invalid`` array so a cache read reports the same errors count as a text read.
+max, min, range, rootMeanSquare, per column; rows of its statistics array in that order).
+Version 1 kept the statistics as JSON lists in the header (parsing them was most of the cost
+of opening a file); a version 1 cache is rebuilt from its source. The records that failed to
+parse are flagged in an ``invalid`` array so a cache read reports the same errors count as a
+text read.
 
 A file is written to a temporary name beside the target and renamed when complete. It is
 memory-mapped when read. The ``fingerprint`` (a hash of the stream definitions, the label
@@ -56,7 +62,7 @@ __all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", 
 _log = get_logger("readers.legacy.binary")
 
 MAGIC = b"CNTKIOBW"
-VERSION = 1
+VERSION = 2
 _PREFIX = struct.Struct("<8sIIQQ")
 _ALIGN = 64
 NO_LABEL = 0xFFFFFFFF
@@ -127,7 +133,8 @@ class BinaryFile:
             raise CacheError(f"binary file {path!r} has a damaged header: {e}") from None
         self.records = int(self.header["records"])
         self.sections = {s["name"]: s for s in self.header["sections"]}
-        for s in list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else []):
+        for s in list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else []) + \
+                [dict(x["stats"], name=f"{x['name']} stats") for x in self.header["sections"] if x.get("stats")]:
             need = int(s["offset"]) + int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize
             if need > hoff:
                 self.close()
@@ -143,6 +150,15 @@ class BinaryFile:
             arr = self._arrays[key] = np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]),
                                                  buffer=self._mm, offset=key)
         return arr
+
+    def stats(self, entry: Mapping) -> dict[str, list[float]] | None:
+        """A data section's statistics (``sum``, ``count``, ``mean``, ``variance``, ``stdDev``,
+        ``max``, ``min``, ``range``, ``rootMeanSquare``, per column); None for other sections."""
+        where = entry.get("stats")
+        if where is None:
+            return None
+        arr = self.array(where)
+        return {k: arr[i].tolist() for i, k in enumerate(STAT_NAMES)}
 
     def invalid(self) -> np.ndarray | None:
         inv = self.header.get("invalid")
@@ -302,9 +318,16 @@ class BinaryFileWriter:
         try:
             if self.pos != self.records:
                 raise ValueError(f"{self.pos} records written, {self.records} announced")
+            # each data section's statistics: a float64 [9, dim] array (rows in STAT_NAMES'
+            # order) after the data, so that opening the file parses no number per column
+            stats_at, end = [], self.data_end
             for e in self.entries:
                 if e["name"] in self.stats:
-                    e["stats"] = self.stats[e["name"]].result()
+                    res = self.stats[e["name"]].result()
+                    arr = np.array([res[k] for k in STAT_NAMES], np.float64)
+                    e["stats"] = {"dtype": "float64", "shape": list(arr.shape), "offset": end}
+                    stats_at.append((end, arr))
+                    end = _align(end + arr.nbytes)
             del self.arrays, self.inv
             self.mm.flush()
             self.mm.close()
@@ -312,10 +335,13 @@ class BinaryFileWriter:
             header.update(version=VERSION, records=self.records, sections=self.entries,
                           invalid=self.inv_entry if self.any_invalid else None)
             blob = json.dumps(header, sort_keys=True).encode("utf-8")
-            self.fh.seek(self.data_end)
+            for off, arr in stats_at:
+                self.fh.seek(off)
+                self.fh.write(arr.tobytes())
+            self.fh.seek(end)
             self.fh.write(blob)
             self.fh.seek(0)
-            self.fh.write(_PREFIX.pack(MAGIC, VERSION, 0, self.data_end, len(blob)))
+            self.fh.write(_PREFIX.pack(MAGIC, VERSION, 0, end, len(blob)))
             self.fh.flush()
             os.fsync(self.fh.fileno())
             self.fh.close()

@@ -125,9 +125,9 @@ class BinaryReaderDeserializer(DeserializerBase):
 
     def stats(self, name: str) -> dict[str, list[float]] | None:
         """The statistics stored with data section ``name``."""
-        for _, e in self.entries:
+        for bf, e in self.entries:
             if e["name"] == name:
-                return e.get("stats")
+                return bf.stats(e)
         raise KeyError(name)
 
     def close(self) -> None:
