@@ -34,12 +34,19 @@ CUSTOM_SEPARATORS = "`~!@%^&|:;,?#"
 # a bracket body that begins with "name =" holds parameters, not array elements
 _DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
 _NEWLINE = re.compile("\n")
-# a bracket, or a quoted text whole (a lone '"' when it is never closed)
-_BRACKET_OR_QUOTED = re.compile(r'"[^"]*"|[\[\]{}()"]')
 OPEN_OR_QUOTE = re.compile(r'[\[{("]')
+# one step of match(), a .match() from where the scan is: the text up to the next bracket or quote
+# (one run of the regular-expression engine, not a search trying every offset), then group 1 a
+# quoted text whole, 2 a bracket group with no bracket inside it (quoted text allowed) closed by its
+# own kind, whole (an array of small sets: one step per element), or 3 a single bracket or a lone
+# '"' (one never closed); no group at the end of the text
+_FLAT = r'[^\[\]{}()"]*(?:"[^"]*"[^\[\]{}()"]*)*'
+_STEP = re.compile(r'[^\[\]{}()"]*(?:("[^"]*")|(\[' + _FLAT + r'\]|\{' + _FLAT + r'\}|\(' + _FLAT + r'\))'
+                   r'|([\[\]{}()"]))?')
 # a quoted string (kept, as group 1; to the end of the text when unterminated), or a comment: '#'
-# at the start of a line or after white space, to the end of the line (dropped)
-_COMMENT = re.compile(r'("[^"]*(?:"|\Z))|(?<![^ \t\n])#[^\n]*')
+# at the start of a line or after white space, to the end of the line (dropped); both start with
+# their character, so that a search jumps from one '"' or '#' to the next
+_COMMENT = re.compile(r'("[^"]*(?:"|\Z))|#(?<![^ \t\n]#)[^\n]*')
 
 
 class Text:
@@ -117,18 +124,20 @@ def match(src: Text, pos: int, end: int | None = None) -> int:
     if known is not None and known < end:  # a group is scanned once, whoever asks again
         return known
     stack = [pos]
-    search = _BRACKET_OR_QUOTED.search
+    step = _STEP.match
     i = pos + 1
     while True:
-        m = search(text, i, end)
-        if m is None:
+        m = step(text, i, end)
+        k = m.lastindex
+        if k is None:   # no bracket or quote before the end
             break
-        i = m.start()
-        c = text[i]
-        if c == '"':  # a quoted text, skipped whole (a lone '"' is one never closed)
-            if m.end() - i == 1:
-                _close_quote(src, i, end)
+        if k != 3:      # a quoted text, or a group with no bracket inside: skipped whole
             i = m.end()
+            continue
+        i = m.start(3)
+        c = text[i]
+        if c == '"':    # a '"' never closed: the error
+            i = _close_quote(src, i, end) + 1
             continue
         if c in OPEN:
             stack.append(i)

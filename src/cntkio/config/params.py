@@ -229,6 +229,8 @@ class ConfigParameters(ParameterSet):
     no set has it. Names are case-insensitive. ``a.b.c`` looks ``a`` up and then descends.
     """
 
+    _origin: "ConfigParameters | None" = None   # the set this one was copied from (copy() sets it)
+
     def __init__(self, name: str = "", parent: "ConfigParameters | None" = None, *,
                  file: str | None = None, line: int | None = None) -> None:
         self._name = name
@@ -236,8 +238,8 @@ class ConfigParameters(ParameterSet):
         self.file = file
         self.line = line
         self._entries: dict[str, list] = {}
-        self._used: set[str] = set()         # lower-case names a consumer looked up (config/usage.py)
-        self._origin: ConfigParameters | None = None   # the set this one was copied from
+        # ``_used``, the lower-case names a consumer looked up (config/usage.py), is made when
+        # first needed (a parse makes many sets, most never read), read through ``__dict__``
 
     @classmethod
     def from_dict(cls, tree: dict, name: str = "") -> "ConfigParameters":
@@ -552,6 +554,37 @@ class ConfigParameters(ParameterSet):
         else:
             value._key = entry[0]
             entry[1] = value
+
+    def _put_items(self, items, file: str | None, line: int) -> None:
+        """The parser's fast path for a set written on one line: ``_put`` of every item, each a
+        ``(name, quoted text, word)`` triple (a plain name, not ``include``), the value the word
+        when it is not empty, else the quoted text (``quoted``), all at ``line``."""
+        entries = self._entries
+        for name, quoted, word in items:
+            if word:
+                value = _new_str(ConfigValue, word)
+            else:
+                value = _new_str(ConfigValue, quoted)
+                value.quoted = True
+            value.file, value.line, value._scope = file, line, self
+            key = name.lower()
+            entry = entries.get(key)
+            if entry is None:
+                value._key = name
+                entries[key] = [name, value]
+            else:
+                value._key = entry[0]
+                entry[1] = value
+
+    def _put_set(self, name: str, params: "ConfigParameters") -> None:
+        """The parser's fast path: ``_assign(name, params)`` for one plain name (not ``include``)
+        and a set just parsed (detached)."""
+        key = name.lower()
+        if key in self._entries:
+            self._assign(name, params)      # replaces a value, merges into a set
+            return
+        params._parent, params._name = self, name
+        self._entries[key] = [name, params]
 
     def _assign(self, name: str, value) -> None:
         """Set ``name`` to ``value`` (a node), merging parameter sets (CNTK's Insert); a dotted

@@ -23,7 +23,9 @@ The parser sits below :mod:`cntkio.config.params`, whose lazy conversions (``as_
 * ``target._assign(name, value)``: set ``name`` (dotted names walk down), merging two sets, as
   CNTK's Insert; and ``target.path`` for error messages;
 * ``target._put(name, text, file, line, quoted)``: ``_assign(name, _new_value(...))`` for one
-  plain name, in one call (the common item's fast path).
+  plain name, in one call (the common item's fast path); ``target._put_items(items, file, line)``
+  the same for ``(name, quoted text, word)`` triples, all on one line (a one-line set's body), and
+  ``target._put_set(name, params)`` ``_assign`` of a set just parsed, for one plain name.
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ import threading
 from .._log import get_logger
 from ..errors import ConfigError
 from ..values import to_path
-from ._text import (CLOSE, OPEN, OPEN_OR_QUOTE, Text, _scanner, find_top, group_body, is_dict_group, is_group,
-                    is_quoted, join_path, match, split, strip_span)
+from ._text import (CLOSE, CUSTOM_SEPARATORS, OPEN, OPEN_OR_QUOTE, Text, _scanner, find_top, group_body,
+                    is_dict_group, is_group, is_quoted, join_path, match, split, strip_span)
 
 _log = get_logger("config")
 
@@ -109,14 +111,27 @@ def _after(sep: str) -> re.Pattern:
 
 
 @functools.lru_cache(maxsize=32)
-def _simple_item(sep: str) -> re.Pattern:
-    """``name = value`` where the value is one plain word or one quoted string on its line, then
-    the end of the piece (a separator, a line break or the end): the common parameter, taken in one
-    match. Group 1 the name, 2 a quoted value's text, 3 a plain value; a match also takes the
-    separators and blank space after it."""
+def _plain_item(sep: str) -> re.Pattern:
+    """``name = value`` where the value is one plain word or one quoted string on its line, or
+    ``name = [ ... ]`` written on one line with no bracket inside the brackets (quoted text allowed,
+    no separator of its own right after the ``[``), then the end of the piece (a separator, a line
+    break or the end): the common parameters, taken in one match. Group 1 the name, 2 a quoted
+    value's text, 3 a plain value, 4 the set's body; a match also takes the separators and blank
+    space after it."""
     stop = re.escape(sep)
     return re.compile(r'[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*'
-                      r'(?:"([^"\n]*)"|([^\s"=\[\]{}()' + stop + r']+))[ \t\r\f\v]*(?:[\n' + stop + r']|\Z)')
+                      r'(?:"([^"\n]*)"|([^\s"=\[\]{}()' + stop + r']+)|\[(?![' + re.escape(CUSTOM_SEPARATORS) + r'])'
+                      r'([^\[\]{}()"\n]*(?:"[^"\n]*"[^\[\]{}()"\n]*)*)\])[ \t\r\f\v]*(?:[\n' + stop + r']|\Z)')
+
+
+# one plain item of a one-line set's body (its separator ';'): "name = word" or 'name = "text"' (a
+# plain name, not include), then ';' or the end of the body. Group 1 the name, 2 a quoted value's
+# text, 3 a plain value (as _plain_item's groups).
+_BODY_ITEM = (r'[ \t\r\f\v]*(?!(?i:include)[ \t]*=)([A-Za-z0-9_][\w\-]*)[ \t]*=[ \t]*'
+              r'(?:"([^"\n]*)"|([^\s"=\[\]{}();]+))[ \t\r\f\v]*(?:;|\Z)')
+_BODY_ITEMS = re.compile(_BODY_ITEM)
+# a body made only of such items (and blank space after the last): its items are findall's
+_PLAIN_BODY = re.compile(r"(?:" + _BODY_ITEM + r")*[ \t\r\f\v]*\Z")
 
 
 def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseContext | None) -> None:
@@ -124,67 +139,92 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
     ``target``, a parameter set.
 
     Plain ``name = word`` and ``name = "string"`` items are taken one regular-expression match each
-    (most of a configuration); any other item (a set, an array, an include, a flag...) is cut at
-    the next separator outside brackets and goes through the general path (:func:`_parse_pieces`)."""
+    (most of a configuration), and so is a set written on one line with no bracket inside
+    (``name = [ a = 1 ; b = "x" ]``, its plain items then found by two more matches); a set in
+    brackets that only blank space follows is parsed straight from its brackets; any other item
+    (an array, an include, a flag, a dotted name...) is cut at the next separator outside brackets
+    and goes through the general path (:func:`_parse_pieces`)."""
     text = src.text
     file = src.file
-    simple = _simple_item(sep).match
+    plain = _plain_item(sep).match
     put = target._put
+    new_set = target._new_set
     count = text.count
+    depth = getattr(_nesting, "depth", 0)
     lpos, line = start, src.line_of(start)  # the line of offset lpos, counted along
     pos = start
     while pos < end:
-        m = simple(text, pos, end)
-        if m is None:
-            g = _SET_ITEM.match(text, pos, end)
-            if g is not None and "." not in g.group(1) and g.group(1).lower() != "include":
-                # name = [ ... ]: the set parsed straight from its brackets when only blank space
-                # and a separator follow them
-                b = g.end() - 1
-                close = match(src, b, end)
-                after = _after(sep).match(text, close + 1, end)
-                if after is not None and is_dict_group(src, b, close + 1):
-                    name = g.group(1)
-                    body, body_end, body_sep = group_body(src, b, close + 1, ";")
-                    params = target._new_set(name, file=file, line=src.line_of(b))
-                    depth = getattr(_nesting, "depth", 0)
-                    if depth >= MAX_NESTING:
-                        raise src.error(f"parameter sets nested too deeply (more than {MAX_NESTING} levels, at "
-                                        f"{name!r})", b, hint="flatten the configuration")
-                    _nesting.depth = depth + 1
-                    try:
-                        parse_body(src, body, body_end, body_sep, params, ctx)
-                    finally:
-                        _nesting.depth = depth
-                    target._assign(name, params)
-                    pos = after.end()
-                    continue
-        if m is None:  # another item: up to the next separator outside brackets
-            stop = _piece_end(src, pos, end, sep + "\n")
-            g = _GROUP_ITEM.match(text, pos, stop)
-            if g is not None and g.group(1).lower() != "include":   # name = [...] / {...} / (...)
-                name = g.group(1)
-                target._assign(name, make_value(src, g.end(), stop, ctx, name.rpartition(".")[2], target))
-            else:
+        m = plain(text, pos, end)
+        if m is not None:
+            name, quoted, word, body = m.groups()
+            if "." in name or (len(name) == 7 and name.lower() == "include"):  # a dotted name, include=
+                stop = _piece_end(src, pos, end, sep + "\n")
                 _parse_pieces(src, pos, stop, sep, target, ctx)
-            pos = stop + 1
+                pos = stop + 1
+                continue
+            if body is None:
+                if quoted is not None:
+                    at = m.start(2) - 1
+                    line += count("\n", lpos, at)
+                    put(name, quoted, file, line, True)
+                else:
+                    at = m.start(3)
+                    line += count("\n", lpos, at)
+                    put(name, word, file, line, False)
+                lpos = at
+                pos = m.end()
+                continue
+            # name = [ ... ] on one line, no bracket inside: its plain items in two matches (the
+            # body checked, then its items found), the line of the '[' for them all
+            bs, be = m.span(4)
+            line += count("\n", lpos, bs)
+            lpos = bs
+            if depth >= MAX_NESTING:
+                raise src.error(f"parameter sets nested too deeply (more than {MAX_NESTING} levels, at "
+                                f"{name!r})", bs - 1, hint="flatten the configuration")
+            params = new_set(name, file=file, line=line)
+            if _PLAIN_BODY.match(text, bs, be) is not None:
+                params._put_items(_BODY_ITEMS.findall(text, bs, be), file, line)
+            else:   # a flag, a dotted name, include=, a value spanning words...: the general parse
+                _nesting.depth = depth + 1
+                try:
+                    parse_body(src, bs, be, ";", params, ctx)
+                finally:
+                    _nesting.depth = depth
+            target._put_set(name, params)
+            pos = m.end()
             continue
-        name, quoted, word = m.groups()
-        if "." in name or (len(name) == 7 and name.lower() == "include"):  # a dotted name, include=
-            stop = _piece_end(src, pos, end, sep + "\n")
-            _parse_pieces(src, pos, stop, sep, target, ctx)
-            pos = stop + 1
-            continue
-        if quoted is not None:
-            at = m.start(2) - 1
-            line += count("\n", lpos, at)
-            put(name, quoted, file, line, True)
+        g = _SET_ITEM.match(text, pos, end)
+        if g is not None and "." not in g.group(1) and g.group(1).lower() != "include":
+            # name = [ ... ]: the set parsed straight from its brackets when only blank space
+            # and a separator follow them
+            b = g.end() - 1
+            close = match(src, b, end)
+            after = _after(sep).match(text, close + 1, end)
+            if after is not None and is_dict_group(src, b, close + 1):
+                name = g.group(1)
+                body, body_end, body_sep = group_body(src, b, close + 1, ";")
+                params = new_set(name, file=file, line=src.line_of(b))
+                if depth >= MAX_NESTING:
+                    raise src.error(f"parameter sets nested too deeply (more than {MAX_NESTING} levels, at "
+                                    f"{name!r})", b, hint="flatten the configuration")
+                _nesting.depth = depth + 1
+                try:
+                    parse_body(src, body, body_end, body_sep, params, ctx)
+                finally:
+                    _nesting.depth = depth
+                target._assign(name, params)
+                pos = after.end()
+                continue
+        # another item: up to the next separator outside brackets
+        stop = _piece_end(src, pos, end, sep + "\n")
+        g = _GROUP_ITEM.match(text, pos, stop)
+        if g is not None and g.group(1).lower() != "include":   # name = [...] / {...} / (...)
+            name = g.group(1)
+            target._assign(name, make_value(src, g.end(), stop, ctx, name.rpartition(".")[2], target))
         else:
-            at = m.start(3)
-            line += count("\n", lpos, at)
-            put(name, word, file, line, False)
-        lpos = at
-        pos = m.end()
+            _parse_pieces(src, pos, stop, sep, target, ctx)
+        pos = stop + 1
 
 
 def _piece_end(src: Text, start: int, end: int, seps: str) -> int:
