@@ -13,6 +13,13 @@ CPU, ``--threads 1`` gives steadier figures.
     python bench/brainscript_vs_torch.py                    # CPU, the three networks, minibatch 64
     python bench/brainscript_vs_torch.py --device cuda:0    # on a GPU
     python bench/brainscript_vs_torch.py --small            # a smoke run
+    python bench/brainscript_vs_torch.py --proxy            # ATen ops per step; the launch-bound CPU proxy
+
+``--proxy`` stands in for a GPU, where these small networks are bound by the Python and dispatch
+work per operation, not by the arithmetic: it counts the ATen operations of one training step
+(forward and backward) of both networks, then times tiny ones (MLP 784-16-16-10, a ConvNet of
+the same layers 2-2-2-4 channels wide, minibatch 2, ``--batch`` to change) on one thread,
+measuring the thread's CPU time (steady on a shared machine).
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import cntkio.brainscript  # noqa: E402
 
@@ -39,10 +47,19 @@ criterionNodes = (ce)
 
 MLP_BS = "model = Sequential (DenseLayer {H, activation=ReLU} : DenseLayer {H, activation=ReLU} : LinearLayer {10})"
 CONV_BS = """model = Sequential (
-    ConvolutionalLayer {32, (5:5), pad = true} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
-    ConvolutionalLayer {48, (3:3), pad = false} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
-    ConvolutionalLayer {64, (3:3), pad = false} : ReLU :
-    DenseLayer {96, activation=ReLU} : LinearLayer {10})"""
+    ConvolutionalLayer {C1, (5:5), pad = true} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
+    ConvolutionalLayer {C2, (3:3), pad = false} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
+    ConvolutionalLayer {C3, (3:3), pad = false} : ReLU :
+    DenseLayer {D, activation=ReLU} : LinearLayer {10})"""
+#: the ConvNet's widths (C1, C2, C3, D): CNTK's MNIST example, and narrow ones for the proxy
+CONV_WIDTHS, NARROW = (32, 48, 64, 96), (2, 2, 2, 4)
+
+
+def conv_text(widths=CONV_WIDTHS) -> str:
+    text = CONV_BS
+    for k, w in zip(("C1", "C2", "C3", "D"), widths):
+        text = text.replace("{" + k + ",", "{" + str(w) + ",")
+    return text + TAIL.replace("SHAPE", "28:28:1")
 
 
 class MLP(torch.nn.Module):
@@ -56,11 +73,12 @@ class MLP(torch.nn.Module):
 
 
 class Conv(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, widths=CONV_WIDTHS):
         super().__init__()
-        self.c1, self.c2, self.c3 = torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.Conv2d(32, 48, 3), \
-            torch.nn.Conv2d(48, 64, 3)
-        self.d, self.o = torch.nn.Linear(64 * 3 * 3, 96), torch.nn.Linear(96, 10)
+        c1, c2, c3, d = widths
+        self.c1, self.c2, self.c3 = torch.nn.Conv2d(1, c1, 5, padding=2), torch.nn.Conv2d(c1, c2, 3), \
+            torch.nn.Conv2d(c2, c3, 3)
+        self.d, self.o = torch.nn.Linear(c3 * 3 * 3, d), torch.nn.Linear(d, 10)
 
     def forward(self, x, y):
         x = x.reshape(-1, 1, 28, 28)
@@ -122,7 +140,7 @@ def bench_lstm(a, dev, sync) -> None:
             x, y, lengths, pos, lens = batches[i]
             opt.zero_grad(set_to_none=True)
             if kind == "brainscript":
-                loss = net.evaluate({"features": x, "labels": y}, ("ce",), positions=pos, lengths=lens)["ce"].sum()
+                loss = net.evaluate({"features": x, "labels": y}, ("ce",), positions=pos, lengths=lens)["ce"]
             else:
                 loss = net(x, y, lengths)
             loss.backward()
@@ -139,36 +157,66 @@ def bench_lstm(a, dev, sync) -> None:
           f"{a.batch // 8 or 1} per minibatch)")
 
 
-def step_time(step, steps: int, sync) -> float:
+def step_time(step, steps: int, sync, clock=time.perf_counter) -> float:
     sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(steps):
         step()
     sync()
-    return (time.perf_counter() - t0) / steps
+    return (clock() - t0) / steps
+
+
+class CountOps(TorchDispatchMode):
+    """The ATen operations run under it (forward ops, and the backward pass's when it runs under it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def op_counts(forward, params) -> tuple[int, int]:
+    """ATen operations of one training step's forward and backward passes (gradients unset, as
+    after ``zero_grad(set_to_none=True)``)."""
+    for p in params:
+        p.grad = None
+    with CountOps() as f:
+        loss = forward()
+    with CountOps() as b:
+        loss.backward()
+    return len(f.ops), len(b.ops)
 
 
 def bench(name, bs_net, hand, x, y, a, sync) -> None:
     runs = {}
+    batches = [(x[i * a.batch:(i + 1) * a.batch], y[i * a.batch:(i + 1) * a.batch]) for i in range(8)]
     for kind, net in (("brainscript", bs_net), ("torch", hand)):
         opt = torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9)
         state = {"i": 0}
 
-        def step(net=net, opt=opt, state=state, kind=kind):
+        def forward(net=net, state=state, kind=kind):
             i = state["i"] = (state["i"] + 1) % 8
-            xb, yb = x[i * a.batch:(i + 1) * a.batch], y[i * a.batch:(i + 1) * a.batch]
-            opt.zero_grad(set_to_none=True)
+            xb, yb = batches[i]
             if kind == "brainscript":
-                loss = net.evaluate({"features": xb, "labels": yb}, ("ce",))["ce"].sum()
-            else:
-                loss = net(xb, yb)
-            loss.backward()
+                return net.evaluate({"features": xb, "labels": yb}, ("ce",))["ce"]      # [1, 1]: backward() takes it
+            return net(xb, yb)
+
+        def step(opt=opt, forward=forward):
+            opt.zero_grad(set_to_none=True)
+            forward().backward()
             opt.step()
         step()
+        if a.proxy:
+            fwd, bwd = op_counts(forward, list(net.parameters()))
+            print(f"{name:5s} {kind:12s} {fwd:4d} ATen ops forward, {bwd:4d} backward per step")
         runs[kind] = (step, [])
+    clock = time.thread_time if a.proxy else time.perf_counter
     for _ in range(a.repeats):                       # interleaved
         for step, times in runs.values():
-            times.append(step_time(step, a.steps, sync))
+            times.append(step_time(step, a.steps, sync, clock))
     med = {n: statistics.median(t) for n, (_, t) in runs.items()}
     for n, m in med.items():
         print(f"{name:5s} {n:12s} {m * 1e3:8.3f} ms/step  ({a.batch / m:,.0f} samples/s)")
@@ -186,9 +234,18 @@ def main() -> None:
     ap.add_argument("--only", choices=("mlp", "conv", "lstm"), default=None)
     ap.add_argument("--small", action="store_true", help="a smoke run (tiny sizes)")
     ap.add_argument("--step-loop", action="store_true", help="the LSTM as the step-by-step loop, not fused")
+    ap.add_argument("--proxy", action="store_true",
+                    help="the launch-bound proxy on a CPU: ATen op counts per step, then tiny networks (MLP "
+                         "784-16-16-10, narrow ConvNet) at minibatch 2, one thread, CPU time of the thread")
     a = ap.parse_args()
     if a.small:
         a.batch, a.hidden, a.steps, a.repeats = 4, 16, 2, 2
+    if a.proxy:
+        a.hidden, a.threads = 16, 1
+        a.batch = a.batch if a.batch != 64 else 2
+        a.steps, a.repeats = (2, 2) if a.small else (200, 9)
+        if a.only is None:
+            a.only = "proxy"
     if a.threads:
         torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
@@ -196,15 +253,16 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     x = torch.rand(a.batch * 8, 784, generator=gen).to(dev)
     y = F.one_hot(torch.randint(0, 10, (a.batch * 8,), generator=gen), 10).float().to(dev)
-    if a.only in (None, "mlp"):
+    if a.only in (None, "mlp", "proxy"):
         text = MLP_BS.replace("{H", "{" + str(a.hidden)) + TAIL.replace("SHAPE", "784")
         bench("mlp", cntkio.brainscript.build(text, device=dev), MLP(784, a.hidden).to(dev), x, y, a, sync)
-    if a.only in (None, "conv"):
-        text = CONV_BS + TAIL.replace("SHAPE", "28:28:1")
-        bench("conv", cntkio.brainscript.build(text, device=dev), Conv().to(dev), x, y, a, sync)
+    if a.only in (None, "conv", "proxy"):
+        widths = NARROW if a.proxy else CONV_WIDTHS
+        bench("conv", cntkio.brainscript.build(conv_text(widths), device=dev), Conv(widths).to(dev), x, y, a, sync)
     if a.only in (None, "lstm"):
         bench_lstm(a, dev, sync)
-    print(f"(minibatch {a.batch}, device {dev})")
+    print(f"(minibatch {a.batch}, device {dev}" + (", the CPU proxy: tiny networks, CPU time of the thread)"
+                                                   if a.proxy else ")"))
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ class MelModel:
         tensors, computed = {}, set()
         for n, node in net.graph.nodes.items():
             if lookup(node.op).kind in ("param", "constant", "precompute"):
-                tensors[n] = net.tensor(n).detach().clone()
+                tensors[n] = net.tensor(n).detach().reshape(net.shapes[n]).clone()    # CNTK's dimensions
         computed = {n for i, n in enumerate(net._pre) if bool(net.precomputed_[i])}
         return cls(name, net.graph.copy(), tensors, computed, net._dtype)
 
@@ -68,8 +68,8 @@ class MelModel:
             for n, t in self.tensors.items():
                 if n in net.graph.nodes and lookup(net.graph.nodes[n].op).kind in ("param", "constant", "precompute"):
                     dst = net.tensor(n)
-                    if tuple(dst.shape) == tuple(t.shape):
-                        dst.copy_(t.to(dst.dtype))
+                    if tuple(net.shapes[n]) == tuple(t.shape):
+                        dst.copy_(t.to(dst.dtype).reshape(dst.shape))
             for i, n in enumerate(net._pre):
                 net.precomputed_[i] = n in self.computed
             for n, node in net.graph.nodes.items():

@@ -321,15 +321,15 @@ def reinitialize(net: NDLNetwork, seed_offset: int = 0) -> None:
 
 
 def network_of(graph: Graph, *, dtype=torch.float32, seed_offset: int = 0, base_dir: str | None = None) -> NDLNetwork:
-    net = NDLNetwork(graph, dtype, seed_offset=seed_offset, base_dir=base_dir)
+    net = NDLNetwork(graph, dtype, seed_offset=seed_offset, base_dir=base_dir, kernel_layout=True)
     reinitialize(net, seed_offset)
     with torch.no_grad():           # the trained values of BS.Network.Load's nodes
         for name, (t, computed) in getattr(graph, "loaded", {}).items():
             dst = net.tensor(name)
-            if tuple(dst.shape) != tuple(t.shape):
+            if tuple(net.shapes[name]) != tuple(t.shape):
                 raise BrainScriptError(f"{name}: the loaded value has dimensions {list(t.shape)}, the network "
-                                       f"{list(dst.shape)}")
-            dst.copy_(t.to(dst.dtype))
+                                       f"{list(net.shapes[name])}")
+            dst.copy_(t.to(dst.dtype).reshape(dst.shape))
             if name in net._pre and computed:
                 net.precomputed_[net._pre.index(name)] = True
     return net

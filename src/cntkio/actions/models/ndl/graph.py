@@ -26,17 +26,13 @@ from ..nodes.basic import operand_view
 from .carry import SequenceCarry
 from .compiled import Plan, compile_plan
 from .fused import fused_loops, run_fused
+from .layout import addmm, keep_cntk_dims, kernel_shapes
 from .parser import Loc, NDLError
 
 __all__ = ["NodeDef", "Graph", "GraphNetwork", "SequenceCarry", "GROUPS", "TAG_GROUPS"]
 
 # the kinds of steps of an evaluation plan
 _COMPUTE, _TRAIN, _TENSOR, _DELAY, _LOOP = range(5)
-
-
-def _addmm(w, x, b):
-    """``Plus(Times(W, x), b)`` in one kernel."""
-    return nn.functional.linear(x if x.dim() == 2 else x.reshape(x.shape[0], -1), w, b.reshape(-1))
 
 #: the special-node groups, in NDL's array names
 GROUPS = ("feature", "label", "criterion", "eval", "output")
@@ -167,19 +163,20 @@ class GraphNetwork(nn.Module):
     delay nodes need (without them every sample is a sequence of its own).
 
     ``fuse_lstm``: a loop that is CNTK's standard LSTM runs as one ``torch.lstm`` (see ``fused.py``).
+    ``kernel_layout``: parameters held in the shapes their kernels take (see ``layout.py``).
     """
 
     fuse_lstm = True
 
     def __init__(self, graph: Graph, dtype: torch.dtype = torch.float32, *, seed_offset: int = 0,
-                 base_dir: str | None = None) -> None:
+                 base_dir: str | None = None, kernel_layout: bool = False) -> None:
         super().__init__()
         self.graph = graph
         self._dtype = dtype
         self._base_dir = base_dir
         self._validate_structure()
         self._infer()
-        self._make_tensors(seed_offset)
+        self._make_tensors(seed_offset, kernel_layout)
         self._fns = {}
         for n in self.order:
             node = self.graph.nodes[n]
@@ -282,9 +279,9 @@ class GraphNetwork(nn.Module):
             mod = child
         return mod, parts[-1]
 
-    def _make_tensors(self, seed_offset: int) -> None:
+    def _make_tensors(self, seed_offset: int, kernel_layout: bool) -> None:
         self._pre: list[str] = []
-        k = 0
+        k, held = 0, (kernel_shapes(self.graph, self.shapes, self.sample) if kernel_layout else {})
         for name, node in self.graph.nodes.items():
             op = lookup(node.op)
             if op.kind not in ("param", "constant", "precompute"):
@@ -294,7 +291,8 @@ class GraphNetwork(nn.Module):
             if op.kind == "param":
                 k += 1
                 t = self._init_param(node, shape, k + int(seed_offset))
-                mod.register_parameter(leaf, nn.Parameter(t.to(self._dtype), requires_grad=node.grad))
+                t = t.to(self._dtype).reshape(held.get(name, shape))
+                mod.register_parameter(leaf, nn.Parameter(t, requires_grad=node.grad))
             elif op.kind == "constant":
                 value = as_float(node.attrs["value"], "value")
                 mod.register_buffer(leaf, torch.full(shape, value, dtype=self._dtype))
@@ -302,6 +300,7 @@ class GraphNetwork(nn.Module):
                 mod.register_buffer(leaf, torch.zeros(shape, dtype=self._dtype))
                 self._pre.append(name)
         self.register_buffer("precomputed_", torch.zeros(len(self._pre), dtype=torch.bool))
+        keep_cntk_dims(self, held)
         # the running statistics of batch normalisation are not trained
         for node in self.graph.nodes.values():
             if lookup(node.op).name == "BatchNormalization":
@@ -345,7 +344,7 @@ class GraphNetwork(nn.Module):
         return torch.tensor(rows, dtype=torch.float64)
 
     def tensor(self, name: str) -> torch.Tensor:
-        """The value of a parameter, constant or pre-computed node."""
+        """The tensor of a parameter, constant or pre-computed node (as held: see layout.py)."""
         mod, leaf = self._owner_get(name)
         return mod._parameters[leaf] if leaf in mod._parameters else mod._buffers[leaf]
 
@@ -425,7 +424,7 @@ class GraphNetwork(nn.Module):
             kind = lookup(node.op).kind
             if n in fused:
                 times = g.nodes[fused[n]]
-                fn = _addmm if times.op == "Times" else self._fns[fused[n]].biased     # or a convolution
+                fn = addmm if times.op == "Times" else self._fns[fused[n]].biased     # or a convolution
                 plan.append((_COMPUTE, n, fn, [times.inputs[0], times.inputs[1], node.inputs[1]], None))
             elif kind == "compute":
                 fn = self._fns[n]

@@ -54,11 +54,14 @@ class Convolution(Op):
     def compile(self, attrs, shapes, sample):
         c, h, w, kw, kh, oc, sw, sh, ph, pw = self._geom(attrs, shapes)
 
+        # the filters and bias are reshaped unless held in shape (ndl/layout.py)
         def fn(wt, x):
-            return F.conv2d(x, wt.reshape(oc, c, kh, kw), stride=(sh, sw), padding=(ph, pw))
+            wt = wt if wt.dim() == 4 else wt.reshape(oc, c, kh, kw)
+            return F.conv2d(x, wt, stride=(sh, sw), padding=(ph, pw))
 
         def biased(wt, x, b):           # Plus(Convolution(W, x), b) with a bias per channel, in one call
-            return F.conv2d(x, wt.reshape(oc, c, kh, kw), b.reshape(-1), stride=(sh, sw), padding=(ph, pw))
+            wt = wt if wt.dim() == 4 else wt.reshape(oc, c, kh, kw)
+            return F.conv2d(x, wt, b if b.dim() == 1 else b.reshape(-1), stride=(sh, sw), padding=(ph, pw))
         fn.biased = biased
         return fn
 
@@ -125,9 +128,9 @@ class BatchNormalization(Op):
         def fn(x, g, b, m, v, training=False):
             n = x.shape[0]
             momentum = 1.0 if tc == 0 else (0.0 if math.isinf(tc) else 1.0 - math.exp(-n / tc))
-            xs = x if spatial else x.reshape(n, -1)
-            out = F.batch_norm(xs, m.view(-1), v.view(-1), g.reshape(-1), b.reshape(-1), training=training and n > 1,
-                               momentum=momentum, eps=eps)
-            return out.reshape(n, *shape)
+            xs = x if spatial or x.dim() == 2 else x.reshape(n, -1)
+            m, v, g, b = (t if t.dim() == 1 else t.reshape(-1) for t in (m, v, g, b))   # held as vectors
+            out = F.batch_norm(xs, m, v, g, b, training=training and n > 1, momentum=momentum, eps=eps)
+            return out if xs is x else out.reshape(n, *shape)
         fn.wants_training = True
         return fn

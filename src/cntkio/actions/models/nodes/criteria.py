@@ -21,8 +21,13 @@ class _Criterion(Op):
             raise NodeError(f"{self.name}: the inputs' dimensions {list(a)} and {list(b)} differ")
         return (1, 1), False
 
+    #: ``fn`` gives the ``[1, 1]`` value itself (a sum over both axes kept as axes: no reshape)
+    keeps_dims = False
+
     def compile(self, attrs, shapes, sample):
         f = self.fn
+        if self.keeps_dims:
+            return lambda y, z: f(_flat(y), _flat(z))
         return lambda y, z: f(_flat(y), _flat(z)).reshape(1, 1)
 
     @staticmethod
@@ -32,21 +37,21 @@ class _Criterion(Op):
 
 @register
 class CrossEntropyWithSoftmax(_Criterion):
-    name, aliases = "CrossEntropyWithSoftmax", ("CEWithSM",)
-    fn = staticmethod(lambda y, z: -(y * torch.log_softmax(z, dim=-1)).sum())
+    name, aliases, keeps_dims = "CrossEntropyWithSoftmax", ("CEWithSM",), True
+    fn = staticmethod(lambda y, z: -(y * torch.log_softmax(z, dim=-1)).sum((0, 1), keepdim=True))
 
 
 @register
 class CrossEntropy(_Criterion):
     """``-sum(y·log p)`` of probabilities ``p`` (log of 0 floored as in CNTK's safe log)."""
-    name = "CrossEntropy"
-    fn = staticmethod(lambda y, p: -(y * torch.log(torch.clamp(p, min=1e-38))).sum())
+    name, keeps_dims = "CrossEntropy", True
+    fn = staticmethod(lambda y, p: -(y * torch.log(torch.clamp(p, min=1e-38))).sum((0, 1), keepdim=True))
 
 
 @register
 class SquareError(_Criterion):
-    name, aliases = "SquareError", ("SE",)
-    fn = staticmethod(lambda a, b: ((a - b) ** 2).sum())
+    name, aliases, keeps_dims = "SquareError", ("SE",), True
+    fn = staticmethod(lambda a, b: ((a - b) ** 2).sum((0, 1), keepdim=True))
 
 
 @register
