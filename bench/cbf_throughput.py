@@ -10,11 +10,16 @@ cntkio's CTF read of the same data; and the conversion speed against the CTF par
 Per dataset (``<name>.ctf`` from gen_data.py, converted once to ``<name>.cbf`` beside it with
 ``ctf2bin``, 32 MiB chunks; reused while newer than the CTF):
 
-* ``convert``: ``ctf2bin`` of the CTF file, CTF MB/s (10^6 bytes of text per second), also
+* ``convert``: ``ctf2bin`` of the CTF file (its parse on two threads, each chunk encoded on the
+  thread that parsed it, the output written by a thread of its own), CTF MB/s (10^6 bytes of
+  text per second), also
   without the final fsync (the same run, less the seconds of the fsync before the rename, also
   shown); each run writes a new file (the previous run's output is deleted first, untimed: a
-  rename over an existing 341 MB file also frees its blocks, ~0.06 s), beside ``ctf parse``: the CTF deserializer's index + ``get_chunk`` of every chunk
-  (the CTF parse speed);
+  rename over an existing 341 MB file also frees its blocks, ~0.06 s), beside ``ctf parse``: the
+  CTF deserializer's index + ``get_chunk`` of every chunk, on one thread (the CTF parse speed).
+  Both also in CPU seconds of the process (all threads; the least of the runs) with the load
+  average: the conversion needs its two cores to beat the one-thread parse (it does the parse's
+  work and more), so its wall time says little where another process holds a core;
 * ``read()``: reading the CBF file's bytes into memory (page cache warm);
 * ``cbf source``: ``MinibatchSource`` over ``CBFDeserializer``, ``randomize=False``, one sweep of
   256-sample minibatches, NumPy outputs; ``cbf random``: the same randomized (4-chunk window);
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -64,17 +70,35 @@ def best(fn, repeat):
     return min(times)
 
 
-def best_convert(ctf, cbf, name, repeat):
-    """Best of ``repeat`` conversions: (seconds, seconds less the final fsync) of the fastest."""
+def _cpu() -> float:
+    """CPU seconds of this process so far, all threads, user + system."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def best_cpu(fn, repeat):
+    """(best wall seconds, the least CPU seconds of the process) of ``repeat`` runs."""
     runs = []
+    for _ in range(repeat):
+        c0, t0 = _cpu(), time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - t0, _cpu() - c0))
+    return min(w for w, _ in runs), min(c for _, c in runs)
+
+
+def best_convert(ctf, cbf, name, repeat):
+    """Best of ``repeat`` conversions: (seconds, seconds less the final fsync) of the fastest, and
+    the least CPU seconds (all threads) of one conversion."""
+    runs, cpus = [], []
     for _ in range(repeat):
         if os.path.exists(cbf):  # each run writes a new file (not timed: freeing the old one's blocks)
             os.unlink(cbf)
-        t0 = time.perf_counter()
+        c0, t0 = _cpu(), time.perf_counter()
         info = ctf2bin(ctf, cbf, STREAMS[name], chunk_size=CHUNK, progress=False)
         t = time.perf_counter() - t0
+        cpus.append(_cpu() - c0)
         runs.append((t, t - info["fsync_seconds"]))
-    return min(runs)
+    return (*min(runs), min(cpus))
 
 
 def sweep(cfg, randomize=False):
@@ -157,11 +181,11 @@ def small_data(folder):
 
 
 def measure(name, ctf, cbf, args) -> dict:
-    ctf_mb, t_conv, t_conv_nofsync = os.path.getsize(ctf) / 1e6, None, None
+    ctf_mb, t_conv, t_conv_nofsync, cpu_conv = os.path.getsize(ctf) / 1e6, None, None, None
     if not os.path.exists(cbf) or os.path.getmtime(cbf) < os.path.getmtime(ctf):
-        t_conv, t_conv_nofsync = best_convert(ctf, cbf, name, args.repeat)
+        t_conv, t_conv_nofsync, cpu_conv = best_convert(ctf, cbf, name, args.repeat)
     cbf_mb = os.path.getsize(cbf) / 1e6
-    t_parse = best(lambda: ctf_parse(ctf, name), args.repeat)
+    t_parse, cpu_parse = best_cpu(lambda: ctf_parse(ctf, name), args.repeat)
     t_read = best(lambda: read_bytes(cbf), args.repeat)
     t_cbf = best(lambda: sweep(CBFDeserializer(cbf)), args.repeat)
     t_rand = best(lambda: sweep(CBFDeserializer(cbf), randomize=True), args.repeat)
@@ -172,6 +196,7 @@ def measure(name, ctf, cbf, args) -> dict:
                convert_no_fsync_MBps=None if t_conv is None else ctf_mb / t_conv_nofsync,
                fsync_s=None if t_conv is None else t_conv - t_conv_nofsync,
                ctf_parse_MBps=ctf_mb / t_parse,
+               convert_cpu_s=cpu_conv, ctf_parse_cpu_s=cpu_parse, load_average=os.getloadavg()[0],
                read_MBps=cbf_mb / t_read, cbf_source_MBps=cbf_mb / t_cbf, cbf_random_MBps=cbf_mb / t_rand,
                ctf_source_s=t_ctf, cbf_source_s=t_cbf,
                cntk27_cbf_MBps=None if t_cntk is None else cbf_mb / t_cntk,
@@ -182,7 +207,8 @@ def measure(name, ctf, cbf, args) -> dict:
         return "-" if v is None else p % v
     print(f"{name:7s} ctf {ctf_mb:8.1f} MB  cbf {cbf_mb:8.1f} MB | convert {f(row['convert_MBps'])} MB/s "
           f"(without the final fsync {f(row['convert_no_fsync_MBps'])}, fsync {f(row['fsync_s'], '%.3f')} s; "
-          f"ctf parse {f(row['ctf_parse_MBps'])}) | read() {f(row['read_MBps'])} | cbf source "
+          f"ctf parse {f(row['ctf_parse_MBps'])}; CPU s convert {f(cpu_conv, '%.3f')} parse "
+          f"{cpu_parse:.3f}, load {row['load_average']:.2f}) | read() {f(row['read_MBps'])} | cbf source "
           f"{f(row['cbf_source_MBps'])} random {f(row['cbf_random_MBps'])} | cntk27 cbf "
           f"{f(row['cntk27_cbf_MBps'])} | x cntk27 {f(row['vs_cntk27'], '%.2f')} "
           f"x read() {f(row['vs_read'], '%.2f')} x ctf {f(row['vs_ctf'], '%.2f')}", flush=True)
