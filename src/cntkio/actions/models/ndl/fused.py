@@ -169,8 +169,8 @@ def run_lstm(f: FusedLSTM, x: torch.Tensor, W: torch.Tensor | None, b: torch.Ten
         w_ih = torch.eye(4 * f.cell, dtype=x.dtype, device=dev)[rows]
         b_ih = x.new_zeros(4 * f.cell)
     else:
-        w_ih = W.reshape(4 * f.cell, -1)[rows]
-        b_ih = b.reshape(-1)[rows]
+        w_ih = (W if W.dim() == 2 else W.reshape(4 * f.cell, -1))[rows]
+        b_ih = (b if b.dim() == 1 else b.reshape(-1))[rows]          # a vector in BrainScript's layout.py
     params = [w_ih, H[rows], b_ih, b_ih.new_zeros(4 * f.cell)]
     if P is not None:
         params.append(P)
