@@ -7,6 +7,7 @@ import concurrent.futures as cf
 import numpy as np
 import pytest
 
+from cntkio.errors import FormatError, MaxErrorsExceeded
 from cntkio.deserializers.cbf import CBFWriter, ctf2bin
 from cntkio.deserializers.cbf import convert as CV
 from cntkio.deserializers.cbf import writer as W
@@ -121,3 +122,28 @@ def test_ctf2bin_bytes_do_not_depend_on_the_parse_ahead(tmp_path, monkeypatch, a
     info = ctf2bin(ctf, str(out), streams, chunk_size=700, ctf_chunk_size=512, progress=False)
     assert info["chunks"] > 5 and info["sequences"] == 300
     assert out.read_bytes() == ref.read_bytes()
+
+
+def test_sparse_indices_checked_once(tmp_path):
+    # ctf2bin: the CTF parser checks each index against the dims the writer gets, and the writer
+    # does not check them again; a bad index stops the conversion with the parser's error
+    ctf = tmp_path / "bad.ctf"
+    ctf.write_text("0 |s 1:1 2:1\n1 |s 7:1\n2 |s 3:1\n")
+    out = tmp_path / "bad.cbf"
+    with pytest.raises(MaxErrorsExceeded, match=r"bad\.ctf:2:6: sparse index out of range.*found 7"):
+        ctf2bin(str(ctf), str(out), [("s", "s", True, 5)], progress=False)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["bad.ctf"]
+    # the writer's own check stays for chunks from anywhere else
+
+    def one(index):
+        s = SparseStream(indptr=np.array([0, 1]), indices=np.array([index], np.int32),
+                         data=np.ones(1, np.float32), offsets=np.array([0, 1]), dim=5)
+        return ChunkData(SequenceTable(np.arange(1), np.array([1])), {"s": s})
+    with CBFWriter(str(tmp_path / "w.cbf"), [("s", 5, True)]) as w:
+        for index in (5, -1):
+            with pytest.raises(FormatError, match=f"sparse index out of range.*found {index}"):
+                w.encode(one(index))
+            with pytest.raises(FormatError, match="sparse index out of range"):
+                w.write(one(index))
+        w.write(None, encoded=w.encode(one(4)))
+    assert w.num_sequences == 1

@@ -186,8 +186,11 @@ while one is encoded and written;
         scanner.close()
     size = os.path.getsize(input_path)
     bar = _progress(size, f"ctf2bin {os.path.basename(input_path)}", progress)
-    # a guessed sparse dim is the largest index + 1 (otherwise the writer checks each index)
+    # a guessed sparse dim is the largest index + 1 (given dims: the parser checks each index)
     max_index = {name: -1 for name, _, sparse, _ in defs if sparse and guessed}
+    # the parser checked every sparse index against the writer's dims (unless ctf_options
+    # replaced the inputs): the writer need not check them again
+    checked = not any(str(k).lower() == "input" for k in (ctf_options or {}))
     try:
         writer = CBFWriter(output_path, [(n, (d if not (guessed and sp) else big), sp)
                                          for n, _, sp, d in defs],
@@ -200,7 +203,7 @@ while one is encoded and written;
                 for name in max_index:
                     ix = chunk.streams[name].indices
                     top[name] = int(ix.max()) if len(ix) else -1
-                return writer.encode(chunk, names), top
+                return writer.encode(chunk, names, indices_checked=checked), top
 
             for info, (encoded, top) in _parsed_ahead(reader, load):
                 for name, m in top.items():

@@ -138,20 +138,24 @@ class CBFWriter:
 
     # -- encoding -----------------------------------------------------------------------------
 
-    def encode(self, chunk: ChunkData, names: Sequence[str] | None = None) -> "Encoded":
+    def encode(self, chunk: ChunkData, names: Sequence[str] | None = None,
+               indices_checked: bool = False) -> "Encoded":
         """The chunk encoded for :meth:`write` (``write(chunk, names, encoded=...)``). Thread-safe
         and mostly GIL-free (NumPy and the C core): ``ctf2bin`` encodes each chunk on the thread
-        that parsed it, so the writing thread only cuts the chunks and writes."""
+        that parsed it, so the writing thread only cuts the chunks and writes.
+        ``indices_checked``: every sparse index is known to be in ``[0, dim)`` of its stream
+        (``ctf2bin``: the CTF parser checked them against the same dims), so they are not
+        checked again."""
         names = [s.name for s in self.streams] if names is None else list(names)
         bufs: list[np.ndarray] = []
-        lengths, blocks, sizes = self._encode(chunk, names, bufs)
+        lengths, blocks, sizes = self._encode(chunk, names, bufs, indices_checked)
         # the chunk is kept only when sequences must be dropped (see _write): else its arrays
         # are freed now, on this thread (the parser reuses their memory for the next chunk)
         keep = chunk if len(lengths) and not lengths.all() else None
         return Encoded(keep, names, lengths, blocks, sizes, bufs)
 
-    def _encode(self, chunk: ChunkData, names: Sequence[str],
-                bufs: list) -> tuple[np.ndarray, list, np.ndarray]:
+    def _encode(self, chunk: ChunkData, names: Sequence[str], bufs: list,
+                indices_checked: bool = False) -> tuple[np.ndarray, list, np.ndarray]:
         """Per stream the blocks of every sequence as one word array, with the sequences' lengths
         and byte sizes (to cut chunks at sequence boundaries). The word arrays' buffers are
         appended to ``bufs``."""
@@ -166,12 +170,13 @@ class CBFWriter:
         lengths = np.max(np.stack(counts), axis=0) if n else np.zeros(0, np.int64)
         blocks, sizes = [], 4 * np.ones(n, np.int64)
         for st, name, cnt in zip(self.streams, names, counts):
-            words, block = self._encode_stream(st, chunk.streams[name], cnt, bufs)
+            words, block = self._encode_stream(st, chunk.streams[name], cnt, bufs, indices_checked)
             blocks.append((words, block))
             sizes += 4 * block
         return lengths, blocks, sizes
 
-    def _encode_stream(self, st: CBFStream, data, cnt: np.ndarray, bufs: list):
+    def _encode_stream(self, st: CBFStream, data, cnt: np.ndarray, bufs: list,
+                       indices_checked: bool = False):
         ew = st.value_words
         n = len(cnt)
         if not st.sparse:
@@ -195,7 +200,8 @@ class CBFWriter:
         off = np.asarray(data.offsets, np.int64)
         nnz = indptr[off[1:]] - indptr[off[:-1]]
         e0 = indptr[off[:-1]]
-        if len(data.indices) and (int(np.min(data.indices)) < 0 or int(np.max(data.indices)) >= st.dim):
+        if not indices_checked and len(data.indices) and \
+                (int(np.min(data.indices)) < 0 or int(np.max(data.indices)) >= st.dim):
             bad = int(np.flatnonzero((np.asarray(data.indices) < 0) |
                                      (np.asarray(data.indices) >= st.dim))[0])
             raise FormatError(f"stream {st.name!r}: sparse index out of range",
