@@ -7,6 +7,8 @@ peak RSS of each run.
     python bench/htk_throughput.py bench/data/htk --gb 1.0 [--repeat 2] [--json out.json]
     python bench/htk_throughput.py /tmp/htk_small --small           # smoke run
     python bench/htk_throughput.py bench/data/htk --gb 1.0 --rss    # frame-mode peak RSS per window
+    python bench/htk_throughput.py bench/data/htk_q --gb 0.25 --rss --rss-frames 156000,625000  # the same
+    python bench/htk_throughput.py bench/data/htk --gb 1.0 --rss --rss-frames 156000,625000     # windows, 2 sizes
 
 The corpus (generated once into the folder, reused while its manifest matches): ``--gb`` GB of
 40-dim float32 frames in 100 MB HTK archives, utterances of 100-1500 frames skewed to the short end
@@ -197,11 +199,11 @@ def child(args) -> None:
     print("RESULT " + json.dumps(r))
 
 
-def measure(name: str, folder: str, window: int, repeat: int) -> dict | None:
+def measure(name: str, folder: str, window: int, repeat: int, env: dict | None = None) -> dict | None:
     best = None
     for _ in range(repeat):
         cmd = [sys.executable, os.path.abspath(__file__), folder, "--child", name, "--window-frames", str(window)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=None if env is None else {**os.environ, **env})
         line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if p.returncode != 0 or line is None:
             print(f"{name}: failed (rc {p.returncode}): {p.stderr.strip()[-400:]}", file=sys.stderr)
@@ -213,26 +215,36 @@ def measure(name: str, folder: str, window: int, repeat: int) -> dict | None:
 
 
 def rss_windows(args, info: dict) -> None:
-    """Frame mode (context 5, randomized) at each window of ``--rss-windows``, one process each:
-    its peak RSS. Bounded by the window, the peak follows the window and not the corpus; the
-    last column is the peak above the first window's, per frame of window added."""
+    """Frame mode (context 5, randomized) at each window of ``--rss-windows`` (shares of the corpus)
+    or ``--rss-frames`` (frames: the same windows on corpora of two sizes show whether the peak
+    depends on the corpus), one process each: its peak RSS. Bounded by the window, the peak follows
+    the window and not the corpus; the last column is the peak above the first window's, per frame
+    of window added. ``--rss-fixed-mmap`` runs each window again with glibc's mmap threshold fixed
+    (``MALLOC_MMAP_THRESHOLD_=131072``): glibc otherwise raises it after large blocks are freed and
+    keeps later ones in its heap, whose growth over a run is the allocator's, not the reader's."""
+    if args.rss_frames:
+        windows = [(int(x) / info["frames"], int(x)) for x in args.rss_frames.split(",")]
+    else:
+        windows = [(float(x), max(1, int(info["frames"] * float(x)))) for x in args.rss_windows.split(",")]
+    variants = [("", None)] + ([(" (fixed mmap threshold)", {"MALLOC_MMAP_THRESHOLD_": "131072"})]
+                               if args.rss_fixed_mmap else [])
     rows = []
-    for share in [float(x) for x in args.rss_windows.split(",")]:
-        w = max(1, int(info["frames"] * share))
-        r = measure("cntkio-frame", args.folder, w, 1)
-        if r is None:
-            return
-        rows.append((share, w, r["peak_rss_mb"], r["frames"] / r["seconds"]))
-    base = rows[0]
+    for share, w in windows:
+        for label, env in variants:
+            r = measure("cntkio-frame", args.folder, w, 1, env)
+            if r is None:
+                return
+            rows.append((share, w, r["peak_rss_mb"], r["frames"] / r["seconds"], label))
     print(f"corpus {info['frames']} frames; frame mode, context 5")
-    for share, w, rss, fps in rows:
+    for share, w, rss, fps, label in rows:
+        base = next(x for x in rows if x[4] == label)
         per = (rss - base[2]) * 1e6 / (w - base[1]) if w != base[1] else float("nan")
         print(f"window {share:6.1%} ({w:>9d} frames): peak RSS {rss:7.0f} MB ({rss * 1e6 / info['frames']:6.1f} B per "
-              f"corpus frame; {per:6.1f} B per window frame added), {fps:>10.0f} frames/s")
+              f"corpus frame; {per:6.1f} B per window frame added), {fps:>10.0f} frames/s{label}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"corpus": info, "rss": [dict(zip(("window_share", "window_frames", "peak_rss_mb",
-                                                          "frames_per_s"), r)) for r in rows]}, f, indent=1)
+                                                          "frames_per_s", "variant"), r)) for r in rows]}, f, indent=1)
 
 
 def main() -> None:
@@ -246,6 +258,10 @@ def main() -> None:
     ap.add_argument("--rss", action="store_true",
                     help="frame mode only, once per window of --rss-windows: peak RSS against the window")
     ap.add_argument("--rss-windows", default="0.025,0.1", help="windows (shares of the corpus) for --rss")
+    ap.add_argument("--rss-frames", help="windows in frames for --rss (instead of --rss-windows): the same "
+                    "windows on two corpus sizes show whether the peak depends on the corpus")
+    ap.add_argument("--rss-fixed-mmap", action="store_true",
+                    help="--rss: each window also with MALLOC_MMAP_THRESHOLD_=131072 (glibc's heap growth apart)")
     ap.add_argument("--json")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--window-frames", type=int, default=0, help=argparse.SUPPRESS)

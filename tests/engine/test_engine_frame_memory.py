@@ -162,6 +162,9 @@ def test_a_sweep_of_one_sample_sequences_holds_memory_by_the_window_not_the_swee
     pos = np.array([n - 1, 3, 600_000, 3])
     assert tl.index[pos].tolist() == index[pos].tolist()
     assert np.asarray(tl.rchunk).tolist() == source.tolist()           # the whole sweep: a separate replay
+    for a in range(0, n, 65536):      # a second pass over kept and replayed chunks: the count of kept stays true
+        assert np.array_equal(tl.index[a:a + 65536], index[a:a + 65536])
+        assert tl._kept == sum(len(p[0]) for p in tl._pieces.values()) <= tl._budget
 
 
 def _materialized(rand: R.BlockRandomizer):

@@ -663,7 +663,9 @@ class StreamedTimeline(Timeline):
             r += 1
 
     def _keep(self, r: int, piece) -> None:
-        self._pieces.pop(r, None)
+        old = self._pieces.pop(r, None)
+        if old is not None:
+            self._kept -= len(old[0])
         self._pieces[r] = piece
         self._kept += len(piece[0])
         while self._kept > self._budget and len(self._pieces) > 1:
@@ -679,9 +681,10 @@ class StreamedTimeline(Timeline):
         a, b = int(self.rchunk_start[r]), int(self.rchunk_start[r + 1])
         if a == b:
             return np.zeros(0, np.int32), np.zeros(0, self.swaps.source_dtype)
-        if self.swaps.lo > a:    # handed out before and no longer kept: replay from the sweep's start
-            self.swaps.reset()
-        keep_from = max(0, r - 2)
+        keep_from = 0
+        if self.swaps.lo > a:    # handed out before and no longer kept: replay from the sweep's start,
+            self.swaps.reset()   # keeping the chunks from just before this one
+            keep_from = max(0, r - 2)
         while self.swaps.lo < b:
             self._step(keep_from)
         p = self._pieces.get(r)
@@ -720,8 +723,18 @@ class StreamedTimeline(Timeline):
         if positions.min() < 0 or positions.max() >= self.n:
             raise IndexError(f"position out of bounds for a timeline of {self.n}")
         ss = self.rchunk_start
-        owner = np.searchsorted(ss, positions, side="right") - 1
         with self._lock:
+            if len(positions) < 2 or bool((positions[1:] >= positions[:-1]).all()):
+                # sorted (a worker's positions): each randomized chunk's run found by bisection
+                cuts = np.searchsorted(positions, ss, side="left")
+                r0 = int(np.searchsorted(ss, positions[0], side="right")) - 1
+                r1 = int(np.searchsorted(ss, positions[-1], side="right")) - 1
+                for r in range(r0, r1 + 1):
+                    a, b = int(cuts[r]), int(cuts[r + 1])
+                    if b > a:
+                        out[a:b] = self._piece(r)[which][positions[a:b] - int(ss[r])]
+                return out
+            owner = np.searchsorted(ss, positions, side="right") - 1
             for r in np.unique(owner).tolist():
                 sel = owner == r
                 out[sel] = self._piece(r)[which][positions[sel] - int(ss[r])]
