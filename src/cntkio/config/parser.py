@@ -110,28 +110,32 @@ def _after(sep: str) -> re.Pattern:
     return re.compile(r"[ \t\r\f\v]*(?:[\n" + re.escape(sep) + r"]|\Z)")
 
 
+def _body_item(group: str, end: str) -> str:
+    """One plain item of a one-line set's body (its separator ';'): ``name = word`` or
+    ``name = "text"`` (a plain name, not include), then ';' or ``end``; ``group`` opens the groups
+    of the name, the quoted text and the word (``(`` to capture them, ``(?:`` not)."""
+    return (r'[ \t\r\f\v]*(?!(?i:include)[ \t]*=)' + group + r'[A-Za-z0-9_][\w\-]*)[ \t]*=[ \t]*'
+            r'(?:"' + group + r'[^"\n]*)"|' + group + r'[^\s"=\[\]{}();]+))[ \t\r\f\v]*(?:;|' + end + ")")
+
+
+# the items of a one-line set's body (_plain_item's group 4): group 1 the name, 2 a quoted value's
+# text, 3 a plain value (as _plain_item's groups)
+_BODY_ITEMS = re.compile(_body_item("(", r"\Z"))
+
+
 @functools.lru_cache(maxsize=32)
 def _plain_item(sep: str) -> re.Pattern:
     """``name = value`` where the value is one plain word or one quoted string on its line, or
-    ``name = [ ... ]`` written on one line with no bracket inside the brackets (quoted text allowed,
-    no separator of its own right after the ``[``), then the end of the piece (a separator, a line
-    break or the end): the common parameters, taken in one match. Group 1 the name, 2 a quoted
-    value's text, 3 a plain value, 4 the set's body; a match also takes the separators and blank
-    space after it."""
+    ``name = [ ... ]`` written on one line whose body is only such items (a plain name each,
+    separated by ``;``; no separator of its own right after the ``[``), then the end of the piece
+    (a separator, a line break or the end): the common parameters, taken in one match. Group 1 the
+    name, 2 a quoted value's text, 3 a plain value, 4 the set's body (its items are
+    ``_BODY_ITEMS.findall`` of it); a match also takes the separators and blank space after it."""
     stop = re.escape(sep)
+    body_item = _body_item("(?:", r"(?=\])")
     return re.compile(r'[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*'
                       r'(?:"([^"\n]*)"|([^\s"=\[\]{}()' + stop + r']+)|\[(?![' + re.escape(CUSTOM_SEPARATORS) + r'])'
-                      r'([^\[\]{}()"\n]*(?:"[^"\n]*"[^\[\]{}()"\n]*)*)\])[ \t\r\f\v]*(?:[\n' + stop + r']|\Z)')
-
-
-# one plain item of a one-line set's body (its separator ';'): "name = word" or 'name = "text"' (a
-# plain name, not include), then ';' or the end of the body. Group 1 the name, 2 a quoted value's
-# text, 3 a plain value (as _plain_item's groups).
-_BODY_ITEM = (r'[ \t\r\f\v]*(?!(?i:include)[ \t]*=)([A-Za-z0-9_][\w\-]*)[ \t]*=[ \t]*'
-              r'(?:"([^"\n]*)"|([^\s"=\[\]{}();]+))[ \t\r\f\v]*(?:;|\Z)')
-_BODY_ITEMS = re.compile(_BODY_ITEM)
-# a body made only of such items (and blank space after the last): its items are findall's
-_PLAIN_BODY = re.compile(r"(?:" + _BODY_ITEM + r")*[ \t\r\f\v]*\Z")
+                      r'((?:' + body_item + r')*[ \t\r\f\v]*)\])[ \t\r\f\v]*(?:[\n' + stop + r']|\Z)')
 
 
 def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseContext | None) -> None:
@@ -139,14 +143,15 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
     ``target``, a parameter set.
 
     Plain ``name = word`` and ``name = "string"`` items are taken one regular-expression match each
-    (most of a configuration), and so is a set written on one line with no bracket inside
-    (``name = [ a = 1 ; b = "x" ]``, its plain items then found by two more matches); a set in
+    (most of a configuration), and so is a set written on one line holding only such items
+    (``name = [ a = 1 ; b = "x" ]``, its items then found by one more match); a set in
     brackets that only blank space follows is parsed straight from its brackets; any other item
     (an array, an include, a flag, a dotted name...) is cut at the next separator outside brackets
     and goes through the general path (:func:`_parse_pieces`)."""
     text = src.text
     file = src.file
     plain = _plain_item(sep).match
+    findall = _BODY_ITEMS.findall
     put = target._put
     new_set = target._new_set
     count = text.count
@@ -174,8 +179,8 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
                 lpos = at
                 pos = m.end()
                 continue
-            # name = [ ... ] on one line, no bracket inside: its plain items in two matches (the
-            # body checked, then its items found), the line of the '[' for them all
+            # name = [ ... ] on one line, only plain items inside: the items found by one more
+            # match, the line of the '[' for them all
             bs, be = m.span(4)
             line += count("\n", lpos, bs)
             lpos = bs
@@ -183,14 +188,7 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
                 raise src.error(f"parameter sets nested too deeply (more than {MAX_NESTING} levels, at "
                                 f"{name!r})", bs - 1, hint="flatten the configuration")
             params = new_set(name, file=file, line=line)
-            if _PLAIN_BODY.match(text, bs, be) is not None:
-                params._put_items(_BODY_ITEMS.findall(text, bs, be), file, line)
-            else:   # a flag, a dotted name, include=, a value spanning words...: the general parse
-                _nesting.depth = depth + 1
-                try:
-                    parse_body(src, bs, be, ";", params, ctx)
-                finally:
-                    _nesting.depth = depth
+            params._put_items(findall(text, bs, be), file, line)
             target._put_set(name, params)
             pos = m.end()
             continue
