@@ -151,3 +151,80 @@ def test_dataset_iteration_warns_nothing(tmp_path):
         items = list(DataLoader(ds, batch_size=None))
     assert [item["w_lengths"].tolist() for item in items] == [[1, 2], [1], [3], [1]]
     ds._make_source().close()
+
+
+# --- per-item work (issue 18, part 3) ----------------------------------------------------------------
+
+def test_default_convert_is_not_run_per_item(tmp_path, monkeypatch):
+    """With batch_size=None the DataLoader's default collate_fn (default_convert) would copy every
+    item (already a dict of tensors): the dataset replaces it for its own fetcher by a pass-through,
+    and the items are the same."""
+    from torch.utils.data._utils import collate
+
+    calls = []
+    real = collate.default_convert
+
+    def counting(item):
+        calls.append(1)
+        return real(item)
+
+    path = _write(tmp_path / "a.ctf")
+    monkeypatch.setattr(collate, "default_convert", counting)  # what DataLoader takes as its default
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
+    items = list(DataLoader(ds, batch_size=None))
+    ds._make_source().close()
+    assert calls == []
+    assert [item["w_lengths"].tolist() for item in items] == [[1, 2], [1], [3], [1]]
+    assert items[2]["w"].to_dense().argmax(1).tolist() == [0, 9, 1]
+    assert items[2]["x"][0, :, 0].tolist() == [4.0, 3.0, 1.0]
+
+
+def test_a_collate_fn_of_the_user_is_kept(tmp_path):
+    path = _write(tmp_path / "a.ctf")
+    seen = []
+
+    def collate(item):
+        seen.append(sorted(item))
+        return {"n": int(item["w_lengths"].sum())}
+
+    ds = MinibatchIterableDataset(lambda: _source(path), 3)
+    assert list(DataLoader(ds, batch_size=None, collate_fn=collate)) == [{"n": 3}, {"n": 1}, {"n": 3}, {"n": 1}]
+    assert seen == [["w", "w_lengths", "x", "x_lengths"]] * 4
+    ds._make_source().close()
+
+
+def test_masks_and_lengths_options_with_csr_and_dense_streams(tmp_path):
+    """Every combination of lengths/masks on a sparse (CSR) and a dense stream: the dataset's
+    items equal the generic per-stream conversion, key for key, in the same key order."""
+    import itertools
+
+    rng = np.random.default_rng(7)
+    path = tmp_path / "r.ctf"
+    with open(path, "w") as f:
+        for s in range(60):
+            for _ in range(int(rng.integers(1, 5))):
+                f.write(f"{s}\t|w {int(rng.integers(10))}:1\t|x {float(rng.integers(100))}\n")
+    for lengths, masks in itertools.product([True, False], [True, False]):
+        expected = []
+        src = _source(path)
+        while True:
+            mb = src.next_minibatch(5)
+            if not mb:
+                break
+            expected.append(to_torch(dict(mb), lengths=lengths, masks=masks))  # a plain dict: generic
+        src.close()
+        ds = MinibatchIterableDataset(lambda: _source(path), 5, lengths=lengths, masks=masks)
+        got = list(DataLoader(ds, batch_size=None))
+        ds._make_source().close()
+        assert len(got) == len(expected) > 20
+        keys = {"w", "x"} | ({"w_lengths", "x_lengths"} if lengths else set()) | \
+            ({"w_mask", "x_mask"} if masks else set())
+        for a, b in zip(got, expected):
+            assert set(a) == keys and list(a) == list(b)
+            assert torch.equal(a["w"].to_dense(), b["w"].to_dense())
+            assert a["w"].crow_indices().tolist() == b["w"].crow_indices().tolist()
+            for k in keys - {"w"}:
+                assert a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]), k
+        if masks:  # concrete: a mask is True on exactly the valid cells
+            m = got[0]["w_mask"]
+            assert m.dtype == torch.bool and int(m.sum()) == got[0]["w"].shape[0]

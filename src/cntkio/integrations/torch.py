@@ -60,6 +60,15 @@ def _csr_t(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size) ->
     return t
 
 
+def _warm_csr() -> None:
+    """Let torch's once-per-process "sparse CSR is in beta" warning happen now, silenced (call on
+    the caller's thread, where the warning filters can be set safely), so that the per-item code
+    calls ``torch.sparse_csr_tensor`` directly."""
+    if not _csr_warned:
+        z = np.zeros(1, np.int32)
+        _csr(z, z[:0], np.zeros(0, np.float32), (0, 1))
+
+
 def _csr(crow: np.ndarray, col: np.ndarray, values: np.ndarray, size) -> torch.Tensor:
     return _csr_t(_tensor(crow), _tensor(col), _tensor(values), size)
 
@@ -148,47 +157,62 @@ class _BatchPlan:
     as long as the caller keeps them. Tensors made ahead for a whole batch would outlive two
     garbage-collector generations and be counted towards full collections, which traverse every
     object of the process (torch's own included: ~50 ms each): on the 100 MB sequence benchmark
-    at 256-sample minibatches that was 2-3 full collections per sweep, 8-13 us per minibatch."""
+    at 256-sample minibatches that was 2-3 full collections per sweep, 8-13 us per minibatch.
 
-    __slots__ = ("key", "streams", "empty")
+    ``steps`` is one flat tuple per stream, in the order the keys go into the item: ``get`` is
+    the per-item work of the PyTorch path, so it reads each step's arrays by position (no nested
+    unpacking, no lookups by name) and makes exactly the tensors asked for."""
+
+    __slots__ = ("key", "steps", "empty")
 
     def __init__(self, bt, lengths: bool, masks: bool) -> None:
         self.key = (lengths, masks)
         self.empty = any(kind is None for _, kind, _, _, _ in bt.streams)
-        self.streams = []
+        self.steps: list[tuple] = []
         if self.empty:
             return
         for name, kind, lens, bounds, parts in bt.streams:
             parts = [(_writeable(flat), starts, shapes)
                      for flat, starts, shapes in (parts[:1] if kind == "ids" and not masks else parts)]
             lens = _writeable(np.ascontiguousarray(lens, np.int64))
-            widths = None
-            if masks and kind != "ids":  # the padded width of each minibatch's mask
+            lname = name + "_lengths" if lengths else None
+            if masks and kind != "ids":  # the bool mask from the lengths, at each minibatch's padded width
                 widths = [int(lens[b0:b1].max()) if b1 > b0 else 0 for b0, b1 in zip(bounds, bounds[1:])]
-            self.streams.append((name, kind, lens, bounds, parts, bt.sizes.get(name), widths))
+                mask = (name + "_mask", widths)
+            else:
+                mask = None
+            if kind == "csr":
+                _warm_csr()
+                (crow, cs, _), (col, nz, _), (val, _, _) = parts
+                self.steps.append((True, name, crow, cs, col, val, nz, bt.sizes[name], lname, lens, bounds, mask))
+            else:  # dense values, or token ids (and their mask)
+                arrays = tuple((key, flat, starts, shapes)
+                               for (flat, starts, shapes), key in zip(parts, (name, name + "_mask")))
+                self.steps.append((False, arrays, None, None, None, None, None, None, lname, lens, bounds, mask))
 
     def get(self, j: int) -> dict | None:
         """Minibatch ``j``'s ``{name: tensor}`` (None when a stream has no sequences)."""
         if self.empty:
             return None
-        lengths, masks = self.key
         fn = _from_numpy
         d: dict[str, torch.Tensor] = {}
-        for name, kind, lens, bounds, parts, sizes, widths in self.streams:
-            if kind == "csr":
-                (crow, cs, _), (col, nz, _), (val, _, _) = parts
-                a, b = nz[j], nz[j + 1]
-                d[name] = _csr_t(fn(crow[cs[j]:cs[j + 1]]), fn(col[a:b]), fn(val[a:b]), sizes[j])
+        for csr, name, crow, cs, col, val, nz, sizes, lname, lens, bounds, mask in self.steps:
+            if csr:
+                a = nz[j]
+                b = nz[j + 1]
+                d[name] = _sparse_csr(fn(crow[cs[j]:cs[j + 1]]), fn(col[a:b]), fn(val[a:b]), sizes[j],
+                                      check_invariants=False)
             else:
-                for (flat, starts, shapes), key in zip(parts, (name, name + "_mask")):
+                for key, flat, starts, shapes in name:
                     a = flat[starts[j]:starts[j + 1]]
                     d[key] = fn(a if shapes is None else a.reshape(shapes[j]))
-            if lengths or widths is not None:
+            if mask is not None:  # the keys in to_torch's order: values, mask, lengths
                 lt = fn(lens[bounds[j]:bounds[j + 1]])
-                if lengths:
-                    d[name + "_lengths"] = lt
-                if widths is not None:
-                    d[name + "_mask"] = _mask_from(lt, widths[j])
+                d[mask[0]] = _mask_from(lt, mask[1][j])
+                if lname is not None:
+                    d[lname] = lt
+            elif lname is not None:
+                d[lname] = fn(lens[bounds[j]:bounds[j + 1]])
         return d
 
 
@@ -200,10 +224,7 @@ class _Prebuild:
 
     def __init__(self, lengths: bool, masks: bool) -> None:
         self.key = (lengths, masks)
-        # torch warns once per process that sparse CSR is in beta: let that happen here, on the
-        # caller's thread, where the warning filters can be set safely
-        z = np.zeros(1, np.int32)
-        _csr(z, z[:0], np.zeros(0, np.float32), (0, 1))
+        _warm_csr()
 
     def __call__(self, bt) -> None:
         if bt.cache is None or bt.cache.key != self.key:
@@ -285,15 +306,29 @@ _BATCHED_MESSAGE = (
     "DataLoader(dataset, batch_size=None).")
 
 
+def _as_is(item: Any) -> Any:
+    return item
+
+
 def _check_not_batched(caller: Any) -> None:
     """Raise ``ValueError`` when ``caller`` (the frame asking for the dataset's first item) is a
-    DataLoader fetcher that batches items (``batch_size`` not None, its default 1 included)."""
+    DataLoader fetcher that batches items (``batch_size`` not None, its default 1 included).
+
+    With ``batch_size=None`` the fetcher passes every item through its ``collate_fn``, by default
+    ``default_convert``, which turns NumPy arrays into tensors: it would walk each item (a dict of
+    tensors already) and return a copy of it holding the same tensors, about 1.3 us per item for
+    nothing. That default is replaced here, for this fetcher only (one DataLoader iteration), by
+    a function returning the item as it is; a ``collate_fn`` the user gave is kept."""
     fetcher = None if caller is None else caller.f_locals.get("self")
-    base = getattr(getattr(getattr(torch.utils.data, "_utils", None), "fetch", None), "_BaseDatasetFetcher", None)
-    if base is None or not isinstance(fetcher, base) or not getattr(fetcher, "auto_collation", False):
+    utils = getattr(torch.utils.data, "_utils", None)
+    base = getattr(getattr(utils, "fetch", None), "_BaseDatasetFetcher", None)
+    if base is None or not isinstance(fetcher, base):
         return
-    index = caller.f_locals.get("possibly_batched_index")
-    raise ValueError(_BATCHED_MESSAGE.format(n=len(index) if hasattr(index, "__len__") else "not None"))
+    if getattr(fetcher, "auto_collation", False):
+        index = caller.f_locals.get("possibly_batched_index")
+        raise ValueError(_BATCHED_MESSAGE.format(n=len(index) if hasattr(index, "__len__") else "not None"))
+    if getattr(fetcher, "collate_fn", None) is getattr(getattr(utils, "collate", None), "default_convert", _as_is):
+        fetcher.collate_fn = _as_is
 
 
 class MinibatchIterableDataset(torch.utils.data.IterableDataset):
@@ -406,26 +441,42 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
             _log.info("reading partition %d of %d", index, parts)
         size, device, lengths, ids = self.minibatch_size, self.device, self.lengths, self.ids
         pad_id, masks = self.pad_id, self.masks
-        checked = False  # the streams were checked against ids (the same in every minibatch)
-        while True:
-            if checked and device is None and handoff is not None:
-                # the minibatch's objects are not made, only a reference to its packed batch
-                handoff.light = True
-                try:
-                    mb = read_minibatch(source, size, parts, index)
-                finally:
-                    handoff.light = False
-                if not mb:
-                    return
-                if getattr(mb, "packed", None) is not None:
-                    out = _packed_to_torch(mb, ids, pad_id, lengths, masks)
-                    if out is not None:
-                        yield out
-                        continue
-                mb = mb.minibatch() if hasattr(mb, "minibatch") else mb
-            else:
+        # the first item the generic way: it checks the streams against ids (the same in every minibatch)
+        mb = read_minibatch(source, size, parts, index)
+        if not mb:
+            return
+        yield to_torch(mb, device, lengths, ids, pad_id, masks)
+        if device is not None or handoff is None:
+            while True:
                 mb = read_minibatch(source, size, parts, index)
                 if not mb:
                     return
-            yield to_torch(mb, device, lengths, ids, pad_id, masks)
-            checked = True
+                yield to_torch(mb, device, lengths, ids, pad_id, masks)
+        # the fast path: the hand-off gives a reference to the packed batch instead of the
+        # minibatch's objects (Handoff.light), and the item is made from the batch's plan, looked
+        # up once per batch
+        next_minibatch = source.next_minibatch
+        key = (lengths, masks)
+        last = plan = None
+        while True:
+            handoff.light = True
+            try:
+                mb = next_minibatch(size, None, None, parts, index)
+            finally:
+                handoff.light = False
+            packed = getattr(mb, "packed", None)  # first: a PackedRef's truth is a Python __len__
+            if packed is None and not mb:
+                return
+            if packed is not None:
+                batch, j = packed
+                if batch is not last:
+                    bt = batch.tensor_ready(ids, pad_id, masks)
+                    plan = bt.cache
+                    if plan is None or plan.key != key:
+                        plan = bt.cache = _BatchPlan(bt, lengths, masks)
+                    last = batch
+                out = plan.get(j)
+                if out is not None:
+                    yield out
+                    continue
+            yield to_torch(mb.minibatch() if hasattr(mb, "minibatch") else mb, None, lengths, ids, pad_id, masks)
