@@ -3,6 +3,8 @@ on other threads, out of order, with sequences to drop (the chunk is then kept f
 selection), with encode buffers shared by writers at once, and with staging blocks kept from
 one file for the next; ctf2bin's output does not change with the parse-ahead depth or threads."""
 import concurrent.futures as cf
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -147,3 +149,20 @@ def test_sparse_indices_checked_once(tmp_path):
                 w.write(one(index))
         w.write(None, encoded=w.encode(one(4)))
     assert w.num_sequences == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_while_a_pool_lock_is_held_leaves_the_child_working(tmp_path):
+    chunks = [_chunk(k) for k in range(3)]
+    want = _write(tmp_path / "ref.cbf", chunks)
+    with W._encode_spare_lock, W._stage_cache_lock:  # as if another thread were in _take
+        pid = os.fork()
+        if pid == 0:  # child: the pools' locks are new ones (else it would wait forever)
+            code = 1
+            signal.alarm(30)  # a deadlocked child dies, and the test fails
+            try:
+                code = 0 if _write(tmp_path / "child.cbf", chunks) == want else 2
+            finally:
+                os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -548,6 +548,17 @@ _stage_cache_lock = threading.Lock()
 _STAGE_CACHE_BYTES = 64 * 1024 * 1024
 
 
+def _after_fork_in_child() -> None:
+    """A fork while another thread held a pool's lock must not leave it held in the child."""
+    global _encode_spare_lock, _stage_cache_lock
+    _encode_spare_lock = threading.Lock()
+    _stage_cache_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _stage_take():
     """A page-aligned staging buffer of ``_DIRECT_STAGE_BYTES``: a kept one, else a new mapping."""
     import mmap
