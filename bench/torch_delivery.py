@@ -22,6 +22,10 @@ Each includes building the source (the index) and is timed ``--repeat`` times, r
 interleaved (raw, torch, raw, torch, ...) so that drift on a shared machine hits both alike.
 ``ratio`` is raw time / torch time of the best runs; ``median of pairs`` the median over repeats
 of the ratio of the two runs made back to back. MB/s is file bytes (10^6) over wall time.
+``cpu ratio`` is the same over process CPU time (``time.process_time``, every thread: steadier
+than wall time on a shared machine, and what wall time becomes when no second core is free);
+``main us/mb`` the consumer thread's CPU time per minibatch (``time.thread_time``), raw / torch:
+the per-item work the torch path adds (the reading threads' work is the same in both).
 ``--head-mb N`` runs on the first N MB of every file (whole lines), for smoke runs.
 ``--randomize`` reads randomized (window of 4 chunks) instead.
 """
@@ -63,8 +67,8 @@ class Factory:
         return MinibatchSource(CTFDeserializer(self.path, StreamDefs(**STREAMS[self.name])), max_sweeps=1, **kw)
 
 
-def time_raw(factory: Factory, size: int) -> tuple[float, int, int]:
-    t0 = time.perf_counter()
+def time_raw(factory: Factory, size: int) -> tuple[float, int, int, float, float]:
+    t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
     src = factory()
     first = src.stream_infos()[0]
     n = samples = 0
@@ -74,17 +78,17 @@ def time_raw(factory: Factory, size: int) -> tuple[float, int, int]:
             break
         samples += mb[first].num_samples
         n += 1
-    t = time.perf_counter() - t0
+    t, c, m = time.perf_counter() - t0, time.process_time() - c0, time.thread_time() - m0
     src.close()
-    return t, n, samples
+    return t, n, samples, c, m
 
 
-def time_torch(factory: Factory, size: int, ids: tuple = ()) -> tuple[float, int, int]:
+def time_torch(factory: Factory, size: int, ids: tuple = ()) -> tuple[float, int, int, float, float]:
     import torch
     from torch.utils.data import DataLoader
     from cntkio.integrations.torch import MinibatchIterableDataset
     first = next(iter(STREAMS[factory.name]))
-    t0 = time.perf_counter()
+    t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
     ds = MinibatchIterableDataset(factory, size, ids=ids)
     n = 0
     lengths = []  # summed once after the loop: a torch reduction per item is not delivery
@@ -94,9 +98,9 @@ def time_torch(factory: Factory, size: int, ids: tuple = ()) -> tuple[float, int
         lengths.append(batch[first + "_lengths"])
         n += 1
     samples = int(torch.cat(lengths).sum()) if lengths else 0
-    t = time.perf_counter() - t0
+    t, c, m = time.perf_counter() - t0, time.process_time() - c0, time.thread_time() - m0
     ds._make_source().close()
-    return t, n, samples
+    return t, n, samples, c, m
 
 
 def head_copy(path: str, mb: float, out_dir: str) -> str:
@@ -129,8 +133,8 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory() if args.head_mb else None
     rows = []
     print("| dataset | MB | minibatch | raw MB/s | torch MB/s | ratio | median of pairs | torch, ids MB/s "
-          "| ids ratio | minibatches |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| ids ratio | minibatches | cpu ratio (ids) | main us/mb raw / torch (ids) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.only.split(","):
         path = os.path.join(args.data, name + ".ctf")
         if tmp is not None:
@@ -140,29 +144,39 @@ def main() -> None:
         ids = IDS.get(name, ())
         for size in (int(s) for s in args.sizes.split(",")):
             best = {"raw": float("inf"), "torch": float("inf"), "ids": float("inf")}
+            cpu = {k: float("inf") for k in best}
+            main_cpu = {k: float("inf") for k in best}
             pairs, id_pairs = [], []
             for _ in range(args.repeat):
-                tr, n, samples = time_raw(factory, size)
-                tt, n_t, samples_t = time_torch(factory, size)
+                tr, n, samples, cpu_r, m_r = time_raw(factory, size)
+                tt, n_t, samples_t, cpu_t, m_t = time_torch(factory, size)
+                cpu["raw"], cpu["torch"] = min(cpu["raw"], cpu_r), min(cpu["torch"], cpu_t)
+                main_cpu["raw"], main_cpu["torch"] = min(main_cpu["raw"], m_r), min(main_cpu["torch"], m_t)
                 assert (n, samples) == (n_t, samples_t), (name, size, n, samples, n_t, samples_t)
                 best["raw"], best["torch"] = min(best["raw"], tr), min(best["torch"], tt)
                 pairs.append(tr / tt)
                 if ids:
-                    ti, n_i, samples_i = time_torch(factory, size, ids)
+                    ti, n_i, samples_i, cpu_i, m_i = time_torch(factory, size, ids)
                     assert (n, samples) == (n_i, samples_i)
+                    cpu["ids"], main_cpu["ids"] = min(cpu["ids"], cpu_i), min(main_cpu["ids"], m_i)
                     best["ids"] = min(best["ids"], ti)
                     id_pairs.append(tr / ti)
             row = dict(dataset=name, mb=mb, minibatch=size, minibatches=n, raw=mb / best["raw"],
                        torch=mb / best["torch"], ratio=best["raw"] / best["torch"],
-                       ratio_pairs=float(np.median(pairs)), pairs=pairs)
+                       ratio_pairs=float(np.median(pairs)), pairs=pairs, cpu_ratio=cpu["raw"] / cpu["torch"],
+                       main_us_raw=main_cpu["raw"] / n * 1e6, main_us_torch=main_cpu["torch"] / n * 1e6)
             ids_cells = "| |"
             if ids:
                 row.update(ids=mb / best["ids"], ids_ratio=best["raw"] / best["ids"],
-                           ids_pairs=id_pairs)
+                           ids_pairs=id_pairs, ids_cpu_ratio=cpu["raw"] / cpu["ids"],
+                           main_us_ids=main_cpu["ids"] / n * 1e6)
                 ids_cells = f"| {row['ids']:.1f} | {row['ids_ratio']:.0%} (pairs {np.median(id_pairs):.0%}) |"
             rows.append(row)
+            cpu_cells = f"{row['cpu_ratio']:.0%}" + (f" ({row['ids_cpu_ratio']:.0%})" if ids else "")
+            main_cells = f"{row['main_us_raw']:.1f} / {row['main_us_torch']:.1f}" + \
+                (f" ({row['main_us_ids']:.1f})" if ids else "")
             print(f"| {name} | {mb:.0f} | {size} | {row['raw']:.1f} | {row['torch']:.1f} | {row['ratio']:.0%} "
-                  f"| {row['ratio_pairs']:.0%} {ids_cells} {n} |", flush=True)
+                  f"| {row['ratio_pairs']:.0%} {ids_cells} {n} | {cpu_cells} | {main_cells} |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
