@@ -457,7 +457,8 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
         # up once per batch
         next_minibatch = source.next_minibatch
         key = (lengths, masks)
-        last = plan = None
+        last = None
+        plan: _BatchPlan | None = None
         while True:
             handoff.light = True
             try:
@@ -475,6 +476,7 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
                     if plan is None or plan.key != key:
                         plan = bt.cache = _BatchPlan(bt, lengths, masks)
                     last = batch
+                assert plan is not None
                 out = plan.get(j)
                 if out is not None:
                     yield out
