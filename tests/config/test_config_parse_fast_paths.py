@@ -88,6 +88,13 @@ CASES = [
     'l = (\n  [ a = 1 ]:\n  [ b = 2 ):\n)\n',
     'include = [ x = 1 ]\n',
     'a = [ include = [ x = 1 ] ]\n',
+    # brackets never closed, closed by the wrong kind, closed without an opening one
+    'a = 1\nb = [ x = 1\n',
+    'a = 1\nb = [\n  c = (1:2\n]\n',
+    'a = 1\nb = x ]\n',
+    'a = 1\nb = { x = [ y = 1 } ]\n',
+    # quoted text spanning lines inside groups (not one-line sets), brackets inside those quotes
+    'a = ( "x\n]" : [ b = "y\n)" ] )\nc = [ s = "p\nq" ; t = 1 ]\n',
 ]
 
 
@@ -151,8 +158,11 @@ def test_include_inside_a_one_line_set(tmp_path):
     ('ok = 1\na = [ x = 1 ; y = ]\n', 2, "expected a value after 'y='"),
     ('l = (\n  [ a = 1 ]:\n  [ b = 2 ):\n)\n', 3, "expected ']' to close '['"),
     ('include = [ x = 1 ]\n', 1, "included file '[ x = 1 ]' not found"),
+    ('a = 1\nb = [ x = 1\n', 2, "'[' opened here is never closed"),
+    ('a = 1\nb = [\n  c = (1:2\n]\n', 4, "expected ')' to close '(' opened on line 3, found ']'"),
+    ('a = 1\nb = { x = [ y = 1 } ]\n', 2, "expected ']' to close '[' opened on line 2, found '}'"),
 ])
-def test_errors_in_one_line_sets_name_the_file_and_line(text, line, message):
+def test_errors_name_the_file_and_line(text, line, message):
     with pytest.raises(ConfigError) as e:
         parse_config(text, file="bad.cntk")
     assert e.value.file == "bad.cntk" and e.value.line == line
