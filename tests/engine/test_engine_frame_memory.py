@@ -177,23 +177,34 @@ def _materialized(rand: R.BlockRandomizer):
     return rand
 
 
+def _in_order_tables(rand: R.NoRandomizer):
+    """``rand`` with the whole-sweep tables of input order."""
+    tl = rand._tl
+    rand._tl = R._make_timeline(0, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
+                                rand.num_chunks, tl.rchunk_start, tl.start)
+    return rand
+
+
+@pytest.mark.parametrize("randomize", [True, False])
 @pytest.mark.parametrize("W", [2, 3])
-def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W):
-    """Distributed workers over a streamed frame-mode sweep (their positions found a randomized
-    chunk at a time) take exactly what they take over whole-sweep tables: every minibatch's
-    chunks, indices and flags, the chunks ahead, the next local sequence, over two sweeps."""
+def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W, randomize):
+    """Distributed workers over a frame-mode sweep that keeps no table (randomized: their positions
+    found a randomized chunk at a time; in input order: every W-th position) take exactly what they
+    take over whole-sweep tables: every minibatch's chunks, indices and flags, the chunks ahead,
+    the next local sequence, over two sweeps."""
     from cntkio.engine.walk import TimelineWalker
     rng = np.random.default_rng(4)
     chunks = [np.ones(int(n), np.int64) for n in rng.integers(300, 2000, 17)]
     total = sum(len(c) for c in chunks)
+    kind = R.StreamedTimeline if randomize else R.InOrderTimeline
 
     def walker():
-        return TimelineWalker(chunks, randomize=True, window=3000, sample_based=True, seed=9,
+        return TimelineWalker(chunks, randomize=randomize, window=3000, sample_based=True, seed=9,
                               epoch_end=2 * total - 500)
     for r in range(W):
         a, b = walker(), walker()
-        _materialized(b.randomizer)
-        assert isinstance(a.timeline(0), R.StreamedTimeline) and not isinstance(b.timeline(0), R.StreamedTimeline)
+        _materialized(b.randomizer) if randomize else _in_order_tables(b.randomizer)
+        assert isinstance(a.timeline(0), kind) and not isinstance(b.timeline(0), kind)
         ca = cb = (0, 0)
         calls = 0
         while calls < 2000:
@@ -209,3 +220,33 @@ def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W):
             if pa.reached_end:
                 break
         assert pa.reached_end and calls > 40
+
+
+def test_in_order_sweep_of_one_sample_sequences_keeps_no_table():
+    """Not randomized, one-sample sequences: the timeline finds a position's chunk and index from
+    the chunks' first positions when read, and equals the tables it no longer keeps."""
+    counts = [3, 0, 5, 1, 4]
+    rand = R.NoRandomizer([np.ones(n, np.int64) for n in counts])
+    tl = rand.timeline(2)
+    assert isinstance(tl, R.InOrderTimeline) and tl.sweep == 2
+    chunk = np.repeat(np.arange(5), counts)
+    index = np.concatenate([np.arange(n) for n in counts])
+    assert tl.chunk.tolist() == chunk.tolist() and np.asarray(tl.index).tolist() == index.tolist()
+    assert tl.index[4:9].tolist() == index[4:9].tolist() and tl.chunks(slice(2, 10)).tolist() == chunk[2:10].tolist()
+    assert tl.index[np.array([12, 0, 8])].tolist() == [3, 0, 0] and int(tl.rchunk[8]) == 3
+    assert tl.first_use.tolist() == [0, -1, 3, 8, 9] and tl.last_use.tolist() == [2, -1, 7, 8, 12]
+    assert tl.rchunk.dtype == np.int16 and tl.index.dtype == np.int32 and tl.num_sequences == 13
+    with pytest.raises(IndexError):
+        tl.index[13]
+
+
+def test_stride_table_answers_as_the_array():
+    for s, W, n in [(0, 2, 11), (1, 2, 11), (2, 3, 2), (2, 3, 3), (0, 4, 0)]:
+        st, a = R.Stride(s, W, n), np.arange(s, n, W)
+        assert len(st) == len(a) and st.tolist() == a.tolist() and st[1:3].tolist() == a[1:3].tolist()
+        for v in range(-2, n + 3):
+            for side in ("left", "right"):
+                assert np.searchsorted(st, v, side=side) == np.searchsorted(a, v, side=side)
+        assert np.searchsorted(st, [0, n]).tolist() == np.searchsorted(a, [0, n]).tolist()
+        if len(a):
+            assert st[-1] == a[-1] and st[np.array([0, -1])].tolist() == [a[0], a[-1]]

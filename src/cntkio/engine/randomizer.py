@@ -22,8 +22,8 @@ from .._native import native
 
 __all__ = [
     "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
-    "swap_sequences_rolling", "Counting",
-    "Timeline", "StreamedTimeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
+    "swap_sequences_rolling", "Counting", "Stride",
+    "Timeline", "StreamedTimeline", "InOrderTimeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
 ]
 
 _M64 = (1 << 64) - 1
@@ -288,6 +288,56 @@ class Counting:
 
     def tolist(self) -> list[int]:
         return list(range(self.lo, self.lo + self.n))
+
+
+class Stride:
+    """The integers ``s, s + W, s + 2W, ...`` below ``n`` as a read-only table that holds no memory:
+    a distributed worker's positions in a sweep in input order (position ``p`` is worker
+    ``(p + offset) % W``'s). Indexing, step-1 slices, index arrays, ``len`` and ``searchsorted``."""
+
+    __slots__ = ("s", "W", "n", "count")
+    dtype = np.dtype(np.int64)
+    ndim = 1
+
+    def __init__(self, s: int, W: int, n: int) -> None:
+        self.s, self.W, self.n = int(s), int(W), int(n)
+        self.count = max(0, -(-(self.n - self.s) // self.W))
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.count,)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            q = int(key) + (self.count if int(key) < 0 else 0)
+            if not 0 <= q < self.count:
+                raise IndexError(f"index {int(key)} is out of bounds for a table of {self.count}")
+            return np.int64(self.s + q * self.W)
+        if isinstance(key, slice):
+            a, b, step = key.indices(self.count)
+            return self.s + np.arange(a, b, step, dtype=np.int64) * self.W
+        idx = np.asarray(key, np.int64)
+        idx = np.where(idx < 0, idx + self.count, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.count):
+            raise IndexError(f"index out of bounds for a table of {self.count}")
+        return self.s + idx * self.W
+
+    def searchsorted(self, v, side: str = "left", sorter=None):
+        """Where ``v`` would be inserted to keep the order (as ``numpy.searchsorted``)."""
+        x = np.asarray(v, np.int64) - self.s
+        r = -(-x // self.W) if side == "left" else x // self.W + 1
+        r = np.clip(r, 0, self.count).astype(np.intp)
+        return r[()] if r.ndim == 0 else r
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[0:self.count]
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
 
 
 class Timeline:
@@ -771,6 +821,45 @@ class StreamedTimeline(Timeline):
         return out
 
 
+class InOrderTimeline(Timeline):
+    """A sweep of one-sample sequences in input order (frame mode, not randomized): the position's
+    chunk and index in it are found from the chunks' first positions when read (``index`` and
+    ``rchunk`` read like arrays, :class:`_Column`), so no table per position is kept. First and
+    last uses are the chunks' first and last positions."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, sweep: int, seq_start: np.ndarray, start: "Counting", index_dtype, chunk_dtype) -> None:
+        c = len(seq_start) - 1
+        n = int(seq_start[-1])
+        counts = np.diff(seq_start)
+        first = np.where(counts > 0, seq_start[:-1], -1).astype(np.int64)
+        last = np.where(counts > 0, seq_start[1:] - 1, -1).astype(np.int64)
+        super().__init__(sweep, np.arange(c, dtype=np.int32), None, None, _unit(n), start, first, last, seq_start)
+        self.n = n
+        self.index = _Column(self, 0, index_dtype)
+        self.rchunk = _Column(self, 1, chunk_dtype)
+
+    @property
+    def num_sequences(self) -> int:
+        return self.n
+
+    def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
+        """Column ``which`` (0 index, 1 chunk) at ``positions``."""
+        if len(positions) and (positions.min() < 0 or positions.max() >= self.n):
+            raise IndexError(f"position out of bounds for a timeline of {self.n}")
+        c = np.searchsorted(self.rchunk_start, positions, side="right") - 1
+        if which == 1:
+            return c.astype(self.rchunk.dtype)
+        return (positions - self.rchunk_start[c]).astype(self.index.dtype)
+
+    def range(self, a: int, b: int, which: int) -> np.ndarray:
+        return self.gather(np.arange(a, max(a, b), dtype=np.int64), which)
+
+    def materialize(self, which: int) -> np.ndarray:
+        return self.range(0, self.n, which)
+
+
 class _Base:
     """Shared bookkeeping: per-chunk sequence lengths, sizes and a small timeline cache."""
 
@@ -812,9 +901,16 @@ class NoRandomizer(_Base):
     def __init__(self, chunk_lengths: Sequence[np.ndarray]) -> None:
         super().__init__(chunk_lengths)
         C = self.num_chunks
-        chunk = _small(np.repeat(np.arange(C, dtype=np.int32), self.chunk_counts), C)
         rstart = np.zeros(C + 1, np.int64)
         np.cumsum(self.chunk_counts, out=rstart[1:])
+        self._tl: Timeline
+        if self.unit and C:
+            # frame mode: chunk and index of a position found when read (no table per position)
+            self._tl = InOrderTimeline(0, rstart, self._unit_start,
+                                       _small(np.zeros(0, np.int64), max(self._max_count, 2**16)).dtype,
+                                       _small(np.zeros(0, np.int32), C).dtype)
+            return
+        chunk = _small(np.repeat(np.arange(C, dtype=np.int32), self.chunk_counts), C)
         index = _small(np.arange(self.num_sequences, dtype=np.int64) - np.repeat(rstart[:-1], self.chunk_counts),
                        max(self._max_count, 2**16))
         if self.unit:
@@ -826,6 +922,8 @@ class NoRandomizer(_Base):
 
     def _compute(self, sweep: int) -> Timeline:
         tl = self._tl
+        if isinstance(tl, InOrderTimeline):
+            return InOrderTimeline(sweep, tl.rchunk_start, tl.start, tl.index.dtype, tl.rchunk.dtype)
         return Timeline(sweep, tl.order, tl.rchunk, tl.index, tl.length, tl.start, tl.first_use, tl.last_use,
                         tl.rchunk_start)
 

@@ -29,8 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .randomizer import (BlockRandomizer, Counting, NoRandomizer, RollingWindowRandomizer, StreamedTimeline,
-                         Timeline)
+from .randomizer import (BlockRandomizer, Counting, InOrderTimeline, NoRandomizer, RollingWindowRandomizer,
+                         StreamedTimeline, Stride, Timeline)
 
 __all__ = ["TimelineWalker", "Plan", "worker_budget"]
 
@@ -161,6 +161,10 @@ class TimelineWalker:
                 self._all = (tl.start[:self.N] if self.randomizer.unit
                              else np.arange(self.N, dtype=np.int64))
             return self._all, tl.start[1:]
+        elif isinstance(tl, InOrderTimeline):
+            # frame mode in input order: position p is worker (k * N + p) % W's, every W-th one
+            loc = Stride((r - k * self.N) % W, W, self.N)
+            cum = Counting(1, len(loc))
         elif isinstance(tl, StreamedTimeline):
             # frame mode, randomized: the worker's positions read a randomized chunk at a time
             loc = tl.local_positions(W, r)
