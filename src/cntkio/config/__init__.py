@@ -9,12 +9,12 @@ The modules import in one direction, each only from those above it (no function-
 between them):
 
 1. ``_text`` (lexing: comments, brackets, quotes, separators) and ``_node`` (the base class of a
-   parameter set, so that the modules below ``params`` recognise one); :mod:`cntkio.values`
+   parameter set, so that the modules below ``params`` recognise one, and ``ConfigArray``); :mod:`cntkio.values`
    (outside this package) turns value text into typed values;
 2. ``printer`` (a tree or a Python value as configuration text);
 3. ``parser`` (text -> tree; it makes nodes through the set it fills, so it needs no tree class);
 4. ``variables`` (``$var$`` substitution; prints a substituted set with the printer);
-5. ``params`` (``ConfigParameters``/``ConfigValue``/``ConfigArray``: lookup, lazy conversions);
+5. ``params`` (``ConfigParameters``/``ConfigValue``: lookup, lazy conversions);
 6. ``loader`` (files, command-line arguments, ``command=`` sections).
 """
 from __future__ import annotations

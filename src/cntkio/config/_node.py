@@ -1,4 +1,5 @@
-"""The base type of a parameter set, for the modules below :mod:`cntkio.config.params`.
+"""The base type of a parameter set, for the modules below :mod:`cntkio.config.params`, and the
+array that ``as_array()`` returns (:class:`ConfigArray`, a list with typed views).
 
 The printer and the ``$variable$`` substitution handle trees whose nodes are parameter sets
 (:class:`~cntkio.config.params.ConfigParameters`) and values
@@ -7,7 +8,9 @@ those classes, so they recognise a set by this base class rather than by importi
 """
 from __future__ import annotations
 
-__all__ = ["ParameterSet"]
+from typing import Any, Iterable
+
+__all__ = ["ParameterSet", "ConfigArray"]
 
 
 class ParameterSet:
@@ -20,3 +23,23 @@ class ParameterSet:
     """
 
     __slots__ = ()
+
+
+class ConfigArray(list):
+    """A list of ConfigValue / ConfigParameters elements (CNTK's ConfigArray)."""
+
+    def __init__(self, items: Iterable[Any] = (), path: str | None = None) -> None:
+        super().__init__(items)
+        self.path = path
+
+    def as_ints(self) -> list[int]:
+        """Every element as an integer."""
+        return [v.as_int() for v in self]
+
+    def as_floats(self) -> list[float]:
+        """Every element as a float."""
+        return [v.as_float() for v in self]
+
+    def as_strs(self) -> list[str]:
+        """Every element as a plain string."""
+        return [str(v) for v in self]

@@ -16,11 +16,11 @@ option values); the text -> tree parsing is :mod:`~cntkio.config.parser`'s, prin
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from .. import values
 from ..errors import ConfigError
-from ._node import ParameterSet
+from ._node import ConfigArray, ParameterSet
 from ._text import (OPEN, Text, closest, find_top, group_body, is_dict_group, is_group, is_quoted,
                     join_path, split, strip_span)
 from .parser import ParseContext, make_value, parse_body, parse_text_into, parsing
@@ -200,26 +200,6 @@ def _rebuild_value(text, file, line, quoted, path) -> ConfigValue:
     return ConfigValue(text, file=file, line=line, quoted=quoted, path=path)
 
 
-class ConfigArray(list):
-    """A list of ConfigValue / ConfigParameters elements (CNTK's ConfigArray)."""
-
-    def __init__(self, items: Iterable[Any] = (), path: str | None = None) -> None:
-        super().__init__(items)
-        self.path = path
-
-    def as_ints(self) -> list[int]:
-        """Every element as an integer."""
-        return [v.as_int() for v in self]
-
-    def as_floats(self) -> list[float]:
-        """Every element as a float."""
-        return [v.as_float() for v in self]
-
-    def as_strs(self) -> list[str]:
-        """Every element as a plain string."""
-        return [str(v) for v in self]
-
-
 class ConfigParameters(ParameterSet):
     """One parameter set of a CNTK configuration (CNTK's ConfigParameters).
 
@@ -229,8 +209,6 @@ class ConfigParameters(ParameterSet):
     no set has it. Names are case-insensitive. ``a.b.c`` looks ``a`` up and then descends.
     """
 
-    _origin: "ConfigParameters | None" = None   # the set this one was copied from (copy() sets it)
-
     def __init__(self, name: str = "", parent: "ConfigParameters | None" = None, *,
                  file: str | None = None, line: int | None = None) -> None:
         self._name = name
@@ -238,8 +216,8 @@ class ConfigParameters(ParameterSet):
         self.file = file
         self.line = line
         self._entries: dict[str, list] = {}
-        # ``_used``, the lower-case names a consumer looked up (config/usage.py), is made when
-        # first needed (a parse makes many sets, most never read), read through ``__dict__``
+        self._origin: ConfigParameters | None = None   # the set this one was copied from
+        # _used, the lower-case names a consumer looked up (config/usage.py): made when first needed
 
     @classmethod
     def from_dict(cls, tree: dict, name: str = "") -> "ConfigParameters":
@@ -556,9 +534,8 @@ class ConfigParameters(ParameterSet):
             entry[1] = value
 
     def _put_items(self, items, file: str | None, line: int) -> None:
-        """The parser's fast path for a set written on one line: ``_put`` of every item, each a
-        ``(name, quoted text, word)`` triple (a plain name, not ``include``), the value the word
-        when it is not empty, else the quoted text (``quoted``), all at ``line``."""
+        """``_put`` of every ``(name, quoted text, word)`` (a plain name, not ``include``; the word
+        when not empty, else the quoted text), all at ``line``: the parser's one-line sets."""
         entries = self._entries
         for name, quoted, word in items:
             if word:
@@ -575,16 +552,6 @@ class ConfigParameters(ParameterSet):
             else:
                 value._key = entry[0]
                 entry[1] = value
-
-    def _put_set(self, name: str, params: "ConfigParameters") -> None:
-        """The parser's fast path: ``_assign(name, params)`` for one plain name (not ``include``)
-        and a set just parsed (detached)."""
-        key = name.lower()
-        if key in self._entries:
-            self._assign(name, params)      # replaces a value, merges into a set
-            return
-        params._parent, params._name = self, name
-        self._entries[key] = [name, params]
 
     def _assign(self, name: str, value) -> None:
         """Set ``name`` to ``value`` (a node), merging parameter sets (CNTK's Insert); a dotted

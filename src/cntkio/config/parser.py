@@ -24,8 +24,7 @@ The parser sits below :mod:`cntkio.config.params`, whose lazy conversions (``as_
   CNTK's Insert; and ``target.path`` for error messages;
 * ``target._put(name, text, file, line, quoted)``: ``_assign(name, _new_value(...))`` for one
   plain name, in one call (the common item's fast path); ``target._put_items(items, file, line)``
-  the same for ``(name, quoted text, word)`` triples, all on one line (a one-line set's body), and
-  ``target._put_set(name, params)`` ``_assign`` of a set just parsed, for one plain name.
+  the same for ``(name, quoted text, word)`` triples, all on one line (a one-line set's body).
 """
 from __future__ import annotations
 
@@ -189,7 +188,7 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
                                 f"{name!r})", bs - 1, hint="flatten the configuration")
             params = new_set(name, file=file, line=line)
             params._put_items(findall(text, bs, be), file, line)
-            target._put_set(name, params)
+            target._assign(name, params)
             pos = m.end()
             continue
         g = _SET_ITEM.match(text, pos, end)
