@@ -185,8 +185,18 @@ def _in_order_tables(rand: R.NoRandomizer):
     return rand
 
 
-@pytest.mark.parametrize("randomize", [True, False])
-@pytest.mark.parametrize("W", [2, 3])
+def _rolling_materialized(rand: R.RollingWindowRandomizer):
+    """``rand`` with whole-sweep timelines."""
+    def compute(sweep):
+        tl = R.RollingWindowRandomizer._compute(rand, sweep)
+        return R._make_timeline(sweep, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
+                                rand.num_chunks, tl.rchunk_start, tl.start)
+    rand._compute = compute
+    return rand
+
+
+@pytest.mark.parametrize("randomize", [True, False, "rolling"])
+@pytest.mark.parametrize("W", [1, 2, 3])
 def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W, randomize):
     """Distributed workers over a frame-mode sweep that keeps no table (randomized: their positions
     found a randomized chunk at a time; in input order: every W-th position) take exactly what they
@@ -196,14 +206,15 @@ def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W, randomize)
     rng = np.random.default_rng(4)
     chunks = [np.ones(int(n), np.int64) for n in rng.integers(300, 2000, 17)]
     total = sum(len(c) for c in chunks)
-    kind = R.StreamedTimeline if randomize else R.InOrderTimeline
+    kind = {True: R.StreamedTimeline, False: R.InOrderTimeline, "rolling": R.RollingTimeline}[randomize]
+    reference = {True: _materialized, False: _in_order_tables, "rolling": _rolling_materialized}[randomize]
 
     def walker():
-        return TimelineWalker(chunks, randomize=randomize, window=3000, sample_based=True, seed=9,
-                              epoch_end=2 * total - 500)
+        return TimelineWalker(chunks, randomize=bool(randomize), window=3000, sample_based=True, seed=9,
+                              epoch_end=2 * total - 500, rolling=randomize == "rolling")
     for r in range(W):
         a, b = walker(), walker()
-        _materialized(b.randomizer) if randomize else _in_order_tables(b.randomizer)
+        reference(b.randomizer)
         assert isinstance(a.timeline(0), kind) and not isinstance(b.timeline(0), kind)
         ca = cb = (0, 0)
         calls = 0
@@ -250,3 +261,52 @@ def test_stride_table_answers_as_the_array():
         assert np.searchsorted(st, [0, n]).tolist() == np.searchsorted(a, [0, n]).tolist()
         if len(a):
             assert st[-1] == a[-1] and st[np.array([0, -1])].tolist() == [a[0], a[-1]]
+
+
+def _rolling_tables(chunk_counts, window, seed, sweep):
+    """The rolling-window timeline's tables as the whole-sweep order gives them."""
+    rstart = np.concatenate([[0], np.cumsum(chunk_counts)])
+    order = R.rolling_order(seed + sweep, int(rstart[-1]), window // 2)
+    chunk = np.searchsorted(rstart, order, side="right") - 1
+    return chunk, order - rstart[chunk]
+
+
+@pytest.mark.parametrize("window", [2, 7, 300, 5000, 10**6])
+def test_rolling_timeline_read_piece_by_piece_is_the_whole_order(window):
+    """The rolling-window timeline computed piece by piece as it is read equals the whole-sweep
+    order: ranges, gathers, exact first and last uses, a read behind the kept pieces (the order
+    run again), the whole column; the count of kept positions stays true and within its budget."""
+    rng = np.random.default_rng(window)
+    counts = rng.integers(0, 9000, 23)
+    rand = R.RollingWindowRandomizer([np.ones(int(n), np.int64) for n in counts], window, seed=3)
+    n = rand.num_sequences
+    for sweep in (0, 2):
+        tl = rand.timeline(sweep)
+        assert isinstance(tl, R.RollingTimeline)
+        chunk, index = _rolling_tables(counts, window, 3, sweep)
+        for c in rng.permutation(len(counts))[:6].tolist():
+            where = np.flatnonzero(chunk == c)
+            assert (tl.first_use[c], tl.last_use[c]) == ((where[0], where[-1]) if len(where) else (-1, -1))
+        for a in range(0, n, 3001):
+            assert np.array_equal(tl.index[a:a + 3001], index[a:a + 3001])
+            assert np.array_equal(tl.chunks(slice(a, a + 3001)), chunk[a:a + 3001])
+        assert tl._kept == sum(len(p[0]) for p in tl._pieces.values()) <= max(tl._budget, n)
+        pos = rng.integers(0, n, 50)
+        assert tl.index[pos].tolist() == index[pos].tolist() and int(tl.rchunk[3]) == chunk[3]
+        assert np.asarray(tl.rchunk).tolist() == chunk.tolist()
+        assert tl.first_use.tolist() == [int(np.flatnonzero(chunk == c)[0]) if counts[c] else -1
+                                         for c in range(len(counts))]
+
+
+def test_rolling_timeline_holds_memory_by_the_window_not_the_sweep(monkeypatch):
+    """2^21 frames, window 20000: reading the sweep as the walker does (ranges ahead, last uses)
+    keeps at most the budget's pieces (about twice the half-window and four key ranges and chunks
+    of positions), not 6 bytes a frame (12.6 MB)."""
+    rand = R.RollingWindowRandomizer([np.ones(2**21 // 64, np.int64)] * 64, 20000, seed=1)
+    tl = rand.timeline(0)
+    n, held = rand.num_sequences, 0
+    for a in range(0, n, 8192):
+        tl.index[a:a + 8192]
+        tl.last_use[int(tl.rchunk[a])]
+        held = max(held, tl._kept)
+    assert held <= tl._budget and 6 * held <= 3_000_000

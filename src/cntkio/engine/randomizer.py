@@ -13,6 +13,7 @@ below are used under ``CNTKIO_PURE_PYTHON=1`` and are the readable statement of 
 """
 from __future__ import annotations
 
+import bisect
 import threading
 from typing import Sequence
 
@@ -23,7 +24,7 @@ from .._native import native
 __all__ = [
     "MT19937_64", "draws", "full_range_shuffle", "window_shuffle", "chunk_windows", "swap_sequences",
     "swap_sequences_rolling", "Counting", "Stride",
-    "Timeline", "StreamedTimeline", "InOrderTimeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
+    "Timeline", "StreamedTimeline", "InOrderTimeline", "RollingTimeline", "NoRandomizer", "BlockRandomizer", "rolling_order", "RollingWindowRandomizer",
 ]
 
 _M64 = (1 << 64) - 1
@@ -1051,6 +1052,142 @@ def _rolling_blocks(seed: int, n: int, half: int):
     assert done == n
 
 
+class RollingTimeline(Timeline):
+    """A sweep of :func:`rolling_order` whose ``index`` and ``rchunk`` (the corpus chunk, chunks
+    keep their order) are computed piece by piece from :func:`_rolling_blocks` as they are read,
+    not kept for the whole sweep. The pieces read last are kept (about twice the half-window and a
+    few pieces); a read behind them runs the order again from the sweep's start (time, not memory).
+    ``first_use``/``last_use`` are exact: a chunk's is read once the order has passed the last
+    position that can hold one of its frames (its last corpus position plus ``half - 1``)."""
+
+    __slots__ = ("n", "seed", "half", "_gen", "_gen_k", "_gen_t", "_starts", "_pieces", "_kept", "_budget",
+                 "_first", "_last", "_done", "_ub", "_lock")
+
+    def __init__(self, sweep: int, seed: int, half: int, rstart: np.ndarray, start: "Counting",
+                 chunk_dtype, index_dtype) -> None:
+        c = len(rstart) - 1
+        n = int(rstart[-1])
+        super().__init__(sweep, np.arange(c, dtype=np.int32), None, None, _unit(n), start, None, None, rstart)
+        self.n, self.seed, self.half = n, int(seed), max(int(half), 1)
+        self.index = _Column(self, 0, index_dtype)
+        self.rchunk = _Column(self, 1, chunk_dtype)
+        self.first_use = _Uses(self, False)
+        self.last_use = _Uses(self, True)
+        self._gen = None
+        self._gen_k = self._gen_t = 0        # the generator's next piece and its first position
+        self._starts = [0]                   # first position of every piece generated once (and the end)
+        self._pieces: dict = {}
+        self._kept = 0
+        step = max(self.half, _BLOCK)
+        self._budget = 2 * self.half + 4 * step + 4 * (int(np.diff(rstart).max()) if c else 0)
+        self._first = np.full(c, -1, np.int64)
+        self._last = np.full(c, -1, np.int64)
+        self._done = 0
+        self._ub = np.minimum(np.asarray(rstart[1:], np.int64) + self.half - 1, n)
+        self._lock = threading.RLock()
+
+    @property
+    def num_sequences(self) -> int:
+        return self.n
+
+    def _columns(self, pos: np.ndarray):
+        c = np.searchsorted(self.rchunk_start, pos, side="right") - 1
+        return (pos - self.rchunk_start[c]).astype(self.index.dtype), c.astype(self.rchunk.dtype)
+
+    def _step(self, keep_from: int) -> None:
+        if self._gen is None:
+            self._gen = _rolling_blocks(self.seed, self.n, self.half)
+            self._gen_k = self._gen_t = 0
+        pos = next(self._gen)
+        k, t0 = self._gen_k, self._gen_t
+        index, chunk = self._columns(pos)
+        hi = t0 + len(pos)
+        if k + 1 == len(self._starts):
+            self._starts.append(hi)
+        if hi > self._done:
+            a = max(t0, self._done) - t0
+            where = np.arange(t0 + a, hi, dtype=np.int64)
+            ch = chunk[a:].astype(np.int64)
+            self._last[ch] = where
+            fresh = self._first[ch[::-1]] < 0
+            self._first[ch[::-1][fresh]] = where[::-1][fresh]
+            self._done = hi
+        if k >= keep_from:
+            old = self._pieces.pop(k, None)
+            if old is not None:
+                self._kept -= len(old[0])
+            self._pieces[k] = (index, chunk)
+            self._kept += len(index)
+            while self._kept > self._budget and len(self._pieces) > 1:
+                self._kept -= len(self._pieces.pop(next(iter(self._pieces)))[0])
+        self._gen_k, self._gen_t = k + 1, hi
+        if hi >= self.n:
+            self._gen = None     # the sweep is done: a further read starts it again
+
+    def _piece(self, k: int):
+        """``(index, chunk)`` of piece ``k`` (one :func:`_rolling_blocks` yields)."""
+        p = self._pieces.get(k)
+        if p is not None:
+            self._pieces[k] = self._pieces.pop(k)        # used last: kept longest
+            return p
+        keep_from = 0
+        if self._gen_k > k:      # passed and no longer kept: run the order again from the sweep's start,
+            self._gen = None     # keeping the pieces from just before this one
+            keep_from = max(0, k - 2)
+        while k not in self._pieces:
+            self._step(keep_from)
+        return self._pieces[k]
+
+    def _piece_at(self, t: int) -> int:
+        """The piece holding position ``t`` (the order runs on until it is known)."""
+        while self._starts[-1] <= t:
+            self._step(0)
+        return bisect.bisect_right(self._starts, t) - 1
+
+    def use(self, c: int, last: bool) -> int:
+        with self._lock:
+            while self._done < int(self._ub[c]):
+                self._step(0)
+            return int((self._last if last else self._first)[c])
+
+    def range(self, a: int, b: int, which: int) -> np.ndarray:
+        if b <= a:
+            return np.zeros(0, self.index.dtype if which == 0 else self.rchunk.dtype)
+        with self._lock:
+            k0, k1 = self._piece_at(a), self._piece_at(b - 1)
+            parts = []
+            for k in range(k0, k1 + 1):
+                col = self._piece(k)[which]
+                s = self._starts[k]
+                parts.append(col[max(a, s) - s:min(b, self._starts[k + 1]) - s])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
+        out = np.empty(len(positions), self.index.dtype if which == 0 else self.rchunk.dtype)
+        if not len(positions):
+            return out
+        if positions.min() < 0 or positions.max() >= self.n:
+            raise IndexError(f"position out of bounds for a timeline of {self.n}")
+        with self._lock:
+            self._piece_at(int(positions.max()))
+            starts = np.asarray(self._starts, np.int64)
+            piece = np.searchsorted(starts, positions, side="right") - 1
+            for k in np.unique(piece).tolist():
+                sel = piece == k
+                out[sel] = self._piece(k)[which][positions[sel] - int(starts[k])]
+        return out
+
+    def materialize(self, which: int) -> np.ndarray:
+        out = np.empty(self.n, self.index.dtype if which == 0 else self.rchunk.dtype)
+        t = 0
+        for pos in _rolling_blocks(self.seed, self.n, self.half):
+            for s in range(0, len(pos), _BLOCK):
+                cols = self._columns(pos[s:s + _BLOCK])
+                out[t:t + len(cols[0])] = cols[which]
+                t += len(cols[0])
+        return out
+
+
 class RollingWindowRandomizer(_Base):
     """cntkio's ``readMethod = rollingWindow``: frames (every sequence one sample long) in corpus
     order, each moved less than ``window // 2`` positions by :func:`rolling_order`, per sweep
@@ -1074,6 +1211,11 @@ class RollingWindowRandomizer(_Base):
         rstart = np.zeros(C + 1, np.int64)
         np.cumsum(self.chunk_counts, out=rstart[1:])
         n = self.num_sequences
+        if C and n:
+            # the order computed piece by piece as it is read (no table per position of the sweep)
+            return RollingTimeline(sweep, self.seed + sweep, self.window // 2, rstart, self._unit_start,
+                                   np.int16 if C <= 32767 else np.int32,
+                                   np.int32 if self._max_count <= np.iinfo(np.int32).max else np.int64)
         chunk = np.empty(n, np.int16 if C <= 32767 else np.int32)
         index = np.empty(n, np.int32 if self._max_count <= np.iinfo(np.int32).max else np.int64)
         t = 0
