@@ -549,17 +549,18 @@ class _Uses:
 
 
 class _LocalPositions:
-    """The sorted positions of a :class:`StreamedTimeline` whose source randomized chunk is ``r``
-    modulo ``W`` (a distributed worker's sequences), read like the array of them without holding it:
-    the count per randomized chunk (counted once by a replay of the sweep's swaps: time, not
-    memory), and the positions of a randomized chunk found from its source column when asked.
+    """The sorted positions of a :class:`StreamedTimeline` (or :class:`RollingTimeline`) whose
+    source randomized chunk (the corpus chunk) is ``r`` modulo ``W`` (a distributed worker's
+    sequences), read like the array of them without holding it: the count per randomized chunk of
+    positions (counted once by a replay of the sweep's order: time, not memory), and the positions
+    of a randomized chunk found from its source column when asked.
     Indexing (an integer, a step-1 slice, an index array), ``len`` and ``searchsorted``."""
 
     __slots__ = ("tl", "W", "r", "prefix", "n", "_cache", "_cache_max")
     dtype = np.dtype(np.int64)
     ndim = 1
 
-    def __init__(self, tl: "StreamedTimeline", W: int, r: int) -> None:
+    def __init__(self, tl: "StreamedTimeline | RollingTimeline", W: int, r: int) -> None:
         self.tl, self.W, self.r = tl, int(W), int(r)
         counts = tl.local_counts(self.W, self.r)
         self.prefix = np.zeros(len(counts) + 1, np.int64)
@@ -1176,6 +1177,24 @@ class RollingTimeline(Timeline):
                 sel = piece == k
                 out[sel] = self._piece(k)[which][positions[sel] - int(starts[k])]
         return out
+
+    def local_counts(self, W: int, r: int) -> np.ndarray:
+        """Per chunk of positions (``rchunk_start``), how many hold a frame of a chunk that is ``r``
+        modulo ``W`` (the order run once more, apart: the kept pieces stay)."""
+        counts = np.zeros(len(self.order), np.int64)
+        t = 0
+        for pos in _rolling_blocks(self.seed, self.n, self.half):
+            for s in range(0, len(pos), _BLOCK):
+                _, chunk = self._columns(pos[s:s + _BLOCK])
+                where = np.arange(t, t + len(chunk), dtype=np.int64)[np.remainder(chunk, W) == r]
+                counts += np.bincount(np.searchsorted(self.rchunk_start, where, side="right") - 1,
+                                      minlength=len(counts))
+                t += len(chunk)
+        return counts
+
+    def local_positions(self, W: int, r: int) -> "_LocalPositions":
+        """Worker ``r`` of ``W``'s positions, sorted (read like an array, not held as one)."""
+        return _LocalPositions(self, W, r)
 
     def materialize(self, which: int) -> np.ndarray:
         out = np.empty(self.n, self.index.dtype if which == 0 else self.rchunk.dtype)

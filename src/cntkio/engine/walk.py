@@ -29,8 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .randomizer import (BlockRandomizer, Counting, InOrderTimeline, NoRandomizer, RollingWindowRandomizer,
-                         StreamedTimeline, Stride, Timeline)
+from .randomizer import (BlockRandomizer, Counting, InOrderTimeline, NoRandomizer, RollingTimeline,
+                         RollingWindowRandomizer, StreamedTimeline, Stride, Timeline)
 
 __all__ = ["TimelineWalker", "Plan", "worker_budget"]
 
@@ -165,7 +165,7 @@ class TimelineWalker:
             # frame mode in input order: position p is worker (k * N + p) % W's, every W-th one
             loc = Stride((r - k * self.N) % W, W, self.N)
             cum = Counting(1, len(loc))
-        elif isinstance(tl, StreamedTimeline):
+        elif isinstance(tl, (StreamedTimeline, RollingTimeline)):
             # frame mode, randomized: the worker's positions read a randomized chunk at a time
             loc = tl.local_positions(W, r)
             cum = Counting(1, len(loc))
