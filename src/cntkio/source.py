@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
 from .deserializers.protocol import Deserializer, is_local_timeline
+from .engine import closer
 from .engine.composite import CompositeDeserializer
 from .engine.global_timeline import GlobalTimeline
 from .engine.local_timeline import LTNoRandomizer, LTTumblingWindowRandomizer
@@ -170,7 +171,10 @@ class MinibatchSource:
             self._init_builtin(built, threads)
         self._last_mb_data: dict | None = None
         self._streams: Record | None = None
-        self._finalizer = weakref.finalize(self, _close_reader, self._reader)
+        # collected without close(): the reader is closed on the closer thread (engine/closer.py:
+        # joining threads from a garbage-collection callback can deadlock)
+        self._finalizer = weakref.finalize(self, closer.close_later, self._reader)
+        closer.start()
 
     # --- construction -------------------------------------------------------------------------
     def _build(self, d) -> Deserializer:
@@ -400,7 +404,8 @@ class MinibatchSource:
     def close(self) -> None:
         """Stop the background threads and release chunks and files. Idempotent."""
         if self._reader is not None:
-            self._finalizer()
+            if self._finalizer.detach() is not None:
+                self._reader.close()
             self._reader = None
 
     def __enter__(self) -> "MinibatchSource":
@@ -412,8 +417,3 @@ class MinibatchSource:
     def __repr__(self) -> str:
         return (f"MinibatchSource(streams={[s.name for s in self._stream_infos]}, randomize={self.randomize}, "
                 f"frame_mode={self.frame_mode}, truncation_length={self.truncation_length})")
-
-
-def _close_reader(reader) -> None:
-    if reader is not None:
-        reader.close()

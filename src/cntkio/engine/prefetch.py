@@ -5,7 +5,8 @@ thread pool (one thread, or several with ``multithreaded_deserializer``); the C 
 the GIL, so chunks parse on other cores while the caller packs. :class:`Prefetcher` runs one job
 (the next minibatch) ahead on its own thread. Exceptions raised in a worker are re-raised in the
 caller when it asks for the result. ``close()`` cancels pending work and joins the threads; a
-``weakref.finalize`` does the same when a source is collected or the interpreter exits.
+source collected without ``close()`` has its reader closed on the closer thread (``closer.py``:
+never joined from the garbage collector), or at interpreter exit.
 """
 from __future__ import annotations
 
