@@ -167,6 +167,24 @@ def test_state_round_trip_of_every_update_type():
         CntkSGD(_params([1.0]), grad_update_type="adagrad").load_state_dict(CntkSGD(_params([1.0])).state_dict())
 
 
+def test_state_saved_in_cntk_shapes_loads_into_kernel_shapes():
+    """A checkpoint written while BrainScript biases were [n, 1] resumes with biases [n]."""
+    old = torch.nn.Parameter(torch.tensor([[1.0], [-1.0]], dtype=torch.float64))
+    new = torch.nn.Parameter(torch.tensor([1.0, -1.0], dtype=torch.float64))
+    oa, ob = CntkSGD([old], grad_update_type="adagrad"), CntkSGD([new], grad_update_type="adagrad")
+    old.grad = torch.tensor([[0.3], [0.2]], dtype=torch.float64)
+    oa.step(2, 0.1, 0.5)
+    new.data.copy_(old.data.reshape(2))
+    ob.load_state_dict(oa.state_dict())
+    assert ob.smoothed[0].tolist() == oa.smoothed[0].reshape(2).tolist()
+    old.grad, new.grad = torch.tensor([[0.1], [-0.4]], dtype=torch.float64), torch.tensor([0.1, -0.4], dtype=torch.float64)
+    oa.step(2, 0.1, 0.5)
+    ob.step(2, 0.1, 0.5)
+    assert new.tolist() == old.reshape(2).tolist()
+    with pytest.raises(ValueError, match=r"shape \(3,\) for a parameter of shape \(2,\)"):
+        ob.load_state_dict({"smoothed": [torch.zeros(3)], "kind": "adagrad"})
+
+
 # --- the section ------------------------------------------------------------------------------------
 def test_section_reads_every_option():
     cfg = parse_config("SGD=[learningRatesPerSample=0.1; maxEpochs=3; gradUpdateType=RmsProp; rms_wgt_inc=1.5; "

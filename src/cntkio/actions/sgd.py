@@ -585,5 +585,12 @@ class CntkSGD:
             raise ValueError(f"the optimizer state is of gradUpdateType {kind}, this run uses {self.kind}")
         for dst, key in ((self.smoothed, "smoothed"), (self.extra, "extra"), (self.steps, "steps")):
             for s, v in zip(dst, state.get(key, [])):
+                if v.shape != s.shape and v.numel() == s.numel():
+                    # saved before BrainScript parameters took their kernels' shapes (a bias [n, 1]
+                    # now [n], filters [out, in*kh*kw] now [out, in, kh, kw]): same values, in order
+                    v = v.reshape(s.shape)
+                elif v.shape != s.shape:
+                    raise ValueError(f"optimizer state {key}: a tensor of shape {tuple(v.shape)} for a "
+                                     f"parameter of shape {tuple(s.shape)}")
                 s.copy_(v.to(s.device, s.dtype))
         self.counts = [float(c) for c in state.get("counts", self.counts)]
