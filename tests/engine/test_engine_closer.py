@@ -102,4 +102,5 @@ def test_interpreter_exit_closes_what_is_left(tmp_path):
     """ % str(paths.TESTS))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert sorted(out.stdout.split()) == ["closed", "ok"], out.stdout
+    # two threads print: the lines may interleave ("okclosed")
+    assert out.stdout.count("ok") == 1 and out.stdout.count("closed") == 1, out.stdout
