@@ -5,7 +5,8 @@ outside brackets, and telling a bracket group that holds parameters from one tha
 elements. Everything here works on plain strings and offsets; the tree built from the pieces
 (parameter sets, values) is made in :mod:`cntkio.config.parser` and :mod:`cntkio.config.params`.
 
-The rules are CNTK's (``Source/Common/Include/Config.h``):
+The lexical rules are CNTK's (``Source/Common/Include/Config.h``), defined in
+:mod:`cntkio.config.lexer` (beside BrainScript's) and compiled here into the scanning patterns:
 
 * ``#`` starts a comment when it is the first character of a line or follows white space
   (``1#INF`` is a value);
@@ -21,6 +22,7 @@ import functools
 import re
 
 from ..errors import ConfigError
+from .lexer import BRACKETS, CONFIG_COMMENT, CONFIG_STRING, CONFIG_STRING_TO_END
 
 OPEN = "[{("
 CLOSE = "]})"
@@ -40,13 +42,15 @@ OPEN_OR_QUOTE = re.compile(r'[\[{("]')
 # quoted text whole, 2 a bracket group with no bracket inside it (quoted text allowed) closed by its
 # own kind, whole (an array of small sets: one step per element), or 3 a single bracket or a lone
 # '"' (one never closed); no group at the end of the text
-_FLAT = r'[^\[\]{}()"]*(?:"[^"]*"[^\[\]{}()"]*)*'
-_STEP = re.compile(r'[^\[\]{}()"]*(?:("[^"]*")|(\[' + _FLAT + r'\]|\{' + _FLAT + r'\}|\(' + _FLAT + r'\))'
-                   r'|([\[\]{}()"]))?')
+# (the strings, comments and brackets are the config dialect's of cntkio.config.lexer)
+_PLAIN = r"[^" + BRACKETS + r'"]*'          # text with no bracket or quote
+_FLAT = _PLAIN + r"(?:" + CONFIG_STRING + _PLAIN + r")*"
+_STEP = re.compile(_PLAIN + r"(?:(" + CONFIG_STRING + r")|(\[" + _FLAT + r"\]|\{" + _FLAT + r"\}|\(" + _FLAT + r"\))"
+                   r"|([" + BRACKETS + r'"]))?')
 # a quoted string (kept, as group 1; to the end of the text when unterminated), or a comment: '#'
 # at the start of a line or after white space, to the end of the line (dropped); both start with
 # their character, so that a search jumps from one '"' or '#' to the next
-_COMMENT = re.compile(r'("[^"]*(?:"|\Z))|#(?<![^ \t\n]#)[^\n]*')
+_COMMENT = re.compile("(" + CONFIG_STRING_TO_END + ")|" + CONFIG_COMMENT)
 
 
 class Text:
@@ -91,16 +95,22 @@ class Text:
                            hint=hint)
 
 
+def normalize(text: str) -> str:
+    """``text`` without a BOM at its start, with ``\\n`` line ends (CRLF and CR replaced)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
 def strip_comments(text: str) -> str:
     """Remove ``#`` comments (at line start or after white space, outside quotes).
 
     Line breaks are kept so that offsets still map to the original line numbers. A BOM at the
     start and carriage returns of CRLF line ends are dropped.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = normalize(text)
     if "#" not in text:
         return text
     # quoted strings (to the end of the text when unterminated) are kept, comments dropped: one

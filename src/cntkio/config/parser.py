@@ -40,16 +40,17 @@ from ..errors import ConfigError
 from ..values import to_path
 from ._text import (CLOSE, CUSTOM_SEPARATORS, OPEN, OPEN_OR_QUOTE, Text, _scanner, find_top, group_body,
                     is_dict_group, is_group, is_quoted, join_path, match, split, strip_span)
+from .lexer import CONFIG_DOTTED_NAME, CONFIG_NAME
 
 _log = get_logger("config")
 
-NAME_RE = re.compile(r"[A-Za-z0-9_][\w\-]*(\.[A-Za-z0-9_][\w\-]*)*\Z")
+NAME_RE = re.compile(CONFIG_NAME + r"(\." + CONFIG_NAME + r")*\Z")
 # "name = " and an opening bracket: a parameter set or an array (parse_body)
-_GROUP_ITEM = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*(?=[\[{(])")
+_GROUP_ITEM = re.compile(r"[ \t\n\r\f\v]*(" + CONFIG_DOTTED_NAME + r")[ \t]*=[ \t]*(?=[\[{(])")
 # "name = [": a parameter set (parse_body's fast path for sets)
-_SET_ITEM = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*)[ \t]*=[ \t]*\[")
+_SET_ITEM = re.compile(r"[ \t\n\r\f\v]*(" + CONFIG_NAME + r")[ \t]*=[ \t]*\[")
 # "name =" at the start of a parameter (white space before it): the parse's fast path
-_NAME_EQ = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t\n\r\f\v]*=")
+_NAME_EQ = re.compile(r"[ \t\n\r\f\v]*(" + CONFIG_DOTTED_NAME + r")[ \t\n\r\f\v]*=")
 
 
 #: parameter sets nested deeper than this are an error (the parser follows nesting recursively)
@@ -113,7 +114,7 @@ def _body_item(group: str, end: str) -> str:
     """One plain item of a one-line set's body (its separator ';'): ``name = word`` or
     ``name = "text"`` (a plain name, not include), then ';' or ``end``; ``group`` opens the groups
     of the name, the quoted text and the word (``(`` to capture them, ``(?:`` not)."""
-    return (r'[ \t\r\f\v]*(?!(?i:include)[ \t]*=)' + group + r'[A-Za-z0-9_][\w\-]*)[ \t]*=[ \t]*'
+    return (r'[ \t\r\f\v]*(?!(?i:include)[ \t]*=)' + group + CONFIG_NAME + r')[ \t]*=[ \t]*'
             r'(?:"' + group + r'[^"\n]*)"|' + group + r'[^\s"=\[\]{}();]+))[ \t\r\f\v]*(?:;|' + end + ")")
 
 
@@ -132,7 +133,7 @@ def _plain_item(sep: str) -> re.Pattern:
     ``_BODY_ITEMS.findall`` of it); a match also takes the separators and blank space after it."""
     stop = re.escape(sep)
     body_item = _body_item("(?:", r"(?=\])")
-    return re.compile(r'[ \t\n\r\f\v]*([A-Za-z0-9_][\w\-]*(?:\.[A-Za-z0-9_][\w\-]*)*)[ \t]*=[ \t]*'
+    return re.compile(r'[ \t\n\r\f\v]*(' + CONFIG_DOTTED_NAME + r')[ \t]*=[ \t]*'
                       r'(?:"([^"\n]*)"|([^\s"=\[\]{}()' + stop + r']+)|\[(?![' + re.escape(CUSTOM_SEPARATORS) + r'])'
                       r'((?:' + body_item + r')*[ \t\r\f\v]*)\])[ \t\r\f\v]*(?:[\n' + stop + r']|\Z)')
 

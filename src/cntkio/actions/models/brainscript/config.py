@@ -13,13 +13,15 @@ from __future__ import annotations
 import os
 import re
 
-from ....config._text import Text, match, strip_comments
+from ....config._text import Text, normalize
+from ....config.lexer import brainscript_spans, match_brainscript
 from ....config.variables import VAR_RE
 from ....errors import ConfigError
 from ....integrations.torch_backend import torch
 from ..ndl.graph import Graph
 from ..ndl.network import NDLNetwork
 from .builder import evaluate_network, graph_of, network_of, read_source
+from .syntax import BrainScriptError, Loc
 
 __all__ = ["build", "build_graph", "build_from_config", "builder_source", "BUILDER_KEYS"]
 
@@ -65,7 +67,21 @@ def _lookup_var(scope, name: str, where: str) -> str:
 
 
 def _substitute(text: str, scope, where: str) -> str:
-    return VAR_RE.sub(lambda m: _lookup_var(scope, m.group(1), where), text)
+    """``$var$`` of ``text`` replaced with the config's variables, in the code and the strings of
+    the BrainScript text, not in its comments (a comment may mention ``$x$`` without defining it)."""
+    if "$" not in text:
+        return text
+    sub = VAR_RE.sub
+    def one(m) -> str:
+        return _lookup_var(scope, m.group(1), where)
+    out, last = [], 0
+    for kind, start, end in brainscript_spans(text):
+        if kind == "comment":
+            out.append(sub(one, text[last:start]))
+            out.append(text[start:end])
+            last = end
+    out.append(sub(one, text[last:]))
+    return "".join(out)
 
 
 def builder_source(command) -> tuple[str, str, int, int, bool, str | None]:
@@ -85,6 +101,10 @@ def builder_source(command) -> tuple[str, str, int, int, bool, str | None]:
                           path=where, hint="write it in the config file, or use cntkio.brainscript.build")
     with open(file, encoding="utf-8") as f:
         raw = f.read()
+    # the config layer (config comments removed, which keeps every other character at its line
+    # and column) finds the key and its opening bracket; the body is then read from the file's own
+    # text by BrainScript's lexical rules (shared lexer): its strings ('...' too) and comments
+    # (#, //, /* */) are skipped when matching the bracket and kept for BrainScript's parser
     src = Text(raw, file=file)
     text = src.text
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
@@ -92,13 +112,14 @@ def builder_source(command) -> tuple[str, str, int, int, bool, str | None]:
     m = re.compile(rf"\b{key}\s*=?\s*([\[{{])", re.IGNORECASE).search(text, first)
     if m is None:
         raise ConfigError(f"{key}: cannot find the network's text in {file} near line {line}", path=where)
-    open_at = m.start(1)
-    close_at = match(src, open_at)
-    body = text[open_at + 1:close_at]
-    bline = text.count("\n", 0, open_at + 1) + 1
-    bcol = open_at + 1 - (text.rfind("\n", 0, open_at + 1) + 1) + 1
-    body = _substitute(strip_comments(body), command, where)
-    return body, file, bline, bcol, False, os.path.dirname(os.path.abspath(file))
+    bline = text.count("\n", 0, m.start(1)) + 1
+    bcol = m.start(1) - (text.rfind("\n", 0, m.start(1)) + 1) + 1
+    plain = normalize(raw)
+    open_at = [0, *(k.end() for k in re.finditer("\n", plain))][bline - 1] + bcol - 1
+    close_at = match_brainscript(plain, open_at, file,
+                                 error=lambda message, ln, c: BrainScriptError(message, Loc(file, ln, c)))
+    body = _substitute(plain[open_at + 1:close_at], command, where)
+    return body, file, bline, bcol + 1, False, os.path.dirname(os.path.abspath(file))
 
 
 def _dropout_rate(command) -> float:

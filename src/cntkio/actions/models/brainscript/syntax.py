@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....config.lexer import tokenize_brainscript
 from ..ndl.parser import Loc, NDLError
 
 __all__ = ["BrainScriptError", "Loc", "tokenize", "parse_record_body", "parse_expression", "Node"]
@@ -36,17 +37,6 @@ __all__ = ["BrainScriptError", "Loc", "tokenize", "parse_record_body", "parse_ex
 
 class BrainScriptError(NDLError):
     """An error in BrainScript text or its evaluation: ``file:line:column: message``."""
-
-
-_TOKEN = re.compile(r"""
-    (?P<ws>[ \t\r\f]+)
-  | (?P<nl>\n)
-  | (?P<comment>\#[^\n]*|//[^\n]*|/\*(?:.|\n)*?\*/)
-  | (?P<num>(?:\d+\.(?!\.)\d*|(?<!\.)\.\d+|\d+)(?:[eE][+-]?\d+)?)
-  | (?P<str>"[^"\n]*"|'[^'\n]*')
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>=>|==|!=|<=|>=|&&|\|\||\.\.|\.\*|\*\*|[-+*/%!<>=:.,;(){}\[\]])
-""", re.VERBOSE)
 
 
 @dataclass
@@ -58,33 +48,11 @@ class Tok:
 
 
 def tokenize(text: str, file: str = "<brainscript>", line: int = 1, col: int = 1) -> list[Tok]:
-    """The tokens of ``text``, whose first character stands at ``file:line:col``."""
-    out: list[Tok] = []
-    pos, ln, line_begin = 0, line, -col + 1
-    fresh = True
-    n = len(text)
-    while pos < n:
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise BrainScriptError(f"unexpected character {text[pos]!r}", Loc(file, ln, pos - line_begin + 1))
-        kind = m.lastgroup
-        s = m.group()
-        if kind == "nl":
-            ln += 1
-            line_begin = m.end()
-            fresh = True
-        elif kind == "comment":
-            k = s.count("\n")
-            if k:
-                ln += k
-                line_begin = pos + s.rfind("\n") + 1
-                fresh = True
-        elif kind != "ws":
-            out.append(Tok(kind, s, Loc(file, ln, pos - line_begin + 1), fresh))
-            fresh = False
-        pos = m.end()
-    out.append(Tok("eof", "", Loc(file, ln, pos - line_begin + 1), True))
-    return out
+    """The tokens of ``text``, whose first character stands at ``file:line:col``: the shared
+    lexer's (:func:`cntkio.config.lexer.tokenize_brainscript`), each with its :class:`Loc`."""
+    toks = tokenize_brainscript(text, file, line, col,
+                                error=lambda message, ln, c: BrainScriptError(message, Loc(file, ln, c)))
+    return [Tok(t.kind, t.text, Loc(file, t.line, t.col), t.line_start) for t in toks]
 
 
 # --- syntax tree ------------------------------------------------------------------------------
