@@ -76,6 +76,25 @@ class UtteranceCorpus(DeserializerBase):
     def chunk_infos(self) -> list[ChunkInfo]:
         return list(self._infos)
 
+    def _chunk_groups(self, chunk_ids: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """The distinct chunks of a selection, ascending, and each selected sequence's position in
+        that list: one pass over a table of the corpus's chunks, not a sort or hash of the selection."""
+        present = np.zeros(len(self._infos), bool)
+        present[chunk_ids] = True
+        uniq = np.flatnonzero(present)
+        if len(uniq) == 1:
+            return uniq.tolist(), np.zeros(len(chunk_ids), np.int64)
+        rank = np.cumsum(present) - 1
+        return uniq.tolist(), rank[chunk_ids]
+
+    def _frames_at(self, chunk_ids: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Frame mode: the utterance (corpus index) and the frame within it of each selected
+        sequence (``indices``: frames counted from the start of chunk ``chunk_ids``), for the whole
+        selection at once: one binary search in the corpus's utterance offsets."""
+        g = self._utt_offsets[self._bounds[chunk_ids]] + indices
+        utt = np.searchsorted(self._utt_offsets, g, side="right") - 1
+        return utt, g - self._utt_offsets[utt]
+
     def _chunk_utts(self, c: int) -> tuple[int, int]:
         return int(self._bounds[c]), int(self._bounds[c + 1])
 

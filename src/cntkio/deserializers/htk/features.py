@@ -233,13 +233,11 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             out = view[win]
         return out if out.dtype == self.dtype else out.astype(self.dtype)
 
-    def _chunk_rows(self, c: int, local_utts: np.ndarray, frames: np.ndarray | None) -> np.ndarray:
-        """Window starts in the chunk's padded frames for utterances (whole, or one frame each)."""
+    def _chunk_rows(self, c: int, local_utts: np.ndarray) -> np.ndarray:
+        """Window starts in the chunk's padded frames for every frame of these utterances."""
         a, _ = self._chunk_utts(c)
         left, right = self.context
         ustart = self._utt_offsets[a + local_utts] - self._utt_offsets[a] + local_utts * (left + right)
-        if frames is not None:
-            return ustart + frames
         lens = self._lengths[a + local_utts]
         total = int(lens.sum())
         within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
@@ -262,21 +260,16 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         has run."""
         n = len(chunk_ids)
         keys = np.empty(n, self._sequence_key_dtype())
-        uniq = np.unique(chunk_ids)
-        which = np.searchsorted(uniq, chunk_ids)
-        srcs = [raws[c] for c in uniq.tolist()]
-        if self.frame_mode:
+        uniq, which = self._chunk_groups(chunk_ids)
+        srcs = [raws[c] for c in uniq]
+        if self.frame_mode:       # the whole selection at once, whatever chunks it spans
             lengths = np.ones(n, np.int64)
-            rows = np.empty(n, np.int64)
-            for j, c in enumerate(uniq.tolist()):
-                m = np.flatnonzero(which == j) if len(uniq) > 1 else slice(None)
-                a, b = self._chunk_utts(c)
-                cum = self._utt_offsets[a:b + 1] - self._utt_offsets[a]
-                local = np.searchsorted(cum, indices[m], side="right") - 1
-                frames = indices[m] - cum[local]
-                rows[m] = self._chunk_rows(c, local, frames)
-                keys["utt"][m] = self._keys[a + local]
-                keys["frame"][m] = frames
+            utt, frames = self._frames_at(chunk_ids, indices)
+            left, right = self.context
+            # a chunk's padded rows: each utterance before this one adds left + right rows
+            rows = indices + (utt - self._bounds[chunk_ids]) * (left + right) if left + right else indices
+            keys["utt"] = self._keys[utt]
+            keys["frame"] = frames
             values = np.empty((n, self.dim), self.dtype)
             self._gather(values, srcs, which, rows)
             offsets = np.arange(n + 1, dtype=np.int64)
@@ -309,7 +302,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         if self.context == (0, 0):      # the chunk's frames are the sequences' frames, in order
             values = raw if raw.dtype == self.dtype else raw.astype(self.dtype)
         else:
-            rows = self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64), None)
+            rows = self._chunk_rows(chunk_id, np.arange(b - a, dtype=np.int64))
             values = np.empty((len(rows), self.dim), self.dtype)
             self._gather(values, [raw], np.zeros(len(rows), np.int64), rows)
         offsets = np.zeros(len(table) + 1, np.int64)

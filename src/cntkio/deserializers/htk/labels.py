@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_path
+from ..._native import native
 from ..protocol import ChunkData, RandomAccessDeserializer, SequenceTable, SparseStream
 from .common import FRAME_KEY, UtteranceCorpus
 from .mlf import MLFIndex, parse_mlf_files, read_state_list
@@ -199,30 +200,51 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     def _valid(self, utts: np.ndarray) -> np.ndarray:
         return self.mlf.valid[utts]
 
-    def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+    def _select_frames(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+        """Frame mode: one frame a sequence, located for the whole selection at once and copied
+        by one C gather (per stream, across the chunks) or one NumPy gather per chunk."""
         n = len(chunk_ids)
-        if self.frame_mode:
-            keys = np.empty(n, FRAME_KEY)
-            lengths = np.ones(n, np.int64)
+        utt, frames = self._frames_at(chunk_ids, indices)
+        keys = np.empty(n, FRAME_KEY)
+        keys["utt"] = self._keys[utt]
+        keys["frame"] = frames
+        invalid = ~self._valid(utt)
+        uniq, which = self._chunk_groups(chunk_ids)
+        labels = np.empty(n, np.int32)
+        values = np.empty(n, self.dtype)
+        labs = [raws[c][0] for c in uniq]
+        vals = [raws[c][1] for c in uniq]
+        c_gather = native("htk")
+        if (c_gather is not None and self.dtype == np.float32
+                and all(a.dtype == np.int32 and a.flags.c_contiguous for a in labs)):
+            which, rows = np.ascontiguousarray(which, np.int64), np.ascontiguousarray(indices, np.int64)
+            c_gather.gather_rows(labels, labs, which, rows, 1, 1)
+            c_gather.gather_rows(values, vals, which, rows, 1, 1)
         else:
-            keys = np.empty(n, np.uint64)
-            lengths = np.empty(n, np.int64)
+            for j in range(len(uniq)):
+                m = np.flatnonzero(which == j) if len(uniq) > 1 else slice(None)
+                labels[m] = labs[j][indices[m]]
+                values[m] = vals[j][indices[m]]
+        stream = self._label_stream(labels, values, np.arange(n + 1, dtype=np.int64))
+        return ChunkData(SequenceTable(keys, np.ones(n, np.int64)), {self.name: stream},
+                         invalid if invalid.any() else None)
+
+    def _select(self, raws, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
+        if self.frame_mode:
+            return self._select_frames(raws, chunk_ids, indices)
+        n = len(chunk_ids)
+        keys = np.empty(n, np.uint64)
+        lengths = np.empty(n, np.int64)
         invalid = np.zeros(n, bool)
         parts = []
         for c in np.unique(chunk_ids).tolist():
             m = np.flatnonzero(chunk_ids == c)
             a, b = self._chunk_utts(c)
             cum = self._utt_offsets[a:b + 1] - self._utt_offsets[a]
-            if self.frame_mode:
-                local = np.searchsorted(cum, indices[m], side="right") - 1
-                keys["utt"][m] = self._keys[a + local]
-                keys["frame"][m] = indices[m] - cum[local]
-                parts.append((m, c, indices[m], np.ones(len(m), np.int64)))
-            else:
-                local = indices[m]
-                lengths[m] = self._lengths[a + local]
-                keys[m] = self._keys[a + local]
-                parts.append((m, c, cum[local], lengths[m]))
+            local = indices[m]
+            lengths[m] = self._lengths[a + local]
+            keys[m] = self._keys[a + local]
+            parts.append((m, c, cum[local], lengths[m]))
             invalid[m] = ~self._valid(a + local)
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
