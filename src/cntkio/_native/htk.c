@@ -18,6 +18,11 @@
  *     left + 1 + right consecutive frames of a padded chunk, so a randomized minibatch of
  *     context-expanded frames is written once, straight where it is delivered from.
  *
+ * gather_u16(out, srcs, which, idx)
+ *     out[i] (int64) = element idx[i] of the uint16 buffer srcs[which[i]]: frame mode's
+ *     utterance of each selected frame, looked up in the per-frame maps of the window's chunks
+ *     (one call a minibatch, across chunks; no binary search).
+ *
  * mlf_tokens(data, sa, sb) -> (ntok, v0, v1, ok, la, lb, lh)
  *     The segment lines [sa[i], sb[i]) of an MLF file (stripped, so they start with a token):
  *     tokens are separated by spaces (a TAB is not a separator); ntok counts them; v0, v1 are
@@ -387,6 +392,64 @@ done:
     return result;
 }
 
+static PyObject *gather_u16(PyObject *self, PyObject *args) {
+    PyObject *out_o, *srcs_o, *which_o, *idx_o;
+    if (!PyArg_ParseTuple(args, "OOOO", &out_o, &srcs_o, &which_o, &idx_o))
+        return NULL;
+    PyObject *seq = PySequence_Fast(srcs_o, "htk.gather_u16: srcs must be a sequence of arrays");
+    if (!seq)
+        return NULL;
+    const Py_ssize_t ns = PySequence_Fast_GET_SIZE(seq);
+    Buf out, which, idx;
+    out.held = which.held = idx.held = 0;
+    Buf *srcs = PyMem_Calloc(ns ? ns : 1, sizeof(Buf));
+    const uint16_t **base = PyMem_Calloc(ns ? ns : 1, sizeof(uint16_t *));
+    Py_ssize_t *len = PyMem_Calloc(ns ? ns : 1, sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    Py_ssize_t n, n2, n3;
+    if (!srcs || !base || !len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < ns; j++) {
+        if (get_buf(PySequence_Fast_GET_ITEM(seq, j), &srcs[j], 0, "srcs[j]") < 0)
+            goto done;
+        base[j] = srcs[j].view.buf;
+        len[j] = srcs[j].view.len / 2;
+    }
+    if (get_buf(out_o, &out, 1, "out") < 0 || get_i64(which_o, &which, "which", &n) < 0 ||
+        get_i64(idx_o, &idx, "idx", &n2) < 0)
+        goto done;
+    n3 = out.view.len / 8;
+    if (n != n2 || n3 != n || out.view.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "htk.gather_u16: out, which and idx do not agree");
+        goto done;
+    }
+    const int64_t *w = which.view.buf, *r = idx.view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (w[i] < 0 || w[i] >= ns || r[i] < 0 || r[i] >= len[w[i]]) {
+            PyErr_Format(PyExc_ValueError, "htk.gather_u16: index %zd out of bounds", i);
+            goto done;
+        }
+    }
+    {
+        int64_t *o = out.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            o[i] = base[w[i]][r[i]];
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (Py_ssize_t j = 0; srcs && j < ns; j++)
+        drop(&srcs[j]);
+    drop(&out); drop(&which); drop(&idx);
+    PyMem_Free(srcs); PyMem_Free(base); PyMem_Free(len);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"swap_copy", swap_copy, METH_VARARGS,
      "swap_copy(dst, dst_off, src, src_off, counts, swap): float32 ranges out of a buffer, byte-swapped."},
@@ -394,6 +457,8 @@ static PyMethodDef methods[] = {
      "pread_swap(dst, dst_off, fd, src_off, counts, swap): float32 ranges read from a file, byte-swapped."},
     {"gather_rows", gather_rows, METH_VARARGS,
      "gather_rows(out, srcs, which, rows, row_floats, width[, out_double]): rows of padded chunks."},
+    {"gather_u16", gather_u16, METH_VARARGS,
+     "gather_u16(out, srcs, which, idx): uint16 elements of several buffers, as int64."},
     {"mlf_tokens", mlf_tokens, METH_VARARGS,
      "mlf_tokens(data, sa, sb): tokens of MLF segment lines (count, two decimals, the label and its hash)."},
     {NULL, NULL, 0, NULL},

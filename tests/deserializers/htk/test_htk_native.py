@@ -132,3 +132,70 @@ def test_sequence_mode_file_cut_after_indexing_names_the_file(tmp_path, monkeypa
     with pytest.raises(FormatError, match=r"b\.htk.*reading frames failed"):
         fast.read_sequences(raw, np.zeros(2, np.int64), np.array([0, 4], np.int64))   # u4: b.htk[1,5]
     fast.close()
+
+
+def test_gather_u16_reads_several_buffers_and_checks_bounds():
+    a = np.array([7, 8, 65535], np.uint16)
+    b = np.array([1, 2], np.uint16)
+    out = np.zeros(4, np.int64)
+    _htk.gather_u16(out, [a, b], np.array([0, 1, 0, 1], np.int64), np.array([2, 0, 0, 1], np.int64))
+    assert out.tolist() == [65535, 1, 7, 2]
+    with pytest.raises(ValueError, match="out of bounds"):
+        _htk.gather_u16(out, [a, b], np.array([0, 1, 0, 1], np.int64), np.array([0, 2, 0, 0], np.int64))
+    with pytest.raises(ValueError, match="out of bounds"):
+        _htk.gather_u16(out, [a, b], np.array([0, 2, 0, 0], np.int64), np.array([0, 0, 0, 0], np.int64))
+    with pytest.raises(ValueError, match="do not agree"):
+        _htk.gather_u16(np.zeros(3, np.int64), [a], np.zeros(4, np.int64), np.zeros(4, np.int64))
+
+
+def test_frame_mode_selection_across_chunks_finds_each_frames_utterance(tmp_path, monkeypatch):
+    """Corpus "big" (4 chunks, 1-dim frames holding the global frame number): a random frame-mode
+    selection spanning every chunk gets, for each frame, its utterance's key, its frame number in
+    the utterance and its feature and label, the same with the chunks' frame maps looked up in C,
+    looked up by NumPy (CNTKIO_PURE_PYTHON=1), and without maps (a binary search)."""
+    from htk_corpus import STATES, write_big
+
+    from cntkio.deserializers.htk.labels import HTKMLFDeserializerImpl
+    from cntkio.deserializers.htk.text import hash_names
+
+    big = write_big(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    feats = HTKFeatureDeserializerImpl({"type": "HTKFeatureDeserializer", "input": {"f": {
+        "dim": 3, "scpFile": "big.scp", "contextWindow": "1:1"}}}, frame_mode=True)
+    labels = HTKMLFDeserializerImpl({"type": "HTKMLFDeserializer", "input": {"l": {
+        "dim": len(STATES), "mlfFile": "big.mlf", "labelMappingFile": "states.list"}}}, frame_mode=True)
+    infos = feats.chunk_infos()
+    assert len(infos) == 4
+    rng = np.random.default_rng(5)
+    chunks = rng.integers(0, len(infos), 5000)
+    idx = np.array([rng.integers(0, infos[c].num_samples) for c in chunks.tolist()], np.int64)
+    lens = big["lengths"]
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    chunk_first = np.concatenate([[0], np.cumsum([i.num_samples for i in infos])])
+    g = chunk_first[chunks] + idx                               # the global frame number
+    utt = np.searchsorted(offsets, g, side="right") - 1
+    frame = g - offsets[utt]
+    left = np.where(frame > 0, g - 1, g)                        # edges repeated
+    right = np.where(frame < lens[utt] - 1, g + 1, g)
+    expect_keys = hash_names([f"utt{u:03d}" for u in utt.tolist()])
+    expect_labels = utt % len(STATES)
+
+    def read(with_maps):
+        fr = {c: feats.read_bytes(c) for c in range(len(infos))}
+        lr = {c: labels.read_bytes(c) for c in range(len(infos))}
+        if not with_maps:
+            fr = {c: np.asarray(r) for c, r in fr.items()}
+            lr = {c: r[:2] for c, r in lr.items()}
+        return feats.read_sequences(fr, chunks, idx), labels.read_sequences(lr, chunks, idx)
+
+    for pure, with_maps in ((False, True), (True, True), (False, False)):
+        if pure:
+            monkeypatch.setenv("CNTKIO_PURE_PYTHON", "1")
+        else:
+            monkeypatch.delenv("CNTKIO_PURE_PYTHON", raising=False)
+        f, lab = read(with_maps)
+        for d in (f, lab):
+            assert d.sequences.keys["utt"].tolist() == expect_keys.tolist()
+            assert d.sequences.keys["frame"].tolist() == frame.tolist()
+        np.testing.assert_array_equal(f.streams["f"].values, np.stack([left, g, right], 1).astype(np.float32))
+        assert lab.streams["l"].indices.tolist() == expect_labels.tolist()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._native import native
 from ..base import DeserializerBase
 from ..protocol import ChunkInfo, SequenceTable
 from .text import hash_names, numeric_names
@@ -87,13 +88,36 @@ class UtteranceCorpus(DeserializerBase):
         rank = np.cumsum(present) - 1
         return uniq.tolist(), rank[chunk_ids]
 
-    def _frames_at(self, chunk_ids: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Frame mode: the utterance (corpus index) and the frame within it of each selected
-        sequence (``indices``: frames counted from the start of chunk ``chunk_ids``), for the whole
-        selection at once: one binary search in the corpus's utterance offsets."""
-        g = self._utt_offsets[self._bounds[chunk_ids]] + indices
-        utt = np.searchsorted(self._utt_offsets, g, side="right") - 1
-        return utt, g - self._utt_offsets[utt]
+    def _frame_map(self, c: int) -> np.ndarray:
+        """Frame mode: per frame of chunk ``c``, its utterance within the chunk (uint16: a chunk
+        holds at most 65535 utterances), kept with the chunk's raw data while the window holds it
+        (2 bytes a frame), so that a selection's frames are found by a lookup, not a search."""
+        a, b = self._chunk_utts(c)
+        return np.repeat(np.arange(b - a, dtype=np.uint16), self._lengths[a:b])
+
+    def _frames_at(self, chunk_ids: np.ndarray, indices: np.ndarray, which: np.ndarray,
+                   maps: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Frame mode: the utterance (corpus index), the frame within it and the utterance within
+        its chunk of each selected sequence (``indices``: frames counted from the start of chunk
+        ``chunk_ids``; ``which``: the position of that chunk in ``maps``, the chunks'
+        :meth:`_frame_map`), for the whole selection at once: one C lookup across the chunks (one
+        NumPy lookup per chunk without the C core; one binary search where a map is missing)."""
+        first = self._bounds[chunk_ids]
+        if any(m is None for m in maps):
+            g = self._utt_offsets[first] + indices
+            utt = np.searchsorted(self._utt_offsets, g, side="right") - 1
+            return utt, g - self._utt_offsets[utt], utt - first
+        local = np.empty(len(indices), np.int64)
+        c_lookup = native("htk")
+        if c_lookup is not None:
+            c_lookup.gather_u16(local, maps, np.ascontiguousarray(which, np.int64),
+                                np.ascontiguousarray(indices, np.int64))
+        else:
+            for j, m in enumerate(maps):
+                sel = np.flatnonzero(which == j) if len(maps) > 1 else slice(None)
+                local[sel] = m[indices[sel]]
+        utt = first + local
+        return utt, indices - (self._utt_offsets[utt] - self._utt_offsets[first]), local
 
     def _chunk_utts(self, c: int) -> tuple[int, int]:
         return int(self._bounds[c]), int(self._bounds[c + 1])

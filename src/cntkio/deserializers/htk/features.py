@@ -264,10 +264,11 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         srcs = [raws[c] for c in uniq]
         if self.frame_mode:       # the whole selection at once, whatever chunks it spans
             lengths = np.ones(n, np.int64)
-            utt, frames = self._frames_at(chunk_ids, indices)
+            utt, frames, local = self._frames_at(chunk_ids, indices, which,
+                                                 [getattr(r, "local", None) for r in srcs])
             left, right = self.context
             # a chunk's padded rows: each utterance before this one adds left + right rows
-            rows = indices + (utt - self._bounds[chunk_ids]) * (left + right) if left + right else indices
+            rows = indices + local * (left + right) if left + right else indices
             keys["utt"] = self._keys[utt]
             keys["frame"] = frames
             values = np.empty((n, self.dim), self.dtype)
@@ -316,7 +317,14 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     def read_bytes(self, chunk_id: int):
         """The chunk's padded frames (:meth:`_raw`); in sequence mode without context nothing is
         copied ahead (the chunk id: its selections are read straight from the files)."""
-        return _Unread(chunk_id) if self._from_files else self._raw(chunk_id)
+        if self._from_files:
+            return _Unread(chunk_id)
+        raw = self._raw(chunk_id)
+        if not self.frame_mode:
+            return raw
+        out = raw.view(_Padded)
+        out.local = self._frame_map(chunk_id)
+        return out
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
         return self.begin_read_sequences(raw, chunk_ids, indices)()
@@ -346,6 +354,13 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         if pool is not None:
             pool.shutdown(wait=True)
         self._maps.close()
+
+
+class _Padded(np.ndarray):
+    """Frame mode's raw chunk: the padded frames (:meth:`HTKFeatureDeserializerImpl._raw`) and
+    ``local``, each frame's utterance within the chunk (:meth:`UtteranceCorpus._frame_map`)."""
+
+    local: np.ndarray | None = None
 
 
 class _Unread:

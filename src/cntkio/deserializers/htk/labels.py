@@ -204,12 +204,13 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         """Frame mode: one frame a sequence, located for the whole selection at once and copied
         by one C gather (per stream, across the chunks) or one NumPy gather per chunk."""
         n = len(chunk_ids)
-        utt, frames = self._frames_at(chunk_ids, indices)
+        uniq, which = self._chunk_groups(chunk_ids)
+        utt, frames, _ = self._frames_at(chunk_ids, indices, which,
+                                         [raws[c][2] if len(raws[c]) > 2 else None for c in uniq])
         keys = np.empty(n, FRAME_KEY)
         keys["utt"] = self._keys[utt]
         keys["frame"] = frames
         invalid = ~self._valid(utt)
-        uniq, which = self._chunk_groups(chunk_ids)
         labels = np.empty(n, np.int32)
         values = np.empty(n, self.dtype)
         labs = [raws[c][0] for c in uniq]
@@ -252,7 +253,7 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         labels = np.empty(total, np.int32)
         values = np.empty(total, self.dtype)
         for m, c, first, lens in parts:
-            lab, val = raws[c]
+            lab, val = raws[c][:2]
             if _runs_on(m, first, lens):     # consecutive utterances to consecutive rows: one slice
                 d0, s0, k = int(offsets[m[0]]), int(first[0]), int(lens.sum())
                 labels[d0:d0 + k] = lab[s0:s0 + k]
@@ -281,7 +282,10 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         return True
 
     def read_bytes(self, chunk_id: int):
-        return self._raw(chunk_id)
+        """The chunk's per-frame labels and values; in frame mode also each frame's utterance
+        within the chunk (:meth:`_frame_map`)."""
+        raw = self._raw(chunk_id)
+        return raw + (self._frame_map(chunk_id),) if self.frame_mode else raw
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData:
         return self._select(raw, np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64))
