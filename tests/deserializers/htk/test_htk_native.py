@@ -199,3 +199,29 @@ def test_frame_mode_selection_across_chunks_finds_each_frames_utterance(tmp_path
             assert d.sequences.keys["frame"].tolist() == frame.tolist()
         np.testing.assert_array_equal(f.streams["f"].values, np.stack([left, g, right], 1).astype(np.float32))
         assert lab.streams["l"].indices.tolist() == expect_labels.tolist()
+
+
+def test_lookup_of_frame_keys_in_runs_and_shuffled(tmp_path, monkeypatch):
+    """Frame keys joined by another deserializer: a chunk's keys in order (runs of an utterance's
+    frames, searched once per run) and the same keys shuffled (searched one by one) find the same
+    chunk and frame index; a key not in the corpus and a frame past its utterance's end find -1."""
+    from htk_corpus import write_big
+
+    write_big(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    feats = HTKFeatureDeserializerImpl({"type": "HTKFeatureDeserializer", "input": {"f": {
+        "dim": 1, "scpFile": "big.scp"}}}, frame_mode=True)
+    keys = np.concatenate([feats.sequence_infos(c).keys for c in range(len(feats.chunk_infos()))])
+    chunk, index = feats.lookup(keys)
+    expect_chunk = np.repeat(np.arange(len(feats.chunk_infos())), [i.num_samples for i in feats.chunk_infos()])
+    assert chunk.tolist() == expect_chunk.tolist()
+    starts = np.concatenate([[0], np.cumsum([i.num_samples for i in feats.chunk_infos()])])
+    assert index.tolist() == (np.arange(len(keys)) - starts[expect_chunk]).tolist()
+    order = np.random.default_rng(1).permutation(len(keys))
+    c2, i2 = feats.lookup(keys[order])
+    assert c2.tolist() == chunk[order].tolist() and i2.tolist() == index[order].tolist()
+    odd = keys[:4].copy()
+    odd["utt"][1] = 12345                       # no such utterance
+    odd["frame"][2] = 10 ** 6                   # past the utterance's end
+    c3, i3 = feats.lookup(odd)
+    assert c3.tolist() == [0, -1, -1, 0] and i3.tolist() == [0, -1, -1, 3]

@@ -156,7 +156,15 @@ class UtteranceCorpus(DeserializerBase):
             names = [str(k) for k in keys]
             hashes, frames = (numeric_names(names)[0] if getattr(self, "numeric_keys", False)
                               else hash_names(names)), None
-        utt = self._find_utts(hashes)
+        if frames is not None and len(hashes) > 1:
+            # frame keys come in runs (an utterance's frames): one search per run, not per frame
+            heads = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
+            if len(heads) < len(hashes) // 2:
+                utt = np.repeat(self._find_utts(hashes[heads]), np.diff(heads, append=len(hashes)))
+            else:
+                utt = self._find_utts(hashes)
+        else:
+            utt = self._find_utts(hashes)
         ok = utt >= 0
         u = np.where(ok, utt, 0)
         chunk = np.where(ok, self._chunk_of[u] if len(self._chunk_of) else 0, -1)
