@@ -22,7 +22,8 @@ import functools
 import re
 
 from ..errors import ConfigError
-from .lexer import BRACKETS, CONFIG_COMMENT, CONFIG_STRING, CONFIG_STRING_TO_END
+from .lexer import (BRACKETS, BRAINSCRIPT_SECTION, CONFIG_COMMENT, CONFIG_STRING, CONFIG_STRING_TO_END,
+                    brainscript_config_view, match_brainscript)
 
 OPEN = "[{("
 CLOSE = "]})"
@@ -111,11 +112,49 @@ def strip_comments(text: str) -> str:
     start and carriage returns of CRLF line ends are dropped.
     """
     text = normalize(text)
+    # a BrainScript section matters only when its text holds a '...' string or a // or /* */
+    # comment: two single-character searches (memchr) gate the case-insensitive key search
+    if ("'" in text or "/" in text) and "networkbuilder" in text.lower():
+        return _strip_with_brainscript(text)
     if "#" not in text:
         return text
     # quoted strings (to the end of the text when unterminated) are kept, comments dropped: one
     # regular-expression substitution, no Python per character
     return _COMMENT.sub(r"\1", text)
+
+
+def _strip_with_brainscript(text: str) -> str:
+    """:func:`strip_comments` of a text holding ``BrainScriptNetworkBuilder = {...}`` sections:
+    outside them the config language's comments are removed; their bodies are matched by
+    BrainScript's lexical rules and replaced by their config view (BrainScript comments removed,
+    ``'...'`` strings written ``"..."``: :func:`cntkio.config.lexer.brainscript_config_view`), so
+    that ``s = 'a # b'`` or ``'}'`` in a network written inline means what BrainScript says. A
+    body whose brackets BrainScript's rules cannot match is left to the config layer's errors."""
+    newlines = [m.start() for m in _NEWLINE.finditer(text)]
+    out = []
+    pos = 0
+    while True:
+        rest = _COMMENT.sub(r"\1", text[pos:]) if "#" in text[pos:] else text[pos:]
+        m = BRAINSCRIPT_SECTION.search(rest)
+        if m is None:
+            out.append(rest)
+            return "".join(out)
+        at = m.start(1)
+        # the bracket's offset in ``text``: comments removed keep every other character on its
+        # line and column
+        k = rest.count("\n", 0, at)
+        first = bisect.bisect_left(newlines, pos)        # newlines[first] is the first one at or after pos
+        line_start = pos if k == 0 else newlines[first + k - 1] + 1
+        col = at - (rest.rfind("\n", 0, at) + 1)
+        open_at = line_start + col
+        try:
+            close_at = match_brainscript(text, open_at)
+        except ConfigError:
+            out.append(rest)
+            return "".join(out)
+        out.append(rest[:at + 1])
+        out.append(brainscript_config_view(text[open_at + 1:close_at]))
+        pos = close_at
 
 
 def match(src: Text, pos: int, end: int | None = None) -> int:

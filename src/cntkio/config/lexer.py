@@ -27,7 +27,8 @@ from ..errors import ConfigError
 
 __all__ = ["CONFIG_STRING", "CONFIG_STRING_TO_END", "CONFIG_COMMENT", "CONFIG_NAME", "CONFIG_DOTTED_NAME",
            "BRACKETS", "BS_STRING", "BS_COMMENT", "BS_NUMBER", "BS_NAME", "BS_OPERATOR", "BS_TOKEN",
-           "Token", "LexError", "tokenize_brainscript", "match_brainscript", "brainscript_spans"]
+           "Token", "LexError", "tokenize_brainscript", "match_brainscript", "brainscript_spans",
+           "BRAINSCRIPT_SECTION", "brainscript_config_view"]
 
 # --- the configuration language --------------------------------------------------------------
 #: a quoted string (``"`` only; line breaks allowed)
@@ -60,6 +61,9 @@ _BS_SKIP_OR_BRACKET = re.compile(r"(" + BS_STRING + "|" + BS_COMMENT + r")|([" +
 # a string or a comment, for spans that must not be read inside them ($var$ substitution)
 _BS_STRING_OR_COMMENT = re.compile(r"(?P<str>" + BS_STRING + r")|(?P<comment>" + BS_COMMENT + r")")
 _PAIR = {"[": "]", "{": "}", "(": ")"}
+#: a config key whose bracketed value is BrainScript text (group 1: its opening bracket)
+BRAINSCRIPT_SECTION = re.compile(r"\b(?:BrainScript|Experimental)NetworkBuilder[ \t]*=?[ \t\n]*([\[{(])",
+                                 re.IGNORECASE)
 
 
 class Token(NamedTuple):
@@ -168,3 +172,22 @@ def brainscript_spans(text: str) -> list[tuple[str, int, int]]:
     """``(kind, start, end)`` of every BrainScript string (``str``) and comment (``comment``) of
     ``text``, in order; the text between them is code."""
     return [(m.lastgroup, m.start(), m.end()) for m in _BS_STRING_OR_COMMENT.finditer(text)]
+
+
+def _config_view(m: re.Match) -> str:
+    s = m.group()
+    if m.lastgroup == "comment":
+        return "\n" * s.count("\n")
+    if s[0] == "'" and '"' not in s:
+        return '"' + s[1:-1] + '"'
+    return s
+
+
+def brainscript_config_view(body: str) -> str:
+    """The text of a BrainScript body as the config layer sees it inside the config file: the
+    BrainScript comments removed (their line breaks kept) and each ``'...'`` string written
+    ``"..."`` (the same string in BrainScript; the config language's only quote), so that a ``#``,
+    a bracket or a ``//`` inside BrainScript's strings and comments means nothing to the config
+    layer. Every other character keeps its line and column. (A ``'...'`` string holding a ``"``
+    is left as it is.)"""
+    return _BS_STRING_OR_COMMENT.sub(_config_view, body)
