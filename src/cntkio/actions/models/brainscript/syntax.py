@@ -1,7 +1,8 @@
 """BrainScript text -> syntax tree: the tokens and the grammar of CNTK's BrainScript.
 
-Tokens: numbers, strings (``"..."`` or ``'...'``), names, operators; comments are ``#`` and ``//``
-to the end of the line and ``/* ... */``. Line breaks only matter in one place: a ``(``, ``{`` or
+Tokens (from the lexical layer shared with the config language, :mod:`cntkio.config.lexer`):
+numbers, strings (``"..."`` or ``'...'``), names, operators; comments are ``#`` and ``//`` to the
+end of the line and ``/* ... */``. Line breaks only matter in one place: a ``(``, ``{`` or
 ``[`` that starts a line begins a new record member rather than calling the expression before it.
 
 Grammar (lowest precedence first)::
