@@ -263,7 +263,14 @@ static PyObject *gather_rows(PyObject *self, PyObject *args) {
     {
         char *o = out.view.buf;
         Py_BEGIN_ALLOW_THREADS
-        if (!out_double) {
+        if (!out_double && width == 1) {      /* one 4-byte value a row (labels): no memcpy call */
+            uint32_t *o32 = (uint32_t *)o;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint32_t v;
+                memcpy(&v, base[w[i]] + r[i] * row_floats, 4);
+                o32[i] = v;
+            }
+        } else if (!out_double) {
             for (Py_ssize_t i = 0; i < n; i++)
                 memcpy(o + (size_t)i * width * 4, base[w[i]] + r[i] * row_floats, (size_t)width * 4);
         } else {
