@@ -64,3 +64,26 @@ def test_scan_raises_the_line_parsers_first_error(tmp_path, body):
 def test_unquoted_names_fall_back_to_the_line_parser(tmp_path):
     a, b = _both(tmp_path, '#!MLF!#\nu9\n0 100000 st0\n.\n"*/u0.lab"\n0 100000 st1\n.\n')
     assert a.names == b.names == ["u0"] and a.seg_labels.tolist() == [1]
+
+
+def test_entry_keys_cut_on_bytes_equal_mlf_key():
+    """The scan's keys of all entry names at once equal :func:`mlf_key` of each name: a leading
+    ``*/`` dropped, the last component's extension dropped (not a leading dot, not a dot before
+    the last slash or backslash), non-ASCII names, undecodable bytes, empty names."""
+    from cntkio.deserializers.htk.mlfscan import mlf_key, mlf_keys
+
+    names = ["*/u0.lab", "u0.lab", "*/u0.rec", "*/u0", "*/d/u0.lab", "/x/y/u0.lab", "", "*", "*/", "a",
+             ".lab", "*/.lab", "d\\u.x.lab", "ü/é.lab", "x.y/z", "a..b", "*/*/q.r", "é"]
+    text = "\n".join(f'"{n}"' for n in names).encode("utf-8") + b'\n"\xff\xfe.lab"\n'
+    data = np.frombuffer(text, np.uint8)
+    starts, ends, pos = [], [], 0
+    for line in text.split(b"\n"):
+        if line.startswith(b'"'):
+            starts.append(pos + 1)
+            ends.append(pos + len(line) - 1)
+        pos += len(line) + 1
+    got = mlf_keys(data, np.array(starts), np.array(ends))
+    assert got[:-1] == [mlf_key(n) for n in names]
+    assert got[:6] == ["u0", "u0", "u0", "u0", "d/u0", "/x/y/u0"]
+    assert got[-1] == "\udcff\udcfe" == mlf_key(b"\xff\xfe.lab".decode("utf-8", "surrogateescape"))
+    assert mlf_keys(data, np.zeros(0, np.int64), np.zeros(0, np.int64)) == []
