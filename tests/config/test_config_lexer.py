@@ -104,3 +104,14 @@ def test_a_brainscript_section_is_read_by_brainscript_rules_in_a_config():
     t = p("t")
     assert str(t("action")) == "train" and str(t("after")) == "5" and str(p("end")) == "1"
     assert str(t("BrainScriptNetworkBuilder")("s")) == "a # b"
+
+
+def test_a_section_key_inside_a_quoted_string_is_text():
+    text = ("msg = \"BrainScriptNetworkBuilder = { x = '\" # c\nb = [ s = 'x' ] # it's\n"
+            "n = [ BrainScriptNetworkBuilder = { y = '#]' } ]\n")
+    # the first key is quoted text: no section there, the config rules apply up to the real one
+    assert _text.strip_comments(text) == ("msg = \"BrainScriptNetworkBuilder = { x = '\" \nb = [ s = 'x' ] \n"
+                                          "n = [ BrainScriptNetworkBuilder = { y = \"#]\" } ]\n")
+    p = parse_config(text)
+    assert str(p("msg")) == "BrainScriptNetworkBuilder = { x = '" and str(p("b")("s")) == "'x'"
+    assert str(p("n")("BrainScriptNetworkBuilder")("y")) == "#]"

@@ -135,7 +135,8 @@ def _strip_with_brainscript(text: str) -> str:
     pos = 0
     while True:
         rest = _COMMENT.sub(r"\1", text[pos:]) if "#" in text[pos:] else text[pos:]
-        m = BRAINSCRIPT_SECTION.search(rest)
+        # a section key, not one inside a quoted string (an odd number of '"' before it)
+        m = next((k for k in BRAINSCRIPT_SECTION.finditer(rest) if rest.count('"', 0, k.start()) % 2 == 0), None)
         if m is None:
             out.append(rest)
             return "".join(out)
