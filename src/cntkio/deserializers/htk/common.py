@@ -156,28 +156,38 @@ class UtteranceCorpus(DeserializerBase):
             names = [str(k) for k in keys]
             hashes, frames = (numeric_names(names)[0] if getattr(self, "numeric_keys", False)
                               else hash_names(names)), None
-        if frames is not None and len(hashes) > 1:
-            # frame keys come in runs (an utterance's frames): one search per run, not per frame
-            heads = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
-            if len(heads) < len(hashes) // 2:
-                utt = np.repeat(self._find_utts(hashes[heads]), np.diff(heads, append=len(hashes)))
-            else:
-                utt = self._find_utts(hashes)
-        else:
-            utt = self._find_utts(hashes)
-        ok = utt >= 0
-        u = np.where(ok, utt, 0)
-        chunk = np.where(ok, self._chunk_of[u] if len(self._chunk_of) else 0, -1)
         if frames is None:
             if self.frame_mode:
                 raise ValueError("an HTK deserializer in frame mode joins only with frame-mode keys (the "
                                  "primary deserializer must also deliver one sequence per frame)")
+            utt = self._find_utts(hashes)
+            ok = utt >= 0
+            u = np.where(ok, utt, 0)
+            chunk = np.where(ok, self._chunk_of[u] if len(self._chunk_of) else 0, -1)
             index = np.where(ok, u - self._bounds[np.maximum(chunk, 0)], -1)
             return chunk, index
         if not self.frame_mode:
             raise ValueError("frame keys reached an HTK deserializer built without frame mode")
+        n = len(hashes)
+        heads = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1]))) if n > 1 else np.arange(n)
+        # frame keys come in runs (a chunk's keys: an utterance's frames): the utterance is found
+        # once per run, its chunk, first frame in the chunk and length repeated over the run
+        runs = len(heads) < n // 2
+        chunk, base, ulen = self._utterance_refs(hashes[heads] if runs else hashes)
+        if runs:
+            counts = np.diff(heads, append=n)
+            chunk, base, ulen = np.repeat(chunk, counts), np.repeat(base, counts), np.repeat(ulen, counts)
         f = np.zeros_like(frames) if self.broadcast else frames
-        ok &= (f >= 0) & (f < self._lengths[u])
+        ok = (f >= 0) & (f < ulen)
+        return np.where(ok, chunk, -1), np.where(ok, base + f, -1)
+
+    def _utterance_refs(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per utterance hash: its chunk (-1 where absent), its first frame counted from the start
+        of that chunk and its length (0 where absent)."""
+        utt = self._find_utts(hashes)
+        ok = utt >= 0
+        u = np.where(ok, utt, 0)
+        chunk = np.where(ok, self._chunk_of[u] if len(self._chunk_of) else 0, -1)
         first = self._bounds[np.maximum(chunk, 0)]
-        index = self._utt_offsets[u] - self._utt_offsets[first] + f
-        return np.where(ok, chunk, -1), np.where(ok, index, -1)
+        base = self._utt_offsets[u] - self._utt_offsets[first]
+        return chunk, base, np.where(ok, self._lengths[u], 0)
