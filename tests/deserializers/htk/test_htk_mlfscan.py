@@ -87,3 +87,29 @@ def test_entry_keys_cut_on_bytes_equal_mlf_key():
     assert got[:6] == ["u0", "u0", "u0", "u0", "d/u0", "/x/y/u0"]
     assert got[-1] == "\udcff\udcfe" == mlf_key(b"\xff\xfe.lab".decode("utf-8", "surrogateescape"))
     assert mlf_keys(data, np.zeros(0, np.int64), np.zeros(0, np.int64)) == []
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_a_file_of_only_repeated_entries_adds_nothing(tmp_path, vectorized):
+    """Several MLF files, the first entry of a key wins: a middle file whose entries are all
+    repeats adds no utterance and no segment, and the next file's entries keep their own segments
+    (this once raised an IndexError: the repeated file's segments were all kept)."""
+    def write(name, ents):
+        lines = ["#!MLF!#"]
+        for k, segs in ents:
+            lines.append(f'"*/{k}.lab"')
+            lines += [f"{a * 100000} {b * 100000} {lab}" for a, b, lab in segs]
+            lines.append(".")
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        return str(tmp_path / name)
+
+    files = [write("a.mlf", [("u0", [(0, 2, "st0"), (2, 3, "st1")])]),
+             write("b.mlf", [("u0", [(0, 1, "st2"), (1, 2, "st2"), (2, 3, "st2")])]),
+             write("c.mlf", [("u1", [(0, 4, "st1")]), ("u0", [(0, 3, "st3")]), ("u2", [(0, 1, "st4")])])]
+    idx = parse_mlf_files(files, STATES, len(STATES), vectorized=vectorized)
+    assert idx.names == ["u0", "u1", "u2"]
+    assert idx.seg_offsets.tolist() == [0, 2, 3, 4]
+    assert idx.seg_starts.tolist() == [0, 2, 0, 0] and idx.seg_ends.tolist() == [2, 3, 4, 1]
+    assert idx.seg_labels.tolist() == [0, 1, 1, 4]
+    assert idx.where == [(files[0], 2), (files[2], 2), (files[2], 8)]
+    assert idx.valid.tolist() == [True, True, True]

@@ -29,18 +29,18 @@ def chunk_bounds(lengths: np.ndarray, chunk_frames: int = CHUNK_FRAMES,
                  max_utts: int = MAX_UTTERANCES_PER_CHUNK) -> np.ndarray:
     """Utterance indices where chunks start (plus the end): a new chunk starts when the current
     one holds more than ``chunk_frames`` frames or ``max_utts`` utterances."""
+    n = len(lengths)
+    if n == 0:
+        return np.zeros(1, np.int64)
+    cum = np.zeros(n + 1, np.int64)         # frames before each utterance
+    np.cumsum(lengths, out=cum[1:])
     bounds = [0]
-    frames = 0
-    count = 0
-    # one step per utterance, on ints (the index of millions of utterances takes well under a second)
-    for i, n in enumerate(lengths.tolist()):
-        if count and (frames > chunk_frames or count >= max_utts):
-            bounds.append(i)
-            frames = count = 0
-        frames += n
-        count += 1
-    if len(lengths):
-        bounds.append(len(lengths))
+    i = 0
+    while i < n:      # one step per chunk: the chunk ends before the first utterance that finds
+        # it over chunk_frames frames, or full with max_utts utterances
+        j = int(np.searchsorted(cum, cum[i] + chunk_frames, side="right"))
+        i = min(max(j, i + 1), i + max_utts, n)
+        bounds.append(i)
     return np.asarray(bounds, np.int64)
 
 

@@ -22,6 +22,7 @@ A state list has one label per line; a label's index is its 0-based line.
 from __future__ import annotations
 
 import logging
+from itertools import repeat
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,17 +170,25 @@ def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int, *, vecto
             part = _parse_lines(p, states, dim)
         c = np.asarray(part["counts"], np.int64)
         off = np.concatenate(([0], np.cumsum(c)))
-        keep_entries = []
-        for j, nm in enumerate(part["names"]):            # one step per utterance: first entry wins
-            if nm not in seen:
-                seen.add(nm)
-                keep_entries.append(j)
+        pn = part["names"]
+        if len(set(pn)) == len(pn) and seen.isdisjoint(pn):    # no name twice: every entry kept
+            keep_entries = range(len(pn))
+            seen.update(pn)
+        else:
+            keep_entries = []
+            for j, nm in enumerate(pn):            # a step per utterance only here: first entry wins
+                if nm not in seen:
+                    seen.add(nm)
+                    keep_entries.append(j)
         ke = np.asarray(keep_entries, np.int64)
-        seg_sel = np.concatenate([np.arange(off[j], off[j + 1]) for j in keep_entries]).astype(np.int64) \
-            if len(ke) and len(ke) != len(c) else np.arange(int(off[-1]), dtype=np.int64)
-        names.extend(part["names"][j] for j in keep_entries)
+        if len(ke) == len(c):
+            seg_sel = np.arange(int(off[-1]), dtype=np.int64)
+        else:
+            seg_sel = np.concatenate([np.arange(off[j], off[j + 1]) for j in keep_entries] or
+                                     [np.zeros(0, np.int64)]).astype(np.int64)
+        names.extend(pn if len(ke) == len(pn) else [pn[j] for j in keep_entries])
         lines = np.asarray(part["lines"], np.int64)
-        where.extend((p, int(lines[j])) for j in keep_entries)
+        where.extend(zip(repeat(p), lines[ke].tolist()))
         counts.append(c[ke] if len(ke) else np.zeros(0, np.int64))
         starts.append(np.asarray(part["starts"], np.int64)[seg_sel])
         ends.append(np.asarray(part["ends"], np.int64)[seg_sel])

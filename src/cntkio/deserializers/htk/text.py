@@ -59,11 +59,18 @@ def fnv1a(mat: np.ndarray, lens: np.ndarray) -> np.ndarray:
 
 def hash_names(names) -> np.ndarray:
     """The keys (uint64) of utterance names given as str or bytes."""
-    raw = [n.encode("utf-8") if isinstance(n, str) else bytes(n) for n in names]
-    if not raw:
+    names = names if isinstance(names, list) else list(names)
+    if not names:
         return np.zeros(0, np.uint64)
-    buf = np.frombuffer(b"".join(raw), np.uint8)
-    lens = np.fromiter((len(r) for r in raw), np.int64, len(raw))
+    joined = "".join(names) if set(map(type, names)) == {str} else None
+    encoded = joined.encode("utf-8") if joined is not None else None
+    if encoded is not None and len(encoded) == len(joined):    # ASCII: a byte a character
+        buf = np.frombuffer(encoded, np.uint8)
+        lens = np.fromiter(map(len, names), np.int64, len(names))
+    else:
+        raw = [n.encode("utf-8") if isinstance(n, str) else bytes(n) for n in names]
+        buf = np.frombuffer(b"".join(raw), np.uint8)
+        lens = np.fromiter((len(r) for r in raw), np.int64, len(raw))
     ends = np.cumsum(lens)
     return fnv1a(padded(buf, ends - lens, ends), lens)
 
