@@ -225,3 +225,29 @@ def test_lookup_of_frame_keys_in_runs_and_shuffled(tmp_path, monkeypatch):
     odd["frame"][2] = 10 ** 6                   # past the utterance's end
     c3, i3 = feats.lookup(odd)
     assert c3.tolist() == [0, -1, -1, 0] and i3.tolist() == [0, -1, -1, 3]
+
+
+def test_chunk_bounds_close_a_chunk_as_cntk():
+    """A chunk closes before the utterance that finds it holding more than ``chunk_frames`` frames
+    or ``max_utts`` utterances (CNTK 2.7's rule, here checked utterance by utterance against the
+    chunk-at-a-time search), zero-length and over-long utterances included."""
+    from cntkio.deserializers.htk.common import chunk_bounds
+
+    def by_utterance(lengths, chunk_frames, max_utts):
+        bounds, frames, count = [0], 0, 0
+        for i, n in enumerate(lengths.tolist()):
+            if count and (frames > chunk_frames or count >= max_utts):
+                bounds.append(i)
+                frames = count = 0
+            frames += n
+            count += 1
+        return bounds + ([len(lengths)] if len(lengths) else [])
+
+    assert chunk_bounds(np.array([5, 5, 5, 5]), 9, 10).tolist() == [0, 2, 4]
+    assert chunk_bounds(np.array([20, 1, 1, 1, 1]), 9, 3).tolist() == [0, 1, 4, 5]
+    assert chunk_bounds(np.zeros(0, np.int64)).tolist() == [0]
+    rng = np.random.default_rng(2)
+    for _ in range(500):
+        lengths = rng.integers(0, int(rng.choice([3, 50, 1000])), int(rng.integers(0, 60)))
+        cf, mu = int(rng.integers(0, 200)), int(rng.integers(1, 10))
+        assert chunk_bounds(lengths, cf, mu).tolist() == by_utterance(lengths, cf, mu)
