@@ -182,7 +182,7 @@ def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int, *, vecto
                     keep_entries.append(j)
         ke = np.asarray(keep_entries, np.int64)
         if len(ke) == len(c):
-            seg_sel = np.arange(int(off[-1]), dtype=np.int64)
+            seg_sel = slice(None)           # every segment: the scan's arrays as they are, no copy
         else:
             seg_sel = np.concatenate([np.arange(off[j], off[j + 1]) for j in keep_entries] or
                                      [np.zeros(0, np.int64)]).astype(np.int64)
@@ -193,7 +193,10 @@ def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int, *, vecto
         starts.append(np.asarray(part["starts"], np.int64)[seg_sel])
         ends.append(np.asarray(part["ends"], np.int64)[seg_sel])
         labels.append(np.asarray(part["labels"], np.int32)[seg_sel])
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    def cat(xs: list, dt) -> np.ndarray:        # one file's array as it is (no copy when of dtype dt)
+        if not xs:
+            return np.zeros(0, dt)
+        return (xs[0] if len(xs) == 1 else np.concatenate(xs)).astype(dt, copy=False)
     counts_a, starts_a, ends_a = cat(counts, np.int64), cat(starts, np.int64), cat(ends, np.int64)
     offsets = np.zeros(len(counts_a) + 1, np.int64)
     np.cumsum(counts_a, out=offsets[1:])

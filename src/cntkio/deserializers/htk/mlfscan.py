@@ -17,6 +17,8 @@ __all__ = ["scan_mlf", "FALLBACK", "mlf_key", "mlf_keys", "state_table"]
 
 #: returned when the file needs the line-by-line parser
 FALLBACK = None
+#: bytes of an MLF file scanned at once (the scan's temporary tables are about 13 times that)
+BLOCK_BYTES = 4 << 20
 HEADER = b"#!MLF!#"
 
 
@@ -83,21 +85,77 @@ def _tokens(data: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> tuple:
 
 def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: int, log) -> dict | None:
     """One MLF file: entries (names, lines, segment counts) and segments (frames, labels), or
-    :data:`FALLBACK`. Errors are raised as the line parser raises them (the first in the file)."""
+    :data:`FALLBACK`. Errors are raised as the line parser raises them (the first in the file).
+
+    The file is scanned in blocks of about :data:`BLOCK_BYTES` that end after a ``.`` line (no
+    entry is open there, as at the file's start), so the scan's temporary tables (a few int64 per
+    line, about 13 times the bytes they cover) stay bounded whatever the file's size."""
     try:
         data = np.fromfile(path, np.uint8)
     except OSError as e:
         raise FormatError(f"cannot open the MLF file: {e.strerror}", file=path) from e
+    cuts = _block_cuts(data, BLOCK_BYTES)
+    parts, error, line0 = [], None, 0
+    for k in range(len(cuts) - 1):
+        block = data[cuts[k]:cuts[k + 1]]
+        part = _scan_block(path, block, line0, k == 0, state_hashes, state_index, dim,
+                           log if error is None else None)      # no warning after an error, as before
+        if part is FALLBACK:
+            return FALLBACK           # as the whole-file scan: the line parser decides, errors included
+        result, err = part
+        if err is not None and error is None:
+            error = err               # the blocks are in file order: the first one's is the first error
+        parts.append(result)
+        line0 += int(np.count_nonzero(block == 10))
+    if error is not None:
+        raise error
+    if len(parts) == 1:
+        return parts[0]
+    return {"names": [nm for p in parts for nm in p["names"]],
+            **{f: np.concatenate([p[f] for p in parts]) for f in ("lines", "counts", "starts", "ends", "labels")}}
+
+
+def _block_cuts(data: np.ndarray, size: int) -> list[int]:
+    """Byte offsets cutting ``data`` into blocks of at least ``size`` bytes (but the last), each
+    ending just after a line that is a lone ``.`` (``\\n.\\n`` or ``\\n.\\r\\n``)."""
+    cuts = [0]
+    pos = size
+    while pos < len(data):
+        window = data[pos:pos + max(size, 1 << 16) + 3]
+        nl = np.flatnonzero(window[:-3] == 10) if len(window) > 3 else np.zeros(0, np.int64)
+        dot = window[np.minimum(nl + 1, len(window) - 1)] == ord(".")
+        after = window[np.minimum(nl + 2, len(window) - 1)]
+        after2 = window[np.minimum(nl + 3, len(window) - 1)]
+        lone = dot & ((after == 10) | ((after == 13) & (after2 == 10)))
+        hit = np.flatnonzero(lone)
+        if len(hit) == 0:
+            pos += max(len(window) - 3, 1)
+            continue
+        i = int(nl[hit[0]])
+        cut = pos + i + (3 if window[i + 2] == 10 else 4)
+        if cut >= len(data):
+            break
+        cuts.append(cut)
+        pos = cut + size
+    cuts.append(len(data))
+    return cuts
+
+
+def _scan_block(path: str, data: np.ndarray, line0: int, with_header: bool, state_hashes: np.ndarray,
+                state_index: np.ndarray, dim: int, log):
+    """One block of lines of an MLF file (line numbers after ``line0``; the first block holds the
+    header): :data:`FALLBACK`, or ``(result, first error or None)``."""
     starts, ends = line_bounds(data)
-    lineno = np.arange(1, len(starts) + 1, dtype=np.int64)
+    lineno = np.arange(line0 + 1, line0 + len(starts) + 1, dtype=np.int64)
     a, b = _strip(data, starts, ends)
     keep = b > a
     a, b, lineno = a[keep], b[keep], lineno[keep]
-    if len(a) == 0 or data[a[0]:b[0]].tobytes() != HEADER:
-        found = repr(_text(data, a[0], b[0])) if len(a) else "end of file"
-        raise FormatError("Expected MLF header was not found.", file=path, line=int(lineno[0]) if len(a) else 1,
-                          expected=HEADER.decode(), found=found)
-    a, b, lineno = a[1:], b[1:], lineno[1:]
+    if with_header:
+        if len(a) == 0 or data[a[0]:b[0]].tobytes() != HEADER:
+            found = repr(_text(data, a[0], b[0])) if len(a) else "end of file"
+            raise FormatError("Expected MLF header was not found.", file=path,
+                              line=int(lineno[0]) if len(a) else 1, expected=HEADER.decode(), found=found)
+        a, b, lineno = a[1:], b[1:], lineno[1:]
     n = len(a)
     first = data[a] if n else np.zeros(0, np.uint8)
     lastc = data[b - 1] if n else np.zeros(0, np.uint8)
@@ -159,7 +217,7 @@ def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: 
                                          file=path, line=line, expected=f"a label index below dim {dim}",
                                          found=str(labels[i]))))
     if errors:
-        raise min(errors, key=lambda e: e[0])[1]
+        return None, min(errors, key=lambda e: e[0])[1]
     # entries: a name line; closed by the next event being a '.'
     names_at = np.flatnonzero(quoted)
     nxt_event = np.full(n, -1, np.int64)
@@ -168,7 +226,7 @@ def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: 
         nxt_event[ev[:-1]] = ev[1:]
     closed = (nxt_event[names_at] >= 0) & dot[np.maximum(nxt_event[names_at], 0)]
     entry_of_seg = np.searchsorted(names_at, seg, side="right") - 1
-    if len(names_at) and not closed[-1]:
+    if len(names_at) and not closed[-1] and log is not None:
         i = int(names_at[-1])
         log.warning("%s: the last entry '%s' (line %d) has no terminating '.' and is dropped, as in CNTK",
                     path, _key(data, a[i], b[i]), int(lineno[i]))
@@ -179,7 +237,8 @@ def scan_mlf(path: str, state_hashes: np.ndarray, state_index: np.ndarray, dim: 
     kept = names_at[closed]
     names = mlf_keys(data, a[kept] + 1, b[kept] - 1)
     return {"names": names, "lines": lineno[names_at[closed]], "counts": counts[closed],
-            "starts": frames0[seg_keep], "ends": frames1[seg_keep], "labels": labels[seg_keep].astype(np.int32)}
+            "starts": frames0[seg_keep], "ends": frames1[seg_keep],
+            "labels": labels[seg_keep].astype(np.int32)}, None
 
 
 def mlf_key(name: str) -> str:
