@@ -4,7 +4,9 @@
 thread pool (one thread, or several with ``multithreaded_deserializer``); the C parser releases
 the GIL, so chunks parse on other cores while the caller packs. :class:`Prefetcher` runs one job
 (the next minibatch) ahead on its own thread. Exceptions raised in a worker are re-raised in the
-caller when it asks for the result. ``close()`` cancels pending work and joins the threads; a
+caller when it asks for the result. Released chunks' memory is handed back to the system
+(``heap.py``: glibc otherwise keeps chunk-sized buffers in its heap, which grows over a run).
+``close()`` cancels pending work and joins the threads; a
 source collected without ``close()`` has its reader closed on the closer thread (``closer.py``:
 never joined from the garbage collector), or at interpreter exit.
 """
@@ -17,6 +19,7 @@ import threading
 from typing import Callable, Iterable
 
 from ..deserializers.protocol import ChunkData, Deserializer
+from . import heap
 
 __all__ = ["ChunkCache", "Prefetcher", "default_pool_size"]
 
@@ -48,6 +51,10 @@ class ChunkCache:
         self._closed = False
         self.loads = 0
         self.peak_held = 0
+        # the index was built before the chunks are read: what its build freed (an MLF scan's
+        # temporaries, several times the file) goes back to the system rather than staying in
+        # the heap under the chunks
+        heap.trim()
 
     def _load(self, chunk_id: int) -> ChunkData:
         with self._lock:
@@ -95,9 +102,15 @@ class ChunkCache:
         return []
 
     def release(self, dropped: list) -> None:
-        """Run the release of chunks :meth:`retain` dropped with ``defer``."""
+        """Run the release of chunks :meth:`retain` dropped with ``defer``; the list is emptied
+        (the cache's last references to them) and the freed memory returned to the system
+        (:func:`~cntkio.engine.heap.trim`)."""
         for fut in dropped:
             self._released(fut)
+        if dropped:
+            dropped.clear()
+            del fut
+            heap.trim()
 
     def _released(self, fut: cf.Future) -> None:
         if self._release is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
@@ -121,8 +134,7 @@ class ChunkCache:
         for f in futures:
             f.cancel()
         self._pool.shutdown(wait=True, cancel_futures=True)
-        for f in futures:
-            self._released(f)
+        self.release(futures)
 
 
 class Prefetcher:
