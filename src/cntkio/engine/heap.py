@@ -3,13 +3,15 @@
 glibc raises its mmap threshold once a large block that it mapped is freed (up to 32 MB), so the
 chunk-sized buffers of a window (an HTK chunk's frames are about 15 MB) and the minibatch outputs
 then come from its heap. Freed, they stay there: the heap's free pages remain part of the
-process's memory, and as chunks of other sizes come and go over a run the heap fragments and
-grows, so that the peak RSS at a fixed window grew with the corpus (12-17 bytes per corpus frame
-in frame mode). :func:`trim` asks glibc to return every whole free page of its heaps
-(``malloc_trim(0)``: all arenas, free pages inside the heap too); the chunk window calls it after
-releasing chunks (:meth:`~cntkio.engine.prefetch.ChunkCache.release`). Fixing the threshold
-instead (``MALLOC_MMAP_THRESHOLD_``) costs a fresh mapping, with a page fault per page, for every
-large buffer, and made frame mode 1.5-2 times slower.
+process's memory, and as chunks come and go the heaps (the loader thread's arena holds the
+chunks, the main one the minibatches) fragment and grow over a run. :func:`trim` asks glibc to
+return every whole free page of its heaps (``malloc_trim(0)``: all arenas, free pages inside a
+heap too); the chunk window calls it after releasing chunks
+(:meth:`~cntkio.engine.prefetch.ChunkCache.release`). In HTK frame mode (small runs, 0.25 and
+0.5 GB) it lowered the peak RSS by 6-21 MB, but the peak still grew with the corpus at a fixed
+window (docs/speech.md). Fixing the threshold instead (``MALLOC_MMAP_THRESHOLD_``) costs a fresh
+mapping, with a page fault per page, for every large buffer, and made frame mode 1.5-2 times
+slower.
 
 A trim takes about a millisecond on a heap of 150 MB, and the pages it returns are faulted in
 again when reused; it runs at most once per :data:`GAP` times the CPU time of the last one (at
