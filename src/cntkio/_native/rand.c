@@ -247,6 +247,64 @@ done:
     return result;
 }
 
+/* The rolling window's in-window swaps (see swap_sequences_rolling) over randomized chunks
+ * ct0 .. ct_end - 1, shared by the whole-sweep and the step-wise entry points. The rings rp, rs,
+ * ro (cap entries, a power of two) hold the window's positions, their source chunks and owners;
+ * *lo (positions below it are written out), *hi (positions below it have entered) and *oc (the
+ * chunk of position hi) carry between calls. Positions below flush_to (below hi when flush_to
+ * < 0) are then written out to out_i and out_s16 or out_s32, at q - base. No GIL needed. */
+static void roll_swaps(mt64_t *r, const int32_t *b, const int32_t *e, const int64_t *st, int64_t cap,
+                       int64_t *rp, int32_t *rs, int32_t *ro, int64_t ct0, int64_t ct_end,
+                       int64_t *lo_p, int64_t *hi_p, int32_t *oc_p, int64_t flush_to, int64_t base,
+                       int32_t *out_i, int16_t *out_s16, int32_t *out_s32)
+{
+    int64_t lo = *lo_p, hi = *hi_p;
+    int32_t oc = *oc_p;
+#define RING(j) ((j) & (cap - 1))
+#define FLUSH(q) do { int64_t q_ = (q), x_ = RING(q_); int32_t s_ = rs[x_]; \
+        out_i[q_ - base] = (int32_t)(rp[x_] - st[s_]); \
+        if (out_s16) out_s16[q_ - base] = (int16_t)s_; else out_s32[q_ - base] = s_; } while (0)
+    for (int64_t ct = ct0; ct < ct_end; ct++) {
+        int32_t tb = b[ct], te = e[ct];
+        int64_t p0 = st[tb], p1 = st[te];
+        for (; lo < p0; lo++)
+            FLUSH(lo);
+        for (; hi < p1; hi++) {
+            while (st[oc + 1] <= hi)
+                oc++;
+            int64_t x = RING(hi);
+            rp[x] = hi;
+            rs[x] = oc;
+            ro[x] = oc;
+        }
+        uint64_t span = (uint64_t)(p1 - p0);
+        for (int64_t t = st[ct]; t < st[ct + 1]; t++) {
+            int64_t xt = RING(t);
+            for (;;) {
+                int64_t j = p0 + (int64_t)(mt64_next(r) % span);
+                int64_t xj = RING(j);
+                int32_t cj = ro[xj];
+                if (rs[xj] < tb || rs[xj] >= te)
+                    continue;
+                if (rs[xt] < b[cj] || rs[xt] >= e[cj])
+                    continue;
+                int64_t tp = rp[xt]; rp[xt] = rp[xj]; rp[xj] = tp;
+                int32_t ts = rs[xt]; rs[xt] = rs[xj]; rs[xj] = ts;
+                break;
+            }
+        }
+    }
+    if (flush_to < 0)
+        flush_to = hi;
+    for (; lo < flush_to; lo++)
+        FLUSH(lo);
+#undef FLUSH
+#undef RING
+    *lo_p = lo;
+    *hi_p = hi;
+    *oc_p = oc;
+}
+
 /* swap_sequences_rolling(seed, win_begin int32[C], win_end int32[C], seq_start int64[C+1],
  *                        index_out int32[N], source_out int16[N] or int32[N]) -> None
  *
@@ -340,44 +398,7 @@ static PyObject *py_swap_sequences_rolling(PyObject *Py_UNUSED(self), PyObject *
     mt64_seed(&r, seed);
     int64_t lo = 0, hi = 0;       /* positions < lo are written out, positions < hi have entered */
     int32_t oc = 0;               /* the chunk of position hi (entering) */
-#define RING(j) ((j) & (cap - 1))
-#define FLUSH(q) do { int64_t q_ = (q), x_ = RING(q_); int32_t s_ = rs[x_]; \
-        out_i[q_] = (int32_t)(rp[x_] - st[s_]); \
-        if (out_s16) out_s16[q_] = (int16_t)s_; else out_s32[q_] = s_; } while (0)
-    for (npy_intp ct = 0; ct < c; ct++) {
-        int32_t tb = b[ct], te = e[ct];
-        int64_t p0 = st[tb], p1 = st[te];
-        for (; lo < p0; lo++)
-            FLUSH(lo);
-        for (; hi < p1; hi++) {
-            while (st[oc + 1] <= hi)
-                oc++;
-            int64_t x = RING(hi);
-            rp[x] = hi;
-            rs[x] = oc;
-            ro[x] = oc;
-        }
-        uint64_t span = (uint64_t)(p1 - p0);
-        for (int64_t t = st[ct]; t < st[ct + 1]; t++) {
-            int64_t xt = RING(t);
-            for (;;) {
-                int64_t j = p0 + (int64_t)(mt64_next(&r) % span);
-                int64_t xj = RING(j);
-                int32_t cj = ro[xj];
-                if (rs[xj] < tb || rs[xj] >= te)
-                    continue;
-                if (rs[xt] < b[cj] || rs[xt] >= e[cj])
-                    continue;
-                int64_t tp = rp[xt]; rp[xt] = rp[xj]; rp[xj] = tp;
-                int32_t ts = rs[xt]; rs[xt] = rs[xj]; rs[xj] = ts;
-                break;
-            }
-        }
-    }
-    for (; lo < hi; lo++)
-        FLUSH(lo);
-#undef FLUSH
-#undef RING
+    roll_swaps(&r, b, e, st, cap, rp, rs, ro, 0, (int64_t)c, &lo, &hi, &oc, -1, 0, out_i, out_s16, out_s32);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -494,44 +515,8 @@ static PyObject *py_rolling_swap_step(PyObject *Py_UNUSED(self), PyObject *args)
         }
         int64_t lo = lo0, hi = (int64_t)S[RS_HI];
         int32_t oc = (int32_t)S[RS_OC];
-#define RING(j) ((j) & (cap - 1))
-#define FLUSH(q) do { int64_t q_ = (q), x_ = RING(q_); int32_t s_ = rs[x_]; \
-        out_i[q_ - lo0] = (int32_t)(rp[x_] - st[s_]); \
-        if (out_s16) out_s16[q_ - lo0] = (int16_t)s_; else out_s32[q_ - lo0] = s_; } while (0)
-        for (int64_t ct = ct0; ct < ct_end; ct++) {
-            int32_t tb = b[ct], te = e[ct];
-            int64_t p0 = st[tb], p1 = st[te];
-            for (; lo < p0; lo++)
-                FLUSH(lo);
-            for (; hi < p1; hi++) {
-                while (st[oc + 1] <= hi)
-                    oc++;
-                int64_t x = RING(hi);
-                rp[x] = hi;
-                rs[x] = oc;
-                ro[x] = oc;
-            }
-            uint64_t span = (uint64_t)(p1 - p0);
-            for (int64_t t = st[ct]; t < st[ct + 1]; t++) {
-                int64_t xt = RING(t);
-                for (;;) {
-                    int64_t j = p0 + (int64_t)(mt64_next(&r) % span);
-                    int64_t xj = RING(j);
-                    int32_t cj = ro[xj];
-                    if (rs[xj] < tb || rs[xj] >= te)
-                        continue;
-                    if (rs[xt] < b[cj] || rs[xt] >= e[cj])
-                        continue;
-                    int64_t tp = rp[xt]; rp[xt] = rp[xj]; rp[xj] = tp;
-                    int32_t ts = rs[xt]; rs[xt] = rs[xj]; rs[xj] = ts;
-                    break;
-                }
-            }
-        }
-        for (; lo < flush_to; lo++)
-            FLUSH(lo);
-#undef FLUSH
-#undef RING
+        roll_swaps(&r, b, e, st, (int64_t)cap, rp, rs, ro, ct0, (int64_t)ct_end, &lo, &hi, &oc, flush_to, lo0,
+                   out_i, out_s16, out_s32);
         memcpy(S, r.mt, sizeof(r.mt));
         S[RS_IDX] = (uint64_t)r.idx;
         S[RS_CT] = (uint64_t)ct_end;
