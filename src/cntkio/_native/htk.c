@@ -219,33 +219,68 @@ done:
     return result;
 }
 
+/* The source buffers of a gather (a sequence of arrays): their views, base pointers and lengths
+ * in elements of ``itemsize`` bytes. srcs_close releases whatever srcs_open acquired, also after
+ * a failure part-way. */
+typedef struct {
+    PyObject *seq;
+    Py_ssize_t n;
+    Buf *bufs;
+    const void **base;
+    Py_ssize_t *len;
+} Srcs;
+
+static int srcs_open(Srcs *s, PyObject *obj, Py_ssize_t itemsize, const char *what) {
+    s->n = 0;
+    s->bufs = NULL;
+    s->base = NULL;
+    s->len = NULL;
+    s->seq = PySequence_Fast(obj, what);
+    if (!s->seq)
+        return -1;
+    s->n = PySequence_Fast_GET_SIZE(s->seq);
+    Py_ssize_t m = s->n ? s->n : 1;
+    s->bufs = PyMem_Calloc(m, sizeof(Buf));
+    s->base = PyMem_Calloc(m, sizeof(void *));
+    s->len = PyMem_Calloc(m, sizeof(Py_ssize_t));
+    if (!s->bufs || !s->base || !s->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < s->n; j++) {
+        if (get_buf(PySequence_Fast_GET_ITEM(s->seq, j), &s->bufs[j], 0, "srcs[j]") < 0)
+            return -1;
+        s->base[j] = s->bufs[j].view.buf;
+        s->len[j] = s->bufs[j].view.len / itemsize;
+    }
+    return 0;
+}
+
+static void srcs_close(Srcs *s) {
+    for (Py_ssize_t j = 0; s->bufs && j < s->n; j++)
+        drop(&s->bufs[j]);
+    PyMem_Free(s->bufs);
+    PyMem_Free(s->base);
+    PyMem_Free(s->len);
+    Py_XDECREF(s->seq);
+}
+
 static PyObject *gather_rows(PyObject *self, PyObject *args) {
     PyObject *out_o, *srcs_o, *which_o, *rows_o;
     Py_ssize_t row_floats, width;
     int out_double = 0;
     if (!PyArg_ParseTuple(args, "OOOOnn|p", &out_o, &srcs_o, &which_o, &rows_o, &row_floats, &width, &out_double))
         return NULL;
-    PyObject *seq = PySequence_Fast(srcs_o, "htk.gather_rows: srcs must be a sequence of arrays");
-    if (!seq)
-        return NULL;
-    const Py_ssize_t ns = PySequence_Fast_GET_SIZE(seq);
     Buf out, which, rows;
     out.held = which.held = rows.held = 0;
-    Buf *srcs = PyMem_Calloc(ns ? ns : 1, sizeof(Buf));
-    const float **base = PyMem_Calloc(ns ? ns : 1, sizeof(float *));
-    Py_ssize_t *len = PyMem_Calloc(ns ? ns : 1, sizeof(Py_ssize_t));
+    Srcs S;
     PyObject *result = NULL;
     Py_ssize_t n, n2;
-    if (!srcs || !base || !len) {
-        PyErr_NoMemory();
+    if (srcs_open(&S, srcs_o, 4, "htk.gather_rows: srcs must be a sequence of arrays") < 0)
         goto done;
-    }
-    for (Py_ssize_t j = 0; j < ns; j++) {
-        if (get_buf(PySequence_Fast_GET_ITEM(seq, j), &srcs[j], 0, "srcs[j]") < 0)
-            goto done;
-        base[j] = srcs[j].view.buf;
-        len[j] = srcs[j].view.len / 4;
-    }
+    const Py_ssize_t ns = S.n;
+    const float **base = (const float **)S.base;
+    const Py_ssize_t *len = S.len;
     if (get_buf(out_o, &out, 1, "out") < 0 || get_i64(which_o, &which, "which", &n) < 0 ||
         get_i64(rows_o, &rows, "rows", &n2) < 0)
         goto done;
@@ -286,11 +321,8 @@ static PyObject *gather_rows(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (Py_ssize_t j = 0; srcs && j < ns; j++)
-        drop(&srcs[j]);
+    srcs_close(&S);
     drop(&out); drop(&which); drop(&rows);
-    PyMem_Free(srcs); PyMem_Free(base); PyMem_Free(len);
-    Py_DECREF(seq);
     return result;
 }
 
@@ -403,27 +435,16 @@ static PyObject *gather_u16(PyObject *self, PyObject *args) {
     PyObject *out_o, *srcs_o, *which_o, *idx_o;
     if (!PyArg_ParseTuple(args, "OOOO", &out_o, &srcs_o, &which_o, &idx_o))
         return NULL;
-    PyObject *seq = PySequence_Fast(srcs_o, "htk.gather_u16: srcs must be a sequence of arrays");
-    if (!seq)
-        return NULL;
-    const Py_ssize_t ns = PySequence_Fast_GET_SIZE(seq);
     Buf out, which, idx;
     out.held = which.held = idx.held = 0;
-    Buf *srcs = PyMem_Calloc(ns ? ns : 1, sizeof(Buf));
-    const uint16_t **base = PyMem_Calloc(ns ? ns : 1, sizeof(uint16_t *));
-    Py_ssize_t *len = PyMem_Calloc(ns ? ns : 1, sizeof(Py_ssize_t));
+    Srcs S;
     PyObject *result = NULL;
     Py_ssize_t n, n2, n3;
-    if (!srcs || !base || !len) {
-        PyErr_NoMemory();
+    if (srcs_open(&S, srcs_o, 2, "htk.gather_u16: srcs must be a sequence of arrays") < 0)
         goto done;
-    }
-    for (Py_ssize_t j = 0; j < ns; j++) {
-        if (get_buf(PySequence_Fast_GET_ITEM(seq, j), &srcs[j], 0, "srcs[j]") < 0)
-            goto done;
-        base[j] = srcs[j].view.buf;
-        len[j] = srcs[j].view.len / 2;
-    }
+    const Py_ssize_t ns = S.n;
+    const uint16_t **base = (const uint16_t **)S.base;
+    const Py_ssize_t *len = S.len;
     if (get_buf(out_o, &out, 1, "out") < 0 || get_i64(which_o, &which, "which", &n) < 0 ||
         get_i64(idx_o, &idx, "idx", &n2) < 0)
         goto done;
@@ -449,11 +470,8 @@ static PyObject *gather_u16(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (Py_ssize_t j = 0; srcs && j < ns; j++)
-        drop(&srcs[j]);
+    srcs_close(&S);
     drop(&out); drop(&which); drop(&idx);
-    PyMem_Free(srcs); PyMem_Free(base); PyMem_Free(len);
-    Py_DECREF(seq);
     return result;
 }
 
