@@ -25,6 +25,13 @@ from .timeline import _BLOCK, Counting, Timeline, _unit
 __all__ = ["StreamedTimeline", "RollingTimeline", "InOrderTimeline"]
 
 
+def _cut(pieces: list, a: int, b: int) -> np.ndarray:
+    """Positions ``a .. b-1`` of a column kept in pieces ``(column, first position, end)`` that
+    cover them in order: one view when one piece does, else the pieces' parts joined."""
+    parts = [col[max(a, s) - s:min(b, e) - s] for col, s, e in pieces]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 class _Column:
     """A column of a :class:`StreamedTimeline` (``index`` or ``rchunk``) read like an array: an
     integer, a step-1 slice or an index array gives the values (computed a randomized chunk at a
@@ -306,12 +313,7 @@ class StreamedTimeline(Timeline):
         with self._lock:
             r0 = int(np.searchsorted(ss, a, side="right")) - 1
             r1 = int(np.searchsorted(ss, b - 1, side="right")) - 1
-            parts = []
-            for r in range(r0, r1 + 1):
-                col = self._piece(r)[which]
-                s = int(ss[r])
-                parts.append(col[max(a, s) - s:min(b, int(ss[r + 1])) - s])
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            return _cut([(self._piece(r)[which], int(ss[r]), int(ss[r + 1])) for r in range(r0, r1 + 1)], a, b)
 
     def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
         """Column ``which`` at ``positions`` (any order)."""
@@ -512,12 +514,8 @@ class RollingTimeline(Timeline):
             return np.zeros(0, self.index.dtype if which == 0 else self.rchunk.dtype)
         with self._lock:
             k0, k1 = self._piece_at(a), self._piece_at(b - 1)
-            parts = []
-            for k in range(k0, k1 + 1):
-                col = self._piece(k)[which]
-                s = self._starts[k]
-                parts.append(col[max(a, s) - s:min(b, self._starts[k + 1]) - s])
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            return _cut([(self._piece(k)[which], self._starts[k], self._starts[k + 1]) for k in range(k0, k1 + 1)],
+                        a, b)
 
     def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
         out = np.empty(len(positions), self.index.dtype if which == 0 else self.rchunk.dtype)
