@@ -144,6 +144,42 @@ class GlobalTimeline:
         self.end_position = None
         return [seq], sweep_end
 
+    def next_lengths(self, W: int, r: int, count: int):
+        """The lengths of up to ``count`` next local sequences when they are the next positions of
+        the current sweep, each taken as :meth:`next_sequences` takes it (one worker, before the
+        epoch end); else None (take them one at a time). :meth:`take_sequences` then takes them."""
+        if W != 1:
+            return None
+        walker = self.walker
+        k, i = self.cursor
+        tl = walker.timeline(k)
+        n_end = walker._n_before_end(k, tl)
+        if i >= n_end:
+            return None
+        return tl.length[i:min(n_end, i + int(count))]
+
+    def take_sequences(self, count: int, W: int, r: int) -> list:
+        """The next ``count`` sequences (at most :meth:`next_lengths`'s) as ``count`` calls of
+        :meth:`next_sequences` give them, in one step: ``[(ref, length, data, sweep-end flag)]``."""
+        walker = self.walker
+        k, i = self.cursor
+        N = walker.N
+        tl = walker.timeline(k)
+        pos = slice(i, i + count)
+        chunk_ids, index, lengths = tl.chunks(pos).tolist(), tl.index[pos].tolist(), tl.length[pos].tolist()
+        infos, window = self.stream_infos, self.window
+        loaded: dict = {}
+        out = []
+        for t, (c, idx, n) in enumerate(zip(chunk_ids, index, lengths)):
+            chunk = loaded.get(c)
+            if chunk is None:
+                chunk = loaded[c] = window.chunk(walker.load_id(k, c))
+            j = i + t
+            out.append((k * N + j, n, {info.name: sequence_arrays(info, chunk, idx) for info in infos}, j + 1 >= N))
+        self.cursor = walker.normalize(k, i + count)
+        self.end_position = None
+        return out
+
     def sequence(self, ref):
         """``(ref, length, data)`` of the sequence with global sequence number ``ref``."""
         k, i = divmod(int(ref), self.walker.N)

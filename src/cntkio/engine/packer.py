@@ -501,9 +501,13 @@ class TruncatedSlots:
             mask = np.ones((S, w), np.int8)
             if off == 0 and w:
                 mask[:, 0] = 2
-            pieces = [q[0][2][name] if whole else q[0][2][name][off:off + w] for q in queues]
+            seqs = [q[0][2][name] for q in queues]
+            if w and info.is_sparse and all(isinstance(a, CsrRows) for a in seqs):
+                joined = _join_rows(info, seqs, off, w)
+            else:
+                joined = _join_pieces(info, seqs if whole else [a[off:off + w] for a in seqs])
             out[info] = MinibatchData.from_packed(info, mask, end_of_sweep=end_of_sweep, num_samples=S * w,
-                                                  **_join_pieces(info, pieces))
+                                                  **joined)
         if off + w >= length:
             self.resize(0)
         else:
@@ -569,6 +573,25 @@ def _join_pieces(info: StreamInformation, pieces: list):
     np.add(np.concatenate([p.indptr[1:] for p in pieces]), np.repeat(np.cumsum(nnz) - nnz, rows), out=indptr[1:])
     indices = np.concatenate([p.indices for p in pieces])
     data = np.concatenate([p.data for p in pieces])
+    return {"indptr": indptr, "indices": indices.astype(np.int32, copy=False), "data": data}
+
+
+def _join_rows(info: StreamInformation, seqs: list, off: int, w: int) -> dict:
+    """:func:`_join_pieces` of ``seq[off:off + w]`` for sparse sequences (:class:`CsrRows`) into
+    a sparse output, without a :class:`CsrRows` per piece: the row pointers of all pieces are cut
+    as one ``[pieces, w + 1]`` array and rebased with one vector op (the same arrays as
+    :func:`_join_pieces`)."""
+    S = len(seqs)
+    cut = np.concatenate([a.indptr[off:off + w + 1] for a in seqs]).astype(np.int64, copy=False).reshape(S, w + 1)
+    lo, hi = cut[:, 0], cut[:, -1]
+    nnz = hi - lo
+    indptr = np.empty(S * w + 1, np.int64)
+    indptr[0] = 0
+    # each piece's row pointers from 0, moved past the non-zeros of the pieces before it
+    np.add(cut[:, 1:], (np.cumsum(nnz) - nnz - lo)[:, None], out=indptr[1:].reshape(S, w))
+    spans = list(zip(lo.tolist(), hi.tolist()))
+    indices = np.concatenate([a.indices[p0:p1] for a, (p0, p1) in zip(seqs, spans)])
+    data = np.concatenate([a.data[p0:p1] for a, (p0, p1) in zip(seqs, spans)])
     return {"indptr": indptr, "indices": indices.astype(np.int32, copy=False), "data": data}
 
 

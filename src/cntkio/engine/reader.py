@@ -278,18 +278,33 @@ class Reader:
         pending = self.pending
         group = pending.take(rows)
         length = group[0][1] if group else None
-        while len(group) < rows and len(pending) < GROUP_LOOKAHEAD * max(1, rows):
-            got = self.policy.next_sequences(W, r)
-            if got is None:
-                break
-            seqs, sweep_end = got
-            for ref, n, data in seqs:
+        cap = GROUP_LOOKAHEAD * max(1, rows)
+        bulk = getattr(self.policy, "next_lengths", None)
+        while len(group) < rows and len(pending) < cap:
+            lengths = bulk(W, r, rows - len(group) + cap - len(pending)) if bulk is not None else None
+            if lengths is not None and len(lengths):
+                # as many sequences as the one-at-a-time loop below would take, in one step: it
+                # stops when the group is full or the sequences read ahead reach the cap
+                match = lengths == (length if length is not None else lengths[0])
+                in_group = np.cumsum(match)
+                stop = (len(group) + in_group >= rows) | \
+                    (len(pending) + np.arange(1, len(lengths) + 1) - in_group >= cap)
+                count = int(np.argmax(stop)) + 1 if stop.any() else len(lengths)
+                items = self.policy.take_sequences(count, W, r)
+            else:
+                got = self.policy.next_sequences(W, r)
+                if got is None:
+                    break
+                seqs, sweep_end = got
+                items = [(ref, n, data, sweep_end) for ref, n, data in seqs]
+            for item in items:
+                n = item[1]
                 if length is None:
                     length = n
                 if n == length and len(group) < rows:
-                    group.append((ref, n, data, sweep_end))
+                    group.append(item)
                 else:
-                    pending.add((ref, n, data, sweep_end))
+                    pending.add(item)
         return group
 
     def _emits_sweep_end(self) -> bool:
