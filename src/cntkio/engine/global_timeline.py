@@ -25,7 +25,7 @@ from ..deserializers.protocol import Deserializer, depends_on_sweep, has_random_
 from ..streams import StreamInformation
 from ..values import check_state_int
 from .handoff import Handoff
-from .packer import sequence_arrays
+from .packer import sequence_arrays, sequences_arrays
 from .schedule import BatchScheduler
 from .walk import TimelineWalker
 from .window import ChunkWindow
@@ -168,14 +168,19 @@ class GlobalTimeline:
         pos = slice(i, i + count)
         chunk_ids, index, lengths = tl.chunks(pos).tolist(), tl.index[pos].tolist(), tl.length[pos].tolist()
         infos, window = self.stream_infos, self.window
-        loaded: dict = {}
         out = []
-        for t, (c, idx, n) in enumerate(zip(chunk_ids, index, lengths)):
-            chunk = loaded.get(c)
-            if chunk is None:
-                chunk = loaded[c] = window.chunk(walker.load_id(k, c))
-            j = i + t
-            out.append((k * N + j, n, {info.name: sequence_arrays(info, chunk, idx) for info in infos}, j + 1 >= N))
+        t = 0
+        while t < count:                       # a run of sequences of one chunk at a time
+            c = chunk_ids[t]
+            u = t + 1
+            while u < count and chunk_ids[u] == c:
+                u += 1
+            chunk = window.chunk(walker.load_id(k, c))
+            arrays = [sequences_arrays(info, chunk, index[t:u]) for info in infos]
+            for m, j in enumerate(range(i + t, i + u)):
+                out.append((k * N + j, lengths[j - i], {info.name: arrays[s][m] for s, info in enumerate(infos)},
+                            j + 1 >= N))
+            t = u
         self.cursor = walker.normalize(k, i + count)
         self.end_position = None
         return out

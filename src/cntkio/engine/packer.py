@@ -417,6 +417,7 @@ class TruncatedSlots:
     def resize(self, slots: int) -> list:
         """Use ``slots`` rows; returns the queues of rows dropped (their data is discarded)."""
         dropped = []
+        names = [i.name for i in self.infos]
         while len(self.queues) > slots:
             dropped.append(self.queues.pop())
             self.toffset.pop()
@@ -424,7 +425,7 @@ class TruncatedSlots:
         while len(self.queues) < slots:
             self.queues.append([])
             self.toffset.append(0)
-            self.offsets.append({i.name: 0 for i in self.infos})
+            self.offsets.append(dict.fromkeys(names, 0))
         return dropped
 
     def available(self, slot: int) -> int:
@@ -486,13 +487,10 @@ class TruncatedSlots:
         minibatch as wide as what is left when that is less (no empty cells); the slots are
         emptied once the sequences end. Falls back to :meth:`emit` for anything else."""
         queues, S = self.queues, len(self.queues)
-        if not S or any(len(q) != 1 for q in queues):
+        lockstep = self._lockstep()
+        if lockstep is None:
             return self.emit(end_of_sweep)
-        length, off = queues[0][0][1], self.toffset[0]
-        if any(q[0][1] != length for q in queues) or any(t != off for t in self.toffset) or \
-                any(o != off for d in self.offsets for o in d.values()) or \
-                any(len(q[0][2][i.name]) != length for q in queues for i in self.infos):
-            return self.emit(end_of_sweep)
+        length, off = lockstep
         w = max(0, min(self.T, length - off))
         out = Minibatch()
         whole = off == 0 and w == length
@@ -516,6 +514,23 @@ class TruncatedSlots:
                 for name in self.offsets[s]:
                     self.offsets[s][name] = off + w
         return out
+
+    def _lockstep(self):
+        """``(length, offset)`` when every slot holds one sequence, all of one length (every
+        stream too) and at one offset (timeline and streams): what :meth:`emit_group` packs."""
+        queues = self.queues
+        if not queues or len(queues[0]) != 1:
+            return None
+        length, off = queues[0][0][1], self.toffset[0]
+        names = [info.name for info in self.infos]
+        for q, t, offsets in zip(queues, self.toffset, self.offsets):
+            if len(q) != 1 or t != off or q[0][1] != length:
+                return None
+            data = q[0][2]
+            for name in names:
+                if offsets[name] != off or len(data[name]) != length:
+                    return None
+        return length, off
 
     def _pop_finished(self, s: int) -> None:
         q = self.queues[s]
@@ -593,6 +608,32 @@ def _join_rows(info: StreamInformation, seqs: list, off: int, w: int) -> dict:
     indices = np.concatenate([a.indices[p0:p1] for a, (p0, p1) in zip(seqs, spans)])
     data = np.concatenate([a.data[p0:p1] for a, (p0, p1) in zip(seqs, spans)])
     return {"indptr": indptr, "indices": indices.astype(np.int32, copy=False), "data": data}
+
+
+def sequences_arrays(info: StreamInformation, chunk: ChunkData, indices: list) -> list:
+    """:func:`sequence_arrays` of several sequences of one chunk (the same values); when they are
+    consecutive sequences of the chunk, their samples are copied as one block and each sequence's
+    arrays are views of it."""
+    st = chunk.streams[info.name]
+    idx = np.asarray(indices, np.int64)
+    a, b = st.offsets[idx], st.offsets[idx + 1]
+    run = len(idx) > 1 and bool((idx[1:] == idx[:-1] + 1).all())
+    ab = list(zip(a.tolist(), b.tolist()))
+    if not st.is_sparse:
+        if not run:
+            return [st.values[x:y].copy() for x, y in ab]
+        a0 = ab[0][0]
+        block = st.values[a0:ab[-1][1]].copy()
+        return [block[x - a0:y - a0] for x, y in ab]
+    ip = st.indptr
+    p = list(zip(ip[a].tolist(), ip[b].tolist()))
+    if not run:
+        return [CsrRows(ip[x:y + 1] - u, st.indices[u:v].copy(), st.data[u:v].copy())
+                for (x, y), (u, v) in zip(ab, p)]
+    q0, q1 = p[0][0], p[-1][1]
+    indices_block, data_block = st.indices[q0:q1].copy(), st.data[q0:q1].copy()
+    return [CsrRows(ip[x:y + 1] - u, indices_block[u - q0:v - q0], data_block[u - q0:v - q0])
+            for (x, y), (u, v) in zip(ab, p)]
 
 
 def sequence_arrays(info: StreamInformation, chunk: ChunkData, index: int):
