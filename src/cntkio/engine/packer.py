@@ -597,17 +597,23 @@ def _join_rows(info: StreamInformation, seqs: list, off: int, w: int) -> dict:
     as one ``[pieces, w + 1]`` array and rebased with one vector op (the same arrays as
     :func:`_join_pieces`)."""
     S = len(seqs)
-    cut = np.concatenate([a.indptr[off:off + w + 1] for a in seqs]).astype(np.int64, copy=False).reshape(S, w + 1)
-    lo, hi = cut[:, 0], cut[:, -1]
+    cut = np.concatenate([a.indptr[off:off + w + 1] for a in seqs]).reshape(S, w + 1)
+    if cut.dtype != np.int64:
+        cut = cut.astype(np.int64)
+    lo, hi = cut[:, 0], cut[:, w]
     nnz = hi - lo
     indptr = np.empty(S * w + 1, np.int64)
     indptr[0] = 0
     # each piece's row pointers from 0, moved past the non-zeros of the pieces before it
-    np.add(cut[:, 1:], (np.cumsum(nnz) - nnz - lo)[:, None], out=indptr[1:].reshape(S, w))
-    spans = list(zip(lo.tolist(), hi.tolist()))
-    indices = np.concatenate([a.indices[p0:p1] for a, (p0, p1) in zip(seqs, spans)])
-    data = np.concatenate([a.data[p0:p1] for a, (p0, p1) in zip(seqs, spans)])
-    return {"indptr": indptr, "indices": indices.astype(np.int32, copy=False), "data": data}
+    np.add(cut[:, 1:], (nnz.cumsum() - nnz - lo)[:, None], out=indptr[1:].reshape(S, w))
+    index_pieces, data_pieces = [], []
+    for a, p0, p1 in zip(seqs, lo.tolist(), hi.tolist()):
+        index_pieces.append(a.indices[p0:p1])
+        data_pieces.append(a.data[p0:p1])
+    indices = np.concatenate(index_pieces)
+    if indices.dtype != np.int32:
+        indices = indices.astype(np.int32)
+    return {"indptr": indptr, "indices": indices, "data": np.concatenate(data_pieces)}
 
 
 def sequences_arrays(info: StreamInformation, chunk: ChunkData, indices: list) -> list:
