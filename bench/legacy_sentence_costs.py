@@ -12,10 +12,12 @@ busy machine skews both alike. It then sweeps the parallel mode once more with t
 engine's per-sentence and per-minibatch steps of grouped sentences (the timers add about 0.5 us
 a call) and prints calls, total and per-call time of each:
 
-* ``next_local``: the walker's next sequence (one per sentence);
-* ``sequence``: one sentence's arrays, copied out of its chunk (one per sentence);
-* ``_form_group``: a group of sentences of one length (includes the two above);
-* ``emit_group``: one minibatch of a group (``_join_pieces``: its arrays, once per stream).
+* ``take_sequences``: the next sentences of the sweep taken in one step, their arrays copied
+  out of their chunks (one worker; ``next_local`` and ``sequence``: one sentence at a time, the
+  path taken otherwise, e.g. with several workers);
+* ``_form_group``: a group of sentences of one length (includes the above);
+* ``emit_group``: one minibatch of a group (``_join_rows``: its arrays of one sparse stream;
+  ``_join_pieces``: the same for a dense stream or an uneven layout).
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def _timed_sweep(section: dict) -> dict:
     """One parallel sweep with timers around the grouped path's steps: ``{step: [calls, seconds]}``."""
     acc: dict = {}
     targets = [(walk.TimelineWalker, "next_local"), (global_timeline.GlobalTimeline, "sequence"),
-               (reader.Reader, "_form_group"), (packer.TruncatedSlots, "emit_group"), (packer, "_join_pieces")]
+               (global_timeline.GlobalTimeline, "take_sequences"), (reader.Reader, "_form_group"),
+               (packer.TruncatedSlots, "emit_group"), (packer, "_join_rows"), (packer, "_join_pieces")]
     saved = [(obj, name, getattr(obj, name)) for obj, name in targets]
 
     def timer(name, f):
