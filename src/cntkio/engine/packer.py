@@ -624,22 +624,27 @@ def sequences_arrays(info: StreamInformation, chunk: ChunkData, indices: list) -
     idx = np.asarray(indices, np.int64)
     a, b = st.offsets[idx], st.offsets[idx + 1]
     run = len(idx) > 1 and bool((idx[1:] == idx[:-1] + 1).all())
-    ab = list(zip(a.tolist(), b.tolist()))
     if not st.is_sparse:
+        ab = list(zip(a.tolist(), b.tolist()))
         if not run:
             return [st.values[x:y].copy() for x, y in ab]
         a0 = ab[0][0]
         block = st.values[a0:ab[-1][1]].copy()
         return [block[x - a0:y - a0] for x, y in ab]
     ip = st.indptr
-    p = list(zip(ip[a].tolist(), ip[b].tolist()))
+    lo, hi = ip[a], ip[b]
+    # every sequence's row pointers ip[a:b + 1] from 0, all in one array (a view of it each)
+    cnt = b - a + 1
+    ends = cnt.cumsum()
+    starts = ends - cnt
+    flat = ip[np.arange(int(ends[-1])) - (starts - a).repeat(cnt)] - lo.repeat(cnt)
+    ptrs = [flat[x:y] for x, y in zip(starts.tolist(), ends.tolist())]
+    p = list(zip(lo.tolist(), hi.tolist()))
     if not run:
-        return [CsrRows(ip[x:y + 1] - u, st.indices[u:v].copy(), st.data[u:v].copy())
-                for (x, y), (u, v) in zip(ab, p)]
+        return [CsrRows(ptr, st.indices[u:v].copy(), st.data[u:v].copy()) for ptr, (u, v) in zip(ptrs, p)]
     q0, q1 = p[0][0], p[-1][1]
     indices_block, data_block = st.indices[q0:q1].copy(), st.data[q0:q1].copy()
-    return [CsrRows(ip[x:y + 1] - u, indices_block[u - q0:v - q0], data_block[u - q0:v - q0])
-            for (x, y), (u, v) in zip(ab, p)]
+    return [CsrRows(ptr, indices_block[u - q0:v - q0], data_block[u - q0:v - q0]) for ptr, (u, v) in zip(ptrs, p)]
 
 
 def sequence_arrays(info: StreamInformation, chunk: ChunkData, index: int):
