@@ -19,9 +19,10 @@ from cntkio.readers import build_reader
 
 GOLDEN = Path(__file__).resolve().parents[2] / "data" / "legacy" / "grouped_golden.json"
 WORDS = [f"w{i}" for i in range(30)]
-# name -> (reader, randomize, N, minibatch steps)
+# name -> (reader, randomize, N, minibatch steps); randomize = 16: chunks of 16 sentences
 CASES = {"lm_none": ("lm", "None", 4, 3), "lm_auto": ("lm", "Auto", 4, 3), "lm_auto_wide": ("lm", "Auto", 7, 5),
-         "lu_none": ("lu", "None", 4, 3), "lu_auto": ("lu", "Auto", 3, 4)}
+         "lm_blocks": ("lm", "16", 4, 3), "lu_none": ("lu", "None", 4, 3), "lu_auto": ("lu", "Auto", 3, 4),
+         "lu_blocks": ("lu", "16", 5, 2)}
 
 
 def _sentences() -> list[list[str]]:
