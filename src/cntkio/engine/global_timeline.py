@@ -25,7 +25,7 @@ from ..deserializers.protocol import Deserializer, depends_on_sweep, has_random_
 from ..streams import StreamInformation
 from ..values import check_state_int
 from .handoff import Handoff
-from .packer import sequence_arrays, sequences_arrays
+from .slotdata import sequence_arrays, sequences_arrays
 from .schedule import BatchScheduler
 from .walk import TimelineWalker
 from .window import ChunkWindow

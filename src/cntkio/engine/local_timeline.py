@@ -39,7 +39,8 @@ from ..constants import LT_BASE_KEYS, LT_NO_RANDOMIZER_KEYS, LT_TUMBLING_KEYS
 from ..deserializers.protocol import LocalTimelineDeserializer
 from ..streams import StreamInformation
 from ..values import check_state_int
-from .packer import check_frame_mode, pack_sequences, sequence_arrays
+from .packer import check_frame_mode, pack_sequences
+from .slotdata import sequence_arrays
 from .prefetch import ChunkCache
 from .randomizer import full_range_shuffle, window_shuffle
 
