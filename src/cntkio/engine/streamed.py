@@ -32,6 +32,24 @@ def _cut(pieces: list, a: int, b: int) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+def _gather_out(tl, positions: np.ndarray, which: int) -> np.ndarray:
+    """The output of a timeline's ``gather`` of column ``which`` at ``positions`` (checked to lie
+    in the timeline)."""
+    out = np.empty(len(positions), tl.index.dtype if which == 0 else tl.rchunk.dtype)
+    if len(positions) and (positions.min() < 0 or positions.max() >= tl.n):
+        raise IndexError(f"position out of bounds for a timeline of {tl.n}")
+    return out
+
+
+def _scatter(out: np.ndarray, positions: np.ndarray, starts: np.ndarray, piece, which: int) -> None:
+    """``out[i]`` = column ``which`` at ``positions[i]`` (any order), from the pieces starting at
+    ``starts`` (``piece(k)`` gives piece ``k``'s columns): one fancy index per piece touched."""
+    owner = np.searchsorted(starts, positions, side="right") - 1
+    for k in np.unique(owner).tolist():
+        sel = owner == k
+        out[sel] = piece(k)[which][positions[sel] - int(starts[k])]
+
+
 class _Column:
     """A column of a :class:`StreamedTimeline` (``index`` or ``rchunk``) read like an array: an
     integer, a step-1 slice or an index array gives the values (computed a randomized chunk at a
@@ -317,11 +335,9 @@ class StreamedTimeline(Timeline):
 
     def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
         """Column ``which`` at ``positions`` (any order)."""
-        out = np.empty(len(positions), self.index.dtype if which == 0 else self.rchunk.dtype)
+        out = _gather_out(self, positions, which)
         if not len(positions):
             return out
-        if positions.min() < 0 or positions.max() >= self.n:
-            raise IndexError(f"position out of bounds for a timeline of {self.n}")
         ss = self.rchunk_start
         with self._lock:
             if len(positions) < 2 or bool((positions[1:] >= positions[:-1]).all()):
@@ -334,10 +350,7 @@ class StreamedTimeline(Timeline):
                     if b > a:
                         out[a:b] = self._piece(r)[which][positions[a:b] - int(ss[r])]
                 return out
-            owner = np.searchsorted(ss, positions, side="right") - 1
-            for r in np.unique(owner).tolist():
-                sel = owner == r
-                out[sel] = self._piece(r)[which][positions[sel] - int(ss[r])]
+            _scatter(out, positions, np.asarray(ss, np.int64), self._piece, which)
         return out
 
     def local_counts(self, W: int, r: int) -> np.ndarray:
@@ -518,18 +531,12 @@ class RollingTimeline(Timeline):
                         a, b)
 
     def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
-        out = np.empty(len(positions), self.index.dtype if which == 0 else self.rchunk.dtype)
+        out = _gather_out(self, positions, which)
         if not len(positions):
             return out
-        if positions.min() < 0 or positions.max() >= self.n:
-            raise IndexError(f"position out of bounds for a timeline of {self.n}")
         with self._lock:
             self._piece_at(int(positions.max()))
-            starts = np.asarray(self._starts, np.int64)
-            piece = np.searchsorted(starts, positions, side="right") - 1
-            for k in np.unique(piece).tolist():
-                sel = piece == k
-                out[sel] = self._piece(k)[which][positions[sel] - int(starts[k])]
+            _scatter(out, positions, np.asarray(self._starts, np.int64), self._piece, which)
         return out
 
     def local_counts(self, W: int, r: int) -> np.ndarray:
