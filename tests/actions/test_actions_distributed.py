@@ -3,20 +3,14 @@ part of every minibatch through cntkio, end with the parameters of single-proces
 same data (up to the summation order of the all-reduced gradients)."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-
 import numpy as np
 import torch
 
-import cntkio
+import torchrun
+
 from cntkio.actions.runner import run
 from cntkio.actions.models import load_model
 
-SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
-TIMEOUT_S = 120
 
 CONFIG = """
 command = train:test
@@ -52,36 +46,10 @@ def _data(path) -> None:
             f.write(f"|features {' '.join('%.4f' % v for v in xi)} |labels {' '.join('1' if k == yi else '0' for k in range(3))}\n")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(config, *extra):
     """Run ``cntkio configFile=config`` in two processes on localhost; return (rc, stdout, stderr)
     per process, asserting that both succeeded."""
-    port = _free_port()
-    procs = []
-    for rank in range(2):
-        env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
-                   LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2")
-        procs.append(subprocess.Popen([sys.executable, "-m", "cntkio", f"configFile={config}", *extra],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    outputs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=TIMEOUT_S)
-            outputs.append((p.returncode, out.decode(), err.decode()))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=30)
-    for rc, out, err in outputs:
-        assert rc == 0, f"a training process failed:\n{out[-2000:]}\n{err[-3000:]}"
-    return outputs
+    return torchrun.launch(["-m", "cntkio", f"configFile={config}", *extra], what="a training process")
 
 
 def test_two_processes_match_single_process(tmp_path):

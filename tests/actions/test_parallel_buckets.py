@@ -5,23 +5,16 @@ pass per minibatch. And the quantized path's arithmetic: the receiver reconstruc
 the sender kept as sent."""
 from __future__ import annotations
 
-import json
-import os
-import re
-import socket
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
-import cntkio
+import torchrun
+
 from cntkio.actions.parallel import (_pack, _unpack, decode_quantized_sum, dequantize_columns, encode_quantized,
                                      quantize_columns)
 
-SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
-TIMEOUT_S = 120
 
 SCRIPT = textwrap.dedent("""
     import json
@@ -78,40 +71,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _launch(script, world=2):
-    port = _free_port()
-    procs = []
-    for rank in range(world):
-        env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
-                   LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE))
-    outputs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=TIMEOUT_S)
-            outputs.append((p.returncode, out.decode(), err.decode()))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=30)
-    for rc, out, err in outputs:
-        assert rc == 0, f"a process failed:\n{out[-2000:]}\n{err[-3000:]}"
-    return [json.loads(re.search(r"RESULT (.*)", out).group(1)) for _, out, _ in outputs]
-
-
 def test_buckets_overlap_the_backward_pass_and_sum_exactly(tmp_path):
     script = tmp_path / "buckets.py"
     script.write_text(SCRIPT)
-    results = _launch(script)
+    results = torchrun.results(torchrun.launch([script]))
     for rank, res in enumerate(results):
         log = res["log"]
         assert log[0]["buckets"] >= 3

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-import cntkio
+import torchrun
+
 from cntkio.actions._common import Dist
 from cntkio.actions.parallel import (Parallel, ParallelParams, _pack, _unpack, dequantize_columns,
                                      quantize_columns)
@@ -25,8 +25,6 @@ from cntkio.config import parse_config
 from cntkio.config.loader import load_config_file
 from cntkio.errors import ConfigError, NotImplementedInCntkio
 
-SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
-TIMEOUT_S = 120
 
 
 # --- the section ------------------------------------------------------------------------------------
@@ -127,35 +125,6 @@ def test_error_feedback_keeps_the_sum(bits):
 
 
 # --- two processes ----------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _launch(argv, world=2):
-    port = _free_port()
-    procs = []
-    for rank in range(world):
-        env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
-                   LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    outputs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=TIMEOUT_S)
-            outputs.append((p.returncode, out.decode(), err.decode()))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=30)
-    for rc, out, err in outputs:
-        assert rc == 0, f"a process failed:\n{out[-2000:]}\n{err[-3000:]}"
-    return outputs
-
-
 SYNC_SCRIPT = textwrap.dedent("""
     import json, sys
     import torch
@@ -190,9 +159,7 @@ SYNC_SCRIPT = textwrap.dedent("""
 def _sync_logs(tmp_path, method, section):
     script = tmp_path / "sync.py"
     script.write_text(SYNC_SCRIPT)
-    outs = _launch([str(script), method, section])
-    import json
-    return [json.loads(re.search(r"RESULT (.*)", out).group(1)) for _, out, _ in outs]
+    return torchrun.results(torchrun.launch([script, method, section]))
 
 
 def test_model_averaging_averages_by_samples(tmp_path):
@@ -281,14 +248,14 @@ def test_one_bit_sends_a_32nd_of_a_large_gradient():
 def test_one_bit_sgd_on_two_processes(tmp_path):
     cfg, model = _train(tmp_path, "parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 1 ]",
                         "onebit")
-    (_, out, _), _ = _launch(["-m", "cntkio", f"configFile={cfg}"])
+    (_, out, _), _ = torchrun.launch(["-m", "cntkio", f"configFile={cfg}"])
     crit = _criteria(out)
     assert len(crit) == 3 and crit[-1] < crit[0]
     params = list(load_model(str(model)).network.parameters())
     sent = [int(v) for v in re.findall(r"sent (\d+) gradient bytes \(gradientBits=1\)", out)]
     assert sent == [6 * sum(_quantized_bytes(tuple(p.shape), 1) for p in params)] * 3     # 6 minibatches an epoch
     cfg32, _ = _train(tmp_path, "parallelizationMethod = DataParallelSGD", "full")
-    (_, out32, _), _ = _launch(["-m", "cntkio", f"configFile={cfg32}"])
+    (_, out32, _), _ = torchrun.launch(["-m", "cntkio", f"configFile={cfg32}"])
     sent32 = [int(v) for v in re.findall(r"sent (\d+) gradient bytes \(gradientBits=32\)", out32)]
     assert sent32 == [6 * 8 * sum(p.numel() for p in params)] * 3                        # double precision, whole
     assert _criteria(out32) != crit
@@ -302,7 +269,7 @@ def test_one_bit_sgd_on_two_processes(tmp_path):
 ])
 def test_methods_train_on_two_processes(tmp_path, parallel):
     cfg, model = _train(tmp_path, parallel, "m")
-    (_, out, _), _ = _launch(["-m", "cntkio", f"configFile={cfg}"])
+    (_, out, _), _ = torchrun.launch(["-m", "cntkio", f"configFile={cfg}"])
     crit = _criteria(out)
     assert len(crit) == 3 and crit[-1] < crit[0]
     assert all(np.isfinite(p.detach().numpy()).all()
@@ -331,7 +298,7 @@ def test_resume_with_another_number_of_processes(tmp_path):
     """A model file written by two processes resumes on one: the next epoch starts at its global
     timeline position, so the result is the two-process run's (up to the summation order)."""
     cfg, model = _train(tmp_path, "parallelizationMethod = DataParallelSGD", "resume")
-    _launch(["-m", "cntkio", f"configFile={cfg}"])
+    torchrun.launch(["-m", "cntkio", f"configFile={cfg}"])
     final = {k: v.clone() for k, v in load_model(str(model)).network.state_dict().items()}
     os.remove(model)                                        # as if the third epoch had not run
     run([f"configFile={cfg}"])
@@ -391,10 +358,9 @@ HOOK_SCRIPT = textwrap.dedent("""
 
 
 def test_quantized_ddp_communication_hook(tmp_path):
-    import json
     script = tmp_path / "hook.py"
     script.write_text(HOOK_SCRIPT)
-    outs = [json.loads(re.search(r"RESULT (.*)", out).group(1)) for _, out, _ in _launch([str(script)])]
+    outs = torchrun.results(torchrun.launch([script]))
     assert all(o["worst"] < 1e-6 for o in outs)                 # float32 column values
     assert outs[0]["grads"] == outs[1]["grads"]                   # every process gets the same gradients
     shapes = [(4, 6), (4,), (3, 4), (3,)]
@@ -405,12 +371,12 @@ def test_under_torchrun(tmp_path):
     """The real launcher: ``torchrun --standalone --nproc_per_node=2 -m cntkio configFile=...``."""
     cfg, model = _train(tmp_path, "parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 2 ]",
                         "torchrun")
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=torchrun.SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
     for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"):
         env.pop(k, None)
     p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                         "-m", "cntkio", f"configFile={cfg}"], env=env, capture_output=True, text=True,
-                       timeout=TIMEOUT_S)
+                       timeout=torchrun.TIMEOUT_S)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     assert len(_criteria(p.stdout)) == 3 and "gradientBits=2" in p.stdout
     assert model.exists()
