@@ -22,9 +22,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(argv: list, world: int = 2, what: str = "a process") -> list[tuple[int, str, str]]:
+def launch(argv: list, world: int = 2, what: str = "a process", check: bool = True) -> list[tuple[int, str, str]]:
     """Run ``python argv...`` as ranks 0..world-1 of one job on localhost (one thread each);
-    return (rc, stdout, stderr) per rank, asserting that every rank succeeded."""
+    return (rc, stdout, stderr) per rank, asserting (``check``) that every rank succeeded."""
     port = free_port()
     procs = []
     for rank in range(world):
@@ -43,7 +43,7 @@ def launch(argv: list, world: int = 2, what: str = "a process") -> list[tuple[in
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=30)
-    for rc, out, err in outputs:
+    for rc, out, err in outputs if check else ():
         assert rc == 0, f"{what} failed:\n{out[-2000:]}\n{err[-3000:]}"
     return outputs
 

@@ -4,22 +4,18 @@ randomized reader with fewer chunks than processes), checked for W processes dir
 under two real processes."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-import cntkio
+import torchrun
+
 from cntkio.actions.parallel import ParallelParams, check_reader_split, randomized_chunks
 from cntkio.actions.sgd import SGDParams
 from cntkio.actions._common import open_reader
 from cntkio.config.loader import load_config_file
 from cntkio.errors import ConfigError
 
-SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
 
 CONFIG = """\
 command = train
@@ -97,31 +93,11 @@ def test_what_can_be_split_is_accepted(tmp_path):
     _check(_write(tmp_path, randomize="true", mb="1", parallel="parallelizationMethod = None"), 4)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_processes_stop_before_training(tmp_path):
     cfg = _write(tmp_path, randomize="true", mb="16")
-    port, procs = _free_port(), []
-    for rank in range(2):
-        env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
-                   LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2", OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, "-m", "cntkio", f"configFile={cfg}"], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    try:
-        outs = [p.communicate(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=30)
-    for p, (out, err) in zip(procs, outs):
-        text = out.decode() + err.decode()
-        assert p.returncode != 0
+    for rc, out, err in torchrun.launch(["-m", "cntkio", f"configFile={cfg}"], check=False):
+        text = out + err
+        assert rc != 0
         assert f"{cfg}:10:" in text and "cannot split this reader" in text
         assert "Finished Epoch" not in text
     assert not (tmp_path / "out" / "model.dnn.1").exists()
