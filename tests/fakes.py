@@ -97,3 +97,15 @@ def samples_of(mbdata):
         for v in s[:, 0]:
             out.append((int(v // 1000), int(v % 1000)))
     return out
+
+
+def write_classes_ctf(path, n: int = 40, dim: int = 4, classes: int = 3, seed: int = 0) -> None:
+    """A small CTF file of ``n`` samples: ``|features`` (``dim`` normal values shifted by the
+    class) and one-hot ``|labels`` of ``classes`` classes, the class of sample i being i % classes."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            y = i % classes
+            x = rng.standard_normal(dim) + y
+            onehot = " ".join("1" if k == y else "0" for k in range(classes))
+            f.write(f"|features {' '.join(f'{v:.3f}' for v in x)} |labels {onehot}\n")

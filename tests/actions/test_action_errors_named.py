@@ -5,24 +5,15 @@ ConfigError naming the stream, the node, both dims and the file/line of the read
 nodes involved; a missing or corrupt model file names the config key and line that named it."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
+
+from fakes import write_classes_ctf
 
 from cntkio.actions.models import SimpleNetwork
 from cntkio.actions.runner import run
 from cntkio.actions.validate import validate_commands
 from cntkio.config import load_config
 from cntkio.errors import CntkioError, ConfigError
-
-
-def _data(path, n, dim, classes=3, seed=0) -> None:
-    rng = np.random.default_rng(seed)
-    with open(path, "w") as f:
-        for i in range(n):
-            y = i % classes
-            x = rng.standard_normal(dim) + y
-            onehot = " ".join("1" if k == y else "0" for k in range(classes))
-            f.write(f"|features {' '.join(f'{v:.3f}' for v in x)} |labels {onehot}\n")
 
 
 TRAIN = """command = train
@@ -82,9 +73,9 @@ EXTRA = {**ACTIONS, "dumpnode": "    outputFile = {out}/nodes.txt"}
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("named")
-    _data(tmp / "train.ctf", 24, 4)
-    _data(tmp / "four.ctf", 12, 4, seed=1)
-    _data(tmp / "five.ctf", 12, 5, seed=2)
+    write_classes_ctf(tmp / "train.ctf", 24, 4)
+    write_classes_ctf(tmp / "four.ctf", 12, 4, seed=1)
+    write_classes_ctf(tmp / "five.ctf", 12, 5, seed=2)
     cfg = tmp / "train.cntk"
     cfg.write_text(TRAIN.format(model=tmp / "m.dnn", data=tmp / "train.ctf"))
     run([f"configFile={cfg}"])

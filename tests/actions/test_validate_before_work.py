@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import os
 
-import numpy as np
 import pytest
+
+from fakes import write_classes_ctf
 
 from cntkio.actions.fingerprint import FINGERPRINT_KEY
 from cntkio.actions.models import load_model
@@ -19,16 +20,6 @@ from cntkio.errors import CntkioError, ConfigError
 import paths
 
 EXAMPLES = paths.REPO / "examples"
-
-
-def _data(path, n=40, dim=4, classes=3, seed=0) -> None:
-    rng = np.random.default_rng(seed)
-    with open(path, "w") as f:
-        for i in range(n):
-            y = i % classes
-            x = rng.standard_normal(dim) + y
-            onehot = " ".join("1" if k == y else "0" for k in range(classes))
-            f.write(f"|features {' '.join(f'{v:.3f}' for v in x)} |labels {onehot}\n")
 
 
 CONFIG = """command = train:test
@@ -74,8 +65,8 @@ test = [
 
 @pytest.fixture
 def setup(tmp_path):
-    _data(tmp_path / "train.ctf")
-    _data(tmp_path / "test.ctf", n=12, seed=1)
+    write_classes_ctf(tmp_path / "train.ctf")
+    write_classes_ctf(tmp_path / "test.ctf", n=12, seed=1)
 
     def write(epochs=2, model=None, **replace):
         text = CONFIG.format(model=model or tmp_path / "out" / "m.dnn", epochs=epochs,
