@@ -11,7 +11,8 @@ The BrainScript tagger's RecurrentLSTMLayer runs as one fused torch.lstm (docs/b
 CPU, ``--threads 1`` gives steadier figures.
 
     python bench/brainscript_vs_torch.py                    # CPU, the three networks, minibatch 64
-    python bench/brainscript_vs_torch.py --device cuda:0    # on a GPU
+    python bench/brainscript_vs_torch.py --device cuda:0 --steps 400 --repeats 15
+                                                            # on a GPU (a step is ~1 ms: long samples)
     python bench/brainscript_vs_torch.py --small            # a smoke run
     python bench/brainscript_vs_torch.py --proxy            # ATen ops per step; the launch-bound CPU proxy
 
