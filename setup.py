@@ -13,4 +13,5 @@ setup(ext_modules=[
               depends=["src/cntkio/_native/ctf_number.h"], **COMMON),
     Extension("cntkio._native._cbf", ["src/cntkio/_native/cbf.c"], **COMMON),
     Extension("cntkio._native._htk", ["src/cntkio/_native/htk.c"], **COMMON),
+    Extension("cntkio._native._tok", ["src/cntkio/_native/tok.c"], **COMMON),
 ])

@@ -40,7 +40,7 @@ from ...values import to_bool, to_choice, to_int, to_str
 from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
 from .sequence import SentenceCorpus, _as_dict, one_hot_sparse
-from .vocab import line_blocks, map_tokens, read_token_file, read_word_map
+from .vocab import lookup, read_token_file, read_word_map, tokenize_file
 
 __all__ = ["LUSequenceDeserializer", "LUSequenceAdapter", "build", "DESERIALIZER_TYPE"]
 
@@ -99,8 +99,9 @@ class LUSequenceDeserializer(SentenceCorpus):
             StreamInformation(self.out_name, 1, "sparse", self.dtype, (self.out_dim,))]
 
     def _read(self) -> None:
-        ins, outs, lines, firsts = [], [], [], []
-        self.ncols = 0
+        """The corpus in one pass (:func:`.vocab.tokenize_file`, in C), then array operations: each
+        distinct word is mapped once (input id after the word map, label id, begin/end symbol) and
+        the tokens' ids gathered; sentences are matched begin to end without a Python step each."""
         errors = 0
 
         def report(line: int, what: str, outcome: str = "sentence dropped, counted against maxErrors") -> None:
@@ -109,64 +110,54 @@ class LUSequenceDeserializer(SentenceCorpus):
             if errors <= _LOG_ERRORS:
                 _log.warning("%s:%d: %s (%s)", self.file, line, what, outcome)
 
-        for first, block in line_blocks(self.file):
-            counts = np.fromiter(map(len, map(str.split, block)), np.int64, count=len(block))
-            tokens = "".join(block).split()
-            nonblank = np.flatnonzero(counts)
-            if not len(nonblank):
-                continue
-            if self.ncols == 0:
-                self.ncols = int(counts[nonblank[0]]) - 1
-                if self.ncols < 1:
-                    raise ConfigError(f"{self.file}:{first + int(nonblank[0])}: expected input column(s) and a "
-                                      "label, found one column", path="file")
-            wrong = nonblank[counts[nonblank] != self.ncols + 1]
-            if len(wrong):
-                k = int(wrong[0])
-                raise ConfigError(f"{self.file}:{first + k}: expected {self.ncols + 1} columns (as the first line), "
-                                  f"found {int(counts[k])}", path="file")
-            words = tokens if self.word_map is None else list(map(self.word_map.get, tokens, tokens))
-            n = len(nonblank)
-            in_ids = map_tokens(words, self.in_vocab).reshape(n, self.ncols + 1)[:, :self.ncols]
-            first_col = tokens[::self.ncols + 1]
-            firsts.append(np.fromiter(map(self.begin.__eq__, first_col), np.int8, count=n)
-                          + 2 * np.fromiter(map(self.end.__eq__, first_col), np.int8, count=n))
-            out_ids = map_tokens(tokens[self.ncols::self.ncols + 1], self.out_vocab)
-            ins.append(in_ids)
-            outs.append(out_ids)
-            lines.append(first + nonblank)
-        if not ins:
+        words, numbers, counts = tokenize_file(self.file)
+        nonblank = np.flatnonzero(counts)
+        if not len(nonblank):
             raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
-        in_ids, out_ids = np.concatenate(ins), np.concatenate(outs)
-        line_no, kind = np.concatenate(lines), np.concatenate(firsts)
+        self.ncols = int(counts[nonblank[0]]) - 1
+        if self.ncols < 1:
+            raise ConfigError(f"{self.file}:{int(nonblank[0]) + 1}: expected input column(s) and a "
+                              "label, found one column", path="file")
+        wrong = nonblank[counts[nonblank] != self.ncols + 1]
+        if len(wrong):
+            k = int(wrong[0])
+            raise ConfigError(f"{self.file}:{k + 1}: expected {self.ncols + 1} columns (as the first line), "
+                              f"found {int(counts[k])}", path="file")
+        table = numbers.reshape(len(nonblank), self.ncols + 1)
+        mapped = words if self.word_map is None else list(map(self.word_map.get, words, words))
+        in_ids = lookup(mapped, self.in_vocab)[table[:, :self.ncols]]
+        out_ids = lookup(words, self.out_vocab)[table[:, self.ncols]]
+        kinds = (np.fromiter(map(self.begin.__eq__, words), np.int8, count=len(words))
+                 + 2 * np.fromiter(map(self.end.__eq__, words), np.int8, count=len(words)))
+        kind = kinds[table[:, 0]]
+        line_no = nonblank + 1
+        N = len(kind)
         bos, eos = np.flatnonzero(kind & 1), np.flatnonzero(kind & 2)
-        starts, ends, invalid = [], [], []
-        covered = np.zeros(len(kind), bool)
-        for k, b in enumerate(bos.tolist()):
-            j = np.searchsorted(eos, b + 1)
-            e = int(eos[j]) if j < len(eos) else len(kind)
-            nb = int(bos[k + 1]) if k + 1 < len(bos) else len(kind)
-            if e >= nb:                                   # cut by the next BOS or the end of file
-                report(int(line_no[b]), f"the sentence begun here has no {self.end!r} before "
-                       f"{'the next ' + repr(self.begin) if nb < len(kind) else 'the end of the file'}")
-                e, bad = nb - 1, True
-            else:
-                bad = False
-            covered[b:e + 1] = True
-            starts.append(b)
-            ends.append(e + 1)
-            invalid.append(bad)
+        # each begin line's sentence ends at the first end line after it, unless the next begin
+        # line (or the end of the file) comes first: then it is cut there, and reported
+        j = np.searchsorted(eos, bos + 1)
+        e = np.append(eos, N)[j]
+        nb = np.append(bos[1:], N)
+        cut = e >= nb
+        for k in np.flatnonzero(cut).tolist():
+            report(int(line_no[bos[k]]), f"the sentence begun here has no {self.end!r} before "
+                   f"{'the next ' + repr(self.begin) if nb[k] < N else 'the end of the file'}")
+        e = np.where(cut, nb - 1, e)
+        self.starts = bos.astype(np.int64)
+        self.lengths = (e + 1 - bos).astype(np.int64)
+        self.invalid = cut.copy()
+        # the lines of each sentence (sentences do not overlap): sentence number per line, -1 outside
+        edges = np.zeros(N + 1, np.int64)
+        np.add.at(edges, bos, 1)
+        np.add.at(edges, e + 1, -1)
+        covered = np.cumsum(edges[:N]) > 0
         stray = np.flatnonzero(~covered)
         if len(stray):
             report(int(line_no[stray[0]]), f"{len(stray)} line(s) outside any {self.begin!r} ... {self.end!r} "
                    "sentence (the first here)", "ignored")
-        self.starts = np.array(starts, np.int64)
-        self.lengths = np.array(ends, np.int64) - self.starts
-        self.invalid = np.array(invalid, bool)
+        sent_of = np.full(N, -1, np.int64)
+        sent_of[covered] = np.repeat(np.arange(len(bos)), self.lengths)
         # unknown words and labels make their sentence invalid
-        sent_of = np.full(len(kind), -1, np.int64)
-        for s, (a, z) in enumerate(zip(starts, ends)):
-            sent_of[a:z] = s
         miss_in = in_ids < 0
         if miss_in.any() and self.unk_id >= 0:
             in_ids[miss_in] = self.unk_id

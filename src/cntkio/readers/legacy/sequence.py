@@ -32,7 +32,6 @@ and word. Ids must be below each section's ``labelDim``.
 """
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any, Mapping
 
 import numpy as np
@@ -45,7 +44,7 @@ from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
 from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
-from .vocab import WordClasses, line_blocks, map_tokens
+from .vocab import WordClasses, lookup, tokenize_file
 
 __all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
 
@@ -154,42 +153,28 @@ class SequenceDeserializer(SentenceCorpus):
             raise ConfigError(f"the unk word {self.unk!r} is not in the vocabulary", path="unk")
 
     def _index(self) -> None:
-        """One pass over the corpus: token ids (int32), sentence lengths and line numbers; without
-        a wordclass file the vocabulary is built on the way (ids by first appearance, renumbered by
-        falling count at the end). The per-sentence checks are array operations on the ids."""
-        building = self.classes is None
-        vocab: dict[str, int] = {}
-        if building:
-            for w in (self.begin, self.end, self.unk):
-                if w is not None and w not in vocab:
-                    vocab[w] = len(vocab)
-        else:
-            vocab = self.vocab
-        ids_parts, lens_parts, line_parts = [], [], []
-        for first, lines in line_blocks(self.file):
-            sents = list(map(str.split, lines))
-            lens = np.fromiter(map(len, sents), np.int64, count=len(sents))
-            flat = list(chain.from_iterable(sents))
-            if building:
-                new = [w for w in dict.fromkeys(flat) if w not in vocab]
-                vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
-            ids_parts.append(map_tokens(flat, vocab))
-            keep = np.flatnonzero(lens)
-            lens_parts.append(lens[keep])
-            line_parts.append(first + keep)
-        if not ids_parts or not sum(len(x) for x in lens_parts):
+        """One pass over the corpus (:func:`.vocab.tokenize_file`, in C): token ids (int32),
+        sentence lengths and line numbers; without a wordclass file the vocabulary is built from
+        the corpus's words (and the begin, end and unk symbols), ids by falling count, ties by the
+        words' text. The per-sentence checks are array operations on the ids."""
+        words, numbers, line_counts = tokenize_file(self.file)
+        keep = np.flatnonzero(line_counts)
+        if not len(keep):
             raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
-        ids = np.concatenate(ids_parts)
-        lens = np.concatenate(lens_parts)
-        lines = np.concatenate(line_parts)
-        if building:       # ids by falling count, ties by the words' text
-            words = list(vocab)
-            counts = np.bincount(ids, minlength=len(words))
+        lens = line_counts[keep]
+        lines = keep + 1
+        if self.classes is None:       # ids by falling count, ties by the words' text
+            seen = set(words)
+            words = words + [w for w in dict.fromkeys((self.begin, self.end, self.unk))
+                             if w is not None and w not in seen]
+            counts = np.bincount(numbers, minlength=len(words))
             order = sorted(range(len(words)), key=lambda i: (-int(counts[i]), words[i]))
             remap = np.empty(len(words), np.int32)
             remap[order] = np.arange(len(words), dtype=np.int32)
-            ids = remap[ids]
+            ids = remap[numbers]
             self.vocab = {words[i]: k for k, i in enumerate(order)}
+        else:
+            ids = lookup(words, self.vocab)[numbers]
         begin_id, end_id = self.vocab[self.begin], self.vocab[self.end]
         self.unk_id = -1 if self.unk is None else self.vocab[self.unk]
         starts = np.zeros(len(lens), np.int64)

@@ -1,22 +1,26 @@
 """Vocabularies and token corpora of the legacy text readers (SequenceReader, LUSequenceReader).
 
-A corpus is read once, in blocks of lines, into one int32 array of token ids and the sentence
-offsets into it; chunks are slices of these arrays. Token lookup maps whole blocks through the
-vocabulary dict at C speed (``map(dict.get, tokens)`` into ``np.fromiter``); no Python object is
-kept per token once a block is mapped.
+A corpus is read once into one int32 array of token ids and the sentence offsets into it; chunks
+are slices of these arrays. :func:`tokenize_file` numbers the distinct tokens in C (the ``_tok``
+extension: no Python object per token, the GIL released); the readers then map each distinct word
+(not each token) to its id and gather the ids with NumPy. :class:`PyTokenTable` is the pure-Python
+reference of the same numbering (``CNTKIO_PURE_PYTHON=1``), tested against the C one.
 """
 from __future__ import annotations
 
+import io
+import mmap
 from collections import Counter
 from itertools import repeat
 from typing import Iterator
 
 import numpy as np
 
+from ..._native import native
 from ...errors import ConfigError
 
 __all__ = ["read_token_file", "read_word_map", "count_words", "map_tokens", "line_blocks",
-           "WordClasses"]
+           "WordClasses", "PyTokenTable", "token_table", "tokenize_file", "lookup"]
 
 _BLOCK = 8 << 20
 
@@ -141,3 +145,72 @@ def count_words(path: str) -> Counter:
     for _, lines in line_blocks(path):
         c.update("".join(lines).split())
     return c
+
+
+class PyTokenTable:
+    """The pure-Python reference of ``_tok.TokenTable``: distinct tokens numbered by first
+    appearance. ``intern(buf)`` splits UTF-8 bytes into lines (``\\n``, ``\\r\\n``, ``\\r``: text mode
+    with universal newlines) and tokens (``str.split()``) and returns ``(numbers int32, tokens per
+    line int64, new words)``; a text that is not UTF-8 raises ``ValueError("line N: ...")``."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.numbers)
+
+    def intern(self, buf) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        raw = bytes(buf)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            head = raw[:e.start]
+            line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
+            raise ValueError(f"line {line}: a token that is not UTF-8 text") from None
+        lines = io.StringIO(text, newline=None).readlines()
+        table = self.numbers
+        before = len(table)
+        numbers: list[int] = []
+        counts = np.zeros(len(lines), np.int64)
+        for k, line in enumerate(lines):
+            toks = line.split()
+            counts[k] = len(toks)
+            for w in toks:
+                numbers.append(table.setdefault(w, len(table)))
+        new = list(table)[before:]
+        return np.array(numbers, np.int32), counts, new
+
+
+def token_table():
+    """A new token table: the C one, or the pure-Python reference under ``CNTKIO_PURE_PYTHON=1``."""
+    mod = native("tok")
+    return mod.TokenTable() if mod is not None else PyTokenTable()
+
+
+def tokenize_file(path: str, option: str = "file") -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``(words, numbers, counts)`` of a UTF-8 text file: its distinct whitespace-separated tokens in
+    order of first appearance, each token's number (int32, an index into ``words``) in file order,
+    and the tokens of each line (int64; blank lines 0). Errors name the file and line."""
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise ConfigError(f"the corpus {path!r} cannot be read: {e.strerror}", path=option) from None
+    with fh:
+        size = fh.seek(0, 2)
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    table = token_table()
+    try:
+        numbers, counts, words = table.intern(buf)
+    except ValueError as e:
+        raise ConfigError(f"{path}:{str(e)[5:]}", path=option) from None
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+    return words, numbers, counts
+
+
+def lookup(words: list[str], table: dict, missing: int = -1) -> np.ndarray:
+    """``table[w]`` (int32) of each word of ``words``, ``missing`` where absent: a per-word array that
+    maps token numbers to ids (``lookup(words, vocab)[numbers]``)."""
+    return np.fromiter(map(table.get, words, repeat(missing)), np.int32, count=len(words))
