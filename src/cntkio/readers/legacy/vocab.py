@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import io
 import mmap
-from collections import Counter
 from itertools import repeat
-from typing import Iterator
 
 import numpy as np
 
 from ..._native import native
 from ...errors import ConfigError
 
-__all__ = ["read_token_file", "read_word_map", "count_words", "map_tokens", "line_blocks",
-           "WordClasses", "PyTokenTable", "token_table", "tokenize_file", "lookup"]
-
-_BLOCK = 8 << 20
+__all__ = ["read_token_file", "read_word_map", "WordClasses", "PyTokenTable", "token_table", "tokenize_file",
+           "lookup"]
 
 
 def read_token_file(path: str, option: str) -> dict[str, int]:
@@ -120,31 +116,6 @@ class WordClasses:
         """CNTK's class-based LM label rows: ``(word id, class id, class begin, class end)``."""
         cls = self.word_class[ids]
         return np.stack([ids, cls, self.class_begin[cls], self.class_end[cls]], 1).astype(dtype)
-
-
-def map_tokens(tokens: list[str], vocab: dict[str, int], missing: int = -1) -> np.ndarray:
-    """Token ids (int32) of ``tokens``; ``missing`` for tokens not in ``vocab``."""
-    return np.fromiter(map(vocab.get, tokens, repeat(missing)), np.int32, count=len(tokens))
-
-
-def line_blocks(path: str) -> Iterator[tuple[int, list[str]]]:
-    """``(first line number, lines)`` blocks of about 8 MB of whole lines of ``path`` (UTF-8)."""
-    line_no = 1
-    with open(path, encoding="utf-8", newline=None) as fh:
-        while True:
-            lines = fh.readlines(_BLOCK)
-            if not lines:
-                return
-            yield line_no, lines
-            line_no += len(lines)
-
-
-def count_words(path: str) -> Counter:
-    """Word counts of a corpus, for a vocabulary built from the data."""
-    c: Counter = Counter()
-    for _, lines in line_blocks(path):
-        c.update("".join(lines).split())
-    return c
 
 
 class PyTokenTable:
