@@ -87,8 +87,8 @@ def test_brainscript_spans_and_config_view():
     body = "s = 'a # b' // c (\nt = \"it's\" /* ] */ u = 'say \"hi\"' #}"
     assert brainscript_spans(body) == [("str", 4, 11), ("comment", 12, 18), ("str", 23, 29),
                                        ("comment", 30, 37), ("str", 42, 52), ("comment", 53, 55)]
-    # BrainScript's comments removed (line breaks kept), '...' written "..." unless it holds a "
-    assert brainscript_config_view(body) == "s = \"a # b\" \nt = \"it's\"  u = 'say \"hi\"' "
+    # BrainScript's comments removed (line breaks kept), '...' written "..." (a " inside seen as ')
+    assert brainscript_config_view(body) == "s = \"a # b\" \nt = \"it's\"  u = \"say 'hi'\" "
     assert brainscript_config_view("a = /* 1\n2 */ 3") == "a = \n 3"
 
 

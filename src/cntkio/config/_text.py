@@ -112,9 +112,11 @@ def strip_comments(text: str) -> str:
     start and carriage returns of CRLF line ends are dropped.
     """
     text = normalize(text)
-    # a BrainScript section matters only when its text holds a '...' string or a // or /* */
-    # comment: two single-character searches (memchr) gate the case-insensitive key search
-    if ("'" in text or "/" in text) and "networkbuilder" in text.lower():
+    # a BrainScript section matters only when its text holds a '...' string, a // or /* */
+    # comment or a '#' (BrainScript's comments start at any '#', the config language's only at a
+    # line start or after white space): single-character searches (memchr) gate the
+    # case-insensitive key search
+    if ("'" in text or "/" in text or "#" in text) and "networkbuilder" in text.lower():
         return _strip_with_brainscript(text)
     if "#" not in text:
         return text

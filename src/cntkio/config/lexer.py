@@ -178,8 +178,10 @@ def _config_view(m: re.Match) -> str:
     s = m.group()
     if m.lastgroup == "comment":
         return "\n" * s.count("\n")
-    if s[0] == "'" and '"' not in s:
-        return '"' + s[1:-1] + '"'
+    if s[0] == "'":
+        # the config language has no escape: a '"' inside is seen as "'" (the network builder reads
+        # the network's own text back from the file, so the string keeps its '"' there)
+        return '"' + s[1:-1].replace('"', "'") + '"'
     return s
 
 
@@ -188,6 +190,7 @@ def brainscript_config_view(body: str) -> str:
     BrainScript comments removed (their line breaks kept) and each ``'...'`` string written
     ``"..."`` (the same string in BrainScript; the config language's only quote), so that a ``#``,
     a bracket or a ``//`` inside BrainScript's strings and comments means nothing to the config
-    layer. Every other character keeps its line and column. (A ``'...'`` string holding a ``"``
-    is left as it is.)"""
+    layer. Every other character keeps its line and column. A ``'...'`` string holding a ``"`` is
+    seen with ``'`` in its place (the config language has no escape); the network builder reads
+    the network's own text back from the file (``builder_source``)."""
     return _BS_STRING_OR_COMMENT.sub(_config_view, body)

@@ -69,3 +69,26 @@ def test_errors_after_such_strings_keep_line_and_column(tmp_path):
     with pytest.raises(BrainScriptError) as e:
         build_from_config(load_config_file(str(cfg))("t"))
     assert str(e.value) == f"{cfg}:3:25: unexpected character '?'"
+
+
+def test_a_single_quoted_string_holding_a_double_quote(tmp_path):
+    cfg = tmp_path / "q.cntk"
+    for net in ("(new ComputationNetwork {\n    s = 'a\"b' + 'c' # x\"\n    x = Input {5} ; criterionNodes = (x)\n  })",
+                "{\n    s = 'a\"b' + 'c' # x\"\n    x = Input {5} ; criterionNodes = (x)\n  }"):
+        cfg.write_text(f"t = [\n  BrainScriptNetworkBuilder = {net}\n  after = 7\n]\n")
+        cmd = load_config_file(str(cfg))("t")
+        assert str(cmd("after")) == "7"
+        text, file, line, col, expr, base = builder_source(cmd)
+        assert (line, col) == (2, 31 if expr else 32)
+        ev, rec = evaluate_network(text, file=file, line=line, col=col, expression=expr, base_dir=base)
+        assert rec.get("s", ev, None) == 'a"bc'
+
+
+def test_a_hash_comment_without_white_space_in_a_file_without_quotes_or_slashes(tmp_path):
+    cfg = tmp_path / "h.cntk"
+    cfg.write_text("t = [\n  BrainScriptNetworkBuilder = {\n    d = 3#} a comment holding a bracket and a \" quote\n"
+                   "    x = Input {d} ; z = LinearLayer {2} (x) ; criterionNodes = (z)\n  }\n  after = 5\n]\n")
+    cmd = load_config_file(str(cfg))("t")
+    assert str(cmd("after")) == "5"
+    net = build_from_config(cmd)
+    assert tuple(net.tensor("z.W").shape) == (2, 3)

@@ -93,8 +93,13 @@ def builder_source(command) -> tuple[str, str, int, int, bool, str | None]:
     entry = command(key)
     if not hasattr(entry, "keys"):          # a value: (new ComputationNetwork { ... })
         file = getattr(entry, "file", None) or "<config>"
-        return (str(entry), file, getattr(entry, "line", None) or 1, 1, True,
-                os.path.dirname(os.path.abspath(file)) if os.path.isfile(file) else None)
+        line = getattr(entry, "line", None) or 1
+        base = os.path.dirname(os.path.abspath(file)) if os.path.isfile(file) else None
+        found = _value_from_file(file, line, key, command, where) if base is not None else None
+        if found is not None:               # the text as written ('...' strings holding '"' too)
+            text, bline, bcol = found
+            return text, file, bline, bcol, True, base
+        return str(entry), file, line, 1, True, base
     file, line = entry.file, entry.line
     if not file or not os.path.isfile(file) or not line:
         raise ConfigError(f"{key}: the network text cannot be read back (it was not written in a config file)",
@@ -120,6 +125,26 @@ def builder_source(command) -> tuple[str, str, int, int, bool, str | None]:
                                  error=lambda message, ln, c: BrainScriptError(message, Loc(file, ln, c)))
     body = _substitute(plain[open_at + 1:close_at], command, where)
     return body, file, bline, bcol + 1, False, os.path.dirname(os.path.abspath(file))
+
+
+def _value_from_file(file: str, line: int, key: str, command, where: str):
+    """``(text, line, column)`` of the value ``key = ( ... )`` written on line ``line`` of ``file``
+    (or the line after it), its bracket matched by BrainScript's lexical rules and ``$var$``
+    substituted; None when the value is not written there (e.g. it came from a variable)."""
+    with open(file, encoding="utf-8") as f:
+        plain = normalize(f.read())
+    starts = [0] + [m.end() for m in re.finditer("\n", plain)]
+    if line > len(starts):
+        return None
+    m = re.compile(rf"\b{key}\s*=\s*(\()", re.IGNORECASE).search(plain, starts[line - 1])
+    if m is None or plain.count("\n", starts[line - 1], m.start(1)) > 1:
+        return None
+    open_at = m.start(1)
+    bline = plain.count("\n", 0, open_at) + 1
+    bcol = open_at - starts[bline - 1] + 1
+    close_at = match_brainscript(plain, open_at, file,
+                                 error=lambda message, ln, c: BrainScriptError(message, Loc(file, ln, c)))
+    return _substitute(plain[open_at:close_at + 1], command, where), bline, bcol
 
 
 def _dropout_rate(command) -> float:
