@@ -29,17 +29,19 @@ t = [
 """
 
 
-def members(cfg):
+def members(cfg, names="suvwd"):
+    """The command ``t`` of config file ``cfg``, its network's members ``names``, and where the
+    network's text begins (line, column)."""
     cmd = load_config_file(str(cfg))("t")
     text, file, line, col, expr, base = builder_source(cmd)
     ev, rec = evaluate_network(text, file=file, line=line, col=col, expression=expr, base_dir=base)
-    return cmd, {n: rec.get(n, ev, None) for n in "suvwd"}
+    return cmd, {n: rec.get(n, ev, None) for n in names}, (line, col)
 
 
 def test_strings_and_comments_of_an_inline_network(tmp_path):
     cfg = tmp_path / "net.cntk"
     cfg.write_text(NET)
-    cmd, got = members(cfg)
+    cmd, got, _ = members(cfg)
     assert got == {"s": "a # b", "u": "x // y /* z", "v": "{})(}", "w": "it's # }", "d": 4}
     assert str(cmd("after")) == "5"                 # the config around the network is intact
     net = build_from_config(cmd)
@@ -51,10 +53,7 @@ def test_the_value_form_is_read_the_same_way(tmp_path):
     cfg = tmp_path / "value.cntk"
     cfg.write_text("t = [\n  BrainScriptNetworkBuilder = (new ComputationNetwork {\n"
                    "    s = '}' + 'a # b'   // ) comment\n    x = Input {5} ; criterionNodes = (x)\n  })\n]\n")
-    cmd = load_config_file(str(cfg))("t")
-    text, file, line, col, expr, base = builder_source(cmd)
-    ev, rec = evaluate_network(text, file=file, line=line, col=col, expression=expr, base_dir=base)
-    assert rec.get("s", ev, None) == "}a # b"
+    assert members(cfg, "s")[1] == {"s": "}a # b"}
 
 
 def test_errors_after_such_strings_keep_line_and_column(tmp_path):
@@ -76,12 +75,10 @@ def test_a_single_quoted_string_holding_a_double_quote(tmp_path):
     for net in ("(new ComputationNetwork {\n    s = 'a\"b' + 'c' # x\"\n    x = Input {5} ; criterionNodes = (x)\n  })",
                 "{\n    s = 'a\"b' + 'c' # x\"\n    x = Input {5} ; criterionNodes = (x)\n  }"):
         cfg.write_text(f"t = [\n  BrainScriptNetworkBuilder = {net}\n  after = 7\n]\n")
-        cmd = load_config_file(str(cfg))("t")
+        cmd, got, where = members(cfg, "s")
         assert str(cmd("after")) == "7"
-        text, file, line, col, expr, base = builder_source(cmd)
-        assert (line, col) == (2, 31 if expr else 32)
-        ev, rec = evaluate_network(text, file=file, line=line, col=col, expression=expr, base_dir=base)
-        assert rec.get("s", ev, None) == 'a"bc'
+        assert got == {"s": 'a"bc'}
+        assert where == ((2, 31) if net.startswith("(") else (2, 32))    # at the "(", after the "{"
 
 
 def test_a_hash_comment_without_white_space_in_a_file_without_quotes_or_slashes(tmp_path):
