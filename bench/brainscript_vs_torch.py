@@ -175,7 +175,7 @@ class CountOps(TorchDispatchMode):
         self.ops: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
+        self.ops.append(func.overloadpacket.__name__)
         return func(*args, **(kwargs or {}))
 
 

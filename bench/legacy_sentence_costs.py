@@ -3,6 +3,7 @@
 (``nbrUttsInEachRecurrentIter``), and where the parallel mode's time goes.
 
     python bench/legacy_sentence_costs.py bench/data/ls [--corpus-mb 10] [--repeat 3] [--parallel 10]
+    python bench/legacy_sentence_costs.py bench/data/ls --corpus-mb 100 --build-only   # reading the corpus
 
 The corpus is ``bench/legacy_throughput.py``'s (``lm.txt``, ``lu.txt`` and the LU token files,
 written into the folder when missing or of another size), and the sections and the measure are
@@ -78,12 +79,24 @@ def main() -> None:
     ap.add_argument("--corpus-mb", type=float, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--parallel", type=int, default=10, help="nbrUttsInEachRecurrentIter (default 10)")
+    ap.add_argument("--build-only", action="store_true",
+                    help="time only the readers' build (reading and indexing the corpus), best of --repeat")
     args = ap.parse_args()
     os.makedirs(args.folder, exist_ok=True)
     lm_path = os.path.join(args.folder, "lm.txt")
     mb = args.corpus_mb
     if not os.path.exists(lm_path) or abs(os.path.getsize(lm_path) - mb * 1e6) > 0.1 * mb * 1e6 + 1e5:
         lt._write_corpora(args.folder, mb)
+    if args.build_only:
+        print(f"lm.txt {os.path.getsize(lm_path) / 1e6:.1f} MB; build only, best of {args.repeat}")
+        for name, sec in _sections(args.folder).items():
+            times = []
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                lt.build_reader(sec, max_sweeps=1).close()
+                times.append(time.perf_counter() - t0)
+            print(f"{name:17s} build {min(times):6.2f} s")
+        return
     print(f"lm.txt {os.path.getsize(lm_path) / 1e6:.1f} MB; best of {args.repeat} interleaved runs "
           "(build + one sweep)")
     for name, sec in _sections(args.folder).items():

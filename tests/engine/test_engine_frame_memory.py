@@ -167,31 +167,23 @@ def test_a_sweep_of_one_sample_sequences_holds_memory_by_the_window_not_the_swee
         assert tl._kept == sum(len(p[0]) for p in tl._pieces.values()) <= tl._budget
 
 
-def _materialized(rand: R.BlockRandomizer):
-    """``rand`` with whole-sweep timelines (the tables the streamed one no longer keeps)."""
-    def compute(sweep):
-        tl = R.BlockRandomizer._compute(rand, sweep)
-        return R._make_timeline(sweep, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
-                                rand.num_chunks, tl.rchunk_start, tl.start)
-    rand._compute = compute
+def _whole_tables(tl, sweep: int, num_chunks: int):
+    """A whole-sweep timeline of the same positions as the streamed timeline ``tl``."""
+    return R._make_timeline(sweep, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
+                            num_chunks, tl.rchunk_start, tl.start)
+
+
+def _materialized(rand):
+    """``rand`` (block-randomized or rolling window) with whole-sweep timelines (the tables the
+    streamed one no longer keeps)."""
+    streamed = type(rand)._compute
+    rand._compute = lambda sweep: _whole_tables(streamed(rand, sweep), sweep, rand.num_chunks)
     return rand
 
 
 def _in_order_tables(rand: R.NoRandomizer):
     """``rand`` with the whole-sweep tables of input order."""
-    tl = rand._tl
-    rand._tl = R._make_timeline(0, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
-                                rand.num_chunks, tl.rchunk_start, tl.start)
-    return rand
-
-
-def _rolling_materialized(rand: R.RollingWindowRandomizer):
-    """``rand`` with whole-sweep timelines."""
-    def compute(sweep):
-        tl = R.RollingWindowRandomizer._compute(rand, sweep)
-        return R._make_timeline(sweep, tl.order, np.asarray(tl.rchunk), np.asarray(tl.index), tl.length,
-                                rand.num_chunks, tl.rchunk_start, tl.start)
-    rand._compute = compute
+    rand._tl = _whole_tables(rand._tl, 0, rand.num_chunks)
     return rand
 
 
@@ -207,7 +199,7 @@ def test_streamed_timeline_walks_workers_as_the_whole_sweep_tables(W, randomize)
     chunks = [np.ones(int(n), np.int64) for n in rng.integers(300, 2000, 17)]
     total = sum(len(c) for c in chunks)
     kind = {True: R.StreamedTimeline, False: R.InOrderTimeline, "rolling": R.RollingTimeline}[randomize]
-    reference = {True: _materialized, False: _in_order_tables, "rolling": _rolling_materialized}[randomize]
+    reference = {True: _materialized, False: _in_order_tables, "rolling": _materialized}[randomize]
 
     def walker():
         return TimelineWalker(chunks, randomize=bool(randomize), window=3000, sample_based=True, seed=9,

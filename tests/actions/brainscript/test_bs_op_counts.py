@@ -6,58 +6,28 @@ parameters are held in the kernels' shapes (``ndl/layout.py``) while the state d
 dimensions: the hand-written network's weights load into it and give the same loss and gradients."""
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
+import paths
 from cntkio.actions.models.brainscript import build
 
-TAIL = ("features = Input {SHAPE}\nlabels = Input {10}\nz = model (features)\n"
-        "ce = CrossEntropyWithSoftmax (labels, z)\ncriterionNodes = (ce)\n")
-MLP_BS = ("model = Sequential (DenseLayer {16, activation=ReLU} : DenseLayer {16, activation=ReLU} : "
-          "LinearLayer {10})\n") + TAIL.replace("SHAPE", "784")
-CONV_BS = """model = Sequential (
-    ConvolutionalLayer {4, (5:5), pad = true} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
-    ConvolutionalLayer {3, (3:3), pad = false} : ReLU : MaxPoolingLayer {(3:3), stride=(2:2)} :
-    ConvolutionalLayer {5, (3:3), pad = false} : ReLU :
-    DenseLayer {8, activation=ReLU} : LinearLayer {10})
-""" + TAIL.replace("SHAPE", "28:28:1")
+
+def _bench():
+    """``bench/brainscript_vs_torch.py``: the hand-written networks the bench times, its BrainScript
+    texts and its operation counter (so this test checks the very comparison the bench makes)."""
+    spec = importlib.util.spec_from_file_location("brainscript_vs_torch", paths.REPO / "bench" / "brainscript_vs_torch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-class _MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b, self.c = torch.nn.Linear(784, 16), torch.nn.Linear(16, 16), torch.nn.Linear(16, 10)
-
-    def forward(self, x, y):
-        z = self.c(torch.relu(self.b(torch.relu(self.a(x)))))
-        return -(y * torch.log_softmax(z, -1)).sum()
-
-
-class _Conv(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1, self.c2, self.c3 = torch.nn.Conv2d(1, 4, 5, padding=2), torch.nn.Conv2d(4, 3, 3), \
-            torch.nn.Conv2d(3, 5, 3)
-        self.d, self.o = torch.nn.Linear(5 * 3 * 3, 8), torch.nn.Linear(8, 10)
-
-    def forward(self, x, y):
-        x = x.reshape(-1, 1, 28, 28)
-        x = F.max_pool2d(torch.relu(self.c1(x)), 3, 2)
-        x = F.max_pool2d(torch.relu(self.c2(x)), 3, 2)
-        x = torch.relu(self.c3(x)).flatten(1)
-        z = self.o(torch.relu(self.d(x)))
-        return -(y * torch.log_softmax(z, -1)).sum()
-
-
-class _Ops(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
+B = _bench()
+WIDTHS = (4, 3, 5, 8)                   # the ConvNet's channels and dense width, small
+MLP_BS = B.MLP_BS.replace("{H", "{16") + B.TAIL.replace("SHAPE", "784")
+CONV_BS = B.conv_text(WIDTHS)
 
 
 def _step_ops(net, loss_of) -> tuple[list[str], list[str]]:
@@ -65,9 +35,9 @@ def _step_ops(net, loss_of) -> tuple[list[str], list[str]]:
     loss_of().backward()                        # the plan is made on the first call
     for p in net.parameters():
         p.grad = None
-    with _Ops() as f:
+    with B.CountOps() as f:
         loss = loss_of()
-    with _Ops() as b:
+    with B.CountOps() as b:
         loss.backward()
     return f.ops, b.ops
 
@@ -92,18 +62,18 @@ def _compare(text, hand, fwd_count, bwd_count) -> list[str]:
 
 def test_mlp_step_runs_the_hand_written_operations():
     # forward: t, addmm, relu per layer (relu's output saved: a detach); log_softmax, mul, sum, neg
-    assert _compare(MLP_BS, _MLP(), 15, 38) == ["t", "addmm", "relu", "t", "addmm", "relu", "t", "addmm",
+    assert _compare(MLP_BS, B.MLP(784, 16), 15, 38) == ["t", "addmm", "relu", "t", "addmm", "relu", "t", "addmm",
                                                 "_log_softmax", "mul", "sum", "neg"]
 
 
 def test_convnet_step_runs_the_hand_written_operations():
-    fwd = _compare(CONV_BS, _Conv(), 24, 46)
+    fwd = _compare(CONV_BS, B.Conv(WIDTHS), 24, 46)
     # one view of the input into images, one flattening them for the dense layer; no bias add
     assert fwd.count("convolution") == 3 and fwd.count("view") == 2 and "add" not in fwd
 
 
 def test_parameters_in_kernel_shapes_state_dict_in_cntk_dimensions():
-    net, hand = build(CONV_BS), _Conv()
+    net, hand = build(CONV_BS), B.Conv(WIDTHS)
     held = {n: tuple(p.shape) for n, p in net.named_parameters()}
     assert held["model.W"] == (4, 1, 5, 5) and held["model.b"] == (4,) and held["model.W_4"] == (8, 45)
     sd = net.state_dict()
