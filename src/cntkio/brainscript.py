@@ -6,7 +6,7 @@ from a BrainScript network description (the members of a ``BrainScriptNetworkBui
 """
 from __future__ import annotations
 
-from .actions.models.brainscript import BrainScriptError, build, build_graph
-from .actions.models.ndl import NDLNetwork
+from .networks.brainscript import BrainScriptError, build, build_graph
+from .networks.ndl import NDLNetwork
 
 __all__ = ["build", "build_graph", "BrainScriptError", "NDLNetwork"]

@@ -6,7 +6,7 @@ a Model Editing Language script. See ``docs/ndl.md``.
 """
 from __future__ import annotations
 
-from .actions.models.mel import run_mel
-from .actions.models.ndl import NDLError, NDLNetwork, build, build_graph
+from .networks.mel import run_mel
+from .networks.ndl import NDLError, NDLNetwork, build, build_graph
 
 __all__ = ["build", "build_graph", "run_mel", "NDLNetwork", "NDLError"]

@@ -9,7 +9,7 @@ import pytest
 
 from fakes import write_classes_ctf
 
-from cntkio.actions.models import SimpleNetwork
+from cntkio.networks import SimpleNetwork
 from cntkio.actions.runner import run
 from cntkio.actions.validate import validate_commands
 from cntkio.config import load_config
@@ -177,7 +177,7 @@ def test_adapt_names_original_model_file_name_when_the_file_is_corrupt(trained):
 
 
 def test_a_corrupt_model_in_a_mel_script_is_located_at_the_load_model_line(trained):
-    from cntkio.actions.models.ndl.parser import NDLError
+    from cntkio.networks.ndl.parser import NDLError
     (trained / "corrupt.dnn").write_bytes(b"this is not a model")
     mel = trained / "edit.mel"
     mel.write_text(f'# edit\nm = LoadModel("{trained / "corrupt.dnn"}")\n')

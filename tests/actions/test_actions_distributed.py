@@ -9,7 +9,7 @@ import torch
 import torchrun
 
 from cntkio.actions.runner import run
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 
 
 CONFIG = """

@@ -13,7 +13,7 @@ import torch
 
 from cntkio.actions.runner import run
 from cntkio.errors import ConfigError
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 
 N_TRAIN, N_TEST = 90, 30
 

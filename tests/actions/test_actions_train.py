@@ -16,7 +16,7 @@ import torch
 import cntkio
 from cntkio.actions.runner import run
 from cntkio.actions.train import first_missing_epoch
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(cntkio.__file__)))
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from cntkio.actions.mbsearch import round_to_64, search_minibatch_size, sizing_bounds, trial_sizes
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 from cntkio.actions.runner import run
 from cntkio.errors import ConfigError
 

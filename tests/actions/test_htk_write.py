@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 from cntkio.actions.runner import run
 from cntkio.deserializers.htk.htkfile import read_header
 from cntkio.deserializers.htk.writer import scp_utterances, write_htk

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from cntkio.actions.dumpnode import describe_nodes
-from cntkio.actions.models import load_model
-from cntkio.actions.models.mel import MelModel
+from cntkio.networks import load_model
+from cntkio.networks.mel import MelModel
 from cntkio.actions.runner import run
 
 #: unbalanced classes: the prior is 0.5, 0.3, 0.2

@@ -19,7 +19,7 @@ import torchrun
 from cntkio.actions._common import Dist
 from cntkio.actions.parallel import (Parallel, ParallelParams, _pack, _unpack, dequantize_columns,
                                      quantize_columns)
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 from cntkio.actions.runner import run
 from cntkio.config import parse_config
 from cntkio.config.loader import load_config_file

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from cntkio.actions.models import load_model
-from cntkio.actions.models.ndl import build
+from cntkio.networks import load_model
+from cntkio.networks.ndl import build
 from cntkio.actions.runner import run
 from cntkio.actions.sgd import INFO_KEYS, SGD_KEYS, CntkSGD, SGDParams, set_dropout_rate
 from cntkio.config import parse_config
@@ -415,7 +415,7 @@ def test_add_dropout_nodes_follow_the_dropout_schedule(task):
     """SimpleNetworkBuilder addDropoutNodes: DropH1 after the hidden layer, its rate SGD's
     dropoutRate per epoch: a rate of 0 trains exactly as without the nodes; 0.5 changes training
     but not evaluation (the identity there)."""
-    from cntkio.actions.models import SimpleNetwork
+    from cntkio.networks import SimpleNetwork
     from cntkio.actions.network import spec_from_config
     spec = spec_from_config(parse_config("b=[layerSizes=4:8:3; addDropoutNodes=true]")("b"))
     net = SimpleNetwork(spec, dtype=torch.float64)

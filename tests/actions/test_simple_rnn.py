@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from cntkio.actions.models import load_model
-from cntkio.actions.models.simple_rnn import RecurrentSpec, build_recurrent, recurrent_ndl
+from cntkio.networks import load_model
+from cntkio.networks.simple_rnn import RecurrentSpec, build_recurrent, recurrent_ndl
 from cntkio.actions.network import spec_from_config
 from cntkio.actions.runner import run
 from cntkio.config import parse_config

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cntkio.actions.models.simple_rnn import RecurrentSpec, build_recurrent, recurrent_ndl
+from cntkio.networks.simple_rnn import RecurrentSpec, build_recurrent, recurrent_ndl
 from cntkio.actions.network import SIMPLE_NETWORK_KEYS, spec_from_config
 from cntkio.actions.runner import run
 from cntkio.config import parse_config

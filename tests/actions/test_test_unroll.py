@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from cntkio.actions.models.ndl import build
+from cntkio.networks.ndl import build
 from cntkio.actions.runner import run
 from cntkio.actions.unroll import unrolled_outputs
 

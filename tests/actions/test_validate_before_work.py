@@ -10,7 +10,7 @@ import pytest
 from fakes import write_classes_ctf
 
 from cntkio.actions.fingerprint import FINGERPRINT_KEY
-from cntkio.actions.models import load_model
+from cntkio.networks import load_model
 from cntkio.actions.runner import run
 from cntkio.actions.validate import ValidationError, validate_commands
 from cntkio.cli import main
@@ -234,7 +234,7 @@ def test_a_reader_dim_that_does_not_match_the_network_is_a_config_error_not_a_to
 
 def test_torch_errors_inside_training_name_the_nodes_and_streams(setup, monkeypatch):
     from cntkio.actions import train as train_mod
-    from cntkio.actions.models import SimpleNetwork
+    from cntkio.networks import SimpleNetwork
     tmp, write = setup
     cfg = write()
 

@@ -8,7 +8,7 @@ import paths
 
 PKG = paths.SRC / "cntkio"
 #: the layers that stand on the core and may import the optional integrations at module level
-TOP = ("cntkio.actions", "cntkio.cli", "cntkio.__main__", "cntkio.integrations")
+TOP = ("cntkio.actions", "cntkio.networks", "cntkio.cli", "cntkio.__main__", "cntkio.integrations")
 #: the base every other part speaks; it imports nothing of cntkio above it
 BASE = ("cntkio.streams", "cntkio.errors", "cntkio.constants", "cntkio.values",
         "cntkio.deserializers.protocol")
@@ -117,6 +117,17 @@ def test_the_engine_knows_the_protocol_not_the_formats():
     bad = [(m, t) for m, imps in IMPORTS.items() if m.startswith("cntkio.engine")
            for t, _ in imps if t.startswith("cntkio.deserializers") and t not in allowed]
     assert bad == []
+
+
+def test_the_network_languages_stand_on_the_config_language_and_torch_only():
+    # networks/ (NDL, BrainScript, MEL, the node library, the model files) is a library of its own:
+    # the actions use it, it knows no action, reader, engine or format
+    above = ("cntkio.actions", "cntkio.readers", "cntkio.engine", "cntkio.deserializers", "cntkio.source",
+             "cntkio.cli", "cntkio.transforms")
+    bad = [(m, t) for m, imps in IMPORTS.items() if m.startswith("cntkio.networks")
+           for t, _ in imps if t.startswith(above)]
+    assert bad == []
+    assert "cntkio.networks.ndl.parser" in MODULES and "cntkio.actions.models" not in MODULES
 
 
 def test_torch_is_imported_in_one_place():

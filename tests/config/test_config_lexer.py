@@ -3,7 +3,7 @@
 BrainScript's tokens, bracket matching and config view, with line and column in the errors."""
 import pytest
 
-from cntkio.config import _text, parse_config, parser
+from cntkio.config import text as _text, parse_config, parser
 from cntkio.config.lexer import (LexError, brainscript_config_view, brainscript_spans, match_brainscript,
                                  tokenize_brainscript)
 from cntkio.errors import ConfigError

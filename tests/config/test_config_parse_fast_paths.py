@@ -9,7 +9,7 @@ import re
 import pytest
 
 from cntkio.config import ConfigParameters, ConfigValue, load_config, parse_config
-from cntkio.config import _text, parser
+from cntkio.config import text as _text, parser
 from cntkio.errors import ConfigError
 
 

@@ -136,10 +136,10 @@ def torch_errors(action: str, features: tuple[str, Any], labels: tuple[str, Any]
 
 
 def load_command_model(cfg, key: str = "modelPath", path: str | None = None, **kwargs):
-    """:func:`cntkio.actions.models.load_model` of the file that ``key`` of ``cfg`` names (``path``:
+    """:func:`cntkio.networks.load_model` of the file that ``key`` of ``cfg`` names (``path``:
     a file derived from it, e.g. an epoch file ``modelPath.N``): a missing or unreadable file is a
     ConfigError naming the key and the file and line where it was written, the path said once."""
-    from .models.modelfile import ModelFileError, load_model
+    from ..networks.modelfile import ModelFileError, load_model
     from ._params import get_str, key_path
     file = path if path is not None else get_str(cfg, key)
     try:

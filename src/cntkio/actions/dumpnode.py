@@ -18,8 +18,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from .checks import load_command_model
-from .models.ndl import NDLNetwork
-from .ndl_support import describe_ndl_nodes
+from ..networks.ndl import NDLNetwork
+from .network import describe_ndl_nodes
 from ._common import dist_context, report
 from ._params import get_bool, get_str, key_path
 from .write import format_rows

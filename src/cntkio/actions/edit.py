@@ -11,8 +11,8 @@ import os
 
 from .._log import get_logger
 from ..errors import ConfigError
-from .models.mel import MelScript, run_mel
-from .models.ndl.builder import split_paths
+from ..networks.mel import MelScript, run_mel
+from ..networks.ndl.builder import split_paths
 from ._common import report
 from ._params import get_str, has, key_path
 

@@ -13,18 +13,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .models.nodes import lookup
-from .brainscript_support import build_brainscript_network, has_brainscript
+from ..networks.nodes import lookup
+from .network import build_brainscript_network, has_brainscript, feed_layout
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import ConfigError
-from .models import SimpleNetwork
+from ..networks import SimpleNetwork
 from .checks import check_batch, load_command_model, torch_errors
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_int, get_list, key_path, minibatch_size
-from .ndl_support import feed_layout
 
 __all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
 

@@ -79,7 +79,7 @@ def check_resume(command: ConfigParameters, name: str, model_path: str, start: i
     ``model_path`` for epoch ``start``) from a file written for another network or other reader
     streams (unless ``forceResume``)."""
     from .checks import load_command_model
-    from .models import epoch_model_path
+    from ..networks import epoch_model_path
     if start == 0 or start >= max_epochs:
         return
     path = epoch_model_path(model_path, start, max_epochs)

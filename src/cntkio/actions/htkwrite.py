@@ -35,7 +35,7 @@ from ..errors import CntkioError
 from .checks import check_batch, load_command_model, torch_errors
 from ._common import Dist, batch_tensors, dist_context, epoch_minibatches, report, resolve_device, resolve_dtype
 from ._params import get_int, get_str, key_path, minibatch_size
-from .ndl_support import feed_layout, sequence_layout
+from .network import feed_layout, sequence_layout
 from .sgd import config_error
 
 __all__ = ["has_htk_write", "write_htk_outputs"]

@@ -13,12 +13,11 @@ from typing import Sequence
 
 from ..config import command_sections, load_config
 from ..errors import CntkioError
-from .models import SimpleNetwork, load_model
-from .models.mel import MelModel
-from .models.ndl import build_from_config
-from .models.simple_rnn import RecurrentSpec, build_recurrent
-from .network import spec_from_config
-from .brainscript_support import build_brainscript_network, has_brainscript
+from ..networks import SimpleNetwork, load_model
+from ..networks.mel import MelModel
+from ..networks.ndl import build_from_config
+from ..networks.simple_rnn import RecurrentSpec, build_recurrent
+from .network import spec_from_config, build_brainscript_network, has_brainscript
 from ..integrations.torch_backend import torch
 from ._params import get_str, has, section
 

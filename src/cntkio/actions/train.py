@@ -38,15 +38,14 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import CntkioError, ConfigError
-from .models import SimpleNetwork, epoch_model_path, load_model, save_model
+from ..networks import SimpleNetwork, epoch_model_path, load_model, save_model
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_bool, get_str, has, key_path, section
 from .checks import check_batch, check_writable, load_command_model, torch_errors
 from .eval import EvalResult, evaluate
 from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
-from .network import build_network
-from .ndl_support import feed_layout
+from .network import build_network, feed_layout
 from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
 from .mbsearch import round_to_64, search_minibatch_size, sizing_bounds
 from .sgd import CntkSGD, SGDParams, config_error, set_dropout_rate

@@ -27,7 +27,7 @@ from .checks import check_batch, load_command_model, torch_errors
 from ._common import (batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_str, key_path, minibatch_size
-from .ndl_support import sequence_layout
+from .network import sequence_layout
 
 __all__ = ["test_unroll", "unrolled_outputs"]
 

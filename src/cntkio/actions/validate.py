@@ -321,7 +321,7 @@ def _output(run: _Run, command: ConfigParameters, key: str, *, required: bool) -
 
 def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) -> None:
     from ._params import get_str
-    from .brainscript_support import has_brainscript
+    from .network import has_brainscript
     from .htkwrite import has_htk_write
     if action == "write" and has_htk_write(command):
         return       # HTKMLFReader's dataset-processing mode checks its own sections

@@ -25,12 +25,11 @@ from ..integrations.torch_backend import torch
 
 from ..errors import ConfigError
 from .checks import check_batch, load_command_model, torch_errors
-from .brainscript_support import build_brainscript_network, has_brainscript
+from .network import build_brainscript_network, has_brainscript, feed_layout
 from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
 from ._params import get_int, get_list, get_str, has, key_path, minibatch_size
 from ._params import section as get_section
-from .ndl_support import feed_layout
 
 __all__ = ["write", "format_rows"]
 

@@ -8,7 +8,7 @@ language and what differs from CNTK.
 The modules import in one direction, each only from those above it (no function-level imports
 between them):
 
-1. ``_text`` (lexing: comments, brackets, quotes, separators) and ``_node`` (the base class of a
+1. ``text`` (lexing: comments, brackets, quotes, separators) and ``_node`` (the base class of a
    parameter set, so that the modules below ``params`` recognise one, and ``ConfigArray``); :mod:`cntkio.values`
    (outside this package) turns value text into typed values;
 2. ``printer`` (a tree or a Python value as configuration text);

@@ -5,13 +5,13 @@ One module holds the lexical rules of both dialects, and the code that applies t
 * the **configuration language** (CNTK's ``Config.h``): strings are ``"..."`` only (they may span
   lines); ``#`` starts a comment at the start of a line or after white space (``1#INF`` is a
   value); names are ``[A-Za-z0-9_][\\w-]*``, dotted for key paths; ``[ ] { } ( )`` are the
-  brackets. :mod:`cntkio.config._text` and :mod:`cntkio.config.parser` build their patterns from
+  brackets. :mod:`cntkio.config.text` and :mod:`cntkio.config.parser` build their patterns from
   the fragments below (the config layer has no token stream: it scans offsets with a few compiled
   patterns, which stay exactly what they were);
 * **BrainScript**: strings are ``"..."`` or ``'...'`` on one line; comments are ``#`` and ``//``
   to the end of the line and ``/* ... */``; numbers, names and the operators of the expression
   language. :func:`tokenize_brainscript` splits text into tokens with their line and column
-  (BrainScript's parser, ``actions/models/brainscript/syntax.py``, reads them), and
+  (BrainScript's parser, ``networks/brainscript/syntax.py``, reads them), and
   :func:`match_brainscript` finds the bracket closing a BrainScript group (strings and comments
   skipped), for a network written inline in a config file.
 

@@ -16,7 +16,7 @@ from typing import Iterable, NamedTuple
 from .._log import get_logger
 from ..errors import ConfigError
 from ..values import to_path
-from ._text import closest
+from .text import closest
 from .params import ConfigParameters
 from .parser import ParseContext, load_file_into, parse_text_into
 

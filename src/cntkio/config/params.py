@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from .. import values
 from ..errors import ConfigError
 from ._node import ConfigArray, ParameterSet
-from ._text import (OPEN, Text, closest, find_top, group_body, is_dict_group, is_group, is_quoted,
+from .text import (OPEN, Text, closest, find_top, group_body, is_dict_group, is_group, is_quoted,
                     join_path, split, strip_span)
 from .parser import ParseContext, make_value, parse_body, parse_text_into, parsing
 from .printer import dump, format_value

@@ -38,7 +38,7 @@ import threading
 from .._log import get_logger
 from ..errors import ConfigError
 from ..values import to_path
-from ._text import (CLOSE, CUSTOM_SEPARATORS, OPEN, OPEN_OR_QUOTE, Text, _scanner, find_top, group_body,
+from .text import (CLOSE, CUSTOM_SEPARATORS, OPEN, OPEN_OR_QUOTE, Text, _scanner, find_top, group_body,
                     is_dict_group, is_group, is_quoted, join_path, match, split, strip_span)
 from .lexer import CONFIG_DOTTED_NAME, CONFIG_NAME
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._node import ParameterSet
-from ._text import CLOSE, OPEN, Text, split
+from .text import CLOSE, OPEN, Text, split
 
 __all__ = ["dump", "format_value", "needs_quotes"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ._text import closest, join_path
+from .text import closest, join_path
 from .params import ConfigParameters
 
 __all__ = ["UnusedKey", "unused_keys"]

@@ -12,7 +12,7 @@ import re
 
 from ..errors import ConfigError
 from ._node import ParameterSet
-from ._text import OPEN, Text, closest, is_dict_group, match
+from .text import OPEN, Text, closest, is_dict_group, match
 from .printer import dump
 
 __all__ = ["substitute", "VAR_RE"]

@@ -1,7 +1,7 @@
 """The one place cntkio imports PyTorch.
 
 The torch integration (``integrations/torch.py``) and the config actions and their networks
-(``actions/``, ``actions/models/``) take ``torch``, ``nn`` and ``distributed`` from here, so the
+(``actions/``, ``networks/``) take ``torch``, ``nn`` and ``distributed`` from here, so the
 dependency is named once. Nothing in the core imports this module: ``import cntkio`` and the
 reader-only actions never load torch. When torch is missing, importing this raises the
 ``ModuleNotFoundError`` for ``torch`` unchanged (the action table turns it into "action X needs

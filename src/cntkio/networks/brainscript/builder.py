@@ -1,0 +1,347 @@
+"""From a BrainScript network record to a :class:`~..ndl.graph.Graph` and its network.
+
+1. The record is evaluated (``Evaluator``); every member holding a node (and every node the
+   special-node members list) is computed; the input of each delay node is read last, so a loop
+   may close through it.
+2. Nodes are named by the member that holds them (``out.z``), the others by the member they were
+   made under and their type (``model.W``, ``z.Times``), each name once.
+3. Inferred dimensions (``Inferred``, 0: a layer's input dimension) are filled from the first
+   use of the parameter (``Times``, ``Convolution``, ``BatchNormalization``, element-wise).
+4. The graph becomes an ``NDLNetwork`` (the node library's network; model files, MEL and the
+   actions are the same as NDL's); glorot/he initialisations are then applied.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from ...integrations.torch_backend import torch
+from ..ndl.graph import Graph, NodeDef
+from ..ndl.network import NDLNetwork
+from ..nodes import NodeError, lookup
+from ..nodes.base import numel
+from . import layers, load, recurrent, sequences  # noqa: F401  (they register the layers)
+from .evaluator import Evaluator, deep_recursion
+from .library import builtins
+from .syntax import BrainScriptError, Loc, parse_expression, parse_record_body
+from .values import Array, BNode, Record, Thunk, type_name
+
+__all__ = ["evaluate_network", "graph_of", "network_of", "SPECIAL"]
+
+#: special-node members -> graph groups
+SPECIAL = {"featurenodes": "feature", "labelnodes": "label", "inputnodes": "label", "criterionnodes": "criterion",
+           "criterianodes": "criterion", "evaluationnodes": "eval", "evalnodes": "eval", "outputnodes": "output"}
+_TAGS = {"feature": "feature", "label": "label", "criterion": "criterion", "criteria": "criterion",
+         "evaluation": "eval", "eval": "eval", "output": "output"}
+
+
+def evaluate_network(text: str, *, file: str = "<brainscript>", line: int = 1, col: int = 1,
+                     expression: bool = False, base_dir: str | None = None) -> tuple[Evaluator, Record]:
+    """Evaluate a network: the members of a record (``expression=False``, a ``.bs`` file or the
+    inside of ``BrainScriptNetworkBuilder = {...}``), or an expression giving a record
+    (``new ComputationNetwork {...}``)."""
+    ev = Evaluator(builtins(), base_dir=base_dir)
+    ev.dim_of = dim_of
+    with deep_recursion():
+        if expression:
+            tree = parse_expression(text, file, line, col)
+            rec = ev.eval(tree, ev.globals, "")
+        else:
+            tree = parse_record_body(text, file, line, col)
+            rec = ev.record(tree, ev.globals, "")
+    if not isinstance(rec, Record):
+        raise BrainScriptError(f"the network must be a record {{ ... }}, found {type_name(rec)}", Loc(file, line, col))
+    return ev, rec
+
+
+def graph_of(ev: Evaluator, rec: Record, *, dropout_rate: float = 0.0) -> Graph:
+    groups: dict[str, list[BNode]] = {g: [] for g in ("feature", "label", "criterion", "eval", "output")}
+    roots: list[BNode] = []
+    with deep_recursion():
+        return _graph_of(ev, rec, groups, roots, dropout_rate)
+
+
+def _graph_of(ev: Evaluator, rec: Record, groups: dict, roots: list, dropout_rate: float) -> Graph:
+    for name, t in rec.members.items():
+        v = t.force(ev)
+        group = SPECIAL.get(name.lower())
+        if group is not None:
+            items = v.values(ev) if isinstance(v, Array) else [v]
+            for x in items:
+                if not isinstance(x, BNode):
+                    raise BrainScriptError(f"{name}: expected nodes, found {type_name(x)}", t.loc)
+                groups[group].append(x)
+                roots.append(x)
+        elif isinstance(v, BNode):
+            roots.append(v)
+    nodes = _collect(ev, roots)
+    for n in nodes:
+        for tag in n.tags:
+            g = _TAGS.get(tag.lower())
+            if g is None:
+                raise BrainScriptError(f"tag={tag!r}: expected one of {', '.join(sorted(_TAGS))}", _loc(n))
+            groups[g].append(n)
+    _default_groups(nodes, groups)
+    names = _name(nodes)
+    _infer(nodes, names)
+    g = Graph()
+    for n in nodes:
+        attrs = dict(n.attrs)
+        if attrs.pop("bsDropout", False):
+            attrs["dropoutRate"] = float(dropout_rate)
+        if n.init is not None:
+            attrs["bsInit"] = n.init["kind"]
+            attrs["bsFan"] = _fan(n, names)
+        g.add(NodeDef(names[id(n)], n.op, [names[id(i)] for i in n.inputs], attrs, n.grad, n.lr_mult, n.where))
+    for group, members in groups.items():
+        for m in members:
+            g.tag(group, names[id(m)])
+    g.loaded = {names[id(n)]: ev.loaded[id(n)] for n in nodes if id(n) in ev.loaded}   # BS.Network.Load
+    return g
+
+
+def _loc(n: BNode) -> Loc | None:
+    parts = n.where.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        return Loc(parts[0], int(parts[1]), int(parts[2]))
+    return None
+
+
+def _collect(ev: Evaluator, roots: list[BNode]) -> list[BNode]:
+    """Every node the roots read, the delay nodes' inputs read last (in creation order)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for k, i in enumerate(n.inputs):
+            if isinstance(i, Thunk):
+                v = i.force(ev)
+                if not isinstance(v, BNode):
+                    v = ev.as_node(v, _loc(n), n.op)
+                n.inputs[k] = v
+                i = v
+            stack.append(i)
+    return [n for n in ev.nodes if id(n) in seen]
+
+
+def _default_groups(nodes: list[BNode], groups: dict) -> None:
+    """Without featureNodes/labelNodes: the inputs read as the first input of a criterion are
+    labels, the other inputs features (CNTK finds the input nodes the same way)."""
+    inputs = [n for n in nodes if lookup(n.op).kind == "input"]
+    if not groups["label"]:
+        for c in groups["criterion"] + groups["eval"]:
+            if c.inputs and c.inputs[0] in inputs and c.inputs[0] not in groups["label"]:
+                groups["label"].append(c.inputs[0])
+    if not groups["feature"]:
+        groups["feature"].extend(n for n in inputs if n not in groups["label"])
+    for g in groups:
+        uniq = []
+        for n in groups[g]:
+            if n not in uniq:
+                uniq.append(n)
+        groups[g] = uniq
+
+
+def _name(nodes: list[BNode]) -> dict[int, str]:
+    taken: set[str] = set()
+    out: dict[int, str] = {}
+    counters: dict[str, int] = {}
+
+    def unique(base: str) -> str:
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        return name
+    for n in nodes:             # members first: they keep their names
+        if n.name is not None and n.name not in taken:
+            out[id(n)] = n.name
+            taken.add(n.name)
+    for n in nodes:             # a loaded node whose name a member took
+        if n.name is not None and id(n) not in out:
+            out[id(n)] = unique(n.name)
+    for n in nodes:
+        if id(n) in out:
+            continue
+        short = {"Parameter": "W", "Constant": "c"}.get(n.op, n.op)
+        if n.op == "Parameter" and n.attrs.get("cols") == 1:
+            short = "b"
+        base = f"{n.hint}.{short}" if n.hint else short
+        counters[base] = counters.get(base, 0) + 1
+        out[id(n)] = unique(base)
+    return out
+
+
+def _set_param(n: BNode, rows: int, cols: int, names, why: str) -> None:
+    r, c = n.attrs["rows"], n.attrs["cols"]
+    if r == 0:
+        n.attrs["rows"] = r = rows
+    if c == 0:
+        n.attrs["cols"] = c = cols
+    if r <= 0 or c <= 0:
+        raise BrainScriptError(f"the dimensions of {names[id(n)]} cannot be inferred ({why})", _loc(n))
+
+
+def dim_of(node: BNode) -> int:
+    """``x.dim``: the number of values per sample of ``node``, inferred from what it reads."""
+    seen: dict[int, BNode] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        if lookup(n.op).kind != "delay":
+            stack.extend(i for i in n.inputs if isinstance(i, BNode))
+    nodes = list(seen.values())
+    shapes = _infer(nodes, {id(n): n.name or n.hint or n.op for n in nodes})
+    return numel(shapes[id(node)])
+
+
+def _infer(nodes: list[BNode], names: dict[int, str]) -> dict[int, tuple]:
+    """Fill the parameters' inferred dimensions (0) from their first use, in dependency order;
+    the shapes by node id."""
+    shapes: dict[int, tuple] = {}
+    sample: dict[int, bool] = {}
+    done: set[int] = set()
+    order: list[BNode] = []
+    state: dict[int, int] = {}
+    for root in nodes:
+        if id(root) in state:
+            continue
+        work = [(root, iter([] if lookup(root.op).kind == "delay" else root.inputs))]
+        state[id(root)] = 1
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if id(w) not in state:
+                    state[id(w)] = 1
+                    work.append((w, iter([] if lookup(w.op).kind == "delay" else w.inputs)))
+                    break
+            else:
+                work.pop()
+                order.append(v)
+    pending = [n for n in order if lookup(n.op).kind == "delay"]
+    for n in order:
+        op = lookup(n.op)
+        if op.kind == "param" and (n.attrs["rows"] == 0 or n.attrs["cols"] == 0):
+            continue                # filled by its first use
+        if op.kind == "delay":
+            if n.attrs["rows"] == 0:
+                src = n.inputs[0]
+                if id(src) not in shapes:
+                    raise BrainScriptError(f"{n.op} {names[id(n)]}: its dimension cannot be inferred (its input is "
+                                           "computed from it); give it, e.g. PastValue(dim, x)", _loc(n))
+                n.attrs["rows"] = numel(shapes[id(src)])
+            shapes[id(n)], sample[id(n)] = (n.attrs["rows"],), True
+            done.add(id(n))
+            continue
+        for k, i in enumerate(n.inputs):
+            if id(i) not in shapes:
+                _fill(n, k, i, shapes, names)
+                shapes[id(i)], sample[id(i)] = _call_infer(i, [], [], names)
+        shapes[id(n)], sample[id(n)] = _call_infer(n, [shapes[id(i)] for i in n.inputs],
+                                                   [sample[id(i)] for i in n.inputs], names)
+    for n in pending:
+        src = n.inputs[0]
+        if id(src) in shapes and numel(shapes[id(src)]) != n.attrs["rows"]:
+            raise BrainScriptError(f"{n.op} {names[id(n)]}: declared dimension {n.attrs['rows']} but its input "
+                                   f"{names[id(src)]} has dimensions {list(shapes[id(src)])}", _loc(n))
+    return shapes
+
+
+def _call_infer(n: BNode, shapes, sample, names):
+    try:
+        return lookup(n.op).infer(n.attrs, shapes, sample)
+    except NodeError as e:
+        raise BrainScriptError(f"{names[id(n)]} ({n.op}): {e}", _loc(n)) from None
+
+
+def _fill(user: BNode, k: int, p: BNode, shapes: dict, names) -> None:
+    """Parameter ``p`` (input ``k`` of ``user``) has inferred dimensions: take them from ``user``'s
+    other inputs."""
+    if lookup(p.op).kind != "param":
+        raise BrainScriptError(f"{names[id(user)]}: input {names[id(p)]} has no value yet", _loc(user))
+    others = [shapes.get(id(i)) for i in user.inputs]
+    why = f"its first use, {names[id(user)]} ({user.op}), does not tell them"
+    if user.op in ("Times", "TransposeTimes") and k == 0 and others[1] is not None:
+        _set_param(p, p.attrs["rows"], numel(others[1]), names, why)
+    elif user.op == "Convolution" and k == 0 and others[1] is not None:
+        if len(others[1]) != 3:
+            raise BrainScriptError(f"{names[id(user)]}: a convolution needs an image input (w:h:c), found dimensions "
+                                   f"{list(others[1])}", _loc(user))
+        kw, kh = p.attrs.get("bsConv", [user.attrs["kernelWidth"], user.attrs["kernelHeight"]])
+        _set_param(p, p.attrs["rows"], others[1][0] * kw * kh, names, why)
+    elif user.op == "BatchNormalization" and k >= 1 and others[0] is not None:
+        x = others[0]
+        _set_param(p, x[0] if user.attrs.get("spatial") else numel(x), 1, names, why)
+    elif user.op in ("Plus", "Minus", "ElementTimes") and others[1 - k] is not None:
+        _set_param(p, numel(others[1 - k]), 1, names, why)
+    else:
+        _set_param(p, p.attrs["rows"], p.attrs["cols"], names, why)
+
+
+def _fan(n: BNode, names) -> list[int]:
+    rows, cols = int(n.attrs["rows"]), int(n.attrs["cols"])
+    fan = n.init.get("fan")
+    if isinstance(fan, tuple) and fan[0] == "conv":
+        return [cols, rows * fan[1]]
+    return [cols, rows]
+
+
+def reinitialize(net: NDLNetwork, seed_offset: int = 0) -> None:
+    """The glorot/he initialisations of the BrainScript layers (from each parameter's fan-in and
+    fan-out; ``initValueScale`` scales them)."""
+    k = 0
+    for name, node in net.graph.nodes.items():
+        kind = node.attrs.get("bsInit")
+        if lookup(node.op).kind == "param":
+            k += 1
+        if not kind:
+            continue
+        fan_in, fan_out = node.attrs.get("bsFan", [1, 1])
+        scale = float(node.attrs.get("initValueScale", 1.0))
+        gen = torch.Generator().manual_seed(1000003 * (k + int(seed_offset)) + 17)
+        t = net.tensor(name)
+        if kind in ("glorotuniform", "xavier"):
+            lim = scale * math.sqrt(6.0 / (fan_in + fan_out))
+            v = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * lim
+        elif kind == "glorotnormal":
+            v = torch.randn(t.shape, generator=gen, dtype=torch.float64) * scale * math.sqrt(2.0 / (fan_in + fan_out))
+        elif kind == "heuniform":
+            v = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * scale * math.sqrt(6.0 / fan_in)
+        else:
+            v = torch.randn(t.shape, generator=gen, dtype=torch.float64) * scale * math.sqrt(2.0 / fan_in)
+        with torch.no_grad():
+            t.copy_(v.to(t.dtype))
+
+
+def network_of(graph: Graph, *, dtype=torch.float32, seed_offset: int = 0, base_dir: str | None = None) -> NDLNetwork:
+    net = NDLNetwork(graph, dtype, seed_offset=seed_offset, base_dir=base_dir, kernel_layout=True)
+    reinitialize(net, seed_offset)
+    with torch.no_grad():           # the trained values of BS.Network.Load's nodes
+        for name, (t, computed) in getattr(graph, "loaded", {}).items():
+            dst = net.tensor(name)
+            if tuple(net.shapes[name]) != tuple(t.shape):
+                raise BrainScriptError(f"{name}: the loaded value has dimensions {list(t.shape)}, the network "
+                                       f"{list(net.shapes[name])}")
+            dst.copy_(t.to(dst.dtype).reshape(dst.shape))
+            if name in net._pre and computed:
+                net.precomputed_[net._pre.index(name)] = True
+    return net
+
+
+def read_source(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise BrainScriptError(f"cannot read {path}: {e.strerror}") from None
+
+
+def base_dir_of(path: str | None) -> str | None:
+    return os.path.dirname(os.path.abspath(path)) if path else None
