@@ -12,19 +12,19 @@ import torch
 
 import torchrun
 
-from cntkio.actions.parallel import (_pack, _unpack, decode_quantized_sum, dequantize_columns, encode_quantized,
+from cntkio.actions.parallel.codec import (_pack, _unpack, decode_quantized_sum, dequantize_columns, encode_quantized,
                                      quantize_columns)
 
 
 SCRIPT = textwrap.dedent("""
     import json
     import torch
-    from cntkio.actions import parallel
+    from cntkio.actions.parallel import buckets
     from cntkio.actions._common import dist_context
     from cntkio.actions.parallel import Parallel, ParallelParams
 
-    parallel.FIRST_BUCKET_BYTES = 2048          # several small buckets for this small network
-    parallel.BUCKET_BYTES = 4096
+    buckets.FIRST_BUCKET_BYTES = 2048          # several small buckets for this small network
+    buckets.BUCKET_BYTES = 4096
     dist = dist_context()
     r = dist.rank
     torch.manual_seed(0)
@@ -54,9 +54,9 @@ SCRIPT = textwrap.dedent("""
         x = data(r, step)
         if x.shape[0]:
             net(x).pow(2).sum().backward()
-        started = par._next                      # buckets started by the backward pass itself
+        started = par.buckets._next                      # buckets started by the backward pass itself
         stats, n = par.aggregate(torch.tensor([1.0, 0.0, float(x.shape[0])], dtype=torch.float64), 0)
-        log.append({"started": started, "buckets": len(par._buckets), "n": n, "stats": stats.tolist(),
+        log.append({"started": started, "buckets": len(par.buckets._buckets), "n": n, "stats": stats.tolist(),
                     "equal": all(torch.equal(p.grad, e) for p, e in zip(params, expected)),
                     "dtype": str(params[0].grad.dtype), "bytes": par.bytes_sent})
     par.begin_minibatch(0)

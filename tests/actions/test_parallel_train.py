@@ -17,7 +17,8 @@ import torch
 import torchrun
 
 from cntkio.actions._common import Dist
-from cntkio.actions.parallel import (Parallel, ParallelParams, _pack, _unpack, dequantize_columns,
+from cntkio.actions.parallel.codec import _pack, _unpack
+from cntkio.actions.parallel import (Parallel, ParallelParams, dequantize_columns,
                                      quantize_columns)
 from cntkio.networks import load_model
 from cntkio.actions.runner import run
@@ -313,8 +314,9 @@ def test_every_key_read_is_declared():
     import inspect
 
     from cntkio.actions import parallel, sgd
+    from cntkio.actions.parallel import params
     read = set()
-    for module in (sgd, parallel):
+    for module in (sgd, params):
         read |= set(re.findall(r'get_\w+\(\w+, "(\w+)"', inspect.getsource(module)))
         read |= set(re.findall(r'\.exists(?:_current)?\("(\w+)"\)', inspect.getsource(module)))
     declared = set(sgd.SGD_KEYS) | set(sgd.INFO_KEYS) | set(sgd.NOTED_KEYS) | set(parallel.PARALLEL_KEYS)
@@ -326,7 +328,8 @@ HOOK_SCRIPT = textwrap.dedent("""
     import copy, json
     import torch
     from cntkio.actions._common import dist_context
-    from cntkio.actions.parallel import QuantizedHookState, quantized_allreduce_hook, quantize_columns, _columns
+    from cntkio.actions.parallel.buckets import QuantizedHookState, quantized_allreduce_hook
+    from cntkio.actions.parallel.codec import quantize_columns, _columns
 
     dist = dist_context()
     torch.manual_seed(0)
