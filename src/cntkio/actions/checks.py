@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from ..errors import CntkioError, ConfigError
 
-__all__ = ["check_writable", "network_inputs", "check_batch", "torch_errors", "load_command_model"]
+__all__ = ["check_writable", "network_inputs", "input_dim_values", "check_batch", "torch_errors", "load_command_model"]
 
 
 def check_writable(path: str) -> str | None:
@@ -74,11 +74,17 @@ def _dim_value(reader, stream: str):
     return None
 
 
-def check_batch(net, tensors: dict, where: str, reader: Any = None) -> None:
+def input_dim_values(reader: Any, net) -> dict:
+    """``{input node: the dim ConfigValue of its stream in the reader section reader}`` (None where
+    not written), read once before a minibatch loop so errors name the file and line of each dim."""
+    return {node: _dim_value(reader, node) for node in network_inputs(net)}
+
+
+def check_batch(net, tensors: dict, where: str, reader: Any = None, *, dims: dict | None = None) -> None:
     """The features and labels of one minibatch against the network: their dimensions, and as
     many label samples as feature samples. A ConfigError names the streams, the nodes and both
-    dimensions (``where``: the reader section's key path; ``reader``: that section, whose
-    ``dim`` keys give the file and line)."""
+    dimensions (``where``: the reader section's key path; ``dims``: :func:`input_dim_values`, or
+    ``reader``: that section, whose ``dim`` keys give the file and line)."""
     inputs = network_inputs(net)
     for node, dim in inputs.items():
         t = tensors.get(node)
@@ -88,7 +94,7 @@ def check_batch(net, tensors: dict, where: str, reader: Any = None) -> None:
         for d in t.shape[1:]:
             got *= int(d)
         if got != dim:
-            v = _dim_value(reader, node)
+            v = dims.get(node) if dims is not None else _dim_value(reader, node)
             raise ConfigError(f"stream {node!r} delivers samples of dim {got} but the network's input node "
                               f"{node!r} has dim {dim}", path=f"{where}.input.{node}.dim",
                               file=getattr(v, "file", None), line=getattr(v, "line", None),

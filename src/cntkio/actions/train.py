@@ -24,14 +24,13 @@ output at ``refNodeName``: ``(1 - adaptationRegWeight) * labels + adaptationRegW
 ref(features)`` (CNTK's KL-divergence regularised adaptation).
 
 The SGD options (``sgd.py``), ``AutoAdjust`` with ``autoAdjustLR=AdjustAfterEpoch``
-(:class:`LearningRateState`), ``dropoutRate`` and ``parallelTrain`` (``parallel.py``) are applied
-here; ``docs/actions.md`` lists every key.
+(:class:`~.train_loop.LearningRateState`), ``dropoutRate`` and ``parallelTrain`` (``parallel/``) are
+applied here; the minibatch loop itself, with its settings read once, is
+:class:`~.train_loop.TrainLoop`; ``docs/actions.md`` lists every key.
 """
 from __future__ import annotations
 
-import math
 import os
-import time
 from dataclasses import dataclass, field
 
 from ..integrations.torch_backend import torch
@@ -39,16 +38,16 @@ from ..integrations.torch_backend import torch
 from .._log import get_logger
 from ..errors import CntkioError, ConfigError
 from ..networks import SimpleNetwork, epoch_model_path, load_model, save_model
-from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_criteria, open_reader,
-                      progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
+from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader,
+                      report, resolve_device, resolve_dtype)
 from ._params import get_bool, get_str, has, key_path, section
-from .checks import check_batch, check_writable, load_command_model, torch_errors
+from .checks import check_writable, load_command_model
 from .eval import EvalResult, evaluate
 from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
-from .network import build_network, feed_layout
+from .network import build_network
 from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
-from .mbsearch import round_to_64, search_minibatch_size, sizing_bounds
-from .sgd import CntkSGD, SGDParams, config_error, set_dropout_rate
+from .sgd import SGDParams, config_error, set_dropout_rate
+from .train_loop import LearningRateState, TrainLoop
 
 __all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
 
@@ -144,202 +143,6 @@ def _check_criterion_names(net, params: SGDParams, cfg) -> None:
                                     "criterion/eval, SimpleNetworkBuilder trainingCriterion/evalCriterion)")
 
 
-class LearningRateState:
-    """The learning rate across epochs: the schedule while it lasts; after it, with
-    ``autoAdjustLR=AdjustAfterEpoch``, CNTK's rule: every ``learnRateAdjustInterval`` epochs the
-    average of the control criterion (training criterion, or the cvReader's with
-    ``useCVSetControlLRIfCVExists``; the evaluation criterion with ``useEvalCriterionControlLR``)
-    is compared with the previous one; if it got worse the best model is reloaded
-    (``loadBestModel``); if it improved by at most ``reduceLearnRateIfImproveLessThan`` (relative)
-    the rate is multiplied by ``learnRateDecreaseFactor``, if by more than
-    ``increaseLearnRateIfImproveMoreThan`` by ``learnRateIncreaseFactor``."""
-
-    def __init__(self) -> None:
-        self.lr: float | None = None
-        self.prev = math.inf
-        self.avg = math.inf
-        self.not_counted = 0
-        self.prev_lrs: list[float] = []         # SearchBeforeEpoch: the rates it chose, newest last
-        self.prev_mb = 0                        # autoAdjustMinibatch: the previous chosen size (CNTK's checkpoint)
-
-    def state(self) -> dict:
-        return {"lr": self.lr, "prev": self.prev, "avg": self.avg, "not_counted": self.not_counted,
-                "prev_lrs": list(self.prev_lrs), "prev_mb": self.prev_mb}
-
-    def load(self, state) -> None:
-        if state:
-            self.lr, self.prev, self.avg = state["lr"], state["prev"], state["avg"]
-            self.not_counted = int(state.get("not_counted", 0))
-            self.prev_lrs = list(state.get("prev_lrs", []))
-            self.prev_mb = int(state.get("prev_mb", self.prev_mb))
-
-    def learning_rate(self, params: SGDParams, epoch: int) -> float | None:
-        """The rate of ``epoch``; None when SearchBeforeEpoch must search it."""
-        a = params.auto_adjust
-        if epoch < params.lr_schedule_length or a.method == "none":
-            self.lr = params.lr_per_sample(epoch)
-        elif a.search:
-            return None
-        elif self.lr is None:
-            self.lr = params.lr_per_sample(epoch)
-        return self.lr
-
-    def after_epoch(self, params: SGDParams, epoch: int, res: EvalResult, cv, net, opt, model_path: str,
-                    device, dtype, dist: Dist, name: str) -> bool:
-        a = params.auto_adjust
-        if a.search:
-            self.prev = list(res.averages.values())[0]       # the search's reference criterion
-            return False
-        if not a.active:
-            return False
-        source = cv if (cv is not None and a.use_cv) else res
-        values = list(source.averages.values())
-        crit = values[1] if a.use_eval and len(values) > 1 else values[0]
-        since = epoch % a.adjust_interval + 1
-        if math.isinf(self.avg):
-            self.avg = crit
-        else:
-            self.avg = ((since - 1 - self.not_counted) * self.avg + crit) / (since - self.not_counted)
-        loaded = False
-        if params.lr_schedule_length <= epoch and since == a.adjust_interval:
-            prev, avg = self.prev, self.avg
-            if math.isnan(avg) or (prev - avg < 0 and not math.isinf(prev)):
-                if a.load_best_model:
-                    best = epoch_model_path(model_path, epoch + 1 - a.adjust_interval, params.max_epochs)
-                    mf = load_model(best, device=device, dtype=dtype)
-                    net.load_state_dict(mf.network.state_dict())
-                    opt.load_state_dict(mf.optimizer)
-                    saved = (mf.optimizer or {}).get("lr_state") or {}
-                    self.lr = saved.get("lr", self.lr)
-                    self.prev = saved.get("prev", self.prev)
-                    self.prev_mb = int(saved.get("prev_mb", self.prev_mb))
-                    report(f"{name}: loading (rolling back to) previous model with best training-criterion value: "
-                           f"{best}", dist=dist)
-                    loaded = True
-            prev = self.prev
-            if math.isnan(avg) or (not math.isinf(prev) and prev - avg <= a.reduce_if_improve_less_than * prev):
-                self.lr *= a.decrease_factor
-                report(f"{name}: learnRatePerSample reduced to {self.lr:.8g}", dist=dist)
-            elif not math.isinf(prev) and prev - avg > a.increase_if_improve_more_than * prev:
-                self.lr *= a.increase_factor
-                report(f"{name}: learnRatePerSample increased to {self.lr:.8g}", dist=dist)
-        elif math.isnan(self.avg):
-            raise CntkioError(f"{name}: the training criterion is not a number (NaN) after epoch {epoch + 1}")
-        if not loaded and since == a.adjust_interval:
-            self.prev = self.avg
-            self.not_counted = 0
-        return loaded
-
-
-def _trial_runner(net, opt, source, params: SGDParams, epoch: int, dtype, device, dist: Dist, command, name: str,
-                  kl, samples: int):
-    """``trial(rate, mb_size)``: the training criterion per sample of ``samples`` samples of
-    ``epoch`` trained at ``rate`` (and ``mb_size``, None for the schedule's), then the network, the
-    optimizer and the random generators put back as they were: the learning-rate and minibatch-size
-    searches' trial epochs (their statistics aggregated exactly across processes)."""
-    import copy
-    tensors = [p for p in net.parameters() if p.requires_grad]
-    exact = Parallel(ParallelParams(), dist, tensors, opt)
-    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), torch.get_rng_state(),
-             torch.cuda.get_rng_state_all() if device.type == "cuda" else None)
-
-    def trial(rate: float, mb_size: int | None) -> float:
-        extra = {} if mb_size is None else {"mb_size": mb_size}
-        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, rate, exact, kl,
-                           limit=samples, quiet=True, **extra)
-        net.load_state_dict(saved[0])
-        opt.load_state_dict(saved[1])
-        torch.set_rng_state(saved[2])
-        if saved[3] is not None:
-            torch.cuda.set_rng_state_all(saved[3])
-        return res.totals[net.spec.training_criterion] / res.samples
-    return trial
-
-
-def _search_learning_rate(net, opt, source, params: SGDParams, epoch: int, dtype, device, dist: Dist, command,
-                          name: str, kl, lr_state: LearningRateState) -> float:
-    """``autoAdjustLR = SearchBeforeEpoch``: CNTK's search. Each trial trains the epoch's first
-    ``numMiniBatch4LRSearch`` minibatches from the current model and SGD state with one rate, takes
-    the average training criterion, and restores model, SGD state and random state. The reference
-    is a trial with rate 0, raised towards the previous epoch's criterion (weight
-    ``sqrt(trial samples / epochSize)``, 0.3 for epochSize = 0). The rate starts at the largest of
-    the last ``numPrevLearnRates`` chosen rates / 0.618**2 (none yet: 1/8/0.618/sqrt(minibatchSize))
-    and shrinks by 0.618 until a trial is no worse than the reference (or the rate is below 0.3 x
-    minLearningRatePerSample). In the first ``numBestSearchEpoch`` epochs a search between
-    0.01/minibatchSize and that rate then keeps the better side, moving the worse end by 0.618,
-    until the ends are within a factor 1.2."""
-    a = params.auto_adjust
-    mb = params.mb_size(epoch)
-    samples = params.search_samples(epoch)        # CNTK 2.7's numSamples4Search (numMiniBatch4LRSearch x mb)
-    trial_epoch = _trial_runner(net, opt, source, params, epoch, dtype, device, dist, command, name, kl, samples)
-
-    def trial(rate: float) -> float:
-        return trial_epoch(rate, None)
-
-    base = trial(0.0)
-    prev = base if math.isinf(lr_state.prev) else lr_state.prev
-    ratio = math.sqrt(samples / params.epoch_size) if params.epoch_size else 0.3
-    base = max(ratio * prev + (1 - ratio) * base, base)
-    largest = max(lr_state.prev_lrs[-a.num_prev_learn_rates:], default=-1.0)
-    rate = largest / 0.618 / 0.618 if largest > 0 else 1.0 / 8.0 / 0.618 / math.sqrt(mb)
-    floor = params.min_learning_rate_per_sample * 0.3
-    while True:
-        rate *= 0.618
-        if rate < 1e-30:
-            raise CntkioError(f"{name}: SearchBeforeEpoch found no learning rate for epoch {epoch + 1}: the "
-                              "criterion of every trial is not a number (is the model already NaN?)")
-        crit = trial(rate)
-        if not (math.isnan(crit) or (crit > base and rate > floor)):
-            break
-    best = rate
-    if epoch < a.num_best_search_epoch:
-        left, right, right_crit = 0.01 / mb, rate, crit
-        left_crit = trial(left)
-        while right > left * 1.2:
-            if right_crit > left_crit:
-                right *= 0.618
-                right_crit = trial(right)
-            else:
-                left /= 0.618
-                left_crit = trial(left)
-        best = left if left_crit < right_crit else right
-    lr_state.prev_lrs = (lr_state.prev_lrs + [best])[-a.num_prev_learn_rates:]
-    report(f"{name}: SearchForBestLearnRate Epoch[{epoch + 1}]: best learningRatePerSample = {best:.10g}, "
-           f"baseCriterion = {base:.10g}", dist=dist)
-    return best
-
-
-def _adapt_minibatch_size(net, opt, source, params: SGDParams, epoch: int, lr: float, lr_adjustment: float, dtype,
-                          device, dist: Dist, command, name: str, kl, lr_state: LearningRateState) -> int:
-    """``autoAdjustMinibatch = true``: CNTK's adaptive minibatch sizing (rule in :mod:`.mbsearch`);
-    each trial trains the epoch's first ``numSamples4Search`` samples with rate ``lr`` from the
-    current model, SGD state and random state and restores them."""
-    a = params.auto_adjust
-    b = sizing_bounds(epoch, params.mb_size(epoch), lr_state.prev_mb, params.lr_per_sample(epoch),
-                      params.lr_per_sample(0), lr_adjustment, a.mb_tuning_frequency, a.mb_tuning_max)
-    if b.reset:
-        report(f"{name}: Before Epoch[2], previous minibatchSize {lr_state.prev_mb} is considered invalid -> "
-               "resetting", dist=dist)
-    if b.keep is not None:
-        report(f"{name}: AdaptiveMinibatchSearch: search for a better minibatchSize in epoch {epoch + 1} skipped, "
-               f"keeping minibatchSize of {b.keep}", dist=dist)
-        return b.keep
-    samples = params.search_samples(epoch)
-    trial_epoch = _trial_runner(net, opt, source, params, epoch, dtype, device, dist, command, name, kl, samples)
-
-    def trial(size: int) -> float:
-        return trial_epoch(lr, size)
-
-    report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: evaluating minibatchSizes "
-           f"{round_to_64(b.low)}..{round_to_64(b.high)}", dist=dist)
-    chosen = search_minibatch_size(b.low, b.high, trial, a.mb_search_margin,
-                                   log=lambda m: report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: {m}",
-                                                        dist=dist))
-    report(f"{name}: AdaptiveMinibatchSearch Epoch[{epoch + 1}]: search successful, new minibatchSize is {chosen}",
-           dist=dist)
-    return chosen
-
-
 def _finish_early(net, opt, model_path: str, epoch: int, params: SGDParams, dist: Dist, name: str) -> None:
     """Training stopped before ``maxEpochs`` (minLearningRatePerSample): the last model becomes the
     final model file ``modelPath``, as CNTK."""
@@ -401,6 +204,8 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     opt = params.make_optimizer(net.parameters())
     par = Parallel(par_params, dist, [p for p in net.parameters() if p.requires_grad], opt)
     describe_parallel(par.p, dist, name)
+    loop = TrainLoop.from_command(command, name, net=net, opt=opt, source=source, params=params, dtype=dtype,
+                                  device=device, dist=dist, par=par, kl=kl)
     lr_state = LearningRateState()
     lr_state.prev_mb = params.mb_size(start)            # CNTK's start value; a checkpoint's replaces it
     if resumed is not None:
@@ -420,8 +225,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         before = lr_state.lr if lr_state.lr is not None else 0.5 / params.mb_size(start)
         lr = lr_state.learning_rate(params, epoch)
         if lr is None:
-            lr = lr_state.lr = _search_learning_rate(net, opt, source, params, epoch, dtype, device, dist, command,
-                                                     name, kl, lr_state)
+            lr = lr_state.lr = loop.search_learning_rate(epoch, lr_state)
             lr_adjustment = lr / before
         if lr < params.min_learning_rate_per_sample:
             report(f"{name}: learning rate per sample for epoch {epoch + 1} = {lr:.8g} is less than "
@@ -435,14 +239,12 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
                       "addDropoutNodes=true; NDL: Dropout(x)): it changes nothing", name)
         mb_size = params.mb_size(epoch)
         if params.auto_adjust.adjust_minibatch and epoch >= len(params.minibatch_size):
-            mb_size = _adapt_minibatch_size(net, opt, source, params, epoch, lr, lr_adjustment, dtype, device, dist,
-                                            command, name, kl, lr_state)
+            mb_size = loop.adapt_minibatch_size(epoch, lr, lr_adjustment, lr_state)
             if mb_size != lr_state.prev_mb:
                 report(f"{name}: Minibatch size adapted to {mb_size}.", dist=dist)
             lr_state.prev_mb = mb_size
         par.start_epoch(epoch)
-        res = _train_epoch(net, opt, source, params, epoch, dtype, device, dist, command, name, lr, par, kl,
-                           mb_size=mb_size)
+        res = loop.run_epoch(epoch, lr, mb_size=mb_size)
         par.end_epoch(epoch)
         if par.active(epoch) and par.p.method == "dataparallelsgd":
             report(f"{name}: epoch {epoch + 1}: this process sent {par.bytes_sent} gradient bytes "
@@ -472,91 +274,6 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
             _log.info("%s: saved %s", name, path)
         dist.barrier()
     return result
-
-
-def _train_epoch(net: SimpleNetwork, opt: CntkSGD, source, params: SGDParams, epoch: int, dtype, device,
-                 dist: Dist, command, name: str, lr: float, par: Parallel, kl=None, *, limit: int = 0,
-                 quiet: bool = False, mb_size: int = 0) -> EvalResult:
-    """One epoch (``limit`` > 0: only its first ``limit`` samples; ``quiet``: no output; ``mb_size``:
-    the minibatch size when not the schedule's, autoAdjustMinibatch's)."""
-    mb_size = mb_size or params.mb_size(epoch)
-    mom = params.momentum_per_sample_of(epoch)
-    feats, labels = net.spec.feature_node, net.spec.label_node
-    crit_names = [net.spec.training_criterion, net.eval_node_name]
-    acc = torch.zeros(3, dtype=torch.float64, device=device)      # criterion, eval, samples
-    window = torch.zeros_like(acc)
-    show = 0 if quiet else params.num_mbs_to_show_result
-    bar = None if quiet else progress_bar(progress_enabled(command, dist), total=params.epoch_size or sweep_total(source),
-                                          desc=f"Epoch[{epoch + 1} of {params.max_epochs}]")
-    it = iter(epoch_minibatches(source, minibatch_size=mb_size, epoch_size=params.epoch_size, epoch=epoch, dist=dist))
-    reader_cfg = command("reader") if command.exists("reader") else None
-    t0 = time.perf_counter()
-    n_mb, first = 0, 1
-    net.train()
-    try:
-        while True:
-            # under torch.distributed epoch_minibatches yields the same number of minibatches on
-            # every process (the global sample count decides the end), so all end together and
-            # every process takes part in each update, data or not
-            mb = next(it, None)
-            if mb is None:
-                break
-            opt.zero_grad()
-            par.begin_minibatch(epoch)              # gradient buckets go out during the backward pass
-            t_mb = time.perf_counter()
-            stats = torch.zeros(3, dtype=torch.float64, device=device)
-            if mb:
-                t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels],
-                                  where=key_path(command, "reader"))
-                feed_layout(net, mb, feats, device)
-                check_batch(net, t, key_path(command, "reader"), reader_cfg)
-                x, y = t[feats], t[labels]
-                if kl is not None and x.shape[0]:
-                    y = kl(x, y)
-                if x.shape[0]:
-                    with torch_errors(name, (feats, x), (labels, y)):   # torch's own error, named
-                        hlast = net(x)
-                        loss = net.criterion(hlast, y)
-                        loss.backward()
-                    stats[0] = loss.detach().to(torch.float64)
-                    stats[1] = net.evaluation(hlast.detach(), y).to(torch.float64)
-                    stats[2] = float(x.shape[0])
-            par.time_minibatch(time.perf_counter() - t_mb, epoch)
-            stats, n_step = par.aggregate(stats, epoch)
-            n = int(stats[2].item())
-            if n == 0:
-                continue
-            opt.step(n_step, lr, mom)
-            par.after_update(epoch)
-            acc += stats
-            window += stats
-            n_mb += 1
-            if bar is not None:
-                bar.update(n)
-            if show and n_mb % show == 0:
-                w = window.tolist()
-                report(f" Epoch[{epoch + 1} of {params.max_epochs}]-Minibatch[{first:4d}-{n_mb:4d}]: "
-                       + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2])), dist=dist)
-                window.zero_()
-                first = n_mb + 1
-            if limit and acc[2].item() >= limit:
-                break
-    finally:
-        if hasattr(it, "close"):
-            it.close()
-        if bar is not None:
-            bar.close()
-    a = acc.tolist()
-    res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb)
-    if res.samples == 0:
-        raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")
-    if quiet:
-        return res
-    secs = time.perf_counter() - t0
-    report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Training] {res}; "
-           f"learningRatePerSample = {lr:.8g}; epochTime = {secs:.3f}s; "
-           f"throughput = {res.samples / secs if secs > 0 else 0.0:.1f} samples/s", dist=dist)
-    return res
 
 
 def _mean_var_norm(net: SimpleNetwork, command, name: str, dtype, device, dist: Dist) -> None:
