@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 
 __all__ = ["INFINITELY_REPEAT", "FULL_DATA_SWEEP", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "TraceLevel",
-           "DEFAULT_CHUNK_SIZE_IN_BYTES", "LEGACY_RANDOMIZATION_WINDOW_IN_BYTES",
+           "DEFAULT_CHUNK_SIZE_IN_BYTES", "LEGACY_RANDOMIZATION_WINDOW_IN_BYTES", "RANDOMIZE_AUTO",
            "POSITION_KEY", "TBPTT_KEY", "TBPTT_SWEEP_END_KEY", "LT_BASE_KEYS", "LT_NO_RANDOMIZER_KEYS", "LT_TUMBLING_KEYS"]
 
 #: No limit on samples or sweeps (SIZE_MAX), the default of both.
@@ -13,6 +13,12 @@ INFINITELY_REPEAT: int = 2**64 - 1
 FULL_DATA_SWEEP: int = 2**64 - 2
 #: Default randomization window in chunks (4 GB of 32 MB chunks).
 DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS: int = 128
+#: CNTK's ``randomizeAuto`` (= ``requestDataSize``), ``((size_t) -1) >> 2``: the randomization window a
+#: config reader uses when none is given ("the whole data set", Source/Common/Include/DataReader.h:108
+#: and 116; CompositeDataReader.cpp:137, HTKDeserializers/ConfigHelper.cpp:186). As a window it is wider
+#: than any corpus: every chunk's window holds every chunk, which a window of the corpus' own size
+#: (half of it on each side) does not.
+RANDOMIZE_AUTO: int = (2**64 - 1) >> 2
 
 # --- sizes ------------------------------------------------------------------------------------------
 #: Default chunk size of the CTF deserializer (``chunkSizeInBytes``): 32 MiB.

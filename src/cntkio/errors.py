@@ -5,7 +5,7 @@ was found, so that a user can open the file at the right place and fix it.
 """
 from __future__ import annotations
 
-__all__ = ["CntkioError", "FormatError", "ConfigError", "MaxErrorsExceeded", "NotImplementedInCntkio"]
+__all__ = ["CntkioError", "FormatError", "ConfigError", "MaxErrorsExceeded", "DataError", "NotImplementedInCntkio"]
 
 
 class CntkioError(Exception):
@@ -43,7 +43,17 @@ class MaxErrorsExceeded(FormatError, RuntimeError):
     """More malformed inputs than ``maxErrors`` allows.
 
     The message starts with CNTK's own text ("Reached the maximum number of allowed errors while
-    reading the input file (<name>).") and then names the last error.
+    reading the input file (<name>)." for a deserializer's own budget, "Number of invalid sequences
+    'N' in the input exceeded the specified maximum number 'M'" for the source's ``max_errors``) and
+    then names the last error: its file, line or key, stream and cause.
+    """
+
+
+class DataError(FormatError, RuntimeError):
+    """Inputs that cannot be delivered together as configured: no sequence key in common between
+    the deserializers of a source, a primary deserializer with no sequences, samples of one stream
+    with different shapes. The message holds CNTK's text and names the files, keys and streams
+    involved.
     """
 
 

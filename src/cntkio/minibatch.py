@@ -564,6 +564,19 @@ class Minibatch(dict):
 
     __slots__ = ("packed",)
 
+    @property
+    def sequence_keys(self) -> np.ndarray | None:
+        """The keys of the minibatch's sequences, in the order they were packed (CNTK's
+        ``m_getKeyById`` of a minibatch): unsigned 64-bit numbers, or strings for deserializers
+        with string keys (``useNumericSequenceKeys = false``; HTK keys are hashed). None for a
+        minibatch the engine did not pack (a user source's)."""
+        packed = getattr(self, "packed", None)
+        if packed is None:
+            return None
+        batch, j = packed
+        keys = getattr(batch, "keys", None)
+        return None if keys is None else keys[batch.bounds[j]:batch.bounds[j + 1]]
+
     def __missing__(self, key):
         if isinstance(key, str):
             for info, data in self.items():

@@ -6,6 +6,7 @@ import pytest
 
 from cntkio.deserializers.base import DenseStream, SparseStream
 from cntkio.engine.composite import RECONCILE_ERROR, CompositeDeserializer, gather_stream, ranges
+from cntkio.errors import ConfigError, DataError
 from cntkio.source import MinibatchSource
 from fakes import FakeDeserializer, ids_of
 
@@ -56,14 +57,25 @@ def test_join_through_source_and_defines_mb_size():
     assert ids_of(mb[src.streams.x]) == [0, 1] and ids_of(mb[src.streams.z]) == [2, 1]
 
 
-def test_nothing_in_common_raises():
-    with pytest.raises(RuntimeError, match=RECONCILE_ERROR):
+def test_nothing_in_common_raises_cntks_message_naming_both_sides():
+    with pytest.raises(DataError, match=RECONCILE_ERROR) as e:
         CompositeDeserializer([FakeDeserializer([[1]], keys=[1]),
                                FakeDeserializer([[1]], keys=[2], names=("z", "w"))])
+    # which deserializer holds which keys: the primary's 1, the other's 2, with their streams
+    text = str(e.value)
+    assert "deserializer 0 (FakeDeserializer (streams 'x')) has keys 1" in text
+    assert "deserializer 1 (FakeDeserializer (streams 'z')) has keys 2" in text
+    assert isinstance(e.value, RuntimeError)        # CNTK's class, for code that caught it
 
 
-def test_duplicate_stream_names_rejected():
-    with pytest.raises(RuntimeError, match="Two streams with the same name 'x' have been found"):
+def test_empty_primary_is_a_data_error():
+    with pytest.raises(DataError, match="The primary deserializer delivered no sequences"):
+        CompositeDeserializer([FakeDeserializer([])])
+
+
+def test_duplicate_stream_names_rejected_naming_both_deserializers():
+    with pytest.raises(ConfigError, match="Two streams with the same name 'x' have been found. Please rename "
+                                          "the duplicate: deserializer 0 .* and deserializer 1"):
         MinibatchSource([FakeDeserializer([[1]]), FakeDeserializer([[1]])])
 
 
@@ -74,7 +86,8 @@ def test_duplicate_key_in_a_joined_deserializer_is_an_error():
 
 
 def test_two_defining_deserializers_rejected():
-    with pytest.raises(RuntimeError, match="Only a single deserializer is allowed to define minibatch size"):
+    with pytest.raises(ConfigError, match="Only a single deserializer is allowed to define minibatch size, but "
+                                          "streams of deserializer 0 .* deserializer 1 .* define it"):
         CompositeDeserializer([FakeDeserializer([[1]], defines_mb_size=True),
                                FakeDeserializer([[1]], names=("z", "w"), defines_mb_size=True)])
 

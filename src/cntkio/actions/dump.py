@@ -26,7 +26,7 @@ import numpy as np
 
 from .._log import get_logger
 
-__all__ = ["first_fit_layout", "format_minibatch", "format_stream", "dump_minibatches", "dump_reader"]
+__all__ = ["first_fit_layout", "format_minibatch", "format_stream", "dump_minibatches", "dump_reader", "dump_epochs"]
 
 _log = get_logger("actions.dump")
 
@@ -210,9 +210,9 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
              else reader_spec(reader_sec).stream_names)
     source = build_reader(reader_sec)
     try:
-        written = _dump_epochs(source, sec, order, out_path, mb_size=mb_size, epoch_size=epoch_size,
-                               max_epochs=max_epochs, cap=cap, num_subsets=num_subsets,
-                               subset_num=subset_num, layout=layouts[layout_name], sort_output=sort_output)
+        written = dump_epochs(source, order, out_path, mb_size=mb_size, epoch_size=epoch_size,
+                              max_epochs=max_epochs, cap=cap, num_subsets=num_subsets, subset_num=subset_num,
+                              layout=layouts[layout_name], sort_output=sort_output, sec=sec)
     finally:
         close = getattr(source, "close", None)
         if close is not None:
@@ -221,15 +221,26 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
     return written
 
 
-def _dump_epochs(source: Any, sec: Any, order: list[str], out_path: str, *, mb_size: int, epoch_size: int,
-                 max_epochs: int, cap: int, num_subsets: int, subset_num: int, layout: str,
-                 sort_output: bool) -> int:
+def dump_epochs(source: Any, order: list[str], out_path: str, *, mb_size: int, epoch_size: int,
+                max_epochs: int, cap: int = DEFAULT_MAX_MINIBATCHES_PER_EPOCH, num_subsets: int = 1,
+                subset_num: int = 0, layout: str = "first_fit", sort_output: bool = False, sec: Any = None) -> int:
+    """CNTK's reader-test harness on a built source (``HelperWriteReaderContentToFile`` of
+    ``Tests/UnitTests/ReaderTests/Common/ReaderTestHelper.h``): ``max_epochs`` epochs of
+    ``epoch_size`` samples in minibatches of ``mb_size`` (:class:`~cntkio.readers.EpochReader`), at
+    most ``cap`` minibatches per epoch (0: all; the harness fetches one more before it stops),
+    the streams ``order`` written to ``out_path`` (deleted first) in the dump format; ``sort_output``
+    sorts the lines byte-wise (``SortLinesInFile``). Returns the number of lines written. ``sec``
+    (optional) is the section whose ``streams`` key named ``order``, for the error message."""
+    from ..errors import ConfigError
     from ..readers.epochs import EpochReader
 
     known = [s.name for s in source.stream_infos()]
     for s in order:
         if s not in known:
-            raise sec.error("streams", f"stream {s!r} is not delivered by the reader (streams: {', '.join(known)})")
+            message = f"stream {s!r} is not delivered by the reader (streams: {', '.join(known)})"
+            if sec is not None:
+                raise sec.error("streams", message)
+            raise ConfigError(message, path="streams")
     epochs = EpochReader(source, minibatch_size=mb_size, epoch_size=epoch_size,
                          num_subsets=num_subsets, subset_num=subset_num)
 

@@ -36,6 +36,10 @@ PAIR = {"[": "]", "{": "}", "(": ")"}
 CUSTOM_SEPARATORS = "`~!@%^&|:;,?#"
 # a bracket body that begins with "name =" holds parameters, not array elements
 _DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*=")
+# a ``{..}`` body may also start with ``name [``, ``name {`` or ``name (``: CNTK's ParseValue ends a
+# name at '=' or an opening bracket (Source/Common/Include/Config.h:809), so
+# ``features = { transforms ( {...} : {...} ) }`` (CNTK's ImageDeserializers.cntk) is a set
+_BRACE_DICT_START = re.compile(r"\s*[A-Za-z0-9_][\w.\-]*[ \t]*[=\[{(]")
 _NEWLINE = re.compile("\n")
 OPEN_OR_QUOTE = re.compile(r'[\[{("]')
 # one step of match(), a .match() from where the scan is: the text up to the next bracket or quote
@@ -307,16 +311,17 @@ def is_dict_group(src: Text, start: int, end: int) -> bool:
 
     ``[..]`` is, unless its body starts with a bracket group: ``[ [..]:[..] ]`` is the array of
     the groups, as CNTK reads ``deserializers = [ [..]:[..] ]`` (a parameter set's body starts
-    with a name); ``{..}``/``(..)`` are when their body starts with ``name=``; ``{}`` is an
-    empty parameter set and ``()`` an empty array.
+    with a name); ``{..}``/``(..)`` are when their body starts with ``name=`` (``{..}`` also with a
+    name and an opening bracket: ``{ transforms (..) }``); ``{}`` is an empty parameter set and
+    ``()`` an empty array.
     """
     opener = src.text[start]
     body, body_end, _ = group_body(src, start, end, ";")
     if opener == "[":
         first, _ = strip_span(src.text, body, body_end)
         return first >= body_end or src.text[first] not in OPEN
-    if opener == "{" and not src.text[body:body_end].strip():
-        return True
+    if opener == "{":
+        return not src.text[body:body_end].strip() or _BRACE_DICT_START.match(src.text, body, body_end) is not None
     return _DICT_START.match(src.text, body, body_end) is not None
 
 

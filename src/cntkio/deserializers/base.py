@@ -91,7 +91,7 @@ class DeserializerBase(ABC):
             index = np.fromiter((lut.get(k, (-1, -1))[1] for k in keys), np.int64, len(keys))
             return chunk, index
         sorted_keys, chunk_of, index_of = table
-        keys = np.asarray(keys)
+        keys = _unsigned(np.asarray(keys))
         pos = np.searchsorted(sorted_keys, keys)
         pos_c = np.minimum(pos, max(len(sorted_keys) - 1, 0))
         found = (pos < len(sorted_keys)) & (sorted_keys[pos_c] == keys) if len(sorted_keys) else \
@@ -115,7 +115,7 @@ class DeserializerBase(ABC):
                         lut[k] = (cid, i)
                 cached = lut
             else:
-                keys = np.concatenate([t.keys for t in tables]) if tables else np.zeros(0, np.int64)
+                keys = _unsigned(np.concatenate([t.keys for t in tables])) if tables else np.zeros(0, np.uint64)
                 chunk_of = np.concatenate([np.full(len(t), cid, np.int64) for cid, t in enumerate(tables)]) \
                     if tables else np.zeros(0, np.int64)
                 index_of = np.concatenate([np.arange(len(t), dtype=np.int64) for t in tables]) \
@@ -136,3 +136,14 @@ class DeserializerBase(ABC):
 
 #: The name formats subclassed before the protocol existed.
 Deserializer = DeserializerBase
+
+
+def _unsigned(keys: np.ndarray) -> np.ndarray:
+    """Numeric sequence keys as uint64 (CNTK's keys are unsigned 64-bit): int64 keys are converted
+    bit for bit, so that keys of 2^63 and more compare equal however a format stores them (a mixed
+    int64/uint64 comparison would go through float64 and confuse large keys)."""
+    if keys.dtype == np.uint64:
+        return keys
+    if keys.dtype.kind in "iu":
+        return keys.astype(np.int64, copy=False).view(np.uint64) if keys.dtype.kind == "i" else keys.astype(np.uint64)
+    return keys.astype(np.uint64)

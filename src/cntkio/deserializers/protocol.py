@@ -136,12 +136,16 @@ class ChunkData:
     ``max_errors``. ``dropped`` (optional bool array) marks sequences the deserializer itself
     gave up under its own error budget, already counted and logged there (a CTF sequence that lost
     one stream's sample to a tolerated error): the source removes them without counting them again.
+    ``reasons`` (optional) says why sequences are invalid: ``{index in the chunk: message}``, the
+    message naming the file, line or key, stream and cause; the source quotes the last one when the
+    invalid sequences exceed ``max_errors``.
     """
 
     sequences: SequenceTable
     streams: dict[str, StreamData]
     invalid: np.ndarray | None = None
     dropped: np.ndarray | None = None
+    reasons: dict[int, str] | None = None
 
 
 @runtime_checkable

@@ -3,7 +3,8 @@
 The first deserializer is primary: its chunks and sequence order define the corpus. Every primary
 sequence is looked up by key in each other deserializer; a sequence some secondary lacks is
 dropped from the corpus (counted and logged), chunks left empty are dropped, and when nothing
-survives construction raises CNTK's RuntimeError. Stream names must be unique over all
+survives construction raises CNTK's error (a :class:`~cntkio.errors.DataError` naming the files and
+a few keys of each). Stream names must be unique over all
 deserializers. The joined timeline length of a sequence is the defining stream's deserializer's
 length when one stream ``defines_mb_size``, else the maximum over the deserializers (2.2).
 
@@ -18,17 +19,42 @@ import logging
 import numpy as np
 
 from ..deserializers.base import DeserializerBase
+from ..errors import ConfigError, DataError
 from ..deserializers.protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, RandomAccessDeserializer,
                                      SequenceTable, SparseStream, SweepDependentDeserializer,
                                      depends_on_sweep, has_random_access)
 from ..streams import StreamInformation
 
-__all__ = ["CompositeDeserializer", "gather_stream", "ranges"]
+__all__ = ["CompositeDeserializer", "gather_stream", "ranges", "describe"]
 
 log = logging.getLogger("cntkio.engine.composite")
 
 RECONCILE_ERROR = ("Could not reconcile data between different deserializers. "
                    "Keys of logical sequences do not match.")
+
+
+def describe(d: Deserializer) -> str:
+    """A deserializer for a message: its type, its input file (when it has one) and its streams."""
+    file = next((v for v in (getattr(d, a, None) for a in ("map_file", "file", "scp_file", "path"))
+                 if isinstance(v, str)), None)
+    try:
+        names = ", ".join(repr(s.name) for s in d.stream_infos())
+    except Exception:           # noqa: BLE001 - only for a message
+        names = "?"
+    parts = getattr(d, "parts", None)
+    if file is None and isinstance(parts, list):        # a composite of its own (HTKMLFReader)
+        return "; ".join(describe(p) for p in parts)
+    return f"{type(d).__name__}{f' {file}' if file else ''} (streams {names})"
+
+
+def _sample_keys(d: Deserializer, n: int = 3) -> list:
+    """The first few sequence keys of a deserializer (for a message)."""
+    out: list = []
+    for info in d.chunk_infos():
+        out.extend(d.sequence_infos(info.id).keys[:n - len(out)].tolist())
+        if len(out) >= n:
+            break
+    return out
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -100,14 +126,18 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
         for di, d in enumerate(self.parts):
             for si in d.stream_infos():
                 if si.name in self._stream_owner:
-                    raise RuntimeError(f"Two streams with the same name '{si.name}' have been found")
+                    other = self._stream_owner[si.name]
+                    raise ConfigError(f"Two streams with the same name '{si.name}' have been found. Please "
+                                      f"rename the duplicate: deserializer {other} ({describe(self.parts[other])}) "
+                                      f"and deserializer {di} ({describe(d)})", path=f"input.{si.name}")
                 self._stream_owner[si.name] = di
                 infos.append(si.with_id(len(infos)))
         self._stream_infos = infos
         definers = sorted({self._stream_owner[s.name] for s in infos if s.defines_mb_size})
         if len(definers) > 1:
-            raise RuntimeError("Only a single deserializer is allowed to define minibatch size, but "
-                               f"streams of deserializers {definers} define it")
+            raise ConfigError("Only a single deserializer is allowed to define minibatch size, but streams of "
+                              + ", ".join(f"deserializer {i} ({describe(self.parts[i])})" for i in definers)
+                              + " define it", path="definesMBSize")
         self._definer = definers[0] if definers else None
         self._build_index()
 
@@ -189,8 +219,25 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                         "deserializer and were dropped from the corpus", dropped)
         if not self._chunks:
             if secondaries:
-                raise RuntimeError(RECONCILE_ERROR)
-            raise RuntimeError("The primary deserializer delivered no sequences: the input is empty")
+                self._reconcile_error()
+            raise DataError(f"The primary deserializer delivered no sequences: the input is empty "
+                            f"({describe(self.primary)})", file=getattr(self.primary, "file", None))
+
+    def _reconcile_error(self) -> None:
+        """CNTK's error when no primary sequence is found in every other deserializer, naming the
+        files and a few keys of each side."""
+        primary = _sample_keys(self.primary)
+        lines = [f"the primary deserializer 0 ({describe(self.primary)}) has keys "
+                 f"{', '.join(map(repr, primary))}{', ...' if primary else ''}"]
+        for i, s in enumerate(self.parts[1:], start=1):
+            found = _lookup(s, np.asarray(primary, dtype=object if self.primary.key_kind == "string" else np.uint64),
+                            self.primary.key_kind)[0] >= 0 if primary else np.zeros(0, bool)
+            if not found.all():
+                keys = _sample_keys(s)
+                lines.append(f"deserializer {i} ({describe(s)}) has keys "
+                             f"{', '.join(map(repr, keys))}{', ...' if keys else ''}")
+        raise DataError(f"{RECONCILE_ERROR} " + "; ".join(lines),
+                        file=getattr(self.primary, "map_file", None) or getattr(self.primary, "file", None))
 
     def _joined(self, chunk_id: int):
         """``(keep, refs, table)`` of a corpus chunk: kept, or (lazy) joined again now."""
@@ -240,6 +287,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
             invalid = invalid[keep]
         if keep is not None and dropped is not None:
             dropped = dropped[keep]
+        reasons = _moved_reasons(base.reasons, keep)
         for p, (c, i) in enumerate(sec_refs, start=1):
             n = len(c)
             parts: dict[str, list] = {}
@@ -257,6 +305,11 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                     sec_invalid[m] = data.invalid[i[m]]
                 if data.dropped is not None:
                     sec_dropped[m] = data.dropped[i[m]]
+                if data.reasons:
+                    for row, index in zip(m.tolist(), i[m].tolist()):
+                        if index in data.reasons:
+                            reasons = reasons or {}
+                            reasons.setdefault(row, data.reasons[index])
                 order[m] = np.arange(pos, pos + len(m))
                 pos += len(m)
             for name, pieces in parts.items():
@@ -268,7 +321,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                 invalid = sec_invalid if invalid is None else (invalid | sec_invalid)
             if sec_dropped.any():
                 dropped = sec_dropped if dropped is None else (dropped | sec_dropped)
-        return ChunkData(table, streams, invalid, dropped)
+        return ChunkData(table, streams, invalid, dropped, reasons)
 
     def supports_random_access(self) -> bool:
         """True when every part has random access (:func:`has_random_access`)."""
@@ -336,7 +389,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
             if any(d is None for d in parts):
                 return None
             streams: dict = {}
-            invalid = dropped = None
+            invalid = dropped = reasons = None
             for j, d in enumerate(parts):
                 streams.update({name: _broadcast(st, lengths) for name, st in d.streams.items()}
                                if self._broadcast[j] else d.streams)
@@ -344,7 +397,9 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                     invalid = d.invalid if invalid is None else (invalid | d.invalid)
                 if d.dropped is not None:
                     dropped = d.dropped if dropped is None else (dropped | d.dropped)
-            return ChunkData(SequenceTable(keys, lengths), streams, invalid, dropped)
+                if d.reasons:
+                    reasons = {**d.reasons, **(reasons or {})}
+            return ChunkData(SequenceTable(keys, lengths), streams, invalid, dropped, reasons)
         return finish
 
     def close(self) -> None:
@@ -357,6 +412,14 @@ class _Raw(list):
     (lazy join) the chunk's join, kept while the bytes are held."""
 
     joined = None
+
+
+def _moved_reasons(reasons: dict[int, str] | None, keep: np.ndarray | None) -> dict[int, str] | None:
+    """A chunk's reasons for invalid sequences, renumbered for the sequences ``keep`` kept."""
+    if not reasons or keep is None:
+        return reasons
+    where = {int(k): j for j, k in enumerate(keep.tolist()) if int(k) in reasons}
+    return {j: reasons[k] for k, j in where.items()} or None
 
 
 def _distinct(chunk_ids: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import MaxErrorsExceeded
 from ..streams import StreamInformation
 from .packer import PackedBatch, PackedRef, group_by_chunk, pack_batch
 
@@ -46,6 +47,8 @@ class Handoff:
         self.errors = 0
         self.queue: deque = deque()
         self.parts: list = []  # the PackedBatch objects the entries index
+        #: ``{(part, index): why}``: the reason given for the last invalid sequence of a minibatch
+        self.reasons: dict[tuple[int, int], str] = {}
         self.key = None
         #: ``(ids, pad_id, masks)`` when a consumer wants each batch's tensor-ready arrays built as it is
         #: packed (:meth:`~cntkio.engine.packer.PackedBatch.tensor_ready`), else None
@@ -64,10 +67,11 @@ class Handoff:
         """Minibatches packed together: up to 256, about 16 MB of output at most."""
         return max(1, min(MAX_BATCH_MINIBATCHES, _BATCH_OUTPUT_BYTES // max(1, budget * self._sample_bytes)))
 
-    def pack(self, prep, direct, chunk: Callable[[int], object]) -> tuple[PackedBatch, list]:
+    def pack(self, prep, direct, chunk: Callable[[int], object]) -> tuple[PackedBatch, list, dict]:
         """Pack a prepared selection ``(end_of_sweep flags, counts, sel_chunk, sel_index)`` from
         ``direct`` (its sequences parsed in order), or else from the parsed chunks ``chunk(id)``:
-        ``(PackedBatch, invalid sequences dropped per minibatch)``."""
+        ``(PackedBatch, invalid sequences dropped per minibatch, {minibatch: why its last invalid
+        sequence is invalid})``."""
         eos, counts, sel_chunk, sel_index = prep
         counts = list(counts)
         if direct is not None:
@@ -79,6 +83,7 @@ class Handoff:
             groups = group_by_chunk(sel_chunk)
             chunks = {c: chunk(c) for c, _ in groups}
         invalid = [0] * len(counts)
+        reasons: dict[int, str] = {}
         if any(chunks[c].invalid is not None or chunks[c].dropped is not None for c, _ in groups):
             bad = np.zeros(len(sel_chunk), bool)     # failed to load: counted against max_errors
             gone = np.zeros(len(sel_chunk), bool)    # removed: bad, or dropped by the deserializer
@@ -100,6 +105,9 @@ class Handoff:
                     elif ng:
                         keep[start:start + n] = ~gone[start:start + n]
                         invalid[j] = nb
+                        if nb:
+                            reasons[j] = _last_reason(chunks, sel_chunk, sel_index,
+                                                      start + np.flatnonzero(bad[start:start + n]))
                     counts[j] = int(keep[start:start + n].sum())
                     start += n
                 sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
@@ -110,26 +118,28 @@ class Handoff:
             bt = packed.tensor_ready(*self.tensor_ready)
             if self.tensor_hook is not None:
                 self.tensor_hook(bt)
-        return packed, invalid
+        return packed, invalid, reasons
 
-    def finish(self, entries: list, parsed: list, chunk: Callable[[int], object]) -> tuple[list, list]:
+    def finish(self, entries: list, parsed: list, chunk: Callable[[int], object]) -> tuple[list, list, dict]:
         """Pack a batch's parts ``[(prep, direct or None)]`` whose minibatches end at ``entries``
         (``(sweep, position after it, reached the epoch end)``, the epoch-end marker last when
-        the batch reaches it): ``(packed parts, queue entries)``."""
+        the batch reaches it): ``(packed parts, queue entries, {(part, index): why})``."""
         packed, out, e = [], [], 0
+        why: dict[tuple[int, int], str] = {}
         for part, (prep, direct) in enumerate(parsed):
-            pb, invalid = self.pack(prep, direct, chunk)
+            pb, invalid, reasons = self.pack(prep, direct, chunk)
             packed.append(pb)
+            why.update({(part, j): r for j, r in reasons.items()})
             for j, n in enumerate(invalid):
                 out.append(entries[e] + (part, j, n))
                 e += 1
         if e < len(entries):  # the epoch-end marker
             out.append(entries[e] + (-1, 0, 0))
-        return packed, out
+        return packed, out, why
 
-    def put(self, key, packed: tuple[list, list]) -> None:
+    def put(self, key, packed: tuple[list, list, dict]) -> None:
         """Queue a packed batch (:meth:`finish`) for the settings ``key``."""
-        self.parts, entries = packed
+        self.parts, entries, self.reasons = packed
         self.queue.extend(entries)
         self.key = key
 
@@ -147,24 +157,41 @@ class Handoff:
     def get(self, part: int, j: int, n_invalid: int):
         """The minibatch ``j`` of packed part ``part``, its dropped sequences counted (a
         :class:`~cntkio.engine.packer.PackedRef` while :attr:`light` is set)."""
-        self.count_invalid(n_invalid)
+        self.count_invalid(n_invalid, self.reasons.get((part, j)))
         if self.light:
             return PackedRef(self.parts[part], j)
         return self.parts[part].get(j)
 
-    def count_invalid(self, n_invalid: int) -> None:
+    def count_invalid(self, n_invalid: int, reason: str | None = None) -> None:
+        """Count ``n_invalid`` sequences removed from a minibatch (``reason``: why the last one was
+        invalid); more than ``max_errors`` in all raises CNTK's error, naming that reason."""
         if n_invalid:
             self.errors += n_invalid
             if self.trace_level >= 1:
                 log.warning("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
                             n_invalid, self.errors, self.max_errors)
             if self.errors > self.max_errors:
-                raise RuntimeError(f"Number of invalid sequences '{self.errors}' in the input exceeded the "
-                                   f"specified maximum number '{self.max_errors}'")
+                raise MaxErrorsExceeded(
+                    f"Number of invalid sequences '{self.errors}' in the input exceeded the specified maximum "
+                    f"number '{self.max_errors}'" + (f"; the last: {reason}" if reason else ""),
+                    expected=f"at most {self.max_errors} invalid sequence(s) (max_errors)",
+                    found=str(self.errors))
 
     def drop(self, forget_key: bool = False) -> None:
         """Drop the packed minibatches not handed out (``forget_key``: and the settings)."""
         self.queue.clear()
         self.parts = []
+        self.reasons = {}
         if forget_key:
             self.key = None
+
+
+def _last_reason(chunks, sel_chunk: np.ndarray, sel_index: np.ndarray, positions: np.ndarray) -> str:
+    """Why the last of the invalid sequences at ``positions`` of the selection is invalid, as its
+    deserializer said (``ChunkData.reasons``), or a line naming its chunk and index."""
+    p = int(positions[-1])
+    c, i = int(sel_chunk[p]), int(sel_index[p])
+    data = chunks[c]
+    if data.reasons and i in data.reasons:
+        return data.reasons[i]
+    return f"sequence {i} of chunk {c} (key {data.sequences.keys[i]!r}) failed to load"

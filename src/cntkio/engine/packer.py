@@ -307,7 +307,18 @@ def pack_batch(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, C
                 widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
             widths = widths.tolist()
         streams.append((info, mask_all, widths, starts[bounds].tolist(), arrays, lens))
-    return PackedBatch(streams, bl, list(end_of_sweep), dense)
+    return PackedBatch(streams, bl, list(end_of_sweep), dense, _gather_keys(chunks, sel_index, groups))
+
+
+def _gather_keys(chunks: Mapping[int, ChunkData], sel_index: np.ndarray, groups) -> np.ndarray | None:
+    """The sequence keys of the selection, in its order (one gather per chunk)."""
+    if not groups:
+        return None
+    first = chunks[groups[0][0]].sequences.keys
+    keys = np.empty(len(sel_index), first.dtype)
+    for cid, pos in groups:
+        keys[pos] = chunks[cid].sequences.keys[sel_index[pos]]
+    return keys
 
 
 class PackedBatch:
@@ -320,11 +331,14 @@ class PackedBatch:
     (whose full collections, in a process with many long-lived objects, cost tens of ms).
     """
 
-    __slots__ = ("streams", "bounds", "end_of_sweep", "dense", "_tensors")
+    __slots__ = ("streams", "bounds", "end_of_sweep", "dense", "_tensors", "keys")
 
-    def __init__(self, streams: list, bounds: list, end_of_sweep: list, dense: bool) -> None:
+    def __init__(self, streams: list, bounds: list, end_of_sweep: list, dense: bool,
+                 keys: np.ndarray | None = None) -> None:
         self.streams, self.bounds, self.end_of_sweep, self.dense = streams, bounds, end_of_sweep, dense
         self._tensors = None
+        #: every packed sequence's key, in packing order (``Minibatch.sequence_keys`` slices it)
+        self.keys = keys
 
     def __len__(self) -> int:
         return len(self.end_of_sweep)

@@ -24,8 +24,8 @@ from typing import Any
 from .. import registry
 from .._log import get_logger
 from ..constants import (DEFAULT_CHUNK_SIZE_IN_BYTES, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
-                         LEGACY_RANDOMIZATION_WINDOW_IN_BYTES)
-from ..errors import ConfigError, NotImplementedInCntkio
+                         LEGACY_RANDOMIZATION_WINDOW_IN_BYTES, RANDOMIZE_AUTO)
+from ..errors import ConfigError, FormatError, NotImplementedInCntkio
 from .section import Section, as_section
 
 __all__ = ["ReaderSpec", "reader_spec", "build_reader", "reader_input_names", "UnsupportedReaderError",
@@ -35,6 +35,8 @@ _log = get_logger("readers")
 
 CTF_TYPE = "CNTKTextFormatDeserializer"
 CBF_TYPE = "CNTKBinaryFormatDeserializer"
+IMAGE_TYPE = "ImageDeserializer"
+_IMAGE_TYPES = (IMAGE_TYPE, "Base64ImageDeserializer")
 
 #: legacy ``readerType`` values whose reader section is one deserializer's configuration: the
 #: registry's table (:func:`cntkio.registry.register_reader` adds to it)
@@ -172,7 +174,7 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
                 continue
             config[key] = value
         for key in ("useNumericSequenceKeys", "hashSequenceKeys"):   # reader-level, as CNTK's corpus
-            if type_name.startswith("HTK") and key not in config and dsec.exists(key):
+            if (type_name.startswith("HTK") or type_name in _IMAGE_TYPES) and key not in config and dsec.exists(key):
                 config[key] = dsec.bool(key)
         if dsec.has_local("input"):
             inputs = dsec.section("input")
@@ -229,19 +231,30 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool, own_randomiz
     kw["randomization_seed"] = reader.int("randomizationSeed", 0, minimum=0)
 
     has_ctf = any(d["type"] == CTF_TYPE for d in spec.deserializers)
+    # one image deserializer alone: a window of 1 sample (its chunks are single images, shuffled
+    # anyway): CNTK's ImageReader (ImageReader.cpp:52, BlockRandomizer(0, 1, ..., sample based)) and
+    # its composite reader (CompositeDataReader.cpp:139-143); the chunk shuffle alone gives the
+    # order of ImageReaderSimple_Control.txt
+    image_only = len(spec.deserializers) == 1 and spec.deserializers[0]["type"] == IMAGE_TYPE
     explicit_sample_based = reader.exists("sampleBasedRandomizationWindow")
-    if legacy:
+    if legacy and not image_only:
         sample_based = reader.bool("sampleBasedRandomizationWindow", False)
     else:
         sample_based = reader.bool("sampleBasedRandomizationWindow", not has_ctf)
     if reader.exists("randomizationWindow"):
         window = reader.int("randomizationWindow", minimum=1)
+    elif image_only:
+        window = 1
     elif not sample_based and legacy and has_ctf:
         # ctf-text-format-reader: 4 GB worth of chunks (128 for the default 32 MB chunks)
         chunk = int(spec.deserializers[0].get("chunkSizeInBytes", DEFAULT_CHUNK_SIZE_IN_BYTES))
         window = max(1, LEGACY_RANDOMIZATION_WINDOW_IN_BYTES // max(1, chunk))
     elif has_ctf and not (explicit_sample_based and sample_based):
         window = DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS
+    elif sample_based:
+        # CNTK's default, requestDataSize samples (CompositeDataReader.cpp:137): wider than any corpus,
+        # so every chunk's window is the whole corpus
+        window = RANDOMIZE_AUTO
     else:
         window = None                   # the whole dataset, in samples or in chunks
         spec.whole_dataset_window = "samples" if sample_based else "chunks"
@@ -366,6 +379,8 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
         except ConfigError as e:
             raise ConfigError(e.reason, path=_join(_dpath(spec, path, i), e.path), file=e.file,
                               line=e.line, hint=e.hint) from e
+        except FormatError:
+            raise                       # bad data: its own error, naming the file and line
         except (ValueError, TypeError, KeyError) as e:
             raise ConfigError(f"cannot build the {dconf['type']}: {e}", path=_dpath(spec, path, i)) from e
     if spec.whole_dataset_window is not None:

@@ -72,8 +72,11 @@ class Crop:
     than 1 (area kept, orientation by a coin, sides truncated), drawn again up to 10 times until it
     fits, else the whole image. Ratios are the range's low end with jitterType None, uniform in it
     with UniRatio. Center crops are centred, RandomSide/RandomArea placed uniformly and flipped with
-    probability 1/2 (``hflip``, default on for them), Multiview10 takes view 0 (the top-left corner,
-    what CNTK 2.7's ImageDeserializer gives every image)."""
+    probability 1/2 (``hflip``, default on for them). Multiview10 takes view ``view`` of
+    :meth:`apply` (the image's copy number when the deserializer makes ten copies of each image,
+    ``multiViewCrop``; else 0): views 0-4 the top-left, top-right, bottom-left, bottom-right and
+    centre crops, 5-9 the same flipped horizontally (CNTK's ImageTransformers.cpp:132-156,
+    285-325)."""
 
     TYPES = ("center", "randomside", "randomarea", "multiview10")
     ATTEMPTS = 10
@@ -146,16 +149,28 @@ class Crop:
             x0 = int(rng.integers(0, W - w + 1))
             y0 = int(rng.integers(0, H - h + 1))
         elif self.crop_type == "multiview10":
-            x0 = y0 = 0
+            x0, y0 = self.view_origin(W, H, w, h, 0)
         else:
             x0, y0 = (W - w) // 2, (H - h) // 2
         return x0, y0, w, h
 
-    def apply(self, img: np.ndarray, rng) -> np.ndarray:
+    @staticmethod
+    def view_origin(W: int, H: int, w: int, h: int, view: int) -> tuple[int, int]:
+        """Where Multiview10's view ``view`` (0-9) of a w x h crop of a W x H image starts."""
+        corner = view % 5
+        if corner == 4:
+            return (W - w) // 2, (H - h) // 2
+        return (W - w if corner in (1, 3) else 0), (H - h if corner in (2, 3) else 0)
+
+    def apply(self, img: np.ndarray, rng, view: int = 0) -> np.ndarray:
+        """The crop of ``img`` (HWC); ``view``: Multiview10's view (see the class docstring)."""
         H, W = img.shape[:2]
         x0, y0, w, h = self.geometry(W, H, rng)
+        view %= 10
+        if self.crop_type == "multiview10":
+            x0, y0 = self.view_origin(W, H, w, h, view)
         out = img[y0:y0 + h, x0:x0 + w]          # a view: the next transform reads it in place
-        if self.hflip and rng.random() < 0.5:
+        if (self.hflip and rng.random() < 0.5) or (self.crop_type == "multiview10" and view >= 5):
             out = cv2_module().flip(out, 1).reshape(out.shape)
         return out
 

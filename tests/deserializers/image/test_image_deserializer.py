@@ -18,7 +18,7 @@ from cntkio import MinibatchSource, StreamDef, StreamDefs  # noqa: E402
 from cntkio import transforms as T  # noqa: E402
 from cntkio.config import parse_config  # noqa: E402
 from cntkio.deserializers.image import Base64ImageDeserializer, ImageDeserializer  # noqa: E402
-from cntkio.errors import ConfigError, FormatError  # noqa: E402
+from cntkio.errors import ConfigError, DataError, FormatError  # noqa: E402
 from cntkio.readers import build_reader  # noqa: E402
 
 IMG = IMAGE_DATA / "img"
@@ -193,9 +193,9 @@ def test_zip_members_read_like_files_and_the_archive_opens_once_per_thread(tmp_p
     f2, l2 = read_all(ImageDeserializer(zipped, _streams()), multithreaded_deserializer=False)
     np.testing.assert_array_equal(f1, f2)
     np.testing.assert_array_equal(l1, l2)
-    # once on the creating thread (the first image gives the shape) and once per loader thread (at
-    # most 2 here), not once per image
-    assert 1 <= len(opened) <= 3
+    # once when the map's members are checked, once on the creating thread (the first image gives
+    # the shape) and once per loader thread (at most 2 here), not once per image
+    assert 2 <= len(opened) <= 4
     from cntkio.registry import build_deserializer
     d = build_deserializer(ImageDeserializer(zipped, _streams()))
     d.get_chunk(1)
@@ -210,10 +210,16 @@ def test_absent_zip_member_is_named_and_counted(tmp_path, caplog):
     with zipfile.ZipFile(tmp_path / "a.zip", "w") as z:
         z.write(paths[0], "inner/im0.bmp")
     mp = _map(tmp_path, ["a.zip@/inner/im0.bmp\t0\n", "a.zip@/inner/nothere.bmp\t1\n"])
-    d = ImageDeserializer(mp, _streams([T.scale(12, 10, 3)]))
-    feats, labels = read_all(d, max_errors=1)
-    assert feats.shape[0] == 1 and list(labels) == [0]
-    assert "line 1" in caplog.text and "nothere.bmp" in caplog.text and mp in caplog.text
+    # CNTK checks the members when it registers the archive's sequences (ZipByteReader), before
+    # reading: CNTK's text, then the map line, the member and the archive
+    with pytest.raises(FormatError, match=r"Cannot retrieve image data for some sequences\. For more detail, "
+                                          r"please see the log file\. .*map\.txt:2: 'a\.zip@/inner/nothere\.bmp': "
+                                          r"the archive '.*a\.zip' has no member 'inner/nothere\.bmp'"):
+        MinibatchSource(ImageDeserializer(mp, _streams([T.scale(12, 10, 3)])))
+    (tmp_path / "b.zip").write_bytes(b"not a zip")
+    mp = _map(tmp_path, ["b.zip@/im0.bmp\t0\n"], "b.txt")
+    with pytest.raises(FormatError, match=r"b\.txt:1: the archive '.*b\.zip' cannot be read"):
+        MinibatchSource(ImageDeserializer(mp, _streams([T.scale(12, 10, 3)])))
 
 
 # --- bad images -------------------------------------------------------------------------------
@@ -229,16 +235,21 @@ def test_undecodable_images_are_skipped_and_counted(tmp_path, caplog, content):
         read_all(ImageDeserializer(mp, _streams([T.scale(12, 10, 3)])))
     feats, labels = read_all(ImageDeserializer(mp, _streams([T.scale(12, 10, 3)])), max_errors=1)
     assert list(labels) == [0, 2]
-    assert "line 1 (im1.bmp)" in caplog.text
+    assert f"{mp}:2: key 1: stream 'features': image 'im1.bmp'" in caplog.text
 
 
-def test_images_of_another_size_without_scale_are_invalid(tmp_path, caplog):
+def test_images_of_another_size_without_scale_are_cntks_packer_error(tmp_path):
+    # CNTK's packer refuses samples of one stream with different shapes (ImageReaderTests.cpp,
+    # ImageReaderMissingScaleTransforms); the error names the stream, both shapes and the map line
     _images(tmp_path, 1)
     cv2.imwrite(str(tmp_path / "big.bmp"), np.zeros((20, 20, 3), np.uint8))
     mp = _map(tmp_path, ["im0.bmp\t0\n", "big.bmp\t1\n"])
-    feats, labels = read_all(ImageDeserializer(mp, _streams()), max_errors=1)
-    assert feats.shape == (1, 3, 12, 10)
-    assert "need a Scale transform" in caplog.text
+    with pytest.raises(DataError, match=rf"{mp}:2: key 1: stream 'features': image 'big\.bmp': Packer currently "
+                                        r"does not support samples with varying shapes\..*input stream 'features'"
+                                        r".*The image is 20x20x3 \(HxWxC\) after the transforms; the stream's "
+                                        r"samples are 12x10x3") as e:
+        read_all(ImageDeserializer(mp, _streams()), max_errors=5)
+    assert e.value.file == mp
 
 
 def test_mean_file_errors_at_creation(tmp_path):
@@ -278,7 +289,8 @@ def test_bad_base64_lines_are_skipped_and_counted(tmp_path, caplog):
         read_all(Base64ImageDeserializer(b64, _streams([T.scale(12, 10, 3)])))
     feats, labels = read_all(Base64ImageDeserializer(b64, _streams([T.scale(12, 10, 3)])), max_errors=1)
     assert list(labels) == [0, 2]
-    assert "line 1" in caplog.text and "base64" in caplog.text
+    # lines counted from 1 (the second line of the file is line 2), with its key and stream
+    assert f"{b64}:2: key 1: stream 'features': Could not decompress sequence: bad base64" in caplog.text
 
 
 def test_base64_chunks_follow_chunk_size(tmp_path):
@@ -342,9 +354,11 @@ def test_config_composite_legacy_and_python_forms_give_identical_minibatches(tmp
                         jitterType = "UniRatio"; interpolations = "linear"; meanFile = "{mean}"]
             labels = [labelDim = 4]
         ]""")
+    # a config reader with one image deserializer randomizes over a window of one image (CNTK's
+    # ImageReader.cpp:52 and CompositeDataReader.cpp:139-143): the Python form does so when asked
     py = MinibatchSource(ImageDeserializer(mp, _streams([
         T.crop(crop_type="center", side_ratio=0.875, jitter_type="uniratio"), T.scale(8, 8, 3, "linear"),
-        T.mean(str(mean))])), randomization_seed=3, max_sweeps=1)
+        T.mean(str(mean))])), randomization_seed=3, max_sweeps=1, randomization_window_in_chunks=1)
     f0, l0 = _drain(py)
     for src in (composite, legacy):
         f, lab = _drain(src, 6)

@@ -48,7 +48,9 @@ class Base64ImageDataDeserializer(ImageCore):
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
         super().__init__(config, trace_level, **source_options)
         ix = cached_base64_index(self.map_file, self.cfg.label_dim, self.cfg.chunk_size,
-                                 to_bool(config.get("cacheIndex", False), "cacheIndex"), _log)
+                                 to_bool(config.get("cacheIndex", False), "cacheIndex"), _log,
+                                 self.cfg.numeric_keys)
+        self.key_kind = "numeric" if self.cfg.numeric_keys else "string"
         self.index = ix
         cs = ix.chunk_starts
         self._chunks = [ChunkInfo(c, int(cs[c + 1] - cs[c]), int(cs[c + 1] - cs[c])) for c in range(len(cs) - 1)]
@@ -77,15 +79,19 @@ class Base64ImageDataDeserializer(ImageCore):
             return self._map
 
     def _image(self, i: int, sweep: int = 0):
-        """Sequence ``i`` (its position in the file) decoded and transformed, or ``(None, why)``."""
+        """Sequence ``i`` (its position in the file) decoded and transformed, or ``(None, why)``;
+        ``why`` names the map line (1-based), the key, the stream and the cause."""
         ix = self.index
-        where = f"line {int(ix.lines[i])} (key {int(ix.keys[i])})"
+        where = self._where(ix.lines[i], ix.keys[i])
         text = self._mapping()[int(ix.begin[i]):int(ix.end[i])]
         try:
             raw = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError) as e:
             return None, f"{where}: Could not decompress sequence: bad base64 ({e})"
-        img = self._decode(np.frombuffer(raw, np.uint8)) if raw else None
+        try:
+            img = self._decode(np.frombuffer(raw, np.uint8)) if raw else None
+        except self._cv2.error as e:        # e.g. a header claiming a huge size: a bad sequence too
+            return None, f"{where}: Could not decompress sequence: {str(e).strip()}"
         if img is None:
             return None, f"{where}: Could not decompress sequence: not an image"
         try:

@@ -9,7 +9,14 @@ CNTK does (so a randomized sweep visits images in CNTK's order), the Base64Image
 chunks its lines like CTF.
 
 An image that cannot be read, decoded or transformed makes its sequence invalid: it is logged
-(naming the map file, the line and the reason) and counted against the source's ``max_errors``.
+(naming the map file, the line and the reason), counted against the source's ``max_errors`` and
+quoted by the error that ends the read when they exceed it. An image whose shape after the
+transforms differs from the stream's (no Scale last to unify them) is CNTK's packer error, a
+:class:`~cntkio.errors.DataError` naming the stream, both shapes, the map line and the image.
+Sequence keys are unsigned 64-bit numbers, or strings with ``useNumericSequenceKeys = false``.
+With ``multiViewCrop = true`` (or a legacy ImageReader section with ``cropType = Multiview10``)
+every image is ten sequences, copy ``k`` cropped by view ``k`` (CNTK's ImageDataDeserializer.cpp:150
+and 213).
 
 Random transforms draw from ``numpy.random.default_rng([seed, sweep, position, stream])`` per
 sequence (``position`` = its index in the map, ``seed`` = the deserializer's ``seed`` option when
@@ -31,14 +38,14 @@ import numpy.random  # noqa: F401 (imported with the module: on first use it too
 
 from ..._log import get_logger
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
-from ...errors import ConfigError, FormatError
+from ...errors import ConfigError, DataError, FormatError
 from ...registry import build_transform
 from ...streams import StreamInformation
 from ...transforms.ops import Transpose, cv2_module
 from ...values import to_bool, to_choice, to_int, to_str
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
-from .mapfile import parse_image_map, resolve_path
+from .mapfile import check_zip_members, parse_image_map, resolve_path, shown
 
 __all__ = ["ImageCore", "ImageDataDeserializer", "ImageConfig", "parse_config"]
 
@@ -75,6 +82,10 @@ class ImageConfig:
             to_int(randomization_seed, "randomizationSeed", minimum=0)
         self.chunk_size = to_int(_get(config, "chunkSizeInBytes", DEFAULT_CHUNK_SIZE_IN_BYTES),
                                  "chunkSizeInBytes", minimum=1)
+        # keys: unsigned 64-bit numbers, or (useNumericSequenceKeys = false, CNTK's corpus option)
+        # strings: the first column as written, or the line number for a 2-column map
+        self.numeric_keys = to_bool(_get(config, "useNumericSequenceKeys", True), "useNumericSequenceKeys")
+        self.multiview = to_bool(_get(config, "multiViewCrop", False), "multiViewCrop")
         precision = to_choice(_get(config, "precision", "float"), "precision", ("float", "double"))
         self.dtype = np.float32 if precision == "float" else np.float64
         self.label_dtype = self.dtype
@@ -83,7 +94,8 @@ class ImageConfig:
         if to_choice(_get(config, "elementType", "float"), "elementType", ("float", "uint8")) == "uint8":
             self.dtype = np.uint8
         inputs = _get(config, "input")
-        if inputs is None:                      # readerType = ImageReader
+        legacy = inputs is None
+        if legacy:                              # readerType = ImageReader
             inputs = _legacy_inputs(config)
         features, labels = [], []
         for name, spec in dict(inputs).items():
@@ -109,6 +121,9 @@ class ImageConfig:
             if isinstance(t, Transpose) and i != len(self.transforms) - 1:
                 raise ConfigError("Transpose must be the last transform", path=f"input.{self.image_name}.transforms")
         self.transforms = [t for t in self.transforms if not isinstance(t, Transpose)]
+        crops = [t for t in self.transforms if type(t).__name__ == "Crop"]
+        if legacy and any(t.crop_type == "multiview10" for t in crops):
+            self.multiview = True               # the ImageReader made ten copies (ImageConfigHelper.h:67)
         self.random = any(getattr(t, "random", False) for t in self.transforms)
         floats = [type(t).__name__ for t in self.transforms if type(t).__name__ in ("Mean", "Color", "Intensity")]
         if self.dtype == np.uint8 and floats:
@@ -117,8 +132,15 @@ class ImageConfig:
         # a Mean last in the chain is fused with the HWC -> CHW copy (one pass, OpenCV, no GIL)
         self.tail_mean = self.transforms.pop() if self.transforms and type(self.transforms[-1]).__name__ == "Mean" \
             else None
-        scales = [t for t in self.transforms if type(t).__name__ == "Scale"]
-        self.declared = (scales[-1].height, scales[-1].width, scales[-1].channels) if scales else None
+        # the stream's shape is the last Scale's, unless a Crop follows it: then, as without a Scale,
+        # the shape is unknown until an image is read (CNTK's CropTransformer sets the layout to
+        # Unknown, ImageTransformers.cpp:120-126), and every image must come out in the first one's
+        kinds = [type(t).__name__ for t in self.transforms]
+        last_scale = max((i for i, k in enumerate(kinds) if k == "Scale"), default=-1)
+        self.declared = None
+        if last_scale >= 0 and "Crop" not in kinds[last_scale + 1:]:
+            t = self.transforms[last_scale]
+            self.declared = (t.height, t.width, t.channels)
 
 
 def _legacy_inputs(config: Mapping) -> dict:
@@ -194,10 +216,10 @@ class ImageCore(DeserializerBase):
     def _rng(self, position: int, sweep: int = 0):
         return np.random.default_rng([self.cfg.seed, sweep, int(position), 0]) if self.cfg.random else None
 
-    def _transform(self, img: np.ndarray, position: int, sweep: int = 0) -> np.ndarray:
+    def _transform(self, img: np.ndarray, position: int, sweep: int = 0, view: int = 0) -> np.ndarray:
         rng = self._rng(position, sweep)
         for t in self.cfg.transforms:
-            img = t.apply(img, rng)
+            img = t.apply(img, rng, view) if view and type(t).__name__ == "Crop" else t.apply(img, rng)
             if img.ndim == 2:
                 img = img[:, :, None]
         return img
@@ -218,7 +240,14 @@ class ImageCore(DeserializerBase):
                 return
             img = mean.apply(img, None)
         flat = img.reshape(-1)
-        if flat.size < H * W * C or (self.cfg.declared is None and img.shape != (H, W, C)):
+        if self.cfg.declared is None and img.shape != (H, W, C):
+            raise DataError(
+                "Packer currently does not support samples with varying shapes.Please make sure there is a "
+                "transform that unifies the shape of samples for input stream "
+                f"'{self.cfg.image_name}' or the deserializer provides samples with the same shape. The image "
+                f"is {'x'.join(map(str, img.shape))} (HxWxC) after the transforms; the stream's samples are "
+                f"{H}x{W}x{C}, the first image's shape (a Scale transform last makes them one)")
+        if flat.size < H * W * C:
             raise ValueError(f"the image is {'x'.join(map(str, img.shape))} (HxWxC) after the transforms, "
                              f"the stream is {H}x{W}x{C}; images of different sizes need a Scale transform")
         hwc = flat[:H * W * C].reshape(H, W, C)
@@ -248,25 +277,36 @@ class ImageCore(DeserializerBase):
     def stream_infos(self) -> list[StreamInformation]:
         return list(self._streams)
 
+    def _where(self, line: int, key: Any) -> str:
+        """``map:line: key K: stream 'name'`` (``line`` 0-based, as CNTK counts; shown 1-based)."""
+        return f"{shown(self.map_file)}:{int(line) + 1}: key {key}: stream '{self.cfg.image_name}'"
+
     def _pack(self, keys: np.ndarray, labels: np.ndarray, images: list, where: list) -> ChunkData:
-        """A chunk from decoded images (None = failed, with ``where[i]`` the message)."""
+        """A chunk from decoded images (None = failed, with ``where[i]`` the message naming the map
+        line, the key, the stream and the cause)."""
         n = len(images)
         values = np.empty((n,) + self._sample_shape, self.cfg.dtype)    # every row is written below
         invalid = np.zeros(n, bool)
+        reasons: dict[int, str] = {}
         for i, img in enumerate(images):
             if img is not None:
                 try:
                     self._layout(img, values[i])
                     continue
+                except DataError as e:
+                    err = DataError(f"{where[i]}: {e.reason}")    # where: the map file and line, the key
+                    err.file = self.map_file
+                    raise err from None
                 except ValueError as e:
                     where[i] = f"{where[i]}: {e}"
             invalid[i] = True
             values[i] = 0
-            _log.warning("%s: sequence skipped (counted against max_errors): %s", self.map_file, where[i])
-        return self._chunk_data(keys, labels, values, invalid if invalid.any() else None)
+            reasons[i] = where[i]
+            _log.warning("sequence skipped (counted against max_errors): %s", where[i])
+        return self._chunk_data(keys, labels, values, invalid if invalid.any() else None, reasons or None)
 
     def _chunk_data(self, keys: np.ndarray, labels: np.ndarray, values: np.ndarray,
-                    invalid: np.ndarray | None) -> ChunkData:
+                    invalid: np.ndarray | None, reasons: dict | None = None) -> ChunkData:
         n = len(keys)
         offsets = np.arange(n + 1, dtype=np.int64)
         streams: dict = {self.cfg.image_name: DenseStream(values, offsets)}
@@ -274,7 +314,7 @@ class ImageCore(DeserializerBase):
             streams[self.cfg.label_name] = SparseStream(
                 offsets.copy(), labels.astype(np.int32), np.ones(n, self.cfg.label_dtype), offsets.copy(),
                 self.cfg.label_dim)
-        return ChunkData(SequenceTable(keys, np.ones(n, np.int64)), streams, invalid)
+        return ChunkData(SequenceTable(keys, np.ones(n, np.int64)), streams, invalid, None, reasons)
 
 
 class ImageDataDeserializer(ImageCore):
@@ -282,22 +322,26 @@ class ImageDataDeserializer(ImageCore):
 
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
         super().__init__(config, trace_level, **source_options)
-        m = parse_image_map(self.map_file, self.cfg.label_dim)
+        m = parse_image_map(self.map_file, self.cfg.label_dim, self.cfg.numeric_keys)
+        self.key_kind = "numeric" if self.cfg.numeric_keys else "string"
         self.keys, self.labels, self.lines = m.keys, m.labels, m.lines
         # paths are resolved on an image's first read, on the loader threads (a relative one costs
-        # a stat), against the working directory of now
+        # a stat), against the working directory of now; the members of zip archives are checked now
         self._cwd = os.getcwd()
         self.paths: list = [None] * len(m.paths)
         self._written = m.paths
-        self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths))]
-        self._ones = np.ones(len(self.paths), np.int64)     # every image is one sample (read-only views)
+        check_zip_members(self.map_file, m.paths, m.lines, self.map_dir, self._cwd)
+        # multiViewCrop: every image is ten sequences (copies 0-9, one chunk each), as CNTK
+        self.copies = 10 if self.cfg.multiview else 1
+        self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths) * self.copies)]
+        self._ones = np.ones(len(self._chunks), np.int64)     # every image is one sample (read-only views)
         self._ones.flags.writeable = False
         first = None
-        if self.cfg.declared is None:           # no Scale: the first image gives the stream's shape
+        if self.cfg.declared is None:           # no Scale last: the first image gives the stream's shape
             first, why = self._load(0)
             if first is None:
                 raise FormatError(f"the first image of the map cannot be read, and without a Scale "
-                                  f"transform it gives the image stream's shape: {why}",
+                                  f"transform last it gives the image stream's shape: {why}",
                                   file=self.map_file, line=int(self.lines[0]) + 1)
         self._set_shape(first)
 
@@ -326,21 +370,28 @@ class ImageDataDeserializer(ImageCore):
                 self._all_zips.append(z)
         return np.frombuffer(z.read(inner.lstrip("/")), np.uint8)
 
-    def _load(self, i: int, sweep: int = 0):
-        """Image ``i`` decoded and transformed, or ``(None, why)``."""
-        where = f"line {int(self.lines[i])} ({self._written[i]})"
+    def _load(self, chunk: int, sweep: int = 0):
+        """The image of chunk ``chunk`` (map entry ``chunk // copies``, view ``chunk % copies``)
+        decoded and transformed, or ``(None, why)``; ``why`` names the map line, the key, the
+        stream, the image and the cause."""
+        i, view = divmod(chunk, self.copies)
+        written = shown(self._written[i])
+        where = f"{self._where(self.lines[i], self.keys[i])}: image '{written}'"
         try:
             path = self.paths[i]
             if path is None:
                 path = self.paths[i] = resolve_path(self._written[i], self.map_dir, self._cwd)
             data = self._read(path)
         except (OSError, KeyError, zipfile.BadZipFile) as e:
-            return None, f"{where}: Cannot open file '{self._written[i]}' ({e})"
-        img = self._decode(data) if data.size else None
-        if img is None:
-            return None, f"{where}: cannot decode '{self._written[i]}' as an image"
+            return None, f"{where}: Cannot open file '{written}' ({shown(str(e))})"
         try:
-            return self._transform(img, i, sweep), where
+            img = self._decode(data) if data.size else None
+        except self._cv2.error as e:            # e.g. a header claiming a huge size
+            return None, f"{where}: cannot decode the image: {str(e).strip()}"
+        if img is None:
+            return None, f"{where}: cannot decode '{written}' as an image"
+        try:
+            return self._transform(img, chunk, sweep, view), where
         except (ValueError, self._cv2.error) as e:
             return None, f"{where}: {e}"
 
@@ -348,13 +399,15 @@ class ImageDataDeserializer(ImageCore):
         return self._chunks
 
     def sequence_infos(self, chunk_id: int) -> SequenceTable:
-        return SequenceTable(self.keys[chunk_id:chunk_id + 1], self._ones[chunk_id:chunk_id + 1])
+        i = chunk_id // self.copies
+        return SequenceTable(self.keys[i:i + 1], self._ones[chunk_id:chunk_id + 1])
 
     def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
         """Image ``chunk_id`` (one per chunk) as sweep ``sweep`` reads it (it seeds the random
         transforms)."""
         img, where = self._load(chunk_id, sweep)
-        return self._pack(self.keys[chunk_id:chunk_id + 1], self.labels[chunk_id:chunk_id + 1], [img], [where])
+        i = chunk_id // self.copies
+        return self._pack(self.keys[i:i + 1], self.labels[i:i + 1], [img], [where])
 
     def close(self) -> None:
         """Close the zip archives every loader thread opened."""

@@ -1,8 +1,9 @@
 """Map files of the image deserializers, parsed as CNTK 2.7 reads them (cntk-readers-measured 2).
 
 * ImageDeserializer: ``path<TAB>label`` (key = 0-based line number) or ``key<TAB>path<TAB>label``
-  (an unsigned integer key). CRLF, a trailing TAB, extra columns and a missing final newline are
-  accepted; the label is its leading integer (``1.5`` is 1).
+  (an unsigned 64-bit integer key; any text with ``useNumericSequenceKeys = false``). CRLF, a
+  trailing TAB, extra columns and a missing final newline are accepted; the label is its leading
+  integer (``1.5`` is 1); a path is bytes as written (any byte a file name may hold).
 * Base64ImageDeserializer: ``label<TAB>base64`` or ``key<TAB>label<TAB>base64``; indexed by byte
   offset (the image text stays in the file until its chunk is read), chunked like CTF (a chunk
   ends before the sequence that would take it over ``chunkSizeInBytes``); a key seen twice keeps
@@ -23,17 +24,25 @@ import numpy as np
 from ...errors import FormatError
 
 __all__ = ["ImageMap", "Base64Index", "parse_image_map", "index_base64_map", "cached_base64_index",
-           "resolve_path", "chunk_bounds", "CACHE_SUFFIX"]
+           "resolve_path", "chunk_bounds", "check_zip_members", "shown", "CACHE_SUFFIX", "MAX_KEY"]
 
 _LEADING_INT = re.compile(rb"\s*([+-]?\d+)")
+#: the largest sequence key (CNTK's keys are size_t)
+MAX_KEY = 2**64 - 1
+
+
+def shown(text: str) -> str:
+    """A path or message as it can be printed: bytes that are not UTF-8 (kept in a path as
+    surrogates, :func:`os.fsdecode`) written as ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 @dataclass
 class ImageMap:
     """A parsed image map: per line its key, path (as written), label and 0-based line number."""
 
-    keys: np.ndarray     # int64
-    paths: list
+    keys: np.ndarray     # uint64, or str objects (useNumericSequenceKeys = false)
+    paths: list          # str (os.fsdecode of the bytes written)
     labels: np.ndarray   # int64
     lines: np.ndarray    # int64, 0-based
 
@@ -67,11 +76,22 @@ def _bad_format(map_file: str, n: int) -> FormatError:
 
 
 def _key(text: bytes, map_file: str, n: int) -> int:
-    s = text.decode("utf-8", "replace").strip()
-    if not s.isdigit():
+    """A numeric sequence key: ASCII digits, at most 2^64 - 1 (CNTK's size_t)."""
+    b = text.strip()
+    if not b.isdigit():
+        s = b.decode("utf-8", "backslashreplace")
         raise FormatError(f"Invalid numeric sequence id '{s}', line {n} in file {map_file}.", file=map_file,
                           line=n + 1, expected="an unsigned integer sequence key", found=repr(s))
-    return int(s)
+    if len(b) > 20 or int(b) > MAX_KEY:
+        raise FormatError(f"Invalid numeric sequence id '{b.decode()}', line {n} in file {map_file}.", file=map_file,
+                          line=n + 1, expected=f"an unsigned 64-bit sequence key (at most {MAX_KEY})",
+                          found=f"a {len(b.lstrip(b'0')) or 1}-digit number")
+    return int(b)
+
+
+def _text_key(text: bytes) -> str:
+    """A string sequence key (``useNumericSequenceKeys = false``): the column as written."""
+    return text.strip().decode("utf-8", "surrogateescape")
 
 
 def _label(text: bytes, column: str, map_file: str, n: int) -> int:
@@ -99,8 +119,9 @@ def _split_lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def parse_image_map(map_file: str, label_dim: int | None) -> ImageMap:
-    """Parse an ImageDeserializer map file; ``label_dim`` None: labels are not checked."""
+def parse_image_map(map_file: str, label_dim: int | None, numeric_keys: bool = True) -> ImageMap:
+    """Parse an ImageDeserializer map file; ``label_dim`` None: labels are not checked;
+    ``numeric_keys`` False: keys are strings (the first column, or the line number)."""
     try:
         with open(map_file, "rb") as f:
             data = f.read()
@@ -108,19 +129,21 @@ def parse_image_map(map_file: str, label_dim: int | None) -> ImageMap:
         raise FormatError(f"Could not open map file {map_file}: {e.strerror}", file=map_file) from e
     lines = _split_lines(data)
     n_lines = len(lines)
-    keys = np.empty(n_lines, np.int64)
+    keys = np.empty(n_lines, np.uint64 if numeric_keys else object)
     labels = np.empty(n_lines, np.int64)
     paths: list[str] = []
     for n, line in enumerate(lines):
         cols = _columns(line)
         if len(cols) < 2 or cols[0] == b"" and len(cols) == 2 and cols[1] == b"":
             raise _bad_format(map_file, n)
+        key: int | str
         if len(cols) == 2:
-            key, path, label = n, cols[0], _label(cols[1], "second", map_file, n)
+            key, path, label = (n if numeric_keys else str(n)), cols[0], _label(cols[1], "second", map_file, n)
         else:
-            key, path, label = _key(cols[0], map_file, n), cols[1], _label(cols[2], "third", map_file, n)
-        p = path.decode("utf-8")
-        _check_label(label, label_dim, p, map_file, n)
+            key = _key(cols[0], map_file, n) if numeric_keys else _text_key(cols[0])
+            path, label = cols[1], _label(cols[2], "third", map_file, n)
+        p = os.fsdecode(path)           # a file name is bytes: any of them is kept (surrogateescape)
+        _check_label(label, label_dim, shown(p), map_file, n)
         keys[n], labels[n] = key, label
         paths.append(p)
     if not paths:
@@ -144,6 +167,37 @@ def resolve_path(path: str, map_dir: str, cwd: str | None = None) -> str:
     return head + "@" + inner if sep else head
 
 
+def check_zip_members(map_file: str, paths: list, lines: np.ndarray, map_dir: str, cwd: str) -> None:
+    """Every ``archive.zip@/member`` path of the map names an archive that exists and holds that
+    member; else CNTK's error (it checks when the archive's sequences are registered, ZipByteReader),
+    naming the map lines, the members and the archives."""
+    import zipfile
+
+    members: dict[str, set | None] = {}
+    missing: list[str] = []
+    for n, p in zip(lines.tolist(), paths):
+        if ".zip@" not in p:
+            continue
+        arch = resolve_path(p, map_dir, cwd).partition("@")[0]
+        inner = p.partition(".zip@")[2].lstrip("/")
+        if arch not in members:
+            try:
+                with zipfile.ZipFile(arch) as z:
+                    members[arch] = set(z.namelist())
+            except (OSError, zipfile.BadZipFile) as e:
+                members[arch] = None
+                missing.append(f"{shown(map_file)}:{n + 1}: the archive '{shown(arch)}' cannot be read ({e})")
+        names = members[arch]
+        if names is not None and inner not in names:
+            missing.append(f"{shown(map_file)}:{n + 1}: '{shown(p)}': the archive '{shown(arch)}' has no member "
+                           f"'{shown(inner)}'")
+    if missing:
+        more = f" (and {len(missing) - 10} more)" if len(missing) > 10 else ""
+        raise FormatError("Cannot retrieve image data for some sequences. For more detail, please see the log "
+                          "file. " + "; ".join(missing[:10]) + more, file=map_file,
+                          expected="every zip member the map names", found=f"{len(missing)} missing")
+
+
 def chunk_bounds(begin: np.ndarray, end: np.ndarray, limit: int) -> np.ndarray:
     """First sequence of each chunk, plus the end: a chunk ends before the sequence that would take
     its bytes over ``limit`` (CTF's rule; every chunk holds at least one sequence)."""
@@ -157,8 +211,10 @@ def chunk_bounds(begin: np.ndarray, end: np.ndarray, limit: int) -> np.ndarray:
     return np.asarray(bounds, np.int64)
 
 
-def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int) -> Base64Index:
-    """Index a Base64ImageDeserializer map file (one line per image; the text is not decoded)."""
+def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int,
+                     numeric_keys: bool = True) -> Base64Index:
+    """Index a Base64ImageDeserializer map file (one line per image; the text is not decoded);
+    ``numeric_keys`` False: keys are strings (the first of three columns, or the line number)."""
     try:
         f = open(map_file, "rb")
     except OSError as e:
@@ -178,22 +234,24 @@ def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int) -> B
                 keep[-1] = False
             starts, stops = starts[keep], stops[keep]
             del buf
-            keys, labels, lines, begin, end = [], [], [], [], []
-            seen: set[int] = set()
+            keys: list = []
+            labels, lines, begin, end = [], [], [], []
+            seen: set = set()
             for n, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
-                head = m[a:min(b, a + 64)]
+                head = m[a:min(b, a + 256)]
                 t1 = head.find(b"\t")
                 t2 = head.find(b"\t", t1 + 1) if t1 >= 0 else -1
                 if t1 < 0:
                     raise FormatError(f"Invalid map file format, must contain 2 or 3 tab-delimited columns, "
                                       f"line {n} in file {map_file}.", file=map_file, line=n + 1,
                                       expected="[key<TAB>]label<TAB>base64")
+                key: int | str
                 if t2 >= 0:
-                    key = _key(head[:t1], map_file, n)
+                    key = _key(head[:t1], map_file, n) if numeric_keys else _text_key(head[:t1])
                     label = _label(head[t1 + 1:t2], "second", map_file, n)
                     data_at = a + t2 + 1
                 else:
-                    key = n
+                    key = n if numeric_keys else str(n)
                     label = _label(head[:t1], "first", map_file, n)
                     data_at = a + t1 + 1
                 _check_label(label, label_dim, f"line {n}", map_file, n)
@@ -208,7 +266,8 @@ def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int) -> B
                 end.append(stop)
     begin_a = np.asarray(begin, np.int64)
     end_a = np.asarray(end, np.int64)
-    return Base64Index(np.asarray(keys, np.int64), np.asarray(labels, np.int64), np.asarray(lines, np.int64),
+    keys_a = np.asarray(keys, np.uint64) if numeric_keys else np.array(keys, dtype=object)
+    return Base64Index(keys_a, np.asarray(labels, np.int64), np.asarray(lines, np.int64),
                        begin_a, end_a, chunk_bounds(begin_a, end_a, max(1, int(chunk_size))))
 
 
@@ -216,7 +275,7 @@ def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int) -> B
 
 #: the cache beside the map file: ``<map>.b64idx`` (a NumPy .npz)
 CACHE_SUFFIX = ".b64idx"
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2       # 2: keys are uint64
 _HEAD = 1 << 16
 
 
@@ -230,12 +289,14 @@ def _fingerprint(path: str) -> np.ndarray:
 
 
 def cached_base64_index(map_file: str, label_dim: int | None, chunk_size: int, use_cache: bool,
-                        log=None) -> Base64Index:
+                        log=None, numeric_keys: bool = True) -> Base64Index:
     """:func:`index_base64_map`, reusing ``<map>.b64idx`` when ``use_cache`` and it was made from
     this very file (size, modification time, first 64 KiB) with the same options; otherwise the
     index is built and, with ``use_cache``, written there (temporary name, then renamed; a folder
     that cannot be written only logs a warning)."""
     target = map_file + CACHE_SUFFIX
+    if not numeric_keys:            # string keys are not cached (an object array): index again
+        return index_base64_map(map_file, label_dim, chunk_size, numeric_keys)
     options = np.array([_CACHE_VERSION, -1 if label_dim is None else label_dim, chunk_size], np.int64)
     if use_cache and os.path.exists(target):
         try:

@@ -36,16 +36,18 @@ import logging
 import os
 from typing import Any, Mapping
 
+from ...constants import RANDOMIZE_AUTO
 from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_mlf
 from ...engine.composite import CompositeDeserializer
-from .sections import PARALLEL_KEYS, apply_parallel_sequences, shared_options
+from .sections import PARALLEL_KEYS, apply_parallel_sequences, apply_shared_options
 
 __all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]
 
 TYPE_NAME = "HTKMLFReaderDeserializer"
-#: ``randomize = auto`` with ``readMethod = rollingWindow``: CNTK's randomizeAuto range, (2^64 - 1) >> 2
-#: frames, i.e. a window wider than any corpus (the whole sweep is shuffled)
-ROLLING_WINDOW_AUTO = (2**64 - 1) >> 2
+#: ``randomize = auto``: CNTK's randomizeAuto range, (2^64 - 1) >> 2 frames, i.e. a window wider than
+#: any corpus (with blockRandomize every chunk's window is the whole corpus; with rollingWindow the
+#: whole sweep is shuffled)
+ROLLING_WINDOW_AUTO = RANDOMIZE_AUTO
 log = logging.getLogger("cntkio.readers.htkmlf")
 
 #: old-HTKMLFReader keys accepted with one info line (they change no minibatch), with why
@@ -120,9 +122,8 @@ class HTKMLFAdapter:
         if expand[0]:     # CNTK's HTKMLFReader's checks
             raise sec.error(next(iter(feats[0]["input"])), "The first feature stream in the file must be frame-based "
                             "not utterance based. Please reorder the feature blocks of your config appropriately")
-        if shared_options(sec)["minibatchMode"] == "full":
-            raise sec.error("minibatchMode", "minibatchMode = Full is not implemented in cntkio yet",
-                            "use Partial (the default): the last minibatch of an epoch may be smaller")
+        # minibatchMode = Full: no partial minibatch at an epoch's end (readers/epochs.py)
+        apply_shared_options(sec, spec)
         for key, why in _INFO_READER_KEYS.items():
             if sec.has_local(key):
                 path = sec.str(key)
@@ -197,9 +198,13 @@ class HTKMLFAdapter:
             kw["randomization_window_in_samples"] = 0
             spec.whole_dataset_window = None
         elif text in ("auto", "true"):
+            # CNTK's randomizeAuto (HTKDeserializers/ConfigHelper.cpp:186), a frame window wider than
+            # any corpus: a window of the corpus' own size would leave each chunk's window short of it
+            # (half on each side) and give another order than CNTK's controls
+            # (HTKMLFReaderSimpleDataLoop1_5_11_Control.txt)
             kw["randomize"] = True
-            kw["randomization_window_in_samples"] = 0
-            spec.whole_dataset_window = "samples"
+            kw["randomization_window_in_samples"] = RANDOMIZE_AUTO
+            spec.whole_dataset_window = None
         else:
             kw["randomize"] = True
             kw["randomization_window_in_samples"] = sec.int("randomize", minimum=1)
@@ -229,9 +234,6 @@ class HTKMLFAdapter:
                     raise sec.error("readMethod", "readMethod = rollingWindow randomizes frames: it needs "
                                     "frameMode = true", "readMethod = blockRandomize randomizes utterances")
                 kw["rolling_window"] = True
-                if spec.whole_dataset_window is not None:
-                    kw["randomization_window_in_samples"] = ROLLING_WINDOW_AUTO
-                    spec.whole_dataset_window = None
         if method == "none" or no_window:
             kw["randomize"] = False
             kw["randomization_window_in_samples"] = 0
