@@ -86,6 +86,10 @@ class MinibatchSource:
             delivered less than N // 2 positions from its corpus position, per sweep by the seed
             (``cntkio.engine.randomizer.rolling_order``); N of twice the sweep or more shuffles the
             whole sweep. Not CNTK's order (which came from the C library's ``rand()``).
+        random_ordering: cntkio only (the legacy UCIFastReader's ``randomize``). Non-zero: CNTK's
+            ``RandomOrdering`` over blocks of this many records, each chunk of the deserializer
+            one block, read in input order (``cntkio.engine.ordering``); the window arguments are
+            then not used.
         max_errors: invalid sequences that may be dropped before raising.
         random_access: cntkio only. When randomized, parse each batch of minibatches' sequences
             straight out of the input in delivery order (CTF: out of a read-only mapping of the
@@ -103,7 +107,7 @@ class MinibatchSource:
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
                  max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0,
                  parallel_sparse: bool = False, parallel_groups: bool = False,
-                 rolling_window: bool = False) -> None:
+                 rolling_window: bool = False, random_ordering: int = 0) -> None:
         self._reader: Reader | None = None
         self._stats = SourceStats()
         self.random_access = bool(random_access)
@@ -139,6 +143,12 @@ class MinibatchSource:
                                f"{bool(frame_mode)}, randomization_window_in_chunks={win_chunks})")
         #: cntkio's rolling window over the corpus order (``readMethod = rollingWindow``)
         self.rolling_window = bool(rolling_window) and bool(win_samples)
+        #: CNTK's legacy RandomOrdering over blocks of this many records (0: not used)
+        self.random_ordering = _as_int("random_ordering", random_ordering) if randomize else 0
+        if self.random_ordering < 0:
+            raise ValueError(f"MinibatchSource: random_ordering must be >= 0, got {self.random_ordering}")
+        if self.random_ordering and not (win_chunks or win_samples):
+            win_chunks = 1              # randomized: the blocks are the chunks
         self.trace_level = int(trace_level)
         self.max_samples = max_samples
         self.max_sweeps = max_sweeps
@@ -224,7 +234,8 @@ class MinibatchSource:
             sample_based=self.sample_based_window, seed=self.randomization_seed,
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
             truncated=self.truncated, max_errors=self.max_errors, loader_threads=threads,
-            trace_level=self.trace_level, random_access=self.random_access, rolling=self.rolling_window)
+            trace_level=self.trace_level, random_access=self.random_access, rolling=self.rolling_window,
+            random_ordering=self.random_ordering)
         self._reader = self._make_reader(policy)
 
     def _make_reader(self, policy) -> Reader:
@@ -390,6 +401,16 @@ class MinibatchSource:
         if end is not None and int(end) < 0:
             raise ValueError(f"set_epoch_end: the end must be >= 0 or None, got {end}")
         reader.set_epoch_end(end)
+
+    def use_global_partition_budget(self) -> None:
+        """Distributed reading as CNTK's config readers without a local timeline (HTKMLFReader,
+        CNTKTextFormatReader, CNTKBinaryReader: their packers ask the randomizer for the minibatch
+        size in global samples, SequencePacker.cpp:131): a call with ``num_data_partitions`` > 1
+        covers the next ``minibatch_size_in_samples`` samples of the global timeline and this worker
+        takes its own sequences among them, so the workers' minibatches add up to the minibatch
+        size. (cntk.io's default: each worker takes ``size / workers`` samples of its own.) The
+        reader factory sets it for those reader types; only for built-in deserializers."""
+        self._require_global("use_global_partition_budget").use_global_budget()
 
     def _require_global(self, what: str) -> Reader:
         reader = self._reader

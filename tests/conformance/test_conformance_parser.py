@@ -18,12 +18,16 @@ import pytest
 from cntkio.actions.dump import first_fit_layout
 from cntkio.deserializers.ctf import CNTKTextFormatDeserializer
 from cntkio.errors import MaxErrorsExceeded
-import paths
 
-ROOT = paths.CONFORMANCE
-DATA = ROOT / "Data" / "CNTKTextFormatReader"
-CONTROL = ROOT / "Control" / "CNTKTextFormatReader"
-pytestmark = paths.needs_shared
+# CNTK's files, from the vendored reader-test tree (conftest.reader_tests_root)
+DATA = CONTROL = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cntk_files(reader_tests_root):
+    global DATA, CONTROL
+    DATA = reader_tests_root / "Data" / "CNTKTextFormatReader"
+    CONTROL = reader_tests_root / "Control" / "CNTKTextFormatReader"
 
 
 

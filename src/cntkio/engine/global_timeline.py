@@ -48,7 +48,8 @@ class GlobalTimeline:
     def __init__(self, corpus: Deserializer, stream_infos: list[StreamInformation], *, randomize: bool,
                  window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
                  truncated: bool, max_errors: int, loader_threads: int, prefetch: bool = True,
-                 trace_level: int = 1, random_access: bool = True, rolling: bool = False) -> None:
+                 trace_level: int = 1, random_access: bool = True, rolling: bool = False,
+                 random_ordering: int = 0) -> None:
         self.corpus = corpus
         self.stream_infos = stream_infos
         # the composite gives a chunk's lengths without its key table (frame mode: no per-frame keys)
@@ -59,7 +60,7 @@ class GlobalTimeline:
         by_sweep = depends_on_sweep(corpus)
         self.walker = TimelineWalker(lengths, randomize=randomize, window=window, sample_based=sample_based,
                                      seed=seed, epoch_end=epoch_end, sweep_chunks=by_sweep,
-                                     rolling=rolling)
+                                     rolling=rolling, random_ordering=random_ordering)
         # read randomized batches sequence by sequence (:mod:`~cntkio.engine.schedule`); chunks
         # whose direct read reported an issue go through chunk loading. (Not when the chunks
         # depend on the sweep: the direct reads carry no sweep.)
@@ -80,7 +81,8 @@ class GlobalTimeline:
             w = self.walker
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
                      w.N, w.S, w.C,
-                     (f"{'rolling window' if rolling else 'block randomizer'}, window {window} "
+                     (f"RandomOrdering in blocks of {random_ordering} records" if random_ordering else
+                      f"{'rolling window' if rolling else 'block randomizer'}, window {window} "
                       f"{'samples' if sample_based else 'chunks'}, seed {seed}"
                       if randomize else "no randomization"),
                      "none" if epoch_end is None else f"at sample {epoch_end}",

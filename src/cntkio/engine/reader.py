@@ -183,7 +183,18 @@ class Reader:
             return None
         if self.slots is not None:
             return self._next_truncated(size, W, r)
+        walker = getattr(self.policy, "walker", None)
+        if W > 1 and walker is not None and walker.global_budget:
+            return self.policy.next_minibatch(size, W, r)     # a global budget (walk.TimelineWalker)
         return self.policy.next_minibatch(worker_budget(size, W, r, self.trace_level), W, r)
+
+    def use_global_budget(self) -> None:
+        """Distributed calls take ``size`` global samples and this worker's sequences among them
+        (CNTK's config readers without a local timeline; :meth:`TimelineWalker.walk`)."""
+        walker = getattr(self.policy, "walker", None)
+        if walker is None:
+            raise TypeError("a global partition budget needs a source over built-in deserializers")
+        walker.global_budget = True
 
     @property
     def handoff(self):

@@ -18,6 +18,10 @@ cntk-ctf-behaviours 10-20). It holds no chunk and reads no data:
   budget is full there. Positions count from the start of the global timeline (not from the
   last restore as CNTK did), so a restored reader deals sequences to workers exactly as the
   uninterrupted one;
+* with :attr:`TimelineWalker.global_budget` (CNTK's config readers whose packer has no local
+  timeline: HTKMLFReader, CNTKTextFormatReader, CNTKBinaryReader) a distributed call's budget is
+  global instead: it covers the next ``budget`` samples of the global timeline and takes this
+  worker's sequences among them (:meth:`TimelineWalker.walk`);
 * the chunks the positions just ahead of a cursor need (:meth:`TimelineWalker.span`), which the
   chunk window (:mod:`~cntkio.engine.window`) loads and keeps.
 """
@@ -29,6 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .ordering import RandomOrderingRandomizer
 from .randomizer import (BlockRandomizer, Counting, InOrderTimeline, NoRandomizer, RollingTimeline,
                          RollingWindowRandomizer, StreamedTimeline, Stride, Timeline)
 
@@ -90,9 +95,11 @@ class TimelineWalker:
 
     def __init__(self, chunk_lengths: Sequence[np.ndarray], *, randomize: bool, window: int,
                  sample_based: bool, seed: int, epoch_end: int | None, sweep_chunks: bool = False,
-                 rolling: bool = False) -> None:
-        # ``rolling``: cntkio's rolling window over the corpus order (frames; ``window`` in samples)
+                 rolling: bool = False, random_ordering: int = 0) -> None:
+        # ``rolling``: cntkio's rolling window over the corpus order (frames; ``window`` in samples);
+        # ``random_ordering``: CNTK's legacy RandomOrdering over blocks of that many records
         self.randomizer = (NoRandomizer(chunk_lengths) if not randomize
+                           else RandomOrderingRandomizer(chunk_lengths, random_ordering) if random_ordering
                            else RollingWindowRandomizer(chunk_lengths, window, seed) if rolling
                            else BlockRandomizer(chunk_lengths, window, sample_based, seed))
         self.randomized = bool(randomize)
@@ -108,6 +115,8 @@ class TimelineWalker:
         self._span_cache: dict = {}
         self._ctx_cache: dict = {}
         self._all: np.ndarray | None = None
+        #: distributed calls take a global budget (module docstring; :meth:`_walk_global`)
+        self.global_budget = False
 
     def timeline(self, sweep: int) -> Timeline:
         return self.randomizer.timeline(sweep)
@@ -206,8 +215,11 @@ class TimelineWalker:
         """The sequences one call of ``budget`` local samples takes from ``cursor``.
 
         ``plan.segs`` holds ``(sweep, a, b, loc)``: local positions ``loc[a:b]`` of that sweep
-        (``loc`` None: all positions, so the positions are ``a..b-1``).
+        (``loc`` None: all positions, so the positions are ``a..b-1``). With
+        :attr:`global_budget` and ``W > 1``, ``budget`` is global samples (:meth:`_walk_global`).
         """
+        if self.global_budget and W > 1:
+            return self._walk_global(cursor, budget, W, r)
         k, i = cursor
         k0 = k
         plan = Plan()
@@ -262,6 +274,49 @@ class TimelineWalker:
             if taken >= budget:  # a full call stops at the sweep end it reaches
                 plan.end = (k, 0)
                 return plan
+
+    def _walk_global(self, cursor: tuple[int, int], budget: int, W: int, r: int) -> Plan:
+        """One distributed call of a config reader without a local timeline: CNTK's
+        BlockRandomizer/NoRandomizer asked for ``budget`` global and local samples (its packer sets
+        both to the minibatch size, SequencePacker.cpp:131; BlockRandomizer.cpp:281-320). The
+        first local sequence is taken wherever it lies (the other workers' sequences before it
+        move the position without counting against the budget); then the sequences that follow,
+        local or not, while the global samples from the cursor stay within ``budget``, this
+        worker keeping its own. A sequence starting at or after the epoch end ends the call, and
+        so does the sweep end (a config reader's minibatch never crosses it). A sweep with no local
+        sequence left is passed to the next one (CNTK returned an empty minibatch there)."""
+        k, i = cursor
+        plan = Plan()
+        idle = 0
+        while True:
+            tl, nE, loc, _ = self._ctx(k, W, r)
+            if i >= nE:
+                plan.end, plan.reached_end = (k, i), True
+                return plan
+            a = int(np.searchsorted(loc, i))
+            if a >= len(loc) or int(loc[a]) >= nE:          # no local sequence left before the end
+                if nE < self.N:
+                    plan.end, plan.reached_end = (k, nE), True
+                    return plan
+                plan.end_of_sweep = True
+                k, i, idle = k + 1, 0, idle + 1
+                if self.at_epoch_end(k) or idle > W + 1:
+                    plan.end, plan.reached_end = (k, 0), True
+                    return plan
+                continue
+            first = int(loc[a])
+            # positions before ``fit`` end within the budget, counted from the cursor
+            fit = int(np.searchsorted(tl.start[1:self.N + 1], int(tl.start[i]) + budget, side="right"))
+            e = min(max(fit, first + 1), nE)
+            b = int(np.searchsorted(loc, e))
+            plan.segs.append((k, a, b, loc))
+            plan.num_sequences += b - a
+            if e >= self.N:
+                plan.end_of_sweep = True
+                plan.end = (k + 1, 0)
+            else:
+                plan.end = (k, e)
+            return plan
 
     def walk_batch(self, cursor: tuple[int, int], budget: int, W: int, r: int, count: int,
                    bound: tuple[int, int] | None = None) -> list:

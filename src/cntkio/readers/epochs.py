@@ -9,7 +9,11 @@ slices of ONE endless timeline of samples (sweep after sweep, each sweep randomi
 * every epoch starts with a seek to its slice's start (CNTK's ``StartMinibatchLoop``), so
   epoch ``e`` reads the same data whether or not the epochs before it were read to the end;
 * minibatches hold ``minibatchSize`` samples (whole sequences, at least one), and the last
-  minibatch of an epoch is cut to the epoch's remaining budget;
+  minibatch of an epoch is cut to the epoch's remaining budget; a minibatch never crosses a sweep
+  end: it is cut to the samples left in the sweep (CNTK's ReaderShim leaves
+  ``m_allowMinibatchesToCrossSweepBoundaries`` false, Source/Readers/ReaderLib/Reader.h:42, and its
+  randomizers cut the request there, NoRandomizer.cpp:174-180, BlockRandomizer.cpp:276; CNTK's
+  ``blank_lines_ignored`` control holds 2 samples of a 2-sample file in an epoch of 3, mb 3);
 * ``epochSize = 0`` means one sweep of the data;
 * with ``numSubsets > 1`` every worker walks the same global timeline and reads, in epoch ``e``,
   exactly its own sequences of the slice; in truncated BPTT the epoch's slots drain at its end
@@ -137,11 +141,14 @@ class EpochReader:
         # legacy readers' minibatchMode = Full: no partial minibatch at an epoch's end, the
         # records left are skipped (the next epoch starts at its own slice anyway)
         full = bool(getattr(self.source, "full_minibatches", False)) and not truncated
+        sweep = self._sweep()
         try:
             while truncated or pos < end:
                 if full and end - pos < self.minibatch_size:
                     break
                 size = self.minibatch_size if truncated else min(self.minibatch_size, end - pos)
+                if not truncated and sweep:
+                    size = min(size, sweep - pos % sweep)     # no minibatch crosses a sweep end
                 if engine is not None:
                     # the worker's budget is size // workers (at least 1); asking for less than
                     # one sample per worker changes nothing but a warning
@@ -157,6 +164,13 @@ class EpochReader:
         finally:
             if engine is not None:
                 engine.set_epoch_end(old_end)
+
+    def _sweep(self) -> int:
+        """The sweep size, or 0 when the source does not tell it."""
+        try:
+            return sweep_size(self.source)
+        except TypeError:
+            return 0
 
     def epochs(self, max_epochs: int, first: int = 0) -> Iterator[tuple[int, Iterator[dict]]]:
         """``(epoch index, minibatch iterator)`` for epochs ``first .. max_epochs-1``."""

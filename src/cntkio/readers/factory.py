@@ -36,6 +36,10 @@ _log = get_logger("readers")
 CTF_TYPE = "CNTKTextFormatDeserializer"
 CBF_TYPE = "CNTKBinaryFormatDeserializer"
 IMAGE_TYPE = "ImageDeserializer"
+#: reader types whose CNTK packer has no local timeline: distributed minibatches take a global
+#: budget (HTKDeserializers/HTKMLFReader.cpp:160, CNTKTextFormatReader.cpp:59-66,
+#: CNTKBinaryReader.cpp:64; CompositeDataReader.cpp:188 and ImageReader.cpp:84 use a local one)
+_GLOBAL_BUDGET_READERS = ("htkmlfreader", "htkdeserializers", "cntktextformatreader", "cntkbinaryreader")
 _IMAGE_TYPES = (IMAGE_TYPE, "Base64ImageDeserializer")
 
 #: legacy ``readerType`` values whose reader section is one deserializer's configuration: the
@@ -385,7 +389,9 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
             raise ConfigError(f"cannot build the {dconf['type']}: {e}", path=_dpath(spec, path, i)) from e
     if spec.whole_dataset_window is not None:
         infos = deserializers[0].chunk_infos()
-        if spec.whole_dataset_window == "samples":
+        if spec.whole_dataset_window == "records":       # RandomOrdering over the whole data set
+            kw["random_ordering"] = max(1, sum(c.num_sequences for c in infos))
+        elif spec.whole_dataset_window == "samples":
             kw["randomization_window_in_samples"] = max(1, sum(c.num_samples for c in infos))
         else:
             kw["randomization_window_in_chunks"] = max(1, len(infos))
@@ -393,4 +399,6 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
     from ..source import MinibatchSource
     source = MinibatchSource(deserializers if len(deserializers) > 1 else deserializers[0], **kw)
     source.full_minibatches = spec.full_minibatches
+    if spec.reader_type.lower() in _GLOBAL_BUDGET_READERS:
+        source.use_global_partition_budget()
     return source

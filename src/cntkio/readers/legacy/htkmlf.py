@@ -245,6 +245,11 @@ class HTKMLFAdapter:
                             "'true')" if old else "frameMode and truncated BPTT are mutually exclusive.",
                             "frameMode = false with truncated = true")
         kw["frame_mode"] = frame_mode
+        # minibatchMode = Full: CNTK's HTKMLFReader skips a frame-mode minibatch short of the size
+        # (HTKMLFReader/HTKMLFReader.cpp:794-805, 1022); in sequence mode, and in the HTKDeserializers
+        # reader (which never reads the key), it changes nothing
+        if not (old and frame_mode):
+            spec.full_minibatches = False
         # nbrUttsInEachRecurrentIter: with truncated = true, that many utterances side by side,
         # truncationLength steps each (without it, the minibatch size per row: CNTK's legacy form);
         # default 1; less than 1 is CNTK's error. In frame mode it has no effect (logged), as in

@@ -241,8 +241,12 @@ class UCIFastAdapter:
                             "move file = ... up to the reader section")
         apply_shared_options(sec, spec)
         randomize, block = randomize_option(sec)
+        if randomize and shared_options(sec)["readMethod"] == "none":
+            randomize = False
+        # randomized: the chunks are CNTK's RandomOrdering blocks (source_options), the whole file
+        # one block when its size is not known (randomize = Auto without epochSize)
         config: dict[str, Any] = {"type": self.deserializer_type, "file": distinct[0], "streams": streams,
-                                  "recordsPerChunk": block if randomize else 0}
+                                  "recordsPerChunk": (block or _ONE_CHUNK) if randomize else 0}
         if sec.exists("chunkSizeInBytes"):
             config["chunkSizeInBytes"] = sec.int("chunkSizeInBytes", minimum=1)
         config["precision"] = "float" if spec.dtype == "float32" else "double"
@@ -251,7 +255,19 @@ class UCIFastAdapter:
         return config
 
     def source_options(self, sec: Any, spec: Any) -> None:
+        """UCIFastReader randomizes as CNTK's did: its RandomOrdering in blocks of ``randomize``
+        records (``Auto``: the epoch size, else the whole file), :mod:`cntkio.engine.ordering`."""
         block_source_options(sec, spec)
+        kw = spec.source_kwargs
+        if kw.get("randomize"):
+            _, block = randomize_option(sec)
+            kw["random_ordering"] = block
+            spec.whole_dataset_window = "records" if not block else None
+
+
+#: recordsPerChunk of "one chunk for the whole file" (the RandomOrdering block of ``Auto`` without
+#: an epoch size)
+_ONE_CHUNK = 2**62
 
 
 def block_source_options(sec: Any, spec: Any, auto_epoch_blocks: bool = True) -> None:
