@@ -132,3 +132,42 @@ def test_dataset_processing_errors(tmp_path, model):
     cfg.write_text(text.replace("type = scaledLogLikelihood", "type = logit"))
     with pytest.raises(ConfigError, match="type"):
         run([f"configFile={cfg}"])
+
+
+def test_simple_network_with_need_prior_writes_scaled_log_likelihood(tmp_path):
+    # SimpleNetworkBuilder needPrior = true keeps its Prior in the model, so an HTKMLFReader write
+    # section with type = scaledLogLikelihood subtracts log(Prior) from the node (HLast) as with an
+    # NDL network's Prior node
+    rng = np.random.default_rng(4)
+    y = np.array([0, 0, 0, 1] * 10)
+    x = np.eye(2, 3)[y] * 2 + 0.2 * rng.standard_normal((len(y), 3))
+    with open(tmp_path / "train.ctf", "w") as f:
+        for xi, yi in zip(x, y):
+            f.write(f"|features {' '.join(format(v, '.4f') for v in xi)} |labels {1 - yi} {yi}\n")
+    utts = _corpus(tmp_path)
+    cfg = tmp_path / "c.cntk"
+    cfg.write_text(f"""command = train:write
+deviceId = cpu
+precision = double
+progressBar = false
+modelPath = {tmp_path}/m.dnn
+train = [ action = train
+    SimpleNetworkBuilder = [ layerSizes = 3:4:2 ; layerTypes = Tanh ; needPrior = true ]
+    SGD = [ minibatchSize = 10 ; learningRatesPerMB = 0.1 ; maxEpochs = 1 ]
+    reader = [ readerType = CNTKTextFormatReader ; file = {tmp_path}/train.ctf ; randomize = false
+               input = [ features = [ dim = 3 ; format = dense ] ; labels = [ dim = 2 ; format = dense ] ] ] ]
+write = [ action = write
+    reader = [ readerType = HTKMLFReader ; randomize = auto ; frameMode = true
+               features = [ dim = 3 ; scpFile = {tmp_path}/in.scp ]
+               write = [ llk = [ nodeName = HLast ; dim = 2 ; path = {tmp_path}/out ; ext = llk
+                                 type = scaledLogLikelihood ] ] ] ]
+""")
+    run([f"configFile={cfg}"])
+    net = load_model(str(tmp_path / "m.dnn"), dtype=torch.float64).network
+    assert torch.allclose(net.Prior, torch.tensor([0.75, 0.25], dtype=torch.float64))
+    for u, feats in utts.items():
+        with torch.no_grad():
+            hlast = net.nodes(torch.tensor(feats, dtype=torch.float64))["HLast"].numpy()
+        n, _, size, kind, llk = _read_htk(tmp_path / "out" / f"{u}.llk")
+        assert (n, size, kind) == (len(feats), 8, 9)
+        assert np.allclose(llk, hlast - np.log([0.75, 0.25]), atol=1e-5)

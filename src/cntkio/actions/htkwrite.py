@@ -59,12 +59,15 @@ def _feature_section(reader, name: str):
 
 
 def _prior(net, where, key: str):
+    """The network's ``Prior`` node: an NDL/BrainScript graph's node, or SimpleNetworkBuilder's
+    ``needPrior = true`` buffer (both are saved in the model)."""
     graph = getattr(net, "graph", None)
-    names = [n for n in (graph.nodes if graph is not None else ()) if n.lower() == "prior"]
+    names = [n for n in (graph.nodes if graph is not None else net.node_names()) if n.lower() == "prior"]
     if not names:
-        raise where(key, "type=scaledLogLikelihood needs the network's Prior node (e.g. Prior = Mean(labels) in NDL), "
-                    "which this model does not have")
-    return net.tensor(names[0]).detach().reshape(-1)
+        raise where(key, "type=scaledLogLikelihood needs the network's Prior node (e.g. Prior = Mean(labels) in NDL, "
+                    "or needPrior = true with SimpleNetworkBuilder), which this model does not have")
+    value = net.tensor(names[0]) if graph is not None else getattr(net, names[0])
+    return value.detach().reshape(-1)
 
 
 def write_htk_outputs(section, name: str = "write") -> dict[str, int]:

@@ -118,3 +118,10 @@ def test_api_argument_checks():
     cfg = HTKMLFDeserializer("s.list", {"labels": StreamDef(shape=6, mlf="a.mlf")}, phone_boundaries=True)
     assert cfg == {"type": "HTKMLFDeserializer", "input": {"labels": {
         "dim": 6, "mlfFileList": ["a.mlf"], "labelMappingFile": "s.list", "phoneBoundaries": True}}}
+    # cntk.io's own keyword (HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False)),
+    # by name and by position, as public CNTK scripts call it
+    assert HTKMLFDeserializer("s.list", {"labels": StreamDef(shape=6, mlf="a.mlf")}, phoneBoundaries=True) == cfg
+    assert HTKMLFDeserializer("s.list", {"labels": StreamDef(shape=6, mlf="a.mlf")}, True) == cfg
+    with pytest.raises(ValueError, match="phoneBoundaries and phone_boundaries disagree"):
+        HTKMLFDeserializer("s.list", {"labels": StreamDef(shape=6, mlf="a.mlf")}, phoneBoundaries=True,
+                           phone_boundaries=False)

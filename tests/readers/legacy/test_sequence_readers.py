@@ -83,13 +83,46 @@ def test_lm_unk_and_missing_end_symbol(tmp_path, caplog):
     assert mb["labelIn"].num_sequences == 2
     assert _ids(mb["labelIn"])[1] == [[0], [2], [3]]          # </s> a <unk>
     src.close()
+    # unk defaults to <unk>, as in CNTK (SequenceReader.cpp:1429): the same reading without it
     sec.pop("unk")
+    src = build_reader(sec, max_sweeps=1)
+    assert _ids(_mb(src)["labelIn"])[1] == [[0], [2], [3]]
+    src.close()
+    # a vocabulary without <unk>: the word is an error naming file, line and word
+    (tmp_path / "vocab.txt").write_text("0\t5\t</s>\t0\n1\t3\tb\t0\n2\t2\ta\t0\n")
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="cntkio"):
         src = build_reader(dict(sec, maxErrors="5"), max_sweeps=1)
         assert _mb(src)["labelIn"].num_sequences == 1
     assert any("c.txt:2: word 'zz' is not in the vocabulary" in r.getMessage() for r in caplog.records)
     src.close()
+
+
+def test_lm_label_mapping_file_and_unk(tmp_path, caplog):
+    # CNTK's LMSequenceReader: labelIn's labelMappingFile is the vocabulary (id = line), a word
+    # outside it reads as unk (SequenceReader.cpp:78, 1489-1506); labelDim is the file's size
+    (tmp_path / "c.txt").write_text("</s> the cat sat </s>\n</s> a zebra sat on the mat </s>\n")
+    (tmp_path / "words.txt").write_text("</s>\nthe\ncat\nsat\n<unk>\n")
+    sec = _lm_section(tmp_path / "c.txt", labelIn={"labelDim": "5", "labelMappingFile": str(tmp_path / "words.txt")},
+                      labels={"labelType": "NextWord", "labelDim": "5"}, unk="<unk>")
+    src = build_reader(sec, max_sweeps=1)
+    mb = _mb(src)
+    assert _ids(mb["labelIn"]) == [[[0], [1], [2], [3]], [[0], [4], [4], [3], [4], [1], [4]]]
+    assert _ids(mb["labels"]) == [[[1], [2], [3], [0]], [[4], [4], [3], [4], [1], [4], [0]]]
+    src.close()
+    # unk left to its default: the same; a unk word the file lacks: a config error naming it
+    sec.pop("unk")
+    src = build_reader(sec, max_sweeps=1)
+    assert _ids(_mb(src)["labelIn"])[1] == [[0], [4], [4], [3], [4], [1], [4]]
+    src.close()
+    with pytest.raises(ConfigError, match=r"unk: the unk word '<oov>' is not in the vocabulary"):
+        build_reader(dict(sec, unk="<oov>"))
+    # a mapping file that does not exist: the vocabulary comes from the corpus, with a warning
+    missing = dict(sec, labelIn={"labelDim": "20", "labelMappingFile": str(tmp_path / "none.txt")},
+                   labels={"labelType": "NextWord", "labelDim": "20"})
+    with caplog.at_level(logging.WARNING, logger="cntkio"):
+        build_reader(missing).close()
+    assert any("none.txt does not exist" in r.getMessage() for r in caplog.records)
 
 
 def test_lm_label_dim_too_small(tmp_path):

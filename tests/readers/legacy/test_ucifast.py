@@ -180,10 +180,18 @@ def test_label_mapping_file_duplicates_are_errors(tmp_path):
         read_label_mapping(str(tmp_path / "m.txt"))
 
 
-def test_label_values_are_what_create_label_map_writes(tmp_path):
+def test_label_values_come_in_order_of_first_appearance(tmp_path, monkeypatch):
+    # CNTK's UCIFastReader gave a label its id when it first saw it and wrote the map by id
+    # (UCIFastReader.cpp:146-154, 222-233): not sorted, even for numbers
     (tmp_path / "d.txt").write_text("1 10\n2 9\n3 10\n4 2\n")
+    from cntkio.readers.legacy import ucifast
     from cntkio.readers.legacy.ucifast import UCIStream
-    assert label_values(str(tmp_path / "d.txt"), UCIStream("l", 1, 1, "category", 3)) == ["2", "9", "10"]
+    assert label_values(str(tmp_path / "d.txt"), UCIStream("l", 1, 1, "category", 3)) == ["10", "9", "2"]
+    # across chunks of the index: a label first seen in a later chunk comes after the earlier ones
+    rows = [f"{i} {lab}" for i, lab in enumerate(["z", "y", "z", "x", "y", "w", "x", "v"] * 50)]
+    (tmp_path / "e.txt").write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(ucifast, "DEFAULT_CHUNK_SIZE_IN_BYTES", 37)
+    assert label_values(str(tmp_path / "e.txt"), UCIStream("l", 1, 1, "category", 5)) == ["z", "y", "x", "w", "v"]
 
 
 def test_chunks_and_keys(tmp_path):
@@ -248,9 +256,25 @@ dump = [ action = dumpReader; outputFile = out.txt; minibatchSize = 4
 """)
     monkeypatch.chdir(tmp_path)
     assert main(["configFile=c.cntk"]) == 0
-    assert (tmp_path / "labels.map").read_text() == "bird\ncat\ndog\n"
+    assert (tmp_path / "labels.map").read_text() == "cat\ndog\nbird\n"      # first appearance
     lines = (tmp_path / "out.txt").read_text().splitlines()
-    assert lines[4:] == ["0 1 0", "0 0 1", "0 1 0", "1 0 0"]
+    assert lines[4:] == ["1 0 0", "0 1 0", "1 0 0", "0 0 1"]
+
+
+def test_allow_map_creation_writes_the_missing_map_in_order_of_first_appearance(tmp_path, monkeypatch):
+    (tmp_path / "d.txt").write_text("1 2 cat\n3 4 dog\n5 6 cat\n7 8 bird\n")
+    sec = {"readerType": "UCIFastReader", "file": "d.txt", "randomize": "None",
+           "features": {"dim": "2", "start": "0"},
+           "labels": {"dim": "1", "start": "2", "labelDim": "3", "labelMappingFile": "made.map"}}
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="allowMapCreation = true"):
+        build_reader(sec)
+    sec["labels"]["allowMapCreation"] = "true"
+    src = build_reader(sec)
+    assert (tmp_path / "made.map").read_text() == "cat\ndog\nbird\n"
+    mb = src.next_minibatch(4)
+    assert mb["labels"].asarray().reshape(4, 3).argmax(1).tolist() == [0, 1, 0, 2]
+    src.close()
 
 
 @pytest.mark.parametrize("mode,sizes", [("Partial", [64, 64, 64, 64, 44]), ("Full", [64, 64, 64, 64])])

@@ -49,9 +49,16 @@ def HTKFeatureDeserializer(streams: Mapping[str, Any]) -> dict:
     return {"type": FEATURE_TYPE, "input": inputs}
 
 
-def HTKMLFDeserializer(label_mapping_file: str, streams: Mapping[str, Any], phone_boundaries: bool = False) -> dict:
+def HTKMLFDeserializer(label_mapping_file: str, streams: Mapping[str, Any], phoneBoundaries: bool = False,
+                       *, phone_boundaries: bool | None = None) -> dict:
     """The config of an MLF label deserializer, as cntk.io's ``HTKMLFDeserializer``:
-    ``streams = {name: StreamDef(shape=number of labels, mlf=path or list)}``."""
+    ``streams = {name: StreamDef(shape=number of labels, mlf=path or list)}``. ``phoneBoundaries``
+    is cntk.io's keyword (``HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False)``,
+    bindings/python/cntk/io/__init__.py); ``phone_boundaries`` is accepted as well."""
+    if phone_boundaries is not None:
+        if phoneBoundaries and not phone_boundaries:
+            raise ValueError("HTKMLFDeserializer: phoneBoundaries and phone_boundaries disagree")
+        phoneBoundaries = phone_boundaries
     if len(streams) != 1:
         raise ValueError("HTKMLFDeserializer only accepts a single stream")
     (name, s), = streams.items()
@@ -63,7 +70,7 @@ def HTKMLFDeserializer(label_mapping_file: str, streams: Mapping[str, Any], phon
     mlfs = list(mlf) if isinstance(mlf, (list, tuple)) else [mlf]
     return {"type": MLF_TYPE, "input": {name: {"dim": s.get("dim"), "mlfFileList": mlfs,
                                                "labelMappingFile": label_mapping_file,
-                                               "phoneBoundaries": bool(phone_boundaries)}}}
+                                               "phoneBoundaries": bool(phoneBoundaries)}}}
 
 
 def build_features(config: Mapping, **source_options: Any) -> HTKFeatureDeserializerImpl:

@@ -227,6 +227,8 @@ class UCIFastAdapter:
                     entry["labelMapping"] = [str(x) for x in s.list("labelMapping", inherit=False)]
                 elif s.exists("labelMappingFile"):
                     entry["labelMappingFile"] = s.str("labelMappingFile")
+                    if s.exists("allowMapCreation"):       # make a missing map from the data
+                        entry["allowMapCreation"] = s.bool("allowMapCreation")
             if s.exists("file"):
                 files[name] = s.str("file")
             streams[name] = entry

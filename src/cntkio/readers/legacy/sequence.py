@@ -25,13 +25,18 @@ output stream (``labelType = NextWord``, or the section named ``labels``) the ne
 ``w1 .. wn``: one-hot (sparse) of its ``labelDim``, or, with ``wordclass``, CNTK's class-based LM
 rows ``(word id, class id, first word id of the class, last + 1)`` (dense, 4 values).
 
-The vocabulary is the ``wordclass`` file's (word ids as its indices); without one it is built from
-the corpus: the words by falling count, ties by the words' text. A word outside it reads as the
-``unk`` word (which the vocabulary must contain); without ``unk`` it is an error with file, line
-and word. Ids must be below each section's ``labelDim``.
+The vocabulary is the input section's ``labelMappingFile`` when that file exists (one word per
+line, id = line number: CNTK's LMSequenceReader, SequenceReader.cpp:1489-1506), else the
+``wordclass`` file's (word ids as its indices), else it is built from the corpus: the words by
+falling count, ties by the words' text (a ``labelMappingFile`` that does not exist is then CNTK's
+"created on the fly", with a warning: CNTK wrote no file either, SequenceReader.cpp:1509-1541). A word
+outside it reads as the ``unk`` word, ``<unk>`` unless ``unk`` says otherwise (CNTK's default,
+SequenceReader.cpp:1429; ``GetIdFromLabel``, :78); when the vocabulary has no such word it is an
+error with file, line and word. Ids must be below each section's ``labelDim``.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 import numpy as np
@@ -44,13 +49,15 @@ from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
 from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
-from .vocab import WordClasses, lookup, tokenize_file
+from .vocab import WordClasses, lookup, read_token_file, tokenize_file
 
 __all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
 
 _log = get_logger("readers.legacy.sequence")
 
 DESERIALIZER_TYPE = "SequenceReaderDeserializer"
+#: CNTK's default unk word (SequenceReader.cpp:1429, ``readerConfig(L"unk", L"<unk>")``)
+_DEFAULT_UNK = "<unk>"
 _LOG_ERRORS = 10
 
 
@@ -125,12 +132,28 @@ class SequenceDeserializer(SentenceCorpus):
             open(self.file, "rb").close()
         except OSError as e:
             raise ConfigError(f"the corpus {self.file!r} cannot be read: {e.strerror}", path="file") from None
-        self.unk = None if unk is None else str(unk)
-        if self.classes is not None:
+        mapping = config.get("labelMappingFile")
+        self.mapping_file = None if mapping is None else to_str(mapping, f"{self.in_name}.labelMappingFile")
+        if self.mapping_file is not None and not os.path.exists(self.mapping_file):
+            _log.warning("%s.labelMappingFile %s does not exist: the vocabulary is built from the corpus (as "
+                         "CNTK's LMSequenceReader built it on the fly)", self.in_name, self.mapping_file)
+            self.mapping_file = None
+        fixed = self.classes is not None or self.mapping_file is not None
+        # CNTK's unk defaults to <unk>: with a fixed vocabulary, a word outside it reads as <unk>
+        # when the vocabulary has it
+        self.unk = str(unk) if unk is not None else (_DEFAULT_UNK if fixed else None)
+        self._unk_given = unk is not None
+        if self.mapping_file is not None:
+            if self.classes is not None:
+                raise ConfigError("labelMappingFile and wordclass both give the vocabulary; give one",
+                                  path=f"{self.in_name}.labelMappingFile")
+            self.vocab = read_token_file(self.mapping_file, f"{self.in_name}.labelMappingFile")
+            self._check_symbols()
+        elif self.classes is not None:
             self.vocab = self.classes.words
             self._check_symbols()
         self._index()                       # builds the vocabulary from the corpus without wordclass
-        if self.classes is None:
+        if self.classes is None and self.mapping_file is None:
             self._check_symbols()
         top = max(self.vocab.values()) + 1
         for name, dim in ((self.in_name, self.in_dim), (self.out_name, self.out_dim)):
@@ -150,7 +173,9 @@ class SequenceDeserializer(SentenceCorpus):
             if sym not in self.vocab:
                 raise ConfigError(f"{key} {sym!r} is not in the vocabulary", path=key)
         if self.unk is not None and self.unk not in self.vocab:
-            raise ConfigError(f"the unk word {self.unk!r} is not in the vocabulary", path="unk")
+            if self._unk_given:
+                raise ConfigError(f"the unk word {self.unk!r} is not in the vocabulary", path="unk")
+            self.unk = None             # the default <unk> is not in it: a word outside is an error
 
     def _index(self) -> None:
         """One pass over the corpus (:func:`.vocab.tokenize_file`, in C): token ids (int32),
@@ -163,7 +188,7 @@ class SequenceDeserializer(SentenceCorpus):
             raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
         lens = line_counts[keep]
         lines = keep + 1
-        if self.classes is None:       # ids by falling count, ties by the words' text
+        if self.classes is None and self.mapping_file is None:   # ids by falling count, then text
             seen = set(words)
             words = words + [w for w in dict.fromkeys((self.begin, self.end, self.unk))
                              if w is not None and w not in seen]
@@ -193,7 +218,8 @@ class SequenceDeserializer(SentenceCorpus):
                 for k in bad[:_LOG_ERRORS].tolist():
                     line = int(lines[k])
                     word = next(w for w in _line_text(self.file, line).split() if w not in self.vocab)
-                    errors.append(f"{self.file}:{line}: word {word!r} is not in the vocabulary and no unk is set")
+                    errors.append(f"{self.file}:{line}: word {word!r} is not in the vocabulary and the "
+                                  f"vocabulary has no unk word")
                 invalid[bad] = True
                 ids[missing] = 0
         for m in errors:
@@ -272,6 +298,8 @@ class SequenceAdapter:
             config["unk"] = sec.str("unk")
         if sec.exists("wordclass"):
             config["wordclass"] = sec.str("wordclass")
+        if isec.exists("labelMappingFile"):
+            config["labelMappingFile"] = isec.str("labelMappingFile")
         randomize, block = randomize_option(sec, auto_epoch_blocks=False)
         config["sentencesPerChunk"] = block if randomize else 0
         spec.stream_names.extend([in_name, out_name])

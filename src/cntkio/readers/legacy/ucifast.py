@@ -45,7 +45,7 @@ from ...deserializers.base import DeserializerBase
 from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable
 from ...errors import ConfigError
 from ...streams import StreamInformation
-from ...values import to_choice, to_int, to_str
+from ...values import to_bool, to_choice, to_int, to_str
 from .sections import UCIFastAdapter
 from .textparse import index_records, parse_records
 
@@ -88,8 +88,9 @@ def read_label_mapping(path: str, option: str = "labelMappingFile") -> list[str]
             lines = [ln.strip() for ln in fh.read().splitlines()]
     except FileNotFoundError:
         raise ConfigError(f"label mapping file {path!r} does not exist", path=option,
-                          hint="write it with the createLabelMap action, or remove labelMappingFile "
-                               "to read integer labels 0..labelDim-1") from None
+                          hint="write it with the createLabelMap action, set allowMapCreation = true to make "
+                               "it from the data, or remove labelMappingFile to read integer labels "
+                               "0..labelDim-1") from None
     while lines and not lines[-1]:
         lines.pop()
     seen: dict[str, int] = {}
@@ -159,15 +160,18 @@ class _LabelTable:
 
 
 def label_values(path: str, stream: UCIStream) -> list[str]:
-    """The distinct label texts of ``stream``'s column in ``path``, sorted (numerically when all
-    are numbers): what ``createLabelMap`` writes."""
+    """The distinct label texts of ``stream``'s column in ``path``, in the order they first appear:
+    what ``createLabelMap`` writes. CNTK's UCIFastReader gave a label its id when it first saw it
+    and wrote the map by id (UCIFastReader.cpp:146-154 and 222-233), so line ``i`` of the map is
+    the ``i``-th distinct label of the file."""
     with open(path, "rb") as fh:
         buf = fh.read()
     begin, end, count, first = index_records(buf, 0, DEFAULT_CHUNK_SIZE_IN_BYTES)
-    found: set[bytes] = set()
+    found: dict[bytes, int] = {}         # label -> record of its first appearance
     ncols = stream.start + 1
     colmap = np.full(ncols, -1, np.int32)
     colmap[stream.start] = -2
+    before = 0                           # records of the chunks before this one
     for b, e, n, f in zip(begin.tolist(), end.tolist(), count.tolist(), first.tolist()):
         spans = np.zeros((n, 1, 2), np.int64)
         bad = np.zeros(n, np.uint8)
@@ -181,12 +185,12 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
         data = np.frombuffer(buf, np.uint8)
         idx = spans[:, 0, :1] + np.arange(width)[None, :]
         chars = np.where(np.arange(width)[None, :] < lengths[:, None], data[np.minimum(idx, len(data) - 1)], 0)
-        found.update(np.unique(np.ascontiguousarray(chars.astype(np.uint8)).view(f"S{width}").reshape(n)).tolist())
-    texts = sorted(x.decode("utf-8") for x in found)
-    nums = _numeric_labels(texts)
-    if nums is not None:
-        texts = [t for _, t in sorted(zip(nums.tolist(), texts))]
-    return texts
+        keys = np.ascontiguousarray(chars.astype(np.uint8)).view(f"S{width}").reshape(n)
+        uniq, at = np.unique(keys, return_index=True)      # each distinct label of the chunk, once
+        for k, i in zip(uniq.tolist(), at.tolist()):
+            found.setdefault(k, before + i)                 # an earlier chunk's first sight stays
+        before += n
+    return [k.decode("utf-8") for k, _ in sorted(found.items(), key=lambda kv: kv[1])]
 
 
 def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
@@ -205,6 +209,12 @@ def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
     if ssec.has_local("labelDim") and len(labels) > ssec.int("labelDim", inherit=False):
         raise ssec.error("labelDim", f"the data holds {len(labels)} distinct labels, more than labelDim = "
                          f"{ssec.int('labelDim', inherit=False)}")
+    _write_lines(out_path, labels)
+    return labels
+
+
+def _write_lines(out_path: str, labels: list[str]) -> None:
+    """The labels, one per line, to ``out_path`` (a temporary name, then renamed)."""
     folder = os.path.dirname(out_path)
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -212,7 +222,6 @@ def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
     with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("".join(f"{lab}\n" for lab in labels))
     os.replace(tmp, out_path)
-    return labels
 
 
 class UCIFastDeserializer(DeserializerBase):
@@ -234,7 +243,7 @@ class UCIFastDeserializer(DeserializerBase):
         self.records_per_chunk = to_int(config.get("recordsPerChunk", 0), "recordsPerChunk", minimum=0)
         self.chunk_bytes = to_int(config.get("chunkSizeInBytes", UCI_CHUNK_SIZE_IN_BYTES),
                                   "chunkSizeInBytes", minimum=1)
-        self.streams = [_stream(name, spec) for name, spec in dict(config.get("streams") or {}).items()]
+        self.streams = [_stream(name, spec, self.file) for name, spec in dict(config.get("streams") or {}).items()]
         self.streams = [s for s in self.streams if s.label_type != "none"]
         if not self.streams:
             raise ConfigError("a UCIFastReader section needs at least one sub-section with dim (and "
@@ -395,7 +404,7 @@ def _map(path: str):
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _stream(name: str, spec: Mapping) -> UCIStream:
+def _stream(name: str, spec: Mapping, data_file: str | None = None) -> UCIStream:
     dim = to_int(spec.get("dim"), f"{name}.dim", minimum=1)
     start = to_int(spec.get("start", 0), f"{name}.start", minimum=0)
     is_label = any(k in spec for k in ("labelDim", "labelType", "labelMappingFile", "labelMapping"))
@@ -421,6 +430,13 @@ def _stream(name: str, spec: Mapping) -> UCIStream:
                                   f"{s.label_dim}", path=f"{name}.labelDim")
         elif mf is not None:
             s.mapping_file = to_str(mf, f"{name}.labelMappingFile")
+            if (data_file is not None and not os.path.exists(s.mapping_file)
+                    and to_bool(spec.get("allowMapCreation", False), f"{name}.allowMapCreation")):
+                # CNTK's allowMapCreation = true: the map is made from the data, its labels in the
+                # order of first appearance (UCIFastReader.cpp:420-428; CNTK wrote it after the
+                # first pass, cntkio before it: the same file)
+                _write_lines(s.mapping_file, label_values(data_file, s))
+                _log.info("%s: label mapping file %s written from %s", name, s.mapping_file, data_file)
             s.mapping = read_label_mapping(s.mapping_file, f"{name}.labelMappingFile")
             if len(s.mapping) > s.label_dim:
                 raise ConfigError(f"the label mapping file {s.mapping_file!r} lists {len(s.mapping)} labels, "
