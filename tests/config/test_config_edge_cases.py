@@ -142,3 +142,13 @@ def test_large_inline_arrays_parse_and_convert():
     assert cfg("z").line == 5004
     assert [str(x) for x in cfg("w").as_array()] == values
     assert len(cfg("v").as_array()) == 5000
+
+
+def test_a_brace_set_may_start_with_a_name_and_a_bracket():
+    # CNTK's ParseValue ends a name at '=' or an opening bracket (Source/Common/Include/Config.h:809):
+    # ImageDeserializers.cntk writes `transforms ( {...} : {...} )` inside a { } set, with no '='
+    c = parse_config('features = { transforms ( { type = "Crop"; cropRatio = 0.8 } : { type = "Scale"; width = 2 } ) }\n'
+                     'y = { a [ v = 1 ] }\nz = { b { w = 2 } }\nx = { 1 : 2 }\n')
+    assert c.to_dict() == {"features": {"transforms": [{"type": "Crop", "cropRatio": "0.8"},
+                                                       {"type": "Scale", "width": "2"}]},
+                           "y": {"a": {"v": "1"}}, "z": {"b": {"w": "2"}}, "x": ["1", "2"]}

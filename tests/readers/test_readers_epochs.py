@@ -89,7 +89,8 @@ def test_last_minibatch_is_cut_to_the_epochs_remaining_budget(tmp_path):
     er = EpochReader(src, minibatch_size=10, epoch_size=5)
     assert epoch_values(er, 0) == [[0, 100], [200]]
     # epoch 1 = [5, 10): the first sequence starting at or after 5 is s3 at 6; s0 (sweep 2) at 8
-    assert epoch_values(er, 1) == [[300, 0]]
+    # comes in a minibatch of its own (a minibatch stops at the sweep end)
+    assert epoch_values(er, 1) == [[300], [0]]
 
 
 def test_epochs_are_slices_of_one_timeline_readable_in_any_order(tmp_path):
@@ -119,6 +120,18 @@ def test_epoch_size_zero_is_one_sweep(tmp_path):
     assert er.epoch_size == 10
     assert [samples(mb) for mb in er.epoch(0)] == [3, 3, 3, 1]
     assert epoch_values(er, 1)[0] == [0, 100, 200]
+
+
+def test_a_minibatch_stops_at_the_sweep_end(tmp_path):
+    # CNTK's config readers never let a minibatch cross a sweep end (ReaderShim leaves
+    # m_allowMinibatchesToCrossSweepBoundaries false, Reader.h:42; NoRandomizer.cpp:174-180): a
+    # 3-sequence file read in minibatches of 2 gives 2, 1 | 2, 1 ... where cntk.io's source gives 2, 2
+    path = ctf_file(tmp_path, "d.txt", [1, 1, 1], ids=False)
+    er = EpochReader(reader(path), minibatch_size=2, epoch_size=9)
+    assert epoch_values(er, 0) == [[0, 100], [200], [0, 100], [200], [0, 100], [200]]
+    src = reader(path)                         # the source itself (cntk.io) crosses it
+    assert [seq_values(src.next_minibatch(2)) for _ in range(2)] == [[0, 100], [200, 0]]
+    src.close()
 
 
 def test_distributed_subsets_split_an_epoch(tmp_path):
@@ -188,7 +201,9 @@ def test_sources_without_a_global_timeline_are_refused():
 def _model_epochs(lengths, mb, epoch_size, epochs):
     """CNTK's config-reader epochs over an endless file-order timeline, stated directly: epoch e
     holds the sequences starting in [e*E, (e+1)*E); each minibatch takes whole sequences while
-    they fit in min(mb, epoch end - position), at least one."""
+    they fit in min(mb, epoch end - position, sweep end - position), at least one (a config
+    reader's minibatch never crosses a sweep end: NoRandomizer.cpp:174-180)."""
+    sweep = sum(lengths)
     starts, ids, pos = [], [], 0
     while pos < epochs * epoch_size + max(lengths):
         for i, n in enumerate(lengths):
@@ -201,7 +216,7 @@ def _model_epochs(lengths, mb, epoch_size, epochs):
         seqs = [k for k, s in enumerate(starts) if lo <= s < hi]
         mbs, j = [], 0
         while j < len(seqs):
-            budget = min(mb, hi - starts[seqs[j]])
+            budget = min(mb, hi - starts[seqs[j]], sweep - starts[seqs[j]] % sweep)
             batch, used = [seqs[j]], lengths[ids[seqs[j]]]
             j += 1
             while j < len(seqs) and used + lengths[ids[seqs[j]]] <= budget:

@@ -336,3 +336,16 @@ def test_every_sweep_draws_anew_through_a_source(image_map, randomize):
         # chain's are new images (none equals any of sweep 0's)
         assert sorted(x.tobytes() for x in c.values()) == sorted(x.tobytes() for x in d.values())
         assert not {x.tobytes() for x in a.values()} & {x.tobytes() for x in b.values()}
+
+
+def test_multiview10_views_are_cntks_corners_centre_and_their_mirrors():
+    # ImageTransformers.cpp:285-325 and 154: views 0-4 top-left, top-right, bottom-left,
+    # bottom-right, centre; 5-9 the same flipped horizontally
+    crop = build_transform(T.crop(crop_type="multiview10", crop_size=(2, 2)))
+    img = np.arange(5 * 4 * 3, dtype=np.uint8).reshape(5, 4, 3)         # H 5, W 4
+    origins = [(0, 0), (2, 0), (0, 3), (2, 3), (1, 1)]
+    for v in range(10):
+        x0, y0 = origins[v % 5]
+        want = img[y0:y0 + 2, x0:x0 + 2]
+        got = crop.apply(img, None, v)
+        np.testing.assert_array_equal(got, want[:, ::-1] if v >= 5 else want)

@@ -47,14 +47,28 @@ def describe(d: Deserializer) -> str:
     return f"{type(d).__name__}{f' {file}' if file else ''} (streams {names})"
 
 
-def _sample_keys(d: Deserializer, n: int = 3) -> list:
-    """The first few sequence keys of a deserializer (for a message)."""
+def _sample_keys(d: Deserializer, n: int = 3) -> np.ndarray | None:
+    """The first few sequence keys of a deserializer, in its own key array's dtype (for a message),
+    or None when it has none."""
     out: list = []
+    got = 0
     for info in d.chunk_infos():
-        out.extend(d.sequence_infos(info.id).keys[:n - len(out)].tolist())
-        if len(out) >= n:
+        keys = d.sequence_infos(info.id).keys[:n - got]
+        out.append(keys)
+        got += len(keys)
+        if got >= n:
             break
-    return out
+    return np.concatenate(out) if got else None
+
+
+def _shown_keys(d: Deserializer, keys: np.ndarray | None) -> str:
+    """Keys for a message: where they come from when the deserializer says (hashed keys: HTK's
+    ``key_origins``), else their values."""
+    if keys is None:
+        return "none"
+    origins = getattr(d, "key_origins", None)
+    shown = origins(keys) if origins is not None else list(map(repr, keys.tolist()))
+    return ", ".join(shown) + ", ..."
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -227,15 +241,12 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
         """CNTK's error when no primary sequence is found in every other deserializer, naming the
         files and a few keys of each side."""
         primary = _sample_keys(self.primary)
-        lines = [f"the primary deserializer 0 ({describe(self.primary)}) has keys "
-                 f"{', '.join(map(repr, primary))}{', ...' if primary else ''}"]
+        lines = [f"the primary deserializer 0 ({describe(self.primary)}) has keys {_shown_keys(self.primary, primary)}"]
         for i, s in enumerate(self.parts[1:], start=1):
-            found = _lookup(s, np.asarray(primary, dtype=object if self.primary.key_kind == "string" else np.uint64),
-                            self.primary.key_kind)[0] >= 0 if primary else np.zeros(0, bool)
+            found = (_lookup(s, primary, self.primary.key_kind)[0] >= 0 if primary is not None
+                     else np.zeros(0, bool))
             if not found.all():
-                keys = _sample_keys(s)
-                lines.append(f"deserializer {i} ({describe(s)}) has keys "
-                             f"{', '.join(map(repr, keys))}{', ...' if keys else ''}")
+                lines.append(f"deserializer {i} ({describe(s)}) has keys {_shown_keys(s, _sample_keys(s))}")
         raise DataError(f"{RECONCILE_ERROR} " + "; ".join(lines),
                         file=getattr(self.primary, "map_file", None) or getattr(self.primary, "file", None))
 

@@ -52,6 +52,8 @@ def random_ordering(seed: int, n: int, rand_range: int) -> np.ndarray:
         tbegin = max(t, half) - half
         tend = min(t + half, n)
         span = tend - tbegin
+        if span <= 0:               # a range of 1: nothing to swap with (CNTK divided by zero)
+            continue
         mt = m[t]
         for _ in range(5):
             state = (state * 214013 + 2531011) & 0xFFFFFFFF

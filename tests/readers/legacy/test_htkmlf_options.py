@@ -14,7 +14,7 @@ import pytest
 
 import paths
 from cntkio.config import parse_config
-from cntkio.errors import ConfigError, FormatError
+from cntkio.errors import ConfigError, DataError, FormatError
 from cntkio.readers import build_reader, reader_spec
 
 sys.path.insert(0, str(paths.TESTS / "deserializers" / "htk"))
@@ -135,7 +135,9 @@ def test_numeric_sequence_keys_join_007_with_7(small):
     labels = next(v for s, v in mb.items() if s.name == "labels")
     assert np.asarray(labels.as_csr().todense()).argmax(1).tolist() == [1, 1, 1, 2, 2]
     sec = parse_config(textwrap.dedent(NUMERIC.format(extra="", scp="n.scp")))("reader")
-    with pytest.raises(Exception, match="Could not reconcile"):
+    # without numeric keys 007 and 7 differ: CNTK's reconcile error, as cntkio's DataError naming
+    # each side's file, line (and MLF name) and frame
+    with pytest.raises(DataError, match=r"Could not reconcile .*n\.scp:1 frame 0, .* n\.mlf:2 '7' frame 0"):
         build_reader(sec, max_sweeps=1).next_minibatch(10)
     sec = parse_config(textwrap.dedent(NUMERIC.format(extra="useNumericSequenceKeys = true; hashSequenceKeys = true",
                                                       scp="n.scp")))("reader")
@@ -243,3 +245,31 @@ def test_expand_to_utterance_rules_of_cntks_reader(small):
                           lextra="")
     with pytest.raises(ConfigError, match="contextWindow expansion not permitted when expandToUtterance=true"):
         reader_spec(parse_config(textwrap.dedent(text))("reader"))
+
+
+def test_randomize_auto_is_cntks_randomize_auto_window_and_full_mode_follows_cntks_readers(small):
+    # ConfigHelper.cpp:186: randomize = auto is randomizeAuto, (2^64 - 1) >> 2 frames (every chunk's
+    # window is the whole corpus); HTKMLFReader.cpp:794-805, 1022: minibatchMode = Full skips a short
+    # frame-mode minibatch in CNTK's HTKMLFReader; in sequence mode and in HTKDeserializers (which
+    # never read the key) it changes nothing
+    spec = reader_spec(_sec())
+    assert spec.source_kwargs["randomization_window_in_samples"] == 2**62 - 1
+    assert spec.whole_dataset_window is None
+    assert reader_spec(_sec("minibatchMode = full")).full_minibatches is True
+    assert reader_spec(_sec("minibatchMode = full; frameMode = false")).full_minibatches is False
+    assert reader_spec(_sec("minibatchMode = full", "HTKDeserializers")).full_minibatches is False
+
+
+def test_distributed_htk_reading_takes_a_global_budget(small):
+    # the readers' packer has no local timeline (SequencePacker.cpp:131 asks the randomizer for the
+    # minibatch size in global samples): a call covers the next 6 frames of the global timeline and
+    # the worker keeps its own. The small corpus is one chunk, and chunks go to workers whole
+    # (BlockRandomizer: chunk % workers), so worker 0 takes all 6 frames of each call (a local
+    # budget would give it 3) and worker 1 none
+    from cntkio.readers import EpochReader
+    got = []
+    for r in range(2):
+        er = EpochReader(build_reader(_sec()), minibatch_size=6, epoch_size=26, num_subsets=2, subset_num=r)
+        got.append([({s.name: d for s, d in mb.items()}["features"].num_samples, er.position())
+                    for mb in er.epoch(0)])
+    assert got == [[(6, 6), (6, 12), (6, 18), (6, 24), (2, 26)], []]

@@ -144,6 +144,18 @@ class UtteranceCorpus(DeserializerBase):
         found = sk[pos_c] == hashes
         return np.where(found, self._sorted_utts[pos_c], -1)
 
+    def key_origins(self, keys: np.ndarray) -> list[str]:
+        """Where each of this deserializer's keys comes from, for a message (the composite's
+        reconcile error): the utterance's file and line (and frame in frame mode)."""
+        keys = np.asarray(keys)
+        utts = self._find_utts(keys["utt"] if keys.dtype.names else keys.astype(np.uint64))
+        frames = keys["frame"].tolist() if keys.dtype.names else [None] * len(utts)
+        return [(self._origin(int(u)) if u >= 0 else "?") + (f" frame {f}" if f is not None else "")
+                for u, f in zip(utts.tolist(), frames)]
+
+    def _origin(self, u: int) -> str:
+        return f"utterance {u}"
+
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Sequences by key: utterance hashes (sequence mode), frame keys (frame mode), or
         utterance names as str (a string-keyed deserializer of another format)."""

@@ -140,6 +140,15 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                               file=first, expected=f"an odd multiple of {fdim}", found=f"dim {dim}")
         return (k - 1) // 2, (k - 1) // 2
 
+    @property
+    def file(self) -> str:
+        """The SCP file(s), for messages."""
+        return ", ".join(self.index.scp_files)
+
+    def _origin(self, u: int) -> str:
+        idx = self.index
+        return f"{idx.scp_files[idx.scp_ids[u]]}:{int(idx.lines[u])}"
+
     def _check_ranges(self, starts: np.ndarray, ends: np.ndarray, nframes: np.ndarray) -> None:
         idx = self.index
         bad = np.flatnonzero((starts > ends) | (ends >= nframes))

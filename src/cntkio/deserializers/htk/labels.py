@@ -96,6 +96,15 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self._init_chunks()
         self._stream = StreamInformation(name, 0, "sparse", self.dtype, (self.label_dim,))
 
+    @property
+    def file(self) -> str:
+        """The MLF file(s), for messages."""
+        return ", ".join(dict.fromkeys(w[0] for w in self.mlf.where))
+
+    def _origin(self, u: int) -> str:
+        f, at = self.mlf.where[u]
+        return f"{f}:{at} {self.mlf.names[u]!r}" if self._where_is_line else f"{f} {self.mlf.names[u]!r}"
+
     def _index(self, name: str, spec: Mapping, config: Mapping, mlfs: list[str]) -> MLFIndex:
         """The utterances of the MLF files (text MLF through the state list)."""
         mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
