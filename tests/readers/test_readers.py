@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from cntkio.config import parse_config
+from cntkio.constants import RANDOMIZE_AUTO
 from cntkio.deserializers import base
 from cntkio.errors import ConfigError, NotImplementedInCntkio
 from cntkio.readers import UnsupportedReaderError, build_reader, reader_spec
@@ -286,7 +287,8 @@ def test_htk_legacy_section_reads_as_the_feature_and_mlf_deserializers():
     assert parts[1]["input"]["labels"]["labelMappingFile"] == "/data/state.list"
     kw = spec.source_kwargs
     assert kw["frame_mode"] is True and kw["randomize"] is True and kw["trace_level"] == 0
-    assert spec.whole_dataset_window == "samples"       # randomize = auto: the whole corpus
+    # randomize = auto: CNTK's randomizeAuto frame window, wider than any corpus
+    assert spec.whole_dataset_window is None and kw["randomization_window_in_samples"] == RANDOMIZE_AUTO
 
 
 def test_htk_composite_section_names_both_deserializers():
@@ -360,9 +362,10 @@ reader = [ deserializers = ([ type = TransformingTestDeserializer; file = map.tx
     (d,) = spec.deserializers
     assert d["input"]["features"]["transforms"] == [{"type": "Crop", "cropType": "center"}, {"type": "Transpose"}]
     assert d["input"]["labels"] == {"labelDim": "10"} and d["file"] == "map.txt"
-    # no CTF: sampleBasedRandomizationWindow defaults to true, the window to the whole dataset
+    # no CTF: sampleBasedRandomizationWindow defaults to true, the window to requestDataSize samples
+    # (CompositeDataReader.cpp:137), wider than any corpus
     assert spec.source_kwargs["randomization_window_in_chunks"] == 0
-    assert spec.whole_dataset_window == "samples"
+    assert spec.source_kwargs["randomization_window_in_samples"] == RANDOMIZE_AUTO
 
 
 CTF_MIN = """
@@ -401,10 +404,12 @@ def test_reader_options(options, expected):
         assert spec.source_kwargs[k] == v, k
 
 
-def test_sample_based_window_without_size_is_the_whole_dataset():
+def test_sample_based_window_without_size_is_cntks_request_data_size():
+    # CompositeDataReader.cpp:137: randomizationWindow defaults to requestDataSize samples
     spec = reader_spec(reader_of(CTF_MIN, "reader=[sampleBasedRandomizationWindow=true]"))
     assert spec.source_kwargs["randomization_window_in_chunks"] == 0
-    assert spec.whole_dataset_window == "samples"
+    assert spec.source_kwargs["randomization_window_in_samples"] == RANDOMIZE_AUTO
+    assert spec.whole_dataset_window is None
 
 
 def test_composite_ctf_window_defaults_to_128_chunks_unless_sample_based():
@@ -413,7 +418,7 @@ def test_composite_ctf_window_defaults_to_128_chunks_unless_sample_based():
     spec = reader_spec(reader_of(text))
     assert spec.source_kwargs["randomization_window_in_chunks"] == 128
     spec = reader_spec(reader_of(text, "reader=[sampleBasedRandomizationWindow=true]"))
-    assert spec.whole_dataset_window == "samples"
+    assert spec.source_kwargs["randomization_window_in_samples"] == RANDOMIZE_AUTO
     spec = reader_spec(reader_of(text, "reader=[sampleBasedRandomizationWindow=true; randomizationWindow=9]"))
     assert spec.source_kwargs["randomization_window_in_samples"] == 9
 

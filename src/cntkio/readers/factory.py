@@ -28,8 +28,8 @@ from ..constants import (DEFAULT_CHUNK_SIZE_IN_BYTES, DEFAULT_RANDOMIZATION_WIND
 from ..errors import ConfigError, FormatError, NotImplementedInCntkio
 from .section import Section, as_section
 
-__all__ = ["ReaderSpec", "reader_spec", "build_reader", "reader_input_names", "UnsupportedReaderError",
-           "READER_TYPES", "CTF_TYPE"]
+__all__ = ["ReaderSpec", "reader_spec", "build_reader", "resolve_window", "make_source", "reader_input_names",
+           "UnsupportedReaderError", "READER_TYPES", "CTF_TYPE"]
 
 _log = get_logger("readers")
 
@@ -260,8 +260,8 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool, own_randomiz
         # so every chunk's window is the whole corpus
         window = RANDOMIZE_AUTO
     else:
-        window = None                   # the whole dataset, in samples or in chunks
-        spec.whole_dataset_window = "samples" if sample_based else "chunks"
+        window = None                   # the whole dataset, in chunks
+        spec.whole_dataset_window = "chunks"
     if not randomize:
         kw["randomization_window_in_chunks"] = 0
         kw["randomization_window_in_samples"] = 0
@@ -387,15 +387,27 @@ def build_reader(config: Any, path: str = "reader", **overrides: Any):
             raise                       # bad data: its own error, naming the file and line
         except (ValueError, TypeError, KeyError) as e:
             raise ConfigError(f"cannot build the {dconf['type']}: {e}", path=_dpath(spec, path, i)) from e
+    kw.update(overrides)
+    return make_source(spec, deserializers, resolve_window(spec, deserializers, kw))
+
+
+def resolve_window(spec: ReaderSpec, deserializers: list, kw: dict[str, Any]) -> dict[str, Any]:
+    """``kw`` with the window of a section that gave none (``spec.whole_dataset_window``: the
+    whole data set) sized from the built deserializers; options already in ``kw`` are kept."""
+    kw = dict(kw)
     if spec.whole_dataset_window is not None:
         infos = deserializers[0].chunk_infos()
-        if spec.whole_dataset_window == "records":       # RandomOrdering over the whole data set
-            kw["random_ordering"] = max(1, sum(c.num_sequences for c in infos))
-        elif spec.whole_dataset_window == "samples":
-            kw["randomization_window_in_samples"] = max(1, sum(c.num_samples for c in infos))
-        else:
-            kw["randomization_window_in_chunks"] = max(1, len(infos))
-    kw.update(overrides)
+        key, size = (("random_ordering", sum(c.num_sequences for c in infos))   # UCIFastReader's
+                     if spec.whole_dataset_window == "records"             # RandomOrdering
+                     else ("randomization_window_in_chunks", len(infos)))
+        if kw.get(key) is None:
+            kw[key] = max(1, size)
+    return kw
+
+
+def make_source(spec: ReaderSpec, deserializers: list, kw: dict[str, Any]):
+    """The MinibatchSource of a reader section over its built deserializers, with the reader
+    type's minibatch rules (minibatchMode = Full, a global partition budget)."""
     from ..source import MinibatchSource
     source = MinibatchSource(deserializers if len(deserializers) > 1 else deserializers[0], **kw)
     source.full_minibatches = spec.full_minibatches

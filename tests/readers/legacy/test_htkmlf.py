@@ -11,6 +11,7 @@ import pytest
 
 import paths
 from cntkio.config import parse_config
+from cntkio.constants import RANDOMIZE_AUTO
 from cntkio.readers import build_reader, reader_spec
 
 sys.path.insert(0, str(paths.TESTS / "deserializers" / "htk"))
@@ -80,7 +81,9 @@ def test_legacy_section_equals_the_deserializer_form(corpus, legacy_extra, compo
 
 def test_legacy_defaults_frame_mode_and_whole_corpus_window(corpus):
     spec = reader_spec(_reader(LEGACY))
-    assert spec.source_kwargs["frame_mode"] is True and spec.whole_dataset_window == "samples"
+    # randomize = auto: CNTK's randomizeAuto frame window (HTKDeserializers/ConfigHelper.cpp:186)
+    assert spec.source_kwargs["frame_mode"] is True and spec.whole_dataset_window is None
+    assert spec.source_kwargs["randomization_window_in_samples"] == RANDOMIZE_AUTO
     spec = reader_spec(_reader(LEGACY, "randomize = 5000"))
     assert spec.source_kwargs["randomization_window_in_samples"] == 5000
     spec = reader_spec(_reader(LEGACY, "readMethod = rollingWindow; randomize = none"))
@@ -93,7 +96,12 @@ def test_a_section_without_features_is_an_error(corpus):
         reader_spec(_reader(text))
 
 
-def test_minibatch_mode_full_is_refused_with_the_key_path(corpus):
-    with pytest.raises(Exception, match="minibatchMode = Full is not implemented") as e:
-        reader_spec(_reader(LEGACY.replace('miniBatchMode = "partial"', 'miniBatchMode = "full"')))
-    assert e.value.path == "reader.minibatchMode"
+def test_minibatch_mode_full_drops_a_short_last_minibatch_of_an_epoch(corpus):
+    # HTKMLFReader.cpp:794-805, 1022: in frame mode a minibatch short of the size is not delivered
+    from cntkio.readers import EpochReader
+    sizes = {}
+    for mode in ("partial", "full"):
+        sec = _reader(LEGACY.replace('miniBatchMode = "partial"', f'miniBatchMode = "{mode}"'))
+        er = EpochReader(build_reader(sec), minibatch_size=1000, epoch_size=2500)
+        sizes[mode] = [next(iter(mb.values())).num_samples for mb in er.epoch(0)]
+    assert sizes == {"partial": [1000, 1000, 500], "full": [1000, 1000]}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import mmap
 import os
-import re
 import threading
 from collections import OrderedDict
 from typing import Any, Mapping
@@ -30,6 +29,7 @@ from ..mapped import MappedFile
 from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
 from . import _reference as ref
 from .index import CTFIndex, build_index
+from .undeclared import UndeclaredInputs
 
 __all__ = ["CNTKTextFormatDeserializer", "CTFStreamSpec", "ctf_backend", "available_backends",
            "parse_options",
@@ -256,9 +256,8 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._errors_total = 0
         self._chunk_errors: dict[int, int] = {}
         self._chunk_cache: OrderedDict[int, ChunkData] = OrderedDict()
-        #: undeclared input names already warned about; sequences left to scan for them
-        self._undeclared: set[bytes] = set()
-        self._undeclared_budget = _UNDECLARED_SCAN_LIMIT
+        self._undeclared = UndeclaredInputs(self.filename, [s.name for s in self.specs],
+                                            [s.alias for s in self.specs], self.trace)
         self._fd: int | None = None
         self._data: bytes | None = None
         self._map: mmap.mmap | None = None
@@ -461,47 +460,14 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         return finish
 
     def _check_undeclared(self, data: ChunkData, seqs: np.ndarray) -> None:
-        """A sequence in which a declared input has no sample while another has some is delivered
-        with that stream empty (a zero-padded gap in the minibatch: cntkio's choice, docs/ctf.md;
-        CNTK 2.7 warned "Skipping unknown input" and then stopped with "Input ... is empty in
-        sequence ... Malformed input file"). The usual cause is an input the config does not
-        declare (a misspelt alias): the lines of such sequences are searched for names that are
-        not declared, and each such name is warned about once, naming the file, the line and the
-        declared names. At most ``_UNDECLARED_SCAN_LIMIT`` sequences are searched in all."""
-        if len(self.specs) < 2 or self._undeclared_budget <= 0 or len(seqs) == 0:
-            return
-        counts = np.stack([np.diff(st.offsets) for st in data.streams.values()])
-        gap = (counts == 0).any(axis=0) & (counts > 0).any(axis=0)
-        if not gap.any():
-            return
-        with self._lock:
-            take = min(self._undeclared_budget, int(gap.sum()))
-            self._undeclared_budget -= take
-        if take <= 0:
-            return
+        """Warn about input names the config does not declare (:class:`UndeclaredInputs`)."""
+        self._undeclared.check(data, seqs, self._text_for_messages, self.index.starts,
+                               self.index.first_lines, self.index.keys)
+
+    def _text_for_messages(self):
         if self._data is None:
             self._check_size()
-        m = self._mapping()
-        declared = {s.alias.encode("utf-8") for s in self.specs}
-        starts, first_lines = self.index.starts, self.index.first_lines
-        seqs = np.asarray(seqs)
-        for j in np.flatnonzero(gap)[:take].tolist():
-            g = int(seqs[j])
-            text = bytes(m[int(starts[g]):int(starts[g + 1])])
-            for match in _INPUT_NAME.finditer(text):
-                name = match.group(1)
-                if name in declared:
-                    continue
-                with self._lock:
-                    if name in self._undeclared:
-                        continue
-                    self._undeclared.add(name)
-                line = int(first_lines[g]) + text.count(b"\n", 0, match.start())
-                self.trace.warning(
-                    "%s:%d: input '%s' is not declared (declared: %s); its samples are skipped, and "
-                    "sequence %d is delivered with %s empty (a zero-padded gap)", self.filename, line,
-                    name.decode("utf-8", "backslashreplace"), ", ".join(f"'{s.alias}'" for s in self.specs),
-                    int(self.index.keys[g]), ", ".join(f"'{s.name}'" for s, c in zip(self.specs, counts[:, j]) if c == 0))
+        return self._mapping()
 
     def _check_size(self) -> None:
         """Raise FormatError when the file is shorter than when it was indexed (checked before
@@ -643,11 +609,6 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
 
 #: error codes that skip one sample of one stream (the sequence's streams would be misaligned)
 _SAMPLE_ERRORS = frozenset((ref.BAD_NUMBER, ref.MISSING_COLON, ref.BAD_INDEX, ref.INDEX_RANGE, ref.TOO_MANY_VALUES))
-
-#: sequences with an empty input searched for undeclared input names, per deserializer
-_UNDECLARED_SCAN_LIMIT = 256
-#: ``|name`` at the start of a sample (not a ``|#`` comment)
-_INPUT_NAME = re.compile(rb"\|([^\s|#][^\s|]*)")
 
 #: below this much text, begin_read_sequences parses when the result is asked for, not on a thread
 _ASYNC_MIN_BYTES = 1 << 16

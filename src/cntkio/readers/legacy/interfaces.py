@@ -24,7 +24,7 @@ from ... import registry
 from ..._log import get_logger
 from ...errors import ConfigError
 from ..epochs import EpochReader
-from ..factory import reader_spec
+from ..factory import make_source, reader_spec, resolve_window
 from ..section import as_section
 from .binary import write_binary
 from .sections import info_once
@@ -72,21 +72,12 @@ class DataReader:
         self._deserializers = [registry.build_deserializer(d, frame_mode=kw.get("frame_mode", False),
                                                            trace_level=kw.get("trace_level", 1))
                                for d in spec.deserializers]
-        if spec.whole_dataset_window is not None:
-            infos = self._deserializers[0].chunk_infos()
-            if spec.whole_dataset_window == "samples":
-                kw["randomization_window_in_samples"] = max(1, sum(c.num_samples for c in infos))
-            else:
-                kw["randomization_window_in_chunks"] = max(1, len(infos))
-        self._kwargs = kw
+        self._kwargs = resolve_window(spec, self._deserializers, kw)
         self._nbr_slices = int(kw.get("parallel_sequences", 0))
         self._make_source()
 
     def _make_source(self) -> None:
-        from ...source import MinibatchSource
-        ds = self._deserializers
-        self._source = MinibatchSource(ds if len(ds) > 1 else ds[0], **self._kwargs)
-        self._source.full_minibatches = self._spec.full_minibatches
+        self._source = make_source(self._spec, self._deserializers, self._kwargs)
 
     def destroy(self) -> None:
         if self._iter is not None:
