@@ -5,7 +5,8 @@ was found, so that a user can open the file at the right place and fix it.
 """
 from __future__ import annotations
 
-__all__ = ["CntkioError", "FormatError", "ConfigError", "MaxErrorsExceeded", "DataError", "NotImplementedInCntkio"]
+__all__ = ["CntkioError", "FormatError", "ConfigError", "MaxErrorsExceeded", "DataError", "NotImplementedInCntkio",
+           "RemoteError"]
 
 
 class CntkioError(Exception):
@@ -78,3 +79,15 @@ class ConfigError(CntkioError, ValueError):
 
 class NotImplementedInCntkio(CntkioError, NotImplementedError):
     """A CNTK feature that cntkio does not implement (yet); the message names it."""
+
+
+class RemoteError(CntkioError, OSError):
+    """Reading an object store failed: ``url`` names the object, ``begin``/``end`` the byte range
+    being read (None when the whole object or its metadata was asked for); the back end's own
+    error is the ``__cause__`` and its text ends the message."""
+
+    def __init__(self, message: str, *, url: str, begin: int | None = None,
+                 end: int | None = None) -> None:
+        self.url, self.begin, self.end, self.reason = url, begin, end, message
+        where = url if begin is None else f"{url} bytes {begin}-{end}"
+        super().__init__(f"{where}: {message}")

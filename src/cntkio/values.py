@@ -45,7 +45,8 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["to_bool", "to_int", "to_float", "to_str", "to_choice", "to_array", "to_range", "to_pair",
+__all__ = ["to_bool", "to_int", "to_float", "to_str", "to_choice", "to_array", "to_range", "to_pair", "is_url",
+           "local_path",
            "to_dims", "to_path", "split_repeat", "check_int", "check_state_int", "TRUE_WORDS", "FALSE_WORDS",
            "MAX_REPEAT"]
 
@@ -285,9 +286,28 @@ def to_path(value: Any, option: str | None = None, base_dir: str | None = None, 
     path = os.fspath(value)
     if not isinstance(path, str) or not path:
         raise _error(option, "a file path", value, file, line)
-    if base_dir is not None and not os.path.isabs(path):
+    if base_dir is not None and not os.path.isabs(path) and not is_url(path):
         path = os.path.join(base_dir, path)
     return path
+
+
+#: ``scheme://`` at the start of a path: a URL (a scheme of two letters or more, so a Windows drive
+#: ``C:\\`` is a path)
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def local_path(path: str) -> str:
+    """``file:///a/b`` as ``/a/b`` (a ``file://`` URL is read as the local file it names, on the
+    local reading path); any other path as given."""
+    if isinstance(path, str) and path[:7].lower() == "file://":
+        return path[7:] if path[7:8] == "/" else "/" + path[7:]
+    return path
+
+
+def is_url(path: Any) -> bool:
+    """Whether ``path`` is a URL (``s3://``, ``gs://``, ``https://``, ...) that the object-store
+    layer (:mod:`cntkio.remote`) reads, rather than a local path."""
+    return isinstance(path, str) and _URL.match(path) is not None
 
 
 def check_int(value: Any, name: str, *, minimum: int | None = 0, owner: str | None = None) -> int:

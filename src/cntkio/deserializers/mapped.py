@@ -12,7 +12,10 @@ __all__ = ["MappedFile"]
 
 class MappedFile:
     """Mixin for a deserializer with ``filename``, ``_fd`` (None once closed), ``_map`` (the mmap,
-    made on first use), ``_lock`` and ``_data`` (the bytes when kept in memory, else None)."""
+    made on first use), ``_lock`` and ``_data`` (the bytes when kept in memory, else None);
+    ``_remote``: the :class:`~cntkio.remote.RemoteObject` of a URL (no file, no map)."""
+
+    _remote = None
 
     def _mapping(self):
         """The whole file mapped read-only (made once), or the in-memory data."""
@@ -37,7 +40,7 @@ class MappedFile:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        if self._data is None:
+        if self._data is None and self._remote is None:
             self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
 
     def close(self) -> None:

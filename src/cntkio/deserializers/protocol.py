@@ -30,6 +30,7 @@ import numpy as np
 from ..streams import StreamInformation
 
 __all__ = [
+    "FetchAheadDeserializer", "fetches_ahead",
     "ChunkInfo", "SequenceTable", "DenseStream", "SparseStream", "StreamData", "ChunkData",
     "KeyKind", "Timeline", "Deserializer", "RandomAccessDeserializer", "LocalTimelineDeserializer",
     "SweepDependentDeserializer", "has_random_access", "is_local_timeline", "depends_on_sweep",
@@ -269,6 +270,30 @@ class SweepDependentDeserializer(Deserializer, Protocol):
     def get_chunk(self, chunk_id: int, sweep: int = 0) -> ChunkData:
         """Chunk ``chunk_id`` as sweep ``sweep`` reads it."""
         ...
+
+
+@runtime_checkable
+class FetchAheadDeserializer(Deserializer, Protocol):
+    """A deserializer reading an object store (a URL, :mod:`cntkio.remote`): told which chunks the
+    window loads next, it starts their ranged GETs in the background, so that the network works
+    while earlier chunks are parsed.
+
+    When :func:`fetches_ahead` says so, the engine calls ``fetch_ahead(chunk_ids)`` with the chunks
+    it is about to load (it returns at once).
+    """
+
+    def fetches_ahead(self) -> bool:
+        """Whether this instance reads from a store now (a local file: False)."""
+        ...
+
+    def fetch_ahead(self, chunk_ids: list[int]) -> None:
+        """Start fetching these chunks' bytes (no-op for those already fetched)."""
+        ...
+
+
+def fetches_ahead(d: object) -> bool:
+    """Whether ``d`` declares :class:`FetchAheadDeserializer` and reads from a store now."""
+    return isinstance(d, FetchAheadDeserializer) and bool(d.fetches_ahead())
 
 
 def depends_on_sweep(d: object) -> bool:

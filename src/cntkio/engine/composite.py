@@ -22,7 +22,7 @@ from ..deserializers.base import DeserializerBase
 from ..errors import ConfigError, DataError
 from ..deserializers.protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, RandomAccessDeserializer,
                                      SequenceTable, SparseStream, SweepDependentDeserializer,
-                                     depends_on_sweep, has_random_access)
+                                     depends_on_sweep, has_random_access, FetchAheadDeserializer, fetches_ahead)
 from ..streams import StreamInformation
 
 __all__ = ["CompositeDeserializer", "gather_stream", "ranges", "describe"]
@@ -115,7 +115,8 @@ def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tup
     return np.where(numeric, chunk, -1), np.where(numeric, index, -1)
 
 
-class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDependentDeserializer):
+class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDependentDeserializer,
+                            FetchAheadDeserializer):
     """Deserializers joined by sequence key, the first one primary (see module docstring)."""
 
     #: frame mode: join again per chunk read instead of keeping per-frame tables (``lazy``)
@@ -277,6 +278,15 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
 
     def sequence_infos(self, chunk_id: int) -> SequenceTable:
         return self._joined(chunk_id)[2]
+
+    def fetches_ahead(self) -> bool:
+        """True when the primary part reads a URL (:func:`fetches_ahead`): its chunks are the
+        corpus chunks (a secondary's are found by key when a chunk is read)."""
+        return fetches_ahead(self.parts[0])
+
+    def fetch_ahead(self, chunk_ids: list[int]) -> None:
+        """The primary part's chunks of these corpus chunks, fetched ahead."""
+        self.parts[0].fetch_ahead([self._chunks[c] for c in chunk_ids])
 
     def depends_on_sweep(self) -> bool:
         """True when a part's chunk data depends on the sweep (:func:`depends_on_sweep`)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..deserializers.protocol import fetches_ahead
 from .prefetch import ChunkCache
 from .stats import StageClock
 from .walk import TimelineWalker
@@ -47,6 +48,7 @@ class ChunkWindow:
                               loader=self.clock.timed(corpus.read_bytes, "parse", True),
                               release=corpus.release_bytes) if direct else None
         self.dirty: set[int] = set()
+        self._fetch_ahead = corpus.fetch_ahead if fetches_ahead(corpus) else None
         #: samples of the sweep ahead of the cursor whose chunks are kept loading (the scheduler
         #: sets it from the minibatch size)
         self.ahead = 0
@@ -59,7 +61,10 @@ class ChunkWindow:
 
     def prefetch(self, need: set[int]) -> None:
         """Start loading the chunks of ``need`` (with random access: their bytes, and parsed only
-        the dirty ones)."""
+        the dirty ones); a deserializer reading a URL first starts fetching them all."""
+        if self._fetch_ahead is not None and need:
+            walker = self.walker
+            self._fetch_ahead(sorted({walker.chunk_of(i)[1] for i in need} if walker.stride else need))
         if self.raw is not None:
             self.raw.prefetch(sorted(need - self.dirty))
             self.cache.prefetch(sorted(need & self.dirty))

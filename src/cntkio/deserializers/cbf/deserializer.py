@@ -21,11 +21,13 @@ import numpy as np
 
 from ..._log import TraceLogger
 from ...errors import ConfigError, FormatError
+from ...remote import remote_for
+from . import remote as remote_cbf
 from ...streams import StreamInformation
-from ...values import to_bool, to_choice, to_int
+from ...values import local_path, to_bool, to_choice, to_int
 from ..base import DeserializerBase
 from ..mapped import MappedFile
-from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
+from ..protocol import ChunkData, ChunkInfo, DenseStream, FetchAheadDeserializer, SequenceTable, SparseStream
 from .layout import CBFHeader, chunk_lengths, gather_words, read_header, walk_chunk
 
 __all__ = ["CNTKBinaryFormatDeserializer", "parse_options"]
@@ -66,12 +68,12 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
     precision = to_choice(opts.get("precision", source_options.get("precision", "float")), "precision",
                           ("float", "double"))
     trace = to_int(opts.get("tracelevel", source_options.get("trace_level", 1)), "traceLevel")
-    return {"file": os.fspath(file), "renames": renames, "double": precision == "double",
+    return {"file": local_path(os.fspath(file)), "renames": renames, "double": precision == "double",
             "trace_level": trace,
             "keep_in_memory": to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
 
 
-class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
+class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeserializer):
     """Reads a CBF file (the ``CNTKBinaryFormatDeserializer`` config type).
 
     Streams come from the file's header, in header order, renamed by the config's ``input``
@@ -94,13 +96,23 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
         self._fd: int | None = None
         self._map: mmap.mmap | None = None
         self._data: bytes | None = None
-        if not os.path.exists(self.filename):
+        self._remote = remote_for(self.filename, config, "CBF input file")  # a URL: cntkio.remote
+        if self._remote is not None and o["keep_in_memory"]:
+            self._data, self._remote = bytes(self._remote.read(0, None)), None
+        if self._remote is not None:   # the header and the chunks' sequence lengths, fetched
+            self.header, self._size, buf = remote_cbf.header_and_lengths(self._remote, self.filename)
+            self._names = self._output_names()
+            self._index(buf)
+            buf.close()
+            return
+        if self._data is None and not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CBF input file does not exist: {self.filename!r} "
                                        "(the 'file' of a CNTKBinaryFormatDeserializer)", self.filename)
-        if os.path.isdir(self.filename):
+        if self._data is None and os.path.isdir(self.filename):
             raise IsADirectoryError(21, f"CBF input is a directory, not a file: {self.filename!r}",
                                     self.filename)
-        self._open()
+        if self._data is None:
+            self._open()
         buf = self._mapping()
         self.header: CBFHeader = read_header(buf, self.filename)
         self._size = self.header.size
@@ -194,9 +206,11 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
     def get_chunk(self, chunk_id: int) -> ChunkData:
         """Load a chunk from the map. Thread-safe (no shared state is written)."""
         c = self._chunk_ids[chunk_id]
-        self._check_size()
-        buf = self._mapping()
-        h = self.header
+        if self._remote is not None:   # the chunk's bytes, fetched; the header shifted onto them
+            buf, h = remote_cbf.chunk(self._remote, self.header, c)
+        else:
+            self._check_size()
+            buf, h = self._mapping(), self.header
         lengths = np.frombuffer(buf, "<u4", count=int(h.num_sequences[c]),
                                 offset=int(h.offsets[c])).astype(np.int64)
         lay = walk_chunk(buf, h, c, lengths, self.filename, self.fuse_sparse)
@@ -285,6 +299,16 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase):
         if sample is not None:
             where += f", sample {sample}"
         return FormatError(f"{where}: {message}", file=self.filename, expected=expected, found=found)
+
+    def fetches_ahead(self) -> bool:
+        """A URL's chunks are fetched ahead of the window (:meth:`fetch_ahead`)."""
+        return self._remote is not None
+
+    def fetch_ahead(self, chunk_ids) -> None:
+        """Start the ranged GETs of these chunks (the window's next loads) in the background."""
+        h = self.header
+        self._remote.prefetch([(int(h.offsets[c]), int(h.ends[c])) for c in
+                               (self._chunk_ids[i] for i in chunk_ids)])
 
     # -- lifetime -----------------------------------------------------------------------------
 

@@ -23,10 +23,12 @@ from ..._native import native
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...errors import ConfigError, FormatError, MaxErrorsExceeded
 from ...streams import StreamInformation
-from ...values import to_bool, to_choice, to_dims, to_int, to_path
+from ...remote import remote_for
+from ...values import local_path, to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
 from ..mapped import MappedFile
-from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
+from ..protocol import (ChunkData, ChunkInfo, DenseStream, FetchAheadDeserializer, RandomAccessDeserializer,
+                        SequenceTable, SparseStream)
 from . import _reference as ref
 from .index import CTFIndex, build_index
 from .undeclared import UndeclaredInputs
@@ -143,7 +145,7 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
     trace = _get(opts, "traceLevel", source_options.get("trace_level", 1))
     cache_chunks = _get(opts, "numChunksToCache", 0)
     return {
-        "file": to_path(file, "file"),
+        "file": local_path(to_path(file, "file")),
         "streams": specs,
         "defining_stream": defining[0] if defining else -1,
         "skip_ids": to_bool(_get(opts, "skipSequenceIds", False), "skipSequenceIds"),
@@ -227,7 +229,7 @@ def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple
 
 # ------------------------------------------------------------------------------------------------
 
-class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer):
+class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer, FetchAheadDeserializer):
     """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
 
     ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
@@ -261,24 +263,28 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._fd: int | None = None
         self._data: bytes | None = None
         self._map: mmap.mmap | None = None
+        self._remote = remote_for(self.filename, config, "CTF input file")  # a URL: cntkio.remote
 
-        if not os.path.exists(self.filename):
+        if self._remote is None and not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
                                        "(the 'file' of a CNTKTextFormatDeserializer)", self.filename)
-        if os.path.isdir(self.filename):
+        if self._remote is None and os.path.isdir(self.filename):
             raise IsADirectoryError(21, f"CTF input is a directory, not a file: {self.filename!r}",
                                     self.filename)
-        if o["keep_in_memory"]:
+        if o["keep_in_memory"] and self._remote is not None:
+            self._data = bytes(self._remote.read(0, None))
+        elif o["keep_in_memory"]:
             with open(self.filename, "rb") as f:
                 self._data = f.read()
         aliases = [s.alias.encode("utf-8") for s in self.specs]
         self._stream_args = [(a, s.dim, s.sparse) for a, s in zip(aliases, self.specs)]
         index = build_index(self.filename, self.backend, aliases, o["skip_ids"],
-                            o["defining_stream"], o["chunk_size"], o["cache_index"], self._data)
+                            o["defining_stream"], o["chunk_size"], o["cache_index"], self._data,
+                            self._remote)
         self._check_index(index)
         self.index = index
         self._select(index)
-        if self._data is None:
+        if self._data is None and self._remote is None:
             self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         self.trace.info("%s: %d sequences in %d chunks (%s sequence ids), parser %s",
                         self.filename, self._num_kept, len(self._chunks),
@@ -401,7 +407,17 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
     def supports_random_access(self) -> bool:
         """Sequences can be parsed one by one (not with numChunksToCache: parsed chunks are then
         kept and reused)."""
-        return not self.options["chunks_to_cache"]
+        return not self.options["chunks_to_cache"] and self._remote is None
+
+    def fetches_ahead(self) -> bool:
+        """A URL's chunks are fetched ahead of the window (:meth:`fetch_ahead`)."""
+        return self._remote is not None and self._data is None
+
+    def fetch_ahead(self, chunk_ids) -> None:
+        """Start the ranged GETs of these chunks (the window's next loads) in the background."""
+        starts = self.index.starts
+        self._remote.prefetch([(int(starts[self._chunks[c][0]]), int(starts[self._chunks[c][1]]))
+                               for c in chunk_ids])
 
     def read_bytes(self, chunk_id: int):
         """The chunk's bytes, unparsed: ``(buffer, begin, end)``, the file's mapping and the
@@ -483,10 +499,11 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         index = self.index
         starts = index.starts[a:b + 1]
         base, stop = int(starts[0]), int(starts[-1])
-        if self._data is None:
+        if self._data is None and self._remote is None:
             self._check_size()
-        mapping = self._mapping()
-        buf = memoryview(mapping)[base:stop]  # parsed in place: no copy of the chunk's bytes
+        mapping = self._mapping() if self._remote is None or self._data is not None else None
+        # parsed in place: no copy of the chunk's bytes (a URL's: the bytes of its ranged GET)
+        buf = memoryview(mapping)[base:stop] if mapping is not None else memoryview(self._remote.read(base, stop))
         try:
             with self._lock:
                 counted = chunk_id in self._chunk_errors
@@ -499,7 +516,8 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
                 self._account(chunk_id, issues, num_warnings, aborted, buf, base)
         finally:
             buf.release()
-            _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
+            if mapping is not None:
+                _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
         data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
         self._check_undeclared(data, kept)
         if issues:

@@ -10,6 +10,7 @@ chunkSizeInBytes, format version). The binary layout is documented in ``docs/ctf
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
@@ -89,14 +90,9 @@ def chunk_bounds(starts: np.ndarray, limit: int) -> np.ndarray:
 
 def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int, chunk_size: int,
               window: int = SCAN_WINDOW) -> CTFIndex:
-    """Index a file by scanning it in mapped windows of about ``window`` bytes.
-
-    Each window ends at a line end; its last sequence may continue in the next window, so it is
-    dropped and the next window starts at its first byte (a sequence start is a line with an id,
-    or any data line without ids). Keys without ids, line numbers and byte offsets are shifted to
-    the file's; ids mode and encoding come from the first window; chunks are cut over the whole
-    file. The result equals one ``scan_index`` over the whole file (tests/test_ctf_index.py).
-    """
+    """Index a file by scanning it in mapped windows of about ``window`` bytes (see
+    ``_scan_windows``). The result equals one ``scan_index`` over the whole file
+    (tests/test_ctf_index.py)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size <= window:
@@ -104,52 +100,73 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
                 return scan(backend, b"", aliases, skip_ids, defining_stream, chunk_size)
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
                 return scan(backend, m, aliases, skip_ids, defining_stream, chunk_size)
-        parts: list[tuple] = []
-        encoding = ids_mode = None
-        off = line0 = seq0 = 0
-        w = window
-        while off < size:
+
+        @contextlib.contextmanager
+        def mapped(off: int, end: int):
             base = off - off % mmap.ALLOCATIONGRANULARITY
-            end = min(off + w, size)
             with mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ) as m:
-                view = memoryview(m)[off - base:]
-                try:
-                    last = end == size
-                    cut = len(view) if last else m.rfind(b"\n", off - base) + 1 - (off - base)
-                    if cut <= 0:                   # no line end in the window: widen it
-                        w *= 2
-                        continue
-                    idx = scan(backend, view[:cut], aliases,
-                               skip_ids or ids_mode is False, defining_stream, chunk_size)
-                    if idx.num_sequences == 0:     # only blank or comment lines: count them
-                        blank_lines = int(np.count_nonzero(np.frombuffer(view[:cut], np.uint8) == 10))
-                finally:
-                    view.release()
-            if encoding is None:
-                encoding = idx.encoding
-                if encoding >= _reference.ENCODING_UTF16LE:
-                    return idx
-            n = idx.num_sequences
-            keep = n if last else n - 1
-            if not last and n == 1:                # one sequence fills the window: widen it
-                w *= 2
-                continue
-            if n and ids_mode is None:
-                ids_mode = idx.ids_mode
-            if keep > 0:
-                keys = idx.keys[:keep] if ids_mode else idx.keys[:keep] + np.uint64(seq0)
-                parts.append((keys, idx.starts[:keep] + off, idx.first_lines[:keep] + line0,
-                              idx.lengths[:keep]))
-                seq0 += keep
-            if last:
-                break
-            if n == 0:
-                line0 += blank_lines
-                off += cut
-            else:
-                line0 += int(idx.first_lines[keep]) - 1
-                off += int(idx.starts[keep])
-            w = window
+                yield m, off - base
+        return _scan_windows(mapped, size, backend, aliases, skip_ids, defining_stream, chunk_size, window)
+
+
+def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining_stream: int,
+                  chunk_size: int, window: int = SCAN_WINDOW) -> CTFIndex:
+    """Index ``size`` bytes read as windows of about ``window`` bytes: ``windows(off, end)`` is a
+    context manager giving ``(buffer, start)``, bytes ``off:end`` at ``buffer[start:]`` (a buffer
+    with ``rfind``: an mmap, bytes).
+
+    Each window ends at a line end; its last sequence may continue in the next window, so it is
+    dropped and the next window starts at its first byte (a sequence start is a line with an id,
+    or any data line without ids). Keys without ids, line numbers and byte offsets are shifted to
+    the file's; ids mode and encoding come from the first window; chunks are cut over the whole
+    file.
+    """
+    parts: list[tuple] = []
+    encoding = ids_mode = None
+    off = line0 = seq0 = 0
+    w = window
+    while off < size:
+        end = min(off + w, size)
+        with windows(off, end) as (m, start):
+            view = memoryview(m)[start:start + end - off]
+            try:
+                last = end == size
+                cut = len(view) if last else m.rfind(b"\n", start, start + end - off) + 1 - start
+                if cut <= 0:                   # no line end in the window: widen it
+                    w *= 2
+                    continue
+                idx = scan(backend, view[:cut], aliases,
+                           skip_ids or ids_mode is False, defining_stream, chunk_size)
+                if idx.num_sequences == 0:     # only blank or comment lines: count them
+                    blank_lines = int(np.count_nonzero(np.frombuffer(view[:cut], np.uint8) == 10))
+            finally:
+                view.release()
+        if encoding is None:
+            encoding = idx.encoding
+            if encoding >= _reference.ENCODING_UTF16LE:
+                return idx
+        n = idx.num_sequences
+        keep = n if last else n - 1
+        if not last and n == 1:                # one sequence fills the window: widen it
+            w *= 2
+            continue
+        if n and ids_mode is None:
+            ids_mode = idx.ids_mode
+        if keep > 0:
+            keys = idx.keys[:keep] if ids_mode else idx.keys[:keep] + np.uint64(seq0)
+            parts.append((keys, idx.starts[:keep] + off, idx.first_lines[:keep] + line0,
+                          idx.lengths[:keep]))
+            seq0 += keep
+        if last:
+            break
+        if n == 0:
+            line0 += blank_lines
+            off += cut
+        else:
+            line0 += int(idx.first_lines[keep]) - 1
+            off += int(idx.starts[keep])
+        w = window
+
     def cat(k: int, dt) -> np.ndarray:
         return np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt)
 
@@ -272,11 +289,16 @@ def read_cache(path: str, fingerprint, options_digest: bytes) -> tuple[CTFIndex 
 
 
 def build_index(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
-                chunk_size: int, use_cache: bool, data: bytes | None = None) -> CTFIndex:
+                chunk_size: int, use_cache: bool, data: bytes | None = None, remote=None) -> CTFIndex:
     """Index ``path``: from the cache when allowed and valid, else by scanning (and caching).
 
-    ``data`` is the file content when the caller already holds it (keepDataInMemory).
+    ``data`` is the file content when the caller already holds it (keepDataInMemory). ``remote``:
+    the :class:`~cntkio.remote.RemoteObject` of a URL, scanned in large ranges, its index cache
+    kept in the chunk cache's folder under its URL, size and ETag (``cntkio.remote.ctf_index``).
     """
+    if remote is not None:
+        return _remote_index(remote, backend, aliases, skip_ids, defining_stream, chunk_size, use_cache,
+                             data)
     fingerprint = digest = None
     if use_cache:
         fingerprint = file_fingerprint(path)
@@ -297,4 +319,37 @@ def build_index(path: str, backend, aliases, skip_ids: bool, defining_stream: in
         except OSError as exc:
             _log.warning("%s: could not write the index cache %s (%s); continuing without it",
                          path, cache_path(path), exc)
+    return index
+
+
+def _remote_index(remote, backend, aliases, skip_ids: bool, defining_stream: int, chunk_size: int,
+                  use_cache: bool, data: bytes | None) -> CTFIndex:
+    """:func:`build_index` of a URL: the object read once, in ranges of ``SCAN_WINDOW`` bytes (the
+    next one fetched while this one is scanned; they land in the chunk cache, so a first sweep
+    reads from disk what fits there); with ``cacheIndex`` the index is kept under the chunk cache's
+    folder (``<cacheDir>/index/``), named by the object's URL, size and ETag/generation."""
+    target = remote.index_cache_path("") if use_cache else None
+    fingerprint = (remote.size, 0, hashlib.sha256(f"{remote.url}\n{remote.version}".encode()).digest())
+    digest = index_options_digest(aliases, skip_ids, defining_stream, chunk_size)
+    if target is not None:
+        cached, reason = read_cache(target, fingerprint, digest)
+        if cached is not None:
+            _log.info("%s: index loaded from cache %s", remote.url, cache_path(target))
+            return cached
+        _log.info("%s: index cache not used (%s); scanning the object", remote.url, reason)
+    if data is not None:
+        index = scan(backend, data, aliases, skip_ids, defining_stream, chunk_size)
+    else:
+        @contextlib.contextmanager
+        def fetched(off: int, end: int):
+            if remote.caching:   # the next window lands in the chunk cache while this one is scanned
+                remote.prefetch([(end, min(end + SCAN_WINDOW, remote.size))])
+            yield remote.read(off, end), 0
+        index = _scan_windows(fetched, remote.size, backend, aliases, skip_ids, defining_stream, chunk_size)
+    if target is not None and index.encoding < _reference.ENCODING_UTF16LE:
+        try:
+            write_cache(target, index, fingerprint, digest)
+        except OSError as exc:
+            _log.warning("%s: could not write the index cache %s (%s); continuing without it",
+                         remote.url, cache_path(target), exc)
     return index
