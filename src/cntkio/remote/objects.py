@@ -26,7 +26,10 @@ _log = get_logger("remote")
 AHEAD_BYTES = 256 << 20
 
 _CACHES: dict[tuple[str, int], RangeCache] = {}
-_OBJECTS: dict[tuple, "RemoteObject"] = {}
+#: the objects opened in this process, the least recently opened forgotten past ``_MAX_OBJECTS``
+#: (a map of single images opens one per image)
+_OBJECTS: OrderedDict[tuple, "RemoteObject"] = OrderedDict()
+_MAX_OBJECTS = 4096
 _REGISTRY_LOCK = threading.Lock()
 _AHEAD_POOL: list[cf.ThreadPoolExecutor] = []
 
@@ -55,10 +58,14 @@ def open_object(url: str, options: RemoteOptions) -> "RemoteObject":
     token = (url, options.token())
     with _REGISTRY_LOCK:
         obj = _OBJECTS.get(token)
+        if obj is not None:
+            _OBJECTS.move_to_end(token)
     if obj is None:
         obj = RemoteObject(url, options)
         with _REGISTRY_LOCK:
             obj = _OBJECTS.setdefault(token, obj)
+            while len(_OBJECTS) > _MAX_OBJECTS:
+                _OBJECTS.popitem(last=False)
     return obj
 
 

@@ -39,12 +39,14 @@ import numpy.random  # noqa: F401 (imported with the module: on first use it too
 from ..._log import get_logger
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...errors import ConfigError, DataError, FormatError
+from ...remote import is_remote, remote_options
 from ...registry import build_transform
 from ...streams import StreamInformation
 from ...transforms.ops import Transpose, cv2_module
-from ...values import to_bool, to_choice, to_int, to_str
+from ...values import local_path, to_bool, to_choice, to_int, to_str
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
+from . import remote as remote_image
 from .mapfile import check_zip_members, parse_image_map, resolve_path, shown
 
 __all__ = ["ImageCore", "ImageDataDeserializer", "ImageConfig", "parse_config"]
@@ -72,7 +74,7 @@ class ImageConfig:
         file = _get(config, "file")
         if file is None:
             raise ConfigError(f"{self.type}: the map file is not given (file = ...)", path="file")
-        self.file = to_str(file, "file")
+        self.file = local_path(to_str(file, "file"))
         self.grayscale = to_bool(_get(config, "grayscale", False), "grayscale")
         self.channel_order = to_choice(_get(config, "channelOrder", "bgr"), "channelOrder", ("bgr", "rgb"))
         # the random transforms' seed: the deserializer's own ``seed`` when it sets one, else the
@@ -194,7 +196,8 @@ class ImageCore(DeserializerBase):
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
         self.cfg = ImageConfig(config, source_options.get("randomization_seed", 0))
         self.map_file = self.cfg.file
-        self.map_dir = os.path.dirname(os.path.abspath(self.map_file))
+        self.map_dir = os.path.dirname(self.map_file if is_remote(self.map_file) else os.path.abspath(self.map_file))
+        self._remote_options = remote_options(config)     # for URLs (the map's, its images')
         self._cv2 = cv2_module()
         self._zips = threading.local()
         self._all_zips: list = []           # every thread's open archives, closed by close()
@@ -322,7 +325,7 @@ class ImageDataDeserializer(ImageCore):
 
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
         super().__init__(config, trace_level, **source_options)
-        m = parse_image_map(self.map_file, self.cfg.label_dim, self.cfg.numeric_keys)
+        m = parse_image_map(self.map_file, self.cfg.label_dim, self.cfg.numeric_keys, config)
         self.key_kind = "numeric" if self.cfg.numeric_keys else "string"
         self.keys, self.labels, self.lines = m.keys, m.labels, m.lines
         # paths are resolved on an image's first read, on the loader threads (a relative one costs
@@ -330,7 +333,7 @@ class ImageDataDeserializer(ImageCore):
         self._cwd = os.getcwd()
         self.paths: list = [None] * len(m.paths)
         self._written = m.paths
-        check_zip_members(self.map_file, m.paths, m.lines, self.map_dir, self._cwd)
+        check_zip_members(self.map_file, m.paths, m.lines, self.map_dir, self._cwd, self._remote_options)
         # multiViewCrop: every image is ten sequences (copies 0-9, one chunk each), as CNTK
         self.copies = 10 if self.cfg.multiview else 1
         self._chunks = [ChunkInfo(i, 1, 1) for i in range(len(self.paths) * self.copies)]
@@ -350,6 +353,8 @@ class ImageDataDeserializer(ImageCore):
         the thread's next read: the decoder copies what it needs), so that an image costs no
         fresh pages (page faults and zeroing) for its bytes."""
         arch, sep, inner = path.partition(".zip@")
+        if is_remote(path):
+            return remote_image.read(path, self._remote_options, self._zips, self._zips_lock, self._all_zips)
         if not sep:
             local = self._zips
             with open(path, "rb", buffering=0) as f:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FormatError
+from ...remote import is_remote, open_object, read_path, resolve
 
 __all__ = ["ImageMap", "Base64Index", "parse_image_map", "index_base64_map", "cached_base64_index",
            "resolve_path", "chunk_bounds", "check_zip_members", "shown", "CACHE_SUFFIX", "MAX_KEY"]
@@ -119,14 +120,14 @@ def _split_lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def parse_image_map(map_file: str, label_dim: int | None, numeric_keys: bool = True) -> ImageMap:
+def parse_image_map(map_file: str, label_dim: int | None, numeric_keys: bool = True, config=None) -> ImageMap:
     """Parse an ImageDeserializer map file; ``label_dim`` None: labels are not checked;
-    ``numeric_keys`` False: keys are strings (the first column, or the line number)."""
+    ``numeric_keys`` False: keys are strings (the first column, or the line number). A URL is read
+    through :mod:`cntkio.remote` with the remote options of ``config``."""
     try:
-        with open(map_file, "rb") as f:
-            data = f.read()
+        data = read_path(map_file, config)
     except OSError as e:
-        raise FormatError(f"Could not open map file {map_file}: {e.strerror}", file=map_file) from e
+        raise FormatError(f"Could not open map file {map_file}: {e.strerror or e}", file=map_file) from e
     lines = _split_lines(data)
     n_lines = len(lines)
     keys = np.empty(n_lines, np.uint64 if numeric_keys else object)
@@ -159,7 +160,9 @@ def resolve_path(path: str, map_dir: str, cwd: str | None = None) -> str:
     folder. An ``archive.zip@inner`` path resolves its archive part."""
     arch, sep, inner = path.partition(".zip@")
     head = arch + ".zip" if sep else path
-    if head.startswith("..."):
+    if is_remote(map_dir) or is_remote(head):   # a map at a URL: its paths are taken from its folder
+        head = resolve(map_dir + "/", head)
+    elif head.startswith("..."):
         head = os.path.join(map_dir, head[3:].lstrip("/\\"))
     elif not os.path.isabs(head):
         here = head if cwd is None else os.path.join(cwd, head)
@@ -167,10 +170,12 @@ def resolve_path(path: str, map_dir: str, cwd: str | None = None) -> str:
     return head + "@" + inner if sep else head
 
 
-def check_zip_members(map_file: str, paths: list, lines: np.ndarray, map_dir: str, cwd: str) -> None:
+def check_zip_members(map_file: str, paths: list, lines: np.ndarray, map_dir: str, cwd: str,
+                      remote_options=None) -> None:
     """Every ``archive.zip@/member`` path of the map names an archive that exists and holds that
     member; else CNTK's error (it checks when the archive's sequences are registered, ZipByteReader),
-    naming the map lines, the members and the archives."""
+    naming the map lines, the members and the archives. An archive at a URL is read with
+    ``remote_options`` (its central directory only)."""
     import zipfile
 
     members: dict[str, set | None] = {}
@@ -182,7 +187,8 @@ def check_zip_members(map_file: str, paths: list, lines: np.ndarray, map_dir: st
         inner = p.partition(".zip@")[2].lstrip("/")
         if arch not in members:
             try:
-                with zipfile.ZipFile(arch) as z:
+                source = open_object(arch, remote_options).open(1 << 18) if is_remote(arch) else arch
+                with zipfile.ZipFile(source) as z:
                     members[arch] = set(z.namelist())
             except (OSError, zipfile.BadZipFile) as e:
                 members[arch] = None
