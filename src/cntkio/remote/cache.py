@@ -153,7 +153,7 @@ class RangeCache:
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
-                os.replace(tmp, os.path.join(folder, f"{begin}-{end}"))
+                self._commit(tmp, os.path.join(folder, f"{begin}-{end}"), n)
             except BaseException:
                 _unlink(tmp)
                 raise
@@ -165,12 +165,13 @@ class RangeCache:
             bisect.insort(entries, (begin, end))
             self._known[key] = entries
             self._longest[key] = max(self._longest.get(key, 0), n)
-        self._account(n)
         return True
 
     # -- the size bound ---------------------------------------------------------------------------
 
-    def _account(self, added: int) -> None:
+    def _commit(self, tmp: str, target: str, added: int) -> None:
+        """Rename the written entry into place and count it, under the lock (so the count is the
+        files' total, whatever other processes do); evict past the limit."""
         with _Flock(os.path.join(self.root, "lock")):
             usage_path = os.path.join(self.root, "usage")
             try:
@@ -178,6 +179,11 @@ class RangeCache:
                     usage = int(f.read().strip() or 0)
             except (OSError, ValueError):
                 usage = self._scan_total()
+            try:
+                usage -= os.stat(target).st_size     # the same range stored again: replaced
+            except FileNotFoundError:
+                pass
+            os.replace(tmp, target)
             usage += added
             if usage > self.limit:
                 usage = self._evict()

@@ -135,9 +135,12 @@ class RemoteObject:
         with self._lock:
             fut = self._ahead.pop((begin, end), None)
         if fut is not None:
-            data = fut.result()       # fetched ahead (raises what the fetch raised)
             with self._lock:
                 self._ahead_bytes -= end - begin if not self._disk else 0
+            try:
+                data = fut.result()       # fetched ahead
+            except Exception:             # noqa: BLE001 - a failed fetch ahead is tried again now
+                data = None
             if data is not None:
                 return data
         return self._fetch(begin, end)
