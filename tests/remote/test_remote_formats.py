@@ -163,3 +163,22 @@ def test_images_of_a_map_in_a_bucket_plain_and_zipped_equal_the_local_read(s3, b
     want = read(str(tmp_path / "plain.txt"))
     assert_same(read(f"s3://{bucket}/img/plain.txt", remote_keys), want)
     assert_same(read(f"s3://{bucket}/img/zip.txt", remote_keys), want)
+
+
+def test_convert_reads_from_and_writes_to_urls(s3, bucket, tmp_path, monkeypatch):
+    from cntkio.tools.convert import main as convert
+    local = write_ctf(tmp_path / "a.ctf", n=100, seed=7)
+    s3.upload(local, f"s3://{bucket}/in/a.ctf")
+    # credentials and the endpoint the back end's way: its environment variables
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3.key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("CNTKIO_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["ctf2bin", f"s3://{bucket}/in/a.ctf", f"s3://{bucket}/out/a.cbf", "--stream", "x:x:dense:3",
+            "--stream", "y:y:sparse:10", "--no-progress"]
+    assert convert(args) == 0
+    ctf2bin(local, str(tmp_path / "want.cbf"), ctf_streams(), progress=False)
+    assert s3.fs().cat(f"{bucket}/out/a.cbf") == (tmp_path / "want.cbf").read_bytes()
+    assert convert(["ctf2bin", f"s3://{bucket}/in/missing.ctf", f"s3://{bucket}/out/b.cbf"]) == 1
+    assert not s3.fs().exists(f"{bucket}/out/b.cbf")

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..deserializers.protocol import DenseStream, SparseStream
 from ..errors import ConfigError, FormatError
+from ..remote import is_remote
 from ._common import add_common, fail, open_file, progress
 from .ctf_text import write_ctf
 
@@ -378,6 +379,12 @@ def main(argv: Sequence[str]) -> int:
     from ._common import emit
 
     argv = list(argv)
+    if any(is_remote(a) for a in argv):    # inputs fetched, the output uploaded (tools/remote_io.py)
+        from .remote_io import with_urls
+        try:
+            return with_urls(argv, main)
+        except (CntkioError, OSError) as e:
+            return fail("convert", str(e))
     direction = next((a for a in argv if not a.startswith("-")), None)
     if direction in ("ctf2bin", "bin2ctf"):  # the CBF converters keep their own options
         from ..deserializers.cbf.cli import main as cbf_main
