@@ -182,3 +182,46 @@ def test_convert_reads_from_and_writes_to_urls(s3, bucket, tmp_path, monkeypatch
     assert s3.fs().cat(f"{bucket}/out/a.cbf") == (tmp_path / "want.cbf").read_bytes()
     assert convert(["ctf2bin", f"s3://{bucket}/in/missing.ctf", f"s3://{bucket}/out/b.cbf"]) == 1
     assert not s3.fs().exists(f"{bucket}/out/b.cbf")
+
+
+def _htk_corpus(folder):
+    """Two archives of 2-dim frames (6 utterances), their SCP (relative paths, frame ranges), an MLF
+    and its state list."""
+    from cntkio.deserializers.htk.writer import write_htk
+    rng = np.random.default_rng(8)
+    lengths = [5, 3, 7, 4, 6, 2]
+    scp, mlf, pos = [], ["#!MLF!#\n"], {"a.htk": 0, "b.htk": 0}
+    frames = {"a.htk": [], "b.htk": []}
+    for u, n in enumerate(lengths):
+        arch = "a.htk" if u % 2 == 0 else "b.htk"
+        frames[arch].append(rng.random((n, 2), dtype=np.float32))
+        scp.append(f"u{u}.mfc={arch}[{pos[arch]},{pos[arch] + n - 1}]\n")
+        pos[arch] += n
+        cut = n // 2
+        mlf.append(f'"*/u{u}.lab"\n0 {cut * 100000} s{u % 3}\n{cut * 100000} {n * 100000} s{(u + 1) % 3}\n.\n')
+    for arch, parts in frames.items():
+        write_htk(str(folder / arch), np.concatenate(parts))
+    (folder / "f.scp").write_text("".join(scp))
+    (folder / "l.mlf").write_text("".join(mlf))
+    (folder / "states.list").write_text("s0\ns1\ns2\n")
+
+
+@pytest.mark.parametrize("frame_mode", [False, True])
+def test_htk_features_and_mlf_labels_from_a_bucket_equal_the_local_read(s3, bucket, remote_keys, tmp_path,
+                                                                        monkeypatch, frame_mode):
+    from cntkio import HTKFeatureDeserializer, HTKMLFDeserializer
+    data = tmp_path / "htk"
+    data.mkdir()
+    _htk_corpus(data)
+    s3.upload(str(data), f"s3://{bucket}/htk")
+    monkeypatch.chdir(data)          # the SCP's relative paths: from the working directory here, from the
+                                     # SCP's folder in the bucket
+
+    def read(base, keys=None):
+        f = HTKFeatureDeserializer({"features": StreamDef(shape=2, scp=f"{base}f.scp")})
+        lab = HTKMLFDeserializer(f"{base}states.list", {"labels": StreamDef(shape=3, mlf=f"{base}l.mlf")})
+        for d in (f, lab):
+            d.update(keys or {})
+        return minibatches(MinibatchSource([f, lab], frame_mode=frame_mode, randomize=True, max_sweeps=1), size=8)
+
+    assert_same(read(f"s3://{bucket}/htk/", remote_keys), read(""))

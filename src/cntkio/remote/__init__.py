@@ -14,7 +14,7 @@ from .store import ObjectChanged, RemoteDenied, RemoteNotFound
 __all__ = ["is_url", "is_remote", "local_path", "RemoteObject", "RemoteFile", "RemoteOptions",
            "remote_options", "open_object", "check_readable", "read_whole", "resolve", "forget",
            "parse_size", "default_cache_dir", "OPTION_KEYS", "ObjectChanged", "RemoteNotFound",
-           "RemoteDenied", "read_path", "remote_for"]
+           "RemoteDenied", "read_path", "remote_for", "local_copy"]
 
 
 def is_remote(path) -> bool:
@@ -29,6 +29,36 @@ def remote_for(path: str, config, what: str) -> RemoteObject | None:
     if not is_remote(path):
         return None
     return check_readable(path, remote_options(config), what)
+
+
+def local_copy(path: str, config) -> str:
+    """A local path to read the file at ``path`` whole, as a local file (an MLF, a state list: read
+    whole by their parsers): ``path`` itself when local, else a copy of the object kept in
+    ``<cacheDir>/files/`` under its URL, size and ETag/generation (fetched once, written under a
+    temporary name and renamed; not counted against ``cacheLimit``)."""
+    if not is_remote(path):
+        return local_path(path)
+    import os
+    import tempfile
+    options = remote_options(config)
+    obj = check_readable(path, options, "the file")
+    folder = os.path.join(options.cache_dir, "files")
+    os.makedirs(folder, exist_ok=True)
+    target = os.path.join(folder, f"{obj.key}-{os.path.basename(path.rstrip('/'))}")
+    if os.path.exists(target) and os.path.getsize(target) == obj.size:
+        return target
+    fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            step = 64 << 20
+            for a in range(0, obj.size, step):
+                f.write(obj.read(a, a + step))
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return target
 
 
 def read_path(path: str, config=None) -> bytes:

@@ -34,9 +34,11 @@ from ..._native import native
 from ...errors import FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_str
-from ..protocol import ChunkData, DenseStream, RandomAccessDeserializer, SequenceTable
+from ...remote import is_remote, remote_options
+from ..protocol import ChunkData, DenseStream, FetchAheadDeserializer, RandomAccessDeserializer, SequenceTable
+from . import remote as remote_htk
 from .common import FRAME_KEY, UtteranceCorpus
-from .htkfile import HEADER_BYTES, FrameFiles, read_header
+from .htkfile import HEADER_BYTES, FrameFiles
 from .options import context_of, dtype_of, numeric_keys_of, one_input, option, paths_of
 from .scp import parse_scp_files
 
@@ -48,7 +50,7 @@ TYPE_NAME = "HTKFeatureDeserializer"
 log = logging.getLogger("cntkio.deserializers.htk")
 
 
-class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
+class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer, FetchAheadDeserializer):
     """See the module docstring. ``config``: ``{'type': 'HTKFeatureDeserializer', 'input': {name:
     {...}}}`` as the factory or a reader section gives it."""
 
@@ -70,12 +72,14 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         self.max_sequence_length = to_int(option(spec, None, "maxSequenceLength", "max_sequence_length",
                                                  default=65535), f"input.{name}.maxSequenceLength", minimum=1)
         self.numeric_keys = numeric_keys_of(config, spec)
-        idx = parse_scp_files(scps, prefix, numeric=self.numeric_keys)
+        self._remote_options = remote_options(config)     # for SCP files and features at URLs
+        idx = parse_scp_files(scps, prefix, numeric=self.numeric_keys, config=config)
         if len(idx) == 0:
             raise FormatError("the SCP file(s) list no utterance", file=", ".join(scps))
         self.index = idx
         self.files = idx.files
-        self.headers = [read_header(p) for p in idx.files]      # one open per physical file
+        self._remote = any(is_remote(p) for p in idx.files)
+        self.headers = remote_htk.read_headers(idx.files, self._remote_options)  # one open per physical file
         fdim = self.headers[0].dim
         for p, h in zip(idx.files, self.headers):
             if h.dim != fdim:
@@ -110,7 +114,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
                                   file=idx.scp_files[idx.scp_ids[i]], line=int(idx.lines[i]),
                                   expected="1 frame", found=f"{int(self._lengths[i])} frames")
         self._init_chunks()
-        self._maps = FrameFiles()
+        self._maps = remote_htk.RemoteFrameFiles(self._remote_options) if self._remote else FrameFiles()
         self._native = native("htk")     # None under CNTKIO_PURE_PYTHON=1: the NumPy reference
         self._pool: cf.ThreadPoolExecutor | None = None      # the reader threads, started on first use
         self._lock = threading.Lock()
@@ -168,11 +172,24 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         """Sequence mode without context: a selection is read straight from the files into the
         minibatch's rows (one read, byte-swapped in place); the window holds no copy of its chunks."""
         return (not self.frame_mode and self.context == (0, 0) and self._native is not None
-                and self.dtype == np.float32)
+                and self.dtype == np.float32 and not self._remote)
 
     # --- protocol -----------------------------------------------------------------------------
     def stream_infos(self) -> list[StreamInformation]:
         return [self._stream]
+
+    def fetches_ahead(self) -> bool:
+        """Feature files at URLs: the frame ranges of the next chunks are fetched ahead."""
+        return self._remote
+
+    def fetch_ahead(self, chunk_ids) -> None:
+        """Start fetching the frame ranges of these chunks' utterances, one range per file."""
+        for c in chunk_ids:
+            a, b = self._chunk_utts(c)
+            fids, st, ln = self.index.file_ids[a:b], self._starts[a:b], self._lengths[a:b]
+            for f in np.unique(fids).tolist():
+                m = fids == f
+                self._maps.prefetch(self.files[f], self.headers[f], int(st[m].min()), int((st[m] + ln[m]).max()))
 
     def _raw(self, c: int) -> np.ndarray:
         """The chunk's frames, utterance after utterance, unexpanded (float32, native order), each
@@ -184,7 +201,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         fids, st, ln = self.index.file_ids[a:b], self._starts[a:b], self._lengths[a:b]
         out = np.empty((int(ln.sum()) + pad * (b - a), self.feature_dim), np.float32)
         dst = np.cumsum(ln + pad) - ln - right                        # row of each utterance's frame 0
-        if self._native is not None:       # one C call per physical file: byte-swapped copies, no GIL
+        if self._native is not None and not self._remote:   # one C call per physical file: byte-swapped copies, no GIL
             fd = self.feature_dim
             for f in np.unique(fids).tolist():
                 m = fids == f

@@ -69,6 +69,12 @@ def read_header(path: str) -> HTKHeader:
             size = os.fstat(f.fileno()).st_size
     except OSError as e:
         raise FormatError(f"cannot open the HTK feature file: {e.strerror}", file=path) from e
+    return check_header(raw, size, path)
+
+
+def check_header(raw: bytes, size: int, path: str) -> HTKHeader:
+    """The header in the first bytes ``raw`` of a file of ``size`` bytes, checked (see
+    :func:`read_header`; a file at a URL is checked here too)."""
     if len(raw) < HEADER_BYTES:
         raise FormatError("not an HTK feature file: shorter than the 12-byte header",
                           file=path, expected="12 header bytes", found=f"{len(raw)} bytes")

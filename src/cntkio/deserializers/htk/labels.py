@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ...remote import local_copy
 from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_path
@@ -75,11 +76,12 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         target_file = option(spec, None, "labelToTargetMappingFile")
         self.phone_boundaries = to_bool(option(spec, config, "phoneBoundaries", "phone_boundaries", default=False),
                                         f"input.{name}.phoneBoundaries")
-        mlfs = mlf_paths(spec, name)
+        mlfs = [local_copy(p, config) for p in mlf_paths(spec, name)]   # at URLs: copies in cacheDir
         self.numeric_keys = numeric_keys_of(config, spec)
         self.mlf = idx = self._index(name, spec, config, mlfs)
         if target_file is not None:     # CNTK's old HTKMLFReader: labels delivered as target vectors
-            self._map_targets(name, spec, config, to_path(target_file, f"input.{name}.labelToTargetMappingFile"))
+            self._map_targets(name, spec, config, local_copy(
+                to_path(target_file, f"input.{name}.labelToTargetMappingFile"), config))
         self._keys = idx.keys
         if self.numeric_keys:      # useNumericSequenceKeys: the keys' numbers ("007" is 7), as CNTK
             self._keys, ok = numeric_names(idx.names)
@@ -114,7 +116,7 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         if self.phone_boundaries and self.frame_mode:
             raise ConfigError("frameMode and phoneBoundaries are mutually exclusive options.",
                               path=f"input.{name}.phoneBoundaries")
-        states = read_state_list(to_path(mapping, f"input.{name}.labelMappingFile"))
+        states = read_state_list(local_copy(to_path(mapping, f"input.{name}.labelMappingFile"), config))
         return parse_mlf_files(mlfs, states, self.label_dim)
 
     def _map_targets(self, name: str, spec: Mapping, config: Mapping, path: str) -> None:
@@ -132,7 +134,7 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
             raise ConfigError("output must specify targetDim if labelToTargetMappingFile specified!",
                               path=f"input.{name}.targetDim")
         tdim = to_int(tdim, f"input.{name}.targetDim", minimum=1)
-        with open(to_path(mapping, where), encoding="utf-8", errors="surrogateescape") as f:
+        with open(local_copy(to_path(mapping, where), config), encoding="utf-8", errors="surrogateescape") as f:
             labels = [ln.strip() for ln in f.read().splitlines()]
         try:
             with open(path, encoding="utf-8", errors="surrogateescape") as f:

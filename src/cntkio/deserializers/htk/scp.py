@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FormatError
+from ...remote import is_remote, read_path, resolve
 from .text import decimals, first_in_lines, fnv1a, last_in_lines, line_bounds, numeric_keys, padded
 
 __all__ = ["ScpIndex", "parse_scp", "parse_scp_files"]
@@ -55,7 +56,11 @@ def _fail(path: str, line: int, text: bytes, why: str) -> FormatError:
 
 def _resolve(physical: str, scp_path: str, prefix: str | None) -> str:
     """The physical path, absolute (resolved against the working directory when the index is
-    built, so that later reads do not depend on it)."""
+    built, so that later reads do not depend on it); in an SCP file at a URL, against its URL."""
+    if is_remote(physical) or is_remote(scp_path) or (prefix and is_remote(prefix)):
+        if prefix and not is_remote(physical) and not physical.startswith(("/", "...")):
+            physical = prefix.rstrip("/") + "/" + physical
+        return resolve(scp_path, physical) if is_remote(scp_path) else physical
     if physical.startswith("..."):
         physical = os.path.join(os.path.dirname(os.path.abspath(scp_path)), physical[3:].lstrip("/\\"))
     elif prefix and not os.path.isabs(physical):
@@ -63,13 +68,14 @@ def _resolve(physical: str, scp_path: str, prefix: str | None) -> str:
     return os.path.abspath(physical)
 
 
-def parse_scp(path: str, prefix: str | None = None, numeric: bool = False) -> tuple:
+def parse_scp(path: str, prefix: str | None = None, numeric: bool = False, config=None) -> tuple:
     """One SCP file: ``(keys, physical paths (object array of distinct str) and per-line ids, starts,
-    ends, 1-based lines)``. Raises FormatError naming the file and line of a line that does not parse."""
+    ends, 1-based lines)``. Raises FormatError naming the file and line of a line that does not parse.
+    An SCP file at a URL is read with the remote options of ``config`` (the deserializer's)."""
     try:
-        data = np.fromfile(path, np.uint8)
+        data = np.frombuffer(read_path(path, config), np.uint8) if is_remote(path) else np.fromfile(path, np.uint8)
     except OSError as e:
-        raise FormatError(f"cannot open the SCP file: {e.strerror}", file=path) from e
+        raise FormatError(f"cannot open the SCP file: {e.strerror or e}", file=path) from e
     if data[:3].tobytes() == b"\xef\xbb\xbf":
         data = data.copy()
         data[:3] = 32
@@ -134,10 +140,11 @@ def parse_scp(path: str, prefix: str | None = None, numeric: bool = False) -> tu
     return keys, files, file_ids.astype(np.int32).ravel(), r_start, r_end, lineno.astype(np.int32)
 
 
-def parse_scp_files(paths: list[str], prefix: str | None = None, numeric: bool = False) -> ScpIndex:
+def parse_scp_files(paths: list[str], prefix: str | None = None, numeric: bool = False,
+                    config=None) -> ScpIndex:
     """Several SCP files, concatenated in order (``numeric``: keys are numbers, see
     :func:`~cntkio.deserializers.htk.text.numeric_keys`)."""
-    parts = [parse_scp(p, prefix, numeric) for p in paths]
+    parts = [parse_scp(p, prefix, numeric, config) for p in paths]
     files: list[str] = []
     where: dict[str, int] = {}
     fids, scps = [], []
