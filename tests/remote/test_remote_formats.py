@@ -4,6 +4,7 @@ restored into a new source, from a second process's partition; the chunk cache s
 sweep; the index cache of a URL lives in the chunk cache's folder, keyed by URL, size and ETag."""
 from __future__ import annotations
 
+import base64
 import multiprocessing
 import zipfile
 
@@ -163,6 +164,20 @@ def test_images_of_a_map_in_a_bucket_plain_and_zipped_equal_the_local_read(s3, b
     want = read(str(tmp_path / "plain.txt"))
     assert_same(read(f"s3://{bucket}/img/plain.txt", remote_keys), want)
     assert_same(read(f"s3://{bucket}/img/zip.txt", remote_keys), want)
+    # the same images as base64 text in the map file (Base64ImageDeserializer), chunks of ~2 images
+    from cntkio.deserializers.image import Base64ImageDeserializer
+    (tmp_path / "b64.txt").write_text("".join(
+        f"{i}\t{i % 3}\t{base64.b64encode((tmp_path / n).read_bytes()).decode()}\n" for i, n in enumerate(names)))
+    s3.upload(str(tmp_path / "b64.txt"), f"s3://{bucket}/img/b64.txt")
+
+    def read64(map_file, keys=None):
+        from cntkio import transforms as T
+        d = Base64ImageDeserializer(map_file, StreamDefs(
+            features=StreamDef(field="image", transforms=[T.scale(4, 4, 3, "nearest")]),
+            labels=StreamDef(field="label", shape=3)))
+        d.update(keys or {}, chunkSizeInBytes=600)
+        return minibatches(MinibatchSource(d, randomize=True, max_sweeps=1), size=3)
+    assert_same(read64(f"s3://{bucket}/img/b64.txt", remote_keys), read64(str(tmp_path / "b64.txt")))
 
 
 def test_convert_reads_from_and_writes_to_urls(s3, bucket, tmp_path, monkeypatch):

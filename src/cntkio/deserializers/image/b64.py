@@ -25,6 +25,7 @@ import numpy as np
 
 from ..._log import get_logger
 from ...errors import FormatError
+from ...remote import local_copy
 from ...values import to_bool
 from ..protocol import ChunkData, ChunkInfo, SequenceTable
 from .deserializer import ImageCore
@@ -47,7 +48,10 @@ class Base64ImageDataDeserializer(ImageCore):
 
     def __init__(self, config: Mapping, trace_level: int = 1, **source_options: Any) -> None:
         super().__init__(config, trace_level, **source_options)
-        ix = cached_base64_index(self.map_file, self.cfg.label_dim, self.cfg.chunk_size,
+        # a map at a URL is read whole to be indexed: one copy in cacheDir (cntkio.remote.local_copy)
+        # is indexed (its index cache kept beside it) and read by chunk as a local map is
+        self._local = local_copy(self.map_file, config)
+        ix = cached_base64_index(self._local, self.cfg.label_dim, self.cfg.chunk_size,
                                  to_bool(config.get("cacheIndex", False), "cacheIndex"), _log,
                                  self.cfg.numeric_keys)
         self.key_kind = "numeric" if self.cfg.numeric_keys else "string"
@@ -55,7 +59,7 @@ class Base64ImageDataDeserializer(ImageCore):
         cs = ix.chunk_starts
         self._chunks = [ChunkInfo(c, int(cs[c + 1] - cs[c]), int(cs[c + 1] - cs[c])) for c in range(len(cs) - 1)]
         self._lock = threading.Lock()
-        self._file = open(self.map_file, "rb")
+        self._file = open(self._local, "rb")
         self._map: mmap.mmap | None = None
         self._pool: cf.ThreadPoolExecutor | None = None
         self._threads = max(1, min(8, os.cpu_count() or 1))
