@@ -240,3 +240,33 @@ def test_htk_features_and_mlf_labels_from_a_bucket_equal_the_local_read(s3, buck
         return minibatches(MinibatchSource([f, lab], frame_mode=frame_mode, randomize=True, max_sweeps=1), size=8)
 
     assert_same(read(f"s3://{bucket}/htk/", remote_keys), read(""))
+
+
+def test_a_config_reads_a_url_with_a_storage_options_section(s3, bucket, tmp_path):
+    from cntkio.config import parse_config
+    from cntkio.readers import build_reader
+    local = write_ctf(tmp_path / "a.ctf", n=120, seed=9)
+    s3.upload(local, f"s3://{bucket}/a.ctf")
+    text = f"""
+    reader = [
+        randomize = false
+        cacheDir = "{tmp_path / 'cache'}"
+        cacheLimit = 64M
+        storageOptions = [
+            key = "{s3.key}" ; secret = "{s3.secret}"
+            client_kwargs = [ endpoint_url = "{s3.endpoint}" ; region_name = "us-east-1" ]
+        ]
+        deserializers = ([
+            type = "CNTKTextFormatDeserializer" ; file = "s3://{bucket}/a.ctf"
+            input = [
+                x = [ dim = 3 ; format = "dense" ]
+                y = [ dim = 10 ; format = "sparse" ]
+            ]
+        ])
+    ]
+    """
+    src = build_reader(parse_config(text)("reader"), max_sweeps=1)
+    d = CTFDeserializer(local, ctf_streams())
+    want = minibatches(MinibatchSource(d, randomize=False, max_sweeps=1))
+    assert_same(minibatches(src), want)
+    assert any((tmp_path / "cache" / "ranges").iterdir())

@@ -54,6 +54,11 @@ _CTF_OPTIONS = {
 }
 
 
+# how URLs are read (cntkio.remote.options): a deserializer's own section or an enclosing one
+_REMOTE_OPTIONS = ("storageOptions", "cacheDir", "cacheLimit", "remoteInFlight", "remoteRetries",
+                   "remoteRetryDelay", "remotePartSize")
+
+
 class UnsupportedReaderError(ConfigError, NotImplementedInCntkio):
     """A readerType or deserializer type that cntkio does not implement; the message lists the
     implemented ones."""
@@ -192,6 +197,10 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
                     entry["transforms"] = _transforms(isec, type_name, factory)
                 config["input"][name] = entry
                 spec.stream_names.append(name)
+    for key in _REMOTE_OPTIONS:   # object stores (docs/remote.md): from this section or an enclosing one
+        if key not in config and dsec.exists(key):
+            config[key] = (dsec.section(key, inherit=True).to_dict() if key == "storageOptions"
+                           else dsec.str(key))
     config["precision"] = "float" if spec.dtype == "float32" else "double"
     return config
 
