@@ -19,8 +19,10 @@ as bench/cbf_throughput.py makes it; reused while newer than the CTF), per forma
 * ``s3 second``: a new source over the same URL and cache folder (read from the chunk cache).
 
 MB/s is the local file's size over wall time; ``/local`` is the local time over the remote time
-(1.0: as fast). ``first minibatch``: a randomized source over a 1 GB CBF object (``--gb``), cold
-cache, from construction to the first 256-sample minibatch, with the bytes fetched by then.
+(1.0: as fast). ``first use``: the back end's first use in the process (importing s3fs and
+botocore, making a client, one GET), paid once; ``first minibatch`` (after it): a source over a
+1 GB CBF object (``--gb``), cold cache, from construction to the first 256-sample minibatch, in
+file order and randomized, with the bytes fetched by then.
 ``peers``: the dense dataset's samples written once as MDS shards (``streaming.MDSWriter``) and as
 WebDataset tar shards (``.npy`` members), uploaded to the same server; one pass over each with its
 own reader from S3 (StreamingDataset with a fresh local folder; ``webdataset.WebDataset`` over
@@ -125,53 +127,68 @@ def ensure_big_cbf(data: str, gb: float) -> str:
     return path
 
 
+def one_format(args, name: str, fmt: str) -> dict:
+    """The local sweep, the first sweep from S3 (empty cache) and the second (from the cache)."""
+    local = os.path.join(args.data, f"{name}.{fmt}")
+    url = f"s3://{BUCKET}/{name}.{fmt}"
+    size = os.path.getsize(local)
+    t_local = best(lambda: sweep(config(fmt, name, local)), args.repeat)
+    cache: dict = {}
+
+    def fresh():
+        folder = tempfile.mkdtemp(prefix="cntkio-bench-cache-", dir=args.cache_root)
+        cache["keys"] = dict(args.keys, cacheDir=folder)
+
+    t_first = best(lambda: sweep(config(fmt, name, url, cache["keys"])), args.repeat, fresh)
+    t_second = best(lambda: sweep(config(fmt, name, url, cache["keys"])), args.repeat)
+    shutil.rmtree(cache["keys"]["cacheDir"], ignore_errors=True)
+    row = {"dataset": name, "format": fmt, "bytes": size, "local_s": t_local, "s3_first_s": t_first,
+           "s3_second_s": t_second, "first_vs_local": t_local / t_first, "second_vs_local": t_local / t_second}
+    print(f"{name:7s} {fmt}  local {size / 1e6 / t_local:8.1f} MB/s   s3 first {size / 1e6 / t_first:8.1f} "
+          f"MB/s ({row['first_vs_local']:.2f} of local)   s3 second {size / 1e6 / t_second:8.1f} MB/s "
+          f"({row['second_vs_local']:.2f} of local)", flush=True)
+    return row
+
+
 def formats(args) -> list[dict]:
     """The local and remote sweeps of every dataset and format."""
-    rows = []
-    for name in args.only:
-        for fmt in ("ctf", "cbf"):
-            local = os.path.join(args.data, f"{name}.{fmt}")
-            url = f"s3://{BUCKET}/{name}.{fmt}"
-            size = os.path.getsize(local)
-            t_local = best(lambda: sweep(config(fmt, name, local)), args.repeat)
-            cache = {}
-
-            def fresh():
-                folder = tempfile.mkdtemp(prefix="cntkio-bench-cache-", dir=args.cache_root)
-                cache["keys"] = dict(args.keys, cacheDir=folder)
-
-            t_first = best(lambda: sweep(config(fmt, name, url, cache["keys"])), args.repeat, fresh)
-            t_second = best(lambda: sweep(config(fmt, name, url, cache["keys"])), args.repeat)
-            shutil.rmtree(cache["keys"]["cacheDir"], ignore_errors=True)
-            row = {"dataset": name, "format": fmt, "bytes": size, "local_s": t_local, "s3_first_s": t_first,
-                   "s3_second_s": t_second, "first_vs_local": t_local / t_first,
-                   "second_vs_local": t_local / t_second}
-            rows.append(row)
-            print(f"{name:7s} {fmt}  local {size / 1e6 / t_local:8.1f} MB/s   s3 first {size / 1e6 / t_first:8.1f} "
-                  f"MB/s ({row['first_vs_local']:.2f} of local)   s3 second {size / 1e6 / t_second:8.1f} MB/s "
-                  f"({row['second_vs_local']:.2f} of local)", flush=True)
-    return rows
+    return [one_format(args, name, fmt) for name in args.only for fmt in ("ctf", "cbf")]
 
 
-def first_minibatch(args, server) -> dict:
+def first_minibatch(args, server) -> list[dict]:
+    """From building the source to the first minibatch of the big CBF object, cold cache: in file
+    order (only the header, the chunk lengths and the first chunks are needed) and randomized (the
+    first randomized chunk draws its sequences from every chunk of its window)."""
     path = ensure_big_cbf(args.data, args.gb)
     url = f"s3://{BUCKET}/{os.path.basename(path)}"
     server.upload(path, url)
-    folder = tempfile.mkdtemp(prefix="cntkio-bench-cache-", dir=args.cache_root)
-    keys = dict(args.keys, cacheDir=folder)
-    t0 = time.perf_counter()
-    src = MinibatchSource(CBFDeserializer(url) | keys, randomize=True, max_sweeps=1)
-    built = time.perf_counter() - t0
-    mb = src.next_minibatch(MB_SIZE)
-    t = time.perf_counter() - t0
-    fetched = open_object(url, remote_options(keys)).fetched
-    src.close()
-    shutil.rmtree(folder, ignore_errors=True)
     size = os.path.getsize(path)
-    print(f"first minibatch of {size / 1e9:.2f} GB CBF from s3: {t:.3f} s (source built in {built:.3f} s), "
-          f"{fetched / 1e6:.1f} MB fetched by then ({len(mb) and next(iter(mb.values())).num_samples} samples)",
-          flush=True)
-    return {"bytes": size, "seconds": t, "build_seconds": built, "fetched_bytes": fetched}
+    rows = []
+    for randomize in (False, True):
+        folder = tempfile.mkdtemp(prefix="cntkio-bench-cache-", dir=args.cache_root)
+        keys = dict(args.keys, cacheDir=folder)
+        t0 = time.perf_counter()
+        src = MinibatchSource(CBFDeserializer(url) | keys, randomize=randomize, max_sweeps=1)
+        built = time.perf_counter() - t0
+        mb = src.next_minibatch(MB_SIZE)
+        t = time.perf_counter() - t0
+        fetched = open_object(url, remote_options(keys)).fetched
+        src.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        rows.append({"bytes": size, "randomize": randomize, "seconds": t, "build_seconds": built,
+                     "fetched_bytes": fetched})
+        print(f"first minibatch of {size / 1e9:.2f} GB CBF from s3 ({'randomized' if randomize else 'in order'}): "
+              f"{t:.3f} s (source built in {built:.3f} s), {fetched / 1e6:.1f} MB fetched by then "
+              f"({next(iter(mb.values())).num_samples} samples)", flush=True)
+    return rows
+
+
+def warm_up(args, server) -> float:
+    """The back end's first use in this process (importing s3fs and botocore, a client): seconds."""
+    server.fs().pipe(f"{BUCKET}/warm-up", b"x")
+    t0 = time.perf_counter()
+    open_object(f"s3://{BUCKET}/warm-up", remote_options(dict(args.keys, cacheDir=args.cache_root))).read(0, 1)
+    return time.perf_counter() - t0
 
 
 def dense_samples(data: str):
@@ -246,7 +263,11 @@ def main() -> int:
                 server.upload(path, f"s3://{BUCKET}/{os.path.basename(path)}")
         load = os.getloadavg()[0]
         print(f"moto S3 server {server.endpoint}; load average {load:.2f} on {os.cpu_count()} cores", flush=True)
-        out = {"load_average": load, "formats": formats(args), "first_minibatch": first_minibatch(args, server)}
+        out = {"load_average": load, "warm_up_s": warm_up(args, server)}
+        print(f"back end's first use (import s3fs and botocore, a client, one GET): {out['warm_up_s']:.3f} s",
+              flush=True)
+        out["first_minibatch"] = first_minibatch(args, server)
+        out["formats"] = formats(args)
         out["peers"] = [] if args.no_peers or "dense" not in args.only else peers(args, server)
     finally:
         server.stop()

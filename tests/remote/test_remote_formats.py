@@ -270,3 +270,26 @@ def test_a_config_reads_a_url_with_a_storage_options_section(s3, bucket, tmp_pat
     want = minibatches(MinibatchSource(d, randomize=False, max_sweeps=1))
     assert_same(minibatches(src), want)
     assert any((tmp_path / "cache" / "ranges").iterdir())
+
+
+def _chunk_sizes(d, queue):
+    queue.put([d.get_chunk(c.id).sequences.keys.size for c in d.chunk_infos()])
+
+
+def test_a_deserializer_built_before_a_fork_reads_in_the_child(s3, bucket, remote_keys, tmp_path):
+    # a DataLoader worker forked from a process that already read the URL: the child must not wait
+    # on the parent's event loop (gone in the child)
+    from cntkio.registry import build_deserializer
+    local = write_ctf(tmp_path / "a.ctf", n=200, seed=10)
+    s3.upload(local, f"s3://{bucket}/a.ctf")
+    cfg = CTFDeserializer(f"s3://{bucket}/a.ctf", ctf_streams())
+    cfg.update(remote_keys, chunkSizeInBytes=4000, cacheLimit=0)
+    d = build_deserializer(cfg)
+    want = [d.get_chunk(c.id).sequences.keys.size for c in d.chunk_infos()]
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_chunk_sizes, args=(d, queue))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(30)
+    assert got == want and child.exitcode == 0

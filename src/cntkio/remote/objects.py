@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import io
+import os
 import posixpath
 import threading
 from collections import OrderedDict
@@ -31,7 +32,7 @@ _CACHES: dict[tuple[str, int], RangeCache] = {}
 _OBJECTS: OrderedDict[tuple, "RemoteObject"] = OrderedDict()
 _MAX_OBJECTS = 4096
 _REGISTRY_LOCK = threading.Lock()
-_AHEAD_POOL: list[cf.ThreadPoolExecutor] = []
+_AHEAD_POOL: list[tuple[int, cf.ThreadPoolExecutor]] = []
 
 
 def _cache_for(options: RemoteOptions) -> RangeCache | None:
@@ -46,10 +47,11 @@ def _cache_for(options: RemoteOptions) -> RangeCache | None:
 
 
 def _ahead_pool() -> cf.ThreadPoolExecutor:
+    """The threads that fetch ahead (this process's: a forked child starts its own)."""
     with _REGISTRY_LOCK:
-        if not _AHEAD_POOL:
-            _AHEAD_POOL.append(cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="cntkio-ahead"))
-        return _AHEAD_POOL[0]
+        if not _AHEAD_POOL or _AHEAD_POOL[0][0] != os.getpid():
+            _AHEAD_POOL[:] = [(os.getpid(), cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="cntkio-ahead"))]
+        return _AHEAD_POOL[0][1]
 
 
 def open_object(url: str, options: RemoteOptions) -> "RemoteObject":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextlib
+import os
 import threading
 from typing import Any
 
@@ -91,6 +92,7 @@ class Store:
         self.kind = "s3" if "s3" in protocols else "http" if "http" in protocols or "https" in protocols \
             else "other"
         self._async = bool(getattr(self.fs, "async_impl", False))
+        self._pid = os.getpid()
         self._sem: asyncio.Semaphore | None = None
         self._pool: cf.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -104,8 +106,17 @@ class Store:
 
     # -- running --------------------------------------------------------------------------------
 
+    def _after_fork(self) -> None:
+        """In a forked child (a DataLoader worker) the parent's event loop thread and pool are gone:
+        take this process's file system and start afresh."""
+        self._pid = os.getpid()
+        self.fs, self.path = file_system(self.url, self.options)
+        self._sem, self._pool, self._lock = None, None, threading.Lock()
+
     def _submit(self, make, begin, end) -> cf.Future:
         """Run the coroutine factory ``make`` with retries; a Future of its result."""
+        if self._pid != os.getpid():
+            self._after_fork()
         if self._async:
             loop = self.fs.loop
             return asyncio.run_coroutine_threadsafe(self._with_retries(make, begin, end), loop)
