@@ -206,13 +206,14 @@ def dense_samples(data: str):
 
 
 def peers(args, server) -> list[dict]:
+    sys.path.insert(0, HERE)
+    from remote_peers import import_streaming, mds_pass, wds_pass, write_mds, write_wds
     try:
-        import streaming
+        streaming = import_streaming()
         import webdataset
     except ImportError as exc:
         print(f"peers skipped: {exc} (pip install -r bench/requirements-remote.txt)")
         return []
-    from remote_peers import mds_pass, wds_pass, write_mds, write_wds
     feats, labels = dense_samples(args.data)
     work = tempfile.mkdtemp(prefix="cntkio-bench-peers-", dir=args.cache_root)
     rows = []

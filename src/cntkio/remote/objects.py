@@ -50,7 +50,7 @@ def _ahead_pool() -> cf.ThreadPoolExecutor:
     """The threads that fetch ahead (this process's: a forked child starts its own)."""
     with _REGISTRY_LOCK:
         if not _AHEAD_POOL or _AHEAD_POOL[0][0] != os.getpid():
-            _AHEAD_POOL[:] = [(os.getpid(), cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="cntkio-ahead"))]
+            _AHEAD_POOL[:] = [(os.getpid(), cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cntkio-ahead"))]
         return _AHEAD_POOL[0][1]
 
 
