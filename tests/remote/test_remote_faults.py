@@ -66,6 +66,9 @@ def test_an_object_replaced_during_a_run_is_an_error_naming_it(s3, bucket, tmp_p
     with pytest.raises(ObjectChanged) as err:
         minibatches(src)
     assert url in str(err.value) and "changed" in str(err.value)
+    # a source built afterwards reads the new version
+    assert_same(minibatches(ctf_source(url, _quick(s3, tmp_path / "cache"), max_sweeps=1)),
+                minibatches(ctf_source(str(tmp_path / "b.ctf"), max_sweeps=1)))
 
 
 def test_a_wrong_credential_gives_the_back_ends_message_with_the_url(s3, bucket, tmp_path):

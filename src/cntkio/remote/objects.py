@@ -17,7 +17,7 @@ from collections import OrderedDict
 from .._log import get_logger
 from .cache import RangeCache, object_key
 from .options import RemoteOptions
-from .store import Store
+from .store import ObjectChanged, Store
 
 __all__ = ["RemoteObject", "RemoteFile", "open_object", "resolve", "read_whole", "AHEAD_BYTES"]
 
@@ -170,9 +170,11 @@ class RemoteObject:
         futures = [self._store.get(a, b) for a, b in parts]
         try:
             got = [f.result() for f in futures]
-        except BaseException:
+        except BaseException as exc:
             for f in futures:
                 f.cancel()
+            if isinstance(exc, ObjectChanged):   # the next open in this process takes the new version
+                forget(self.url)
             raise
         out = {}
         for begin, end, buf, gaps, i, j in plans:

@@ -97,6 +97,10 @@ class Store:
         self._pool: cf.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         if size is None or version is None:
+            try:
+                self.fs.invalidate_cache(self.path)   # a listing made earlier may hold an older version
+            except (AttributeError, NotImplementedError):
+                pass
             info = self._call(self._info, None, None)
             size, version = int(info["size"]), identity_of(info)
             self._etag = info.get("ETag") or info.get("etag")
