@@ -93,7 +93,17 @@ class MotoS3:
         self.fs().call_s3("create_bucket", Bucket=name)
 
     def upload(self, local: str, url: str) -> None:
-        self.fs().put(local, url, recursive=os.path.isdir(local))
+        """Copy a file (one PUT, streamed: moto's multipart completion of a GB-sized object can fail
+        under load) or a folder to ``s3://bucket/key``."""
+        if os.path.isdir(local):
+            self.fs().put(local, url, recursive=True)
+            return
+        import boto3
+        bucket, _, key = url.removeprefix("s3://").partition("/")
+        client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                              aws_access_key_id=self.key, aws_secret_access_key=self.secret)
+        with open(local, "rb") as f:
+            client.put_object(Bucket=bucket, Key=key, Body=f)
 
 
 class _RangeHandler(http.server.BaseHTTPRequestHandler):
