@@ -93,3 +93,22 @@ def test_a_ctf_file_url_reads_the_local_file(tmp_path):
     local = write_ctf(tmp_path / "a.ctf", n=50)
     assert_same(minibatches(ctf_source("file://" + local, max_sweeps=1)),
                 minibatches(ctf_source(local, max_sweeps=1)))
+
+
+def test_the_remote_layer_imports_only_the_base_and_fsspec_lazily():
+    # the formats call cntkio.remote, never the other way; fsspec is imported when a URL is opened
+    import ast
+    import pathlib
+
+    import cntkio.remote
+    folder = pathlib.Path(cntkio.remote.__file__).parent
+    allowed = {"_log", "errors", "values", "options", "store", "cache", "objects"}
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                names = [node.module] if node.module else [a.name for a in node.names]
+                assert {n.split(".")[0] for n in names} <= allowed, (path.name, names)
+        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not any(isinstance(n, ast.Import) and n.names[0].name.split(".")[0] in ("fsspec", "s3fs")
+                       for n in top), path.name
