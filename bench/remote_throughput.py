@@ -16,7 +16,9 @@ as bench/cbf_throughput.py makes it; reused while newer than the CTF), per forma
 * ``s3 first``: the same from ``s3://bench/<file>`` with an empty chunk cache (every byte fetched:
   the CTF index scan reads the object once, in 64 MiB ranges, into the chunk cache; a CBF opens with
   its header and one small GET per chunk; chunks are fetched ahead of the window);
-* ``s3 second``: a new source over the same URL and cache folder (read from the chunk cache).
+* ``s3 second``: a new source over the same URL and cache folder (read from the chunk cache);
+* ``store read``: the whole object read into memory by s3fs's own ``cat_file`` (its parallel
+  ranged GETs): what the server delivers, the ceiling of a first sweep.
 
 MB/s is the local file's size over wall time; ``/local`` is the local time over the remote time
 (1.0: as fast). ``first use``: the back end's first use in the process (importing s3fs and
@@ -139,14 +141,16 @@ def one_format(args, name: str, fmt: str) -> dict:
         folder = tempfile.mkdtemp(prefix="cntkio-bench-cache-", dir=args.cache_root)
         cache["keys"] = dict(args.keys, cacheDir=folder)
 
+    t_store = best(lambda: args.fs.cat_file(url), args.repeat)   # the store's own speed: the ceiling
     t_first = best(lambda: sweep(config(fmt, name, url, cache["keys"])), args.repeat, fresh)
     t_second = best(lambda: sweep(config(fmt, name, url, cache["keys"])), args.repeat)
     shutil.rmtree(cache["keys"]["cacheDir"], ignore_errors=True)
-    row = {"dataset": name, "format": fmt, "bytes": size, "local_s": t_local, "s3_first_s": t_first,
+    row = {"dataset": name, "format": fmt, "bytes": size, "local_s": t_local, "store_read_s": t_store,
+           "s3_first_s": t_first,
            "s3_second_s": t_second, "first_vs_local": t_local / t_first, "second_vs_local": t_local / t_second}
     print(f"{name:7s} {fmt}  local {size / 1e6 / t_local:8.1f} MB/s   s3 first {size / 1e6 / t_first:8.1f} "
           f"MB/s ({row['first_vs_local']:.2f} of local)   s3 second {size / 1e6 / t_second:8.1f} MB/s "
-          f"({row['second_vs_local']:.2f} of local)", flush=True)
+          f"({row['second_vs_local']:.2f} of local)   store read {size / 1e6 / t_store:8.1f} MB/s", flush=True)
     return row
 
 
@@ -258,6 +262,7 @@ def main() -> int:
         os.environ.update(AWS_ACCESS_KEY_ID=server.key, AWS_SECRET_ACCESS_KEY=server.secret,
                           AWS_DEFAULT_REGION="us-east-1", S3_ENDPOINT_URL=server.endpoint)
         args.keys = {"storageOptions": server.storage_options()}
+        args.fs = server.fs()
         server.make_bucket(BUCKET)
         for name in args.only:
             for path in (os.path.join(args.data, f"{name}.ctf"), ensure_cbf(args.data, name)):

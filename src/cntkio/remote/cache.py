@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import errno
 import hashlib
+import mmap
 import os
 import tempfile
 import threading
@@ -115,6 +116,10 @@ class RangeCache:
             pieces, gaps = self._cover(key, entries, begin, end)
         if not pieces:
             return None, [(begin, end)]
+        if len(pieces) == 1 and not gaps:      # one entry holds it all: its pages, mapped (no copy)
+            mapped = self._mapped(key, *pieces[0])
+            if mapped is not None:
+                return mapped, []
         out = bytearray(end - begin)
         view = memoryview(out)
         for (a0, b0), a, b in pieces:
@@ -139,6 +144,26 @@ class RangeCache:
                 os.close(fd)
         gaps.sort()
         return out, gaps
+
+    def _mapped(self, key: str, entry: tuple[int, int], a: int, b: int):
+        """Bytes ``a:b`` of an entry as a read-only view of its mapped file (the entry is never
+        changed in place: a deletion leaves the mapping valid), or None when it is gone."""
+        try:
+            fd = os.open(os.path.join(self._dir(key), f"{entry[0]}-{entry[1]}"), os.O_RDONLY)
+        except FileNotFoundError:
+            self._list(key)
+            return None
+        try:
+            if os.fstat(fd).st_size != entry[1] - entry[0]:
+                return None
+            m = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            try:
+                os.utime(fd)          # most recently used
+            except OSError:
+                pass
+        finally:
+            os.close(fd)
+        return memoryview(m)[a - entry[0]:b - entry[0]]
 
     def store(self, key: str, begin: int, end: int, data) -> bool:
         """Keep ``data`` (bytes ``begin:end`` of object ``key``); False when it is larger than the

@@ -189,10 +189,8 @@ class RemoteObject:
                 for (a, b), piece in zip(parts[i:j], got[i:j]):
                     buf[a - begin:b - begin] = piece
                 data = buf
-            if self._disk and gaps:
-                view = memoryview(data)
-                for a, b in gaps:
-                    self.cache.store(self.key, a, b, view[a - begin:b - begin])
+            if self._disk and gaps:   # the whole range as one entry: read back as one mapping
+                self.cache.store(self.key, begin, end, data)
             out[(begin, end)] = data
         return [out.get((a, b), b"") for a, b in order]
 
