@@ -190,9 +190,12 @@ def first_minibatch(args, server) -> list[dict]:
 def warm_up(args, server) -> float:
     """The back end's first use in this process (importing s3fs and botocore, a client): seconds."""
     server.fs().pipe(f"{BUCKET}/warm-up", b"x")
+    folder = tempfile.mkdtemp(prefix="cntkio-bench-cache-", dir=args.cache_root)
     t0 = time.perf_counter()
-    open_object(f"s3://{BUCKET}/warm-up", remote_options(dict(args.keys, cacheDir=args.cache_root))).read(0, 1)
-    return time.perf_counter() - t0
+    open_object(f"s3://{BUCKET}/warm-up", remote_options(dict(args.keys, cacheDir=folder))).read(0, 1)
+    t = time.perf_counter() - t0
+    shutil.rmtree(folder, ignore_errors=True)
+    return t
 
 
 def dense_samples(data: str):
