@@ -108,6 +108,8 @@ class MotoS3:
 
 class _RangeHandler(http.server.BaseHTTPRequestHandler):
     root = "."
+    #: the next this many ranged GETs are answered 503 (a store shedding load); set by the tests
+    fail_next = [0]
 
     def log_message(self, *args) -> None:   # quiet
         pass
@@ -143,6 +145,10 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
             self.send_error(412)
             return
         rng = self.headers.get("Range")
+        if rng and self.fail_next[0] > 0:
+            self.fail_next[0] -= 1
+            self.send_error(503, "Slow Down")
+            return
         status, body = 200, data
         if rng and rng.startswith("bytes="):
             a, _, b = rng[6:].partition("-")
@@ -164,7 +170,8 @@ class RangeHTTPServer:
     """``root`` served on 127.0.0.1 with Range, ETag and If-Match, on a thread."""
 
     def __init__(self, root: str) -> None:
-        handler = type("Handler", (_RangeHandler,), {"root": root})
+        self.fail_next = [0]
+        handler = type("Handler", (_RangeHandler,), {"root": root, "fail_next": self.fail_next})
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from store_servers import MotoS3
+from store_servers import MotoS3, RangeHTTPServer
 from test_remote_formats import assert_same, ctf_source, minibatches, write_ctf
 
 from cntkio.errors import RemoteError
@@ -80,3 +80,26 @@ def test_a_wrong_credential_gives_the_back_ends_message_with_the_url(s3, bucket,
         ctf_source(url, keys, max_sweeps=1)
     assert str(err.value).startswith(url + ": PermissionError:")
     assert "Forbidden" in str(err.value) or "signature" in str(err.value)
+
+
+def test_a_503_is_retried_with_a_logged_backoff_and_past_the_retries_names_url_and_range(tmp_path, caplog):
+    pytest.importorskip("aiohttp", reason="aiohttp (the http extra) is not installed")
+    from cntkio.remote import forget, open_object, remote_options
+    served = tmp_path / "www"
+    served.mkdir()
+    (served / "a.bin").write_bytes(bytes(range(256)) * 64)
+    keys = {"cacheDir": str(tmp_path / "cache"), "cacheLimit": 0, "remoteRetries": 2, "remoteRetryDelay": 0.01}
+    with RangeHTTPServer(str(served)) as http:
+        url = f"{http.url}/a.bin"
+        obj = open_object(url, remote_options(keys))
+        http.fail_next[0] = 2                        # two 503s, then the answer
+        with caplog.at_level(logging.WARNING, logger="cntkio.remote"):
+            assert bytes(obj.read(100, 300)) == (bytes(range(256)) * 64)[100:300]
+        retries = [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]
+        assert len(retries) == 2 and "503" in retries[0] and "retry 1 of 2 in 0.01 s" in retries[0]
+        assert "retry 2 of 2 in 0.02 s" in retries[1]              # the delay doubles
+        http.fail_next[0] = 3                        # more than the retries
+        with pytest.raises(RemoteError) as err:
+            obj.read(1000, 1200)
+        assert str(err.value).startswith(f"{url} bytes 1000-1200: ") and "(after 3 attempts)" in str(err.value)
+        forget(url)
