@@ -293,3 +293,19 @@ def test_a_deserializer_built_before_a_fork_reads_in_the_child(s3, bucket, remot
     got = queue.get(timeout=60)
     child.join(30)
     assert got == want and child.exitcode == 0
+
+
+@pytest.mark.parametrize("cache_limit", ["64M", 0])
+def test_a_ctf_object_larger_than_the_scan_window_is_indexed_as_the_local_file(s3, bucket, remote_keys, tmp_path,
+                                                                              monkeypatch, cache_limit):
+    # the index scan reads the object in windows (64 MiB; 4 KiB here): sequences cut by a window's
+    # end, windows read from the cache (mapped) and from the store
+    from cntkio.deserializers.ctf import index as ctf_index
+    monkeypatch.setattr(ctf_index, "SCAN_WINDOW", 4096)
+    local = write_ctf(tmp_path / "a.ctf", n=400, seed=11)
+    url = f"s3://{bucket}/a.ctf"
+    s3.upload(local, url)
+    keys = dict(remote_keys, cacheLimit=cache_limit)
+    want = minibatches(ctf_source(local, max_sweeps=1))
+    assert_same(minibatches(ctf_source(url, keys, max_sweeps=1)), want)
+    assert_same(minibatches(ctf_source(url, keys, max_sweeps=1)), want)     # again: from the cache

@@ -44,7 +44,10 @@ class MappedFile:
             self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
 
     def close(self) -> None:
-        """Release the map and the file (arrays still viewing the map keep it alive)."""
+        """Release the map and the file (arrays still viewing the map keep it alive); a URL's
+        fetches ahead not started yet are dropped."""
+        if self._remote is not None:
+            self._remote.close()
         m, self._map = self._map, None
         if m is not None:
             try:

@@ -153,10 +153,10 @@ class RemoteObject:
         clamped = [(max(0, int(a)), min(int(b), self.size)) for a, b in ranges]
         return self._fetch_many([(a, b) for a, b in clamped if b > a], clamped)
 
-    def _fetch(self, begin: int, end: int):
-        return self._fetch_many([(begin, end)], [(begin, end)])[0]
+    def _fetch(self, begin: int, end: int, ahead: bool = False):
+        return self._fetch_many([(begin, end)], [(begin, end)], ahead)[0]
 
-    def _fetch_many(self, wanted: list, order: list) -> list:
+    def _fetch_many(self, wanted: list, order: list, ahead: bool = False) -> list:
         """Fetch ``wanted`` (cache first, then the gaps as parts of ``part_size``); the results in
         the order of ``order`` (empty ranges: ``b""``)."""
         step = self.options.part_size
@@ -167,7 +167,7 @@ class RemoteObject:
             for a, b in gaps:
                 parts.extend((p, min(b, p + step)) for p in range(a, b, step))
             plans.append((begin, end, buf, gaps, first, len(parts)))
-        futures = [self._store.get(a, b) for a, b in parts]
+        futures = [self._store.get(a, b, 0 if ahead else None) for a, b in parts]
         try:
             got = [f.result() for f in futures]
         except BaseException as exc:
@@ -224,7 +224,9 @@ class RemoteObject:
         return self.cache is not None and self.cache.covers(self.key, begin, end)
 
     def _fetch_ahead(self, begin: int, end: int):
-        data = self._fetch(begin, end)
+        """A fetch ahead: tried once (a failure is left to the read that needs the bytes, which
+        retries and reports it), its bytes into the cache or kept for that read."""
+        data = self._fetch(begin, end, ahead=True)
         return None if self._disk else data
 
     def open(self, buffer_size: int = 1 << 18) -> io.BufferedReader:

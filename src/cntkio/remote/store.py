@@ -117,23 +117,24 @@ class Store:
         self.fs, self.path = file_system(self.url, self.options)
         self._sem, self._pool, self._lock = None, None, threading.Lock()
 
-    def _submit(self, make, begin, end) -> cf.Future:
+    def _submit(self, make, begin, end, retries: int | None = None) -> cf.Future:
         """Run the coroutine factory ``make`` with retries; a Future of its result."""
         if self._pid != os.getpid():
             self._after_fork()
         if self._async:
             loop = self.fs.loop
-            return asyncio.run_coroutine_threadsafe(self._with_retries(make, begin, end), loop)
+            return asyncio.run_coroutine_threadsafe(self._with_retries(make, begin, end, retries), loop)
         with self._lock:
             if self._pool is None:
                 self._pool = cf.ThreadPoolExecutor(max_workers=self.options.in_flight,
                                                    thread_name_prefix="cntkio-remote")
-        return self._pool.submit(lambda: asyncio.run(self._with_retries(make, begin, end)))
+        return self._pool.submit(lambda: asyncio.run(self._with_retries(make, begin, end, retries)))
 
     def _call(self, make, begin, end):
         return self._submit(make, begin, end).result()
 
-    async def _with_retries(self, make, begin, end):
+    async def _with_retries(self, make, begin, end, retries: int | None = None):
+        retries = self.options.retries if retries is None else retries
         if self._async and self._sem is None:   # created on the file system's loop, used there only
             self._sem = asyncio.Semaphore(self.options.in_flight)
         gate: Any = self._sem if self._async else contextlib.nullcontext()  # a pool bounds the others
@@ -148,12 +149,12 @@ class Store:
                 status = _status(exc)
                 if not _transient(exc, status):
                     raise self._error(exc, begin, end, status) from exc
-                if attempt >= self.options.retries:
+                if attempt >= retries:
                     raise self._error(exc, begin, end, status, attempt + 1) from exc
                 delay = min(30.0, self.options.retry_delay * (2 ** attempt))
                 attempt += 1
                 _log.warning("%s%s: %s; retry %d of %d in %.2f s", self.url, _range(begin, end),
-                             _describe(exc, status), attempt, self.options.retries, delay)
+                             _describe(exc, status), attempt, retries, delay)
                 await asyncio.sleep(delay)
 
     def _error(self, exc, begin, end, status, attempts: int | None = None) -> RemoteError:
@@ -175,9 +176,10 @@ class Store:
             return await self.fs._info(self.path)
         return self.fs.info(self.path)
 
-    def get(self, begin: int, end: int) -> cf.Future:
-        """A Future of bytes ``begin:end`` of the object (as opened)."""
-        return self._submit(lambda: self._get(begin, end), begin, end)
+    def get(self, begin: int, end: int, retries: int | None = None) -> cf.Future:
+        """A Future of bytes ``begin:end`` of the object (as opened); ``retries``: instead of the
+        options' (0 for a fetch ahead: the read that needs the bytes retries)."""
+        return self._submit(lambda: self._get(begin, end), begin, end, retries)
 
     async def _get(self, begin: int, end: int) -> bytes:
         if end <= begin:

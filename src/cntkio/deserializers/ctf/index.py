@@ -344,8 +344,10 @@ def _remote_index(remote, backend, aliases, skip_ids: bool, defining_stream: int
         def fetched(off: int, end: int):
             if remote.caching:   # the next window lands in the chunk cache while this one is scanned
                 remote.prefetch([(end, min(end + SCAN_WINDOW, remote.size))])
-            yield remote.read(off, end), 0
-        index = _scan_windows(fetched, remote.size, backend, aliases, skip_ids, defining_stream, chunk_size)
+            data = remote.read(off, end)
+            yield (bytes(data) if isinstance(data, memoryview) else data), 0   # a buffer with rfind
+        index = _scan_windows(fetched, remote.size, backend, aliases, skip_ids, defining_stream, chunk_size,
+                              SCAN_WINDOW)
     if target is not None and index.encoding < _reference.ENCODING_UTF16LE:
         try:
             write_cache(target, index, fingerprint, digest)
