@@ -77,7 +77,7 @@ class RemoteOptions:
     in_flight: int = 16
     retries: int = 5
     retry_delay: float = 0.2
-    part_size: int = 8 << 20
+    part_size: int = 16 << 20
 
     def token(self) -> tuple:
         """A hashable identity (objects opened with equal options share their file system)."""
@@ -105,5 +105,5 @@ def remote_options(config: Mapping | None) -> RemoteOptions:
         in_flight=to_int(get("remoteInFlight", 16), "remoteInFlight", minimum=1),
         retries=to_int(get("remoteRetries", 5), "remoteRetries", minimum=0),
         retry_delay=max(0.0, to_float(get("remoteRetryDelay", 0.2), "remoteRetryDelay")),
-        part_size=parse_size(get("remotePartSize", 8 << 20), "remotePartSize") or (8 << 20),
+        part_size=parse_size(get("remotePartSize", 16 << 20), "remotePartSize") or (16 << 20),
     )
