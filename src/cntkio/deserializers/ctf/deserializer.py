@@ -23,14 +23,14 @@ from ..._native import native
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...errors import ConfigError, FormatError, MaxErrorsExceeded
 from ...streams import StreamInformation
-from ...remote import remote_for
+from ...remote import read_path, remote_for
 from ...values import local_path, to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
 from ..mapped import MappedFile
-from ..protocol import (ChunkData, ChunkInfo, DenseStream, FetchAheadDeserializer, RandomAccessDeserializer,
-                        SequenceTable, SparseStream)
+from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
 from . import _reference as ref
 from .index import CTFIndex, build_index
+from .remote import RemoteChunks
 from .undeclared import UndeclaredInputs
 
 __all__ = ["CNTKTextFormatDeserializer", "CTFStreamSpec", "ctf_backend", "available_backends",
@@ -229,7 +229,7 @@ def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple
 
 # ------------------------------------------------------------------------------------------------
 
-class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer, FetchAheadDeserializer):
+class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer, RemoteChunks):
     """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
 
     ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
@@ -264,18 +264,14 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._data: bytes | None = None
         self._map: mmap.mmap | None = None
         self._remote = remote_for(self.filename, config, "CTF input file")  # a URL: cntkio.remote
-
         if self._remote is None and not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
                                        "(the 'file' of a CNTKTextFormatDeserializer)", self.filename)
         if self._remote is None and os.path.isdir(self.filename):
             raise IsADirectoryError(21, f"CTF input is a directory, not a file: {self.filename!r}",
                                     self.filename)
-        if o["keep_in_memory"] and self._remote is not None:
-            self._data = bytes(self._remote.read(0, None))
-        elif o["keep_in_memory"]:
-            with open(self.filename, "rb") as f:
-                self._data = f.read()
+        if o["keep_in_memory"]:
+            self._data = read_path(self.filename, config)
         aliases = [s.alias.encode("utf-8") for s in self.specs]
         self._stream_args = [(a, s.dim, s.sparse) for a, s in zip(aliases, self.specs)]
         index = build_index(self.filename, self.backend, aliases, o["skip_ids"],
@@ -409,16 +405,6 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         kept and reused)."""
         return not self.options["chunks_to_cache"] and self._remote is None
 
-    def fetches_ahead(self) -> bool:
-        """A URL's chunks are fetched ahead of the window (:meth:`fetch_ahead`)."""
-        return self._remote is not None and self._data is None
-
-    def fetch_ahead(self, chunk_ids) -> None:
-        """Start the ranged GETs of these chunks (the window's next loads) in the background."""
-        starts = self.index.starts
-        self._remote.prefetch([(int(starts[self._chunks[c][0]]), int(starts[self._chunks[c][1]]))
-                               for c in chunk_ids])
-
     def read_bytes(self, chunk_id: int):
         """The chunk's bytes, unparsed: ``(buffer, begin, end)``, the file's mapping and the
         chunk's byte range in it (read-ahead of that range is requested from the kernel)."""
@@ -453,8 +439,7 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
             return _nothing
         buf = raw[int(chunk_ids[0])][0]  # every chunk's bytes are the one mapping
         index = self.index
-        if self._data is None:
-            self._check_size()
+        self._check_size()
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
         starts, ends = index.starts[g], index.starts[g + 1]
         args = (buf, 0, starts, index.first_lines[g], index.ids_mode, self._stream_args,
@@ -487,7 +472,9 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
 
     def _check_size(self) -> None:
         """Raise FormatError when the file is shorter than when it was indexed (checked before
-        each parse from the mapping: a mapped file cut short would fault, SIGBUS)."""
+        each parse from the mapping: a mapped file cut short would fault, SIGBUS); no file: no check."""
+        if self._fd is None:
+            return
         size = os.fstat(self._fd).st_size
         if size < int(self.index.starts[-1]):
             raise FormatError("the file changed after it was indexed (it is shorter now)",
@@ -499,11 +486,8 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         index = self.index
         starts = index.starts[a:b + 1]
         base, stop = int(starts[0]), int(starts[-1])
-        if self._data is None and self._remote is None:
-            self._check_size()
-        mapping = self._mapping() if self._remote is None or self._data is not None else None
-        # parsed in place: no copy of the chunk's bytes (a URL's: the bytes of its ranged GET)
-        buf = memoryview(mapping)[base:stop] if mapping is not None else memoryview(self._remote.read(base, stop))
+        self._check_size()
+        buf, mapping = self._text(base, stop)   # parsed in place: no copy of the chunk's bytes
         try:
             with self._lock:
                 counted = chunk_id in self._chunk_errors
