@@ -154,6 +154,10 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                               + ", ".join(f"deserializer {i} ({describe(self.parts[i])})" for i in definers)
                               + " define it", path="definesMBSize")
         self._definer = definers[0] if definers else None
+        for d in self.parts:      # a part that bounds its sequences by another part's (HTK labels by features)
+            bind = getattr(d, "bind_composite", None)
+            if bind is not None:
+                bind(self.parts)
         self._build_index()
 
     # --- index --------------------------------------------------------------------------------

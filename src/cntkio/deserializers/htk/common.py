@@ -197,6 +197,9 @@ class UtteranceCorpus(DeserializerBase):
         """Per utterance hash: its chunk (-1 where absent), its first frame counted from the start
         of that chunk and its length (0 where absent)."""
         utt = self._find_utts(hashes)
+        if len(self._lengths) == 0:        # no utterance (an MLF without a closed entry): none found
+            none = np.full(len(hashes), -1, np.int64)
+            return none, none, np.zeros(len(hashes), np.int64)
         ok = utt >= 0
         u = np.where(ok, utt, 0)
         chunk = np.where(ok, self._chunk_of[u] if len(self._chunk_of) else 0, -1)

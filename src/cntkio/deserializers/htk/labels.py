@@ -16,6 +16,7 @@ start at 0 or are not contiguous is an invalid sequence, counted against ``max_e
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = ["HTKMLFDeserializerImpl", "HTKMLFBinaryDeserializerImpl", "TYPE_NAME"
 
 TYPE_NAME = "HTKMLFDeserializer"
 BINARY_TYPE_NAME = "HTKMLFBinaryDeserializer"
+log = logging.getLogger("cntkio.deserializers.htk")
 
 
 def mlf_paths(spec: Mapping, name: str) -> list[str]:
@@ -106,6 +108,51 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     def _origin(self, u: int) -> str:
         f, at = self.mlf.where[u]
         return f"{f}:{at} {self.mlf.names[u]!r}" if self._where_is_line else f"{f} {self.mlf.names[u]!r}"
+
+    def bind_composite(self, parts: list) -> None:
+        """Check the utterances' frames against the feature deserializers joined with this one
+        (called by the composite before it reads a chunk): an utterance whose labels claim more
+        frames than its features hold is an invalid sequence (counted against ``max_errors``, as
+        CNTK's HTKMLFReader skipped a "duration mismatch", utterancesourcemulti.h:1080-1087), cut
+        to the features' length, so that no array is sized by what the MLF alone claims."""
+        from .features import HTKFeatureDeserializerImpl
+        feats = [d for d in parts if isinstance(d, HTKFeatureDeserializerImpl)
+                 and bool(d.numeric_keys) == bool(self.numeric_keys)]
+        if not feats or len(self._keys) == 0:
+            return
+        bound = np.full(len(self._keys), -1, np.int64)     # the longest feature utterance of each key
+        for d in feats:
+            order = np.argsort(d._keys, kind="stable")
+            sk = d._keys[order]
+            pos = np.minimum(np.searchsorted(sk, self._keys), len(sk) - 1)
+            found = sk[pos] == self._keys
+            bound = np.maximum(bound, np.where(found, d._lengths[order][pos], -1))
+        bound[bound < 0] = np.iinfo(np.int64).max          # no features: the join drops it
+        over = np.flatnonzero(self._lengths > bound)
+        if len(over) == 0:
+            return
+        idx = self.mlf
+        for u in over[:5].tolist():
+            file, at = idx.where[u]
+            where = f"{file}:{at}" if self._where_is_line else f"{file} (byte offset {at})"
+            log.warning("%s: duration mismatch (%d frames in the labels of '%s' vs. %d in its features): an "
+                        "invalid sequence, its labels cut to the features' length", where,
+                        int(self._lengths[u]), idx.names[u], int(bound[u]))
+        if len(over) > 5:
+            log.warning("... and %d more utterance(s) whose labels are longer than their features", len(over) - 5)
+        idx.valid[over] = False
+        # cut each segment at the utterance's feature length: durations from the clipped running sum
+        seg_utt = np.repeat(np.arange(len(self._keys)), np.diff(idx.seg_offsets))
+        cs = np.cumsum(self._seg_durations) - np.repeat(np.concatenate(([0], np.cumsum(self._lengths)))[:-1],
+                                                         np.diff(idx.seg_offsets))
+        cut = np.minimum(cs, bound[seg_utt])
+        prev = np.concatenate(([0], cut[:-1]))
+        firsts = idx.seg_offsets[:-1][np.diff(idx.seg_offsets) > 0]
+        prev[firsts] = 0
+        self._seg_durations = np.maximum(cut - prev, 0)
+        dcs = np.concatenate(([0], np.cumsum(self._seg_durations))).astype(np.int64)
+        self._lengths = dcs[idx.seg_offsets[1:]] - dcs[idx.seg_offsets[:-1]]
+        self._init_chunks()
 
     def _index(self, name: str, spec: Mapping, config: Mapping, mlfs: list[str]) -> MLFIndex:
         """The utterances of the MLF files (text MLF through the state list)."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FormatError
-from .mlfscan import mlf_key, scan_mlf, state_table
+from .mlfscan import MAX_FRAME, frame_overflow, mlf_key, scan_mlf, state_table
 from .text import hash_names
 
 __all__ = ["MLFIndex", "parse_mlf_files", "read_state_list", "mlf_key"]
@@ -37,6 +37,8 @@ log = logging.getLogger("cntkio.deserializers.htk")
 
 HEADER = "#!MLF!#"
 FRAME_100NS = 100000
+#: the most digits a time may have (the vectorized scan parses up to 18 into an int64)
+MAX_TIME_DIGITS = 18
 
 
 def read_state_list(path: str) -> dict[str, int]:
@@ -137,10 +139,12 @@ def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
         if len(fields) < 3:
             raise FormatError("do not support frame range format with less than two columns.", file=path,
                               line=i, expected="start end label (separated by spaces)", found=repr(s))
-        if not (fields[0].isdigit() and fields[1].isdigit() and fields[0].isascii() and fields[1].isascii()):
+        if not all(f.isdigit() and f.isascii() and len(f) <= MAX_TIME_DIGITS for f in fields[:2]):
             raise FormatError("the start and end times must be integers in 100 ns units", file=path,
                               line=i, expected="start end label", found=repr(s))
         t0, t1 = int(fields[0]), int(fields[1])
+        if _frame(t1) > MAX_FRAME or _frame(t0) > MAX_FRAME:
+            raise frame_overflow(path, i, s)
         label = states.get(fields[2])
         if label is None:
             raise FormatError(f"frame range state '{fields[2]}' is not found in the statelist", file=path,

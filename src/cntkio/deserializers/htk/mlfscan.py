@@ -13,13 +13,22 @@ from ..._native import native
 from ...errors import FormatError
 from .text import decimals, fnv1a, hash_names, line_bounds, padded
 
-__all__ = ["scan_mlf", "FALLBACK", "mlf_key", "mlf_keys", "state_table"]
+__all__ = ["scan_mlf", "FALLBACK", "MAX_FRAME", "frame_overflow", "mlf_key", "mlf_keys", "state_table"]
 
 #: returned when the file needs the line-by-line parser
 FALLBACK = None
 #: bytes of an MLF file scanned at once (the scan's temporary tables are about 13 times that)
 BLOCK_BYTES = 4 << 20
 HEADER = b"#!MLF!#"
+#: the largest frame number a segment may name: CNTK kept frames in uint32 and refused a time whose
+#: frame does not fit ("not enough bits for one of the frame range values", MLFUtils.cpp:104-110)
+MAX_FRAME = 2**32 - 1
+
+
+def frame_overflow(path: str, line: int, text: str) -> FormatError:
+    """CNTK's error for a time whose frame does not fit 32 bits (MLFUtils.cpp:109-110)."""
+    return FormatError("not enough bits for one of the frame range values", file=path, line=line,
+                       expected=f"times whose frames are at most {MAX_FRAME} (2^32 - 1)", found=repr(text))
 
 
 def _strip(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -216,6 +225,13 @@ def _scan_block(path: str, data: np.ndarray, line0: int, with_header: bool, stat
         errors.append((line, FormatError(f"Class id '{labels[i]}' exceeds the model output dimension '{dim}'.",
                                          file=path, line=line, expected=f"a label index below dim {dim}",
                                          found=str(labels[i]))))
+    frames0 = (v0 + 50000) // 100000
+    frames1 = (v1 + 50000) // 100000
+    huge = np.flatnonzero(ok01 & ((frames0 > MAX_FRAME) | (frames1 > MAX_FRAME)))
+    if len(huge):
+        i = int(ok3[huge[0]])
+        line = int(lineno[seg[i]])
+        errors.append((line, frame_overflow(path, line, _text(data, sa[i], sb[i]))))
     if errors:
         return None, min(errors, key=lambda e: e[0])[1]
     # entries: a name line; closed by the next event being a '.'
@@ -232,8 +248,6 @@ def _scan_block(path: str, data: np.ndarray, line0: int, with_header: bool, stat
                     path, _key(data, a[i], b[i]), int(lineno[i]))
     counts = np.bincount(entry_of_seg, minlength=len(names_at)) if len(seg) else np.zeros(len(names_at), np.int64)
     seg_keep = closed[entry_of_seg] if len(seg) else np.zeros(0, bool)
-    frames0 = (v0 + 50000) // 100000
-    frames1 = (v1 + 50000) // 100000
     kept = names_at[closed]
     names = mlf_keys(data, a[kept] + 1, b[kept] - 1)
     return {"names": names, "lines": lineno[names_at[closed]], "counts": counts[closed],

@@ -69,6 +69,8 @@ _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.l
         ">=": operator.ge}
 #: node operators: ``a op b`` with a node on either side
 _NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times", "/": "ElementDivide"}
+#: comparisons with a node operand are nodes (CNTK's EvaluateNodeOp, BrainScriptEvaluator.cpp:357-363)
+_CMP_NODES = {"<": "Less", "==": "Equal", ">": "Greater", ">=": "GreaterEqual", "!=": "NotEqual", "<=": "LessEqual"}
 
 
 class Evaluator:
@@ -292,8 +294,12 @@ class Evaluator:
             x, y = self.boolean(a, loc), self.boolean(b, loc)
             return (x and y) if op == "&&" else (x or y)
         if op in _CMP:
+            if isinstance(a, BNode) or isinstance(b, BNode):     # a comparison node, as CNTK
+                return self.node(_CMP_NODES[op], [self.as_node(a, loc, op), self.as_node(b, loc, op)], loc=loc)
             if type(a) is not type(b) and not (_num(a) and _num(b)):
                 raise BrainScriptError(f"'{op}' compares {type_name(a)} with {type_name(b)}", loc)
+            if op not in ("==", "!=") and not (_num(a) or isinstance(a, str)):
+                raise BrainScriptError(f"'{op}' orders numbers or strings, found {type_name(a)}", loc)
             return _CMP[op](a, b)
         if _num(a) and _num(b):
             if op == "/" and b == 0:

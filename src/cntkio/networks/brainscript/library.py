@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ....errors import CntkioError
 from .syntax import BrainScriptError, Loc
 from .values import Array, BNode, Function, Record, Thunk, near, type_name
 
@@ -62,7 +63,12 @@ def define(name: str, params: tuple = (), defaults: dict | None = None, *, lazy:
             for v in vals.values():         # the elements of array arguments (shapes, layer lists)
                 if isinstance(v, Array):
                     v.values(ev)
-            out = fn(ev, vals, loc)
+            try:
+                out = fn(ev, vals, loc)
+            except CntkioError:
+                raise
+            except (TypeError, ValueError, ArithmeticError) as e:    # an argument of the wrong kind or size
+                raise BrainScriptError(f"{name}: an argument it cannot use ({type(e).__name__}: {e})", loc) from e
             if tag is not None:
                 if not isinstance(out, BNode) or not isinstance(tag, str):
                     raise BrainScriptError(f"{name}: tag=\"...\" names a group of a node", loc)
@@ -105,10 +111,12 @@ def _dims(v, loc, what: str) -> list[int]:
     """A tensor shape: a number or an array of numbers (``(a:b:c)``); 0 = inferred."""
     if isinstance(v, Array):
         items = [t.value if t.state == 2 else None for t in v.items]
-        if any(not _num(i) for i in items):
+        if any(not _num(i) or not math.isfinite(i) for i in items):
             raise BrainScriptError(f"{what}: expected dimensions (numbers), found {items}", loc)
         return [int(i) for i in items]
     if _num(v):
+        if not math.isfinite(v):
+            raise BrainScriptError(f"{what}: expected a dimension, found {v}", loc)
         return [int(v)]
     raise BrainScriptError(f"{what}: expected a dimension or (a:b:...) dimensions, found {type_name(v)}", loc)
 
