@@ -5,8 +5,12 @@ was found, so that a user can open the file at the right place and fix it.
 """
 from __future__ import annotations
 
+import errno
+import os
+from typing import NoReturn
+
 __all__ = ["CntkioError", "FormatError", "ConfigError", "MaxErrorsExceeded", "DataError", "NotImplementedInCntkio",
-           "RemoteError"]
+           "RemoteError", "raise_naming_output"]
 
 
 class CntkioError(Exception):
@@ -91,3 +95,17 @@ class RemoteError(CntkioError, OSError):
         self.url, self.begin, self.end, self.reason = url, begin, end, message
         where = url if begin is None else f"{url} bytes {begin}-{end}"
         super().__init__(f"{where}: {message}")
+
+
+#: errors of a write that say nothing of which file: a full disk, a file-size limit, a quota
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def raise_naming_output(e: OSError, path, *, any_errno: bool = True) -> NoReturn:
+    """Re-raise ``e`` (an error met while writing ``path``); when it names no file, as an
+    ``OSError`` of the same errno naming ``path`` (``[Errno 28] No space left on device:
+    'out.cbf'``), with ``e`` as its cause. ``any_errno=False``: only for a full disk, a file-size
+    limit or a quota (the caller's block may also read other files)."""
+    if e.filename is None and (any_errno or e.errno in _WRITE_ERRNOS):
+        raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from e
+    raise e

@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from ..deserializers.protocol import DenseStream, SparseStream
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError, raise_naming_output
 from ..remote import is_remote
 from ._common import add_common, fail, open_file, progress
 from .ctf_text import write_ctf
@@ -53,11 +53,17 @@ class _Replace:
         return self.f
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.f.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        elif os.path.exists(self.tmp):
+        try:
+            self.f.close()
+            if exc_type is None:
+                os.replace(self.tmp, self.path)
+                return
+        except OSError as e:            # the last buffer's write on a full disk
+            exc = e
+        if os.path.exists(self.tmp):
             os.unlink(self.tmp)
+        if isinstance(exc, OSError):    # a full disk: the message names the output file
+            raise_naming_output(exc, self.path, any_errno=False)
 
 
 def _one_sample_each(n: int) -> np.ndarray:
@@ -133,8 +139,13 @@ def svmlight_to_ctf(src: str, dst: str, *, dim: int | None = None, zero_based: s
     ctf = _svm_as_ctf(raw)
     from ..deserializers.cbf.writer import _temp_name
     tmp = _temp_name(dst)
-    with open(tmp, "xb") as f:
-        f.write(ctf)
+    try:
+        with open(tmp, "xb") as f:      # a temporary CTF text beside the output
+            f.write(ctf)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise_naming_output(e, tmp)
     try:
         d = CNTKTextFormatDeserializer({"file": tmp, "input": {
             "y": {"alias": "y", "dim": 1, "format": "dense"},
@@ -148,7 +159,7 @@ def svmlight_to_ctf(src: str, dst: str, *, dim: int | None = None, zero_based: s
         for a, b in ((os.path.abspath(tmp), os.path.abspath(src)), (tmp, src), (os.path.basename(tmp), src)):
             text = text.replace(a, b)
         raise FormatError(text, file=src if getattr(e, "file", None) else None, line=getattr(e, "line", None),
-                          expected=getattr(e, "expected", None), found=getattr(e, "found", None)) from None
+                          expected=getattr(e, "expected", None), found=getattr(e, "found", None)) from e
     finally:
         os.unlink(tmp)
     if not chunks:

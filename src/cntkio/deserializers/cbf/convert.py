@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ...errors import ConfigError, FormatError
+from ...errors import ConfigError, FormatError, raise_naming_output
 from ..protocol import ChunkData, DenseStream, SparseStream
 from .layout import FLOAT64, CBFStream
 from .parallel_scan import ParallelScanBackend
@@ -208,7 +208,10 @@ while one is encoded and written;
             for info, (encoded, top) in _parsed_ahead(reader, load):
                 for name, m in top.items():
                     max_index[name] = max(max_index[name], m)
-                writer.write(None, encoded=encoded)
+                try:
+                    writer.write(None, encoded=encoded)
+                except OSError as e:        # a full disk: the message names the output file
+                    raise_naming_output(e, output_path)
                 del encoded
                 if bar is not None:
                     a, b, _ = reader._chunks[info.id]
@@ -217,7 +220,10 @@ while one is encoded and written;
                 writer.streams = [CBFStream(s.name, s.sparse, s.element_type,
                                             max(max_index[s.name] + 1, 1) if s.sparse else s.dim)
                                   for s in writer.streams]
-            writer.close()
+            try:
+                writer.close()
+            except OSError as e:
+                raise_naming_output(e, output_path)
         except BaseException:
             writer.abort()
             raise
@@ -278,14 +284,17 @@ def bin2ctf(input_path: str, output_path: str, *, progress: bool | None = None) 
     tmp = _temp_name(output_path)
     nseq = 0
     try:
-        with open(tmp, "x", encoding="utf-8", newline="\n") as out:
-            for info in reader.chunk_infos():
-                chunk = reader.get_chunk(info.id)
-                out.write(_chunk_text(chunk, names, reader, double))
-                nseq += info.num_sequences
-                if bar is not None:
-                    c = reader._chunk_ids[info.id]
-                    bar.update(int(reader.header.ends[c]) - int(reader.header.offsets[c]))
+        try:
+            with open(tmp, "x", encoding="utf-8", newline="\n") as out:
+                for info in reader.chunk_infos():
+                    chunk = reader.get_chunk(info.id)
+                    out.write(_chunk_text(chunk, names, reader, double))
+                    nseq += info.num_sequences
+                    if bar is not None:
+                        c = reader._chunk_ids[info.id]
+                        bar.update(int(reader.header.ends[c]) - int(reader.header.offsets[c]))
+        except OSError as e:      # a full disk (the block also reads the input: only then named)
+            raise_naming_output(e, output_path, any_errno=False)
         os.replace(tmp, output_path)
     except BaseException:
         if os.path.exists(tmp):
