@@ -187,8 +187,8 @@ class Value:
             batch = batch.tolist()
         try:
             first = batch[0][0]
-        except (TypeError, IndexError):
-            raise ValueError("input must be a list of list of integers") from None
+        except (TypeError, IndexError) as e:
+            raise ValueError("input must be a list of list of integers") from e
         if not isinstance(first, numbers.Integral):
             raise ValueError("supplied data to one_hot() must be of type integer and not "
                              f"\"{type(first)}\" since it is index data.")

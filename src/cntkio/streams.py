@@ -18,8 +18,8 @@ class Record(dict):
     def __getattr__(self, key: str) -> Any:
         try:
             return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
+        except KeyError as e:
+            raise AttributeError(key) from e
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("Record is immutable")

@@ -104,7 +104,7 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
                     state = json.loads(json.dumps(dict(state)))
                 except TypeError as exc:
                     raise AssertionError(f"the checkpoint before minibatch {i} is not "
-                                         f"JSON-serialisable: {exc}") from None
+                                         f"JSON-serialisable: {exc}") from exc
             states.append(state)
             mb = read(src, i)
             if not mb:

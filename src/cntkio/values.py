@@ -244,7 +244,7 @@ def _two(value: Any, option: str | None, item: Callable, what: str, file, line) 
         return tuple(item(v, option) for v in items)
     except ConfigError as e:
         raise ConfigError(e.reason, path=option, file=file, line=line,
-                          hint=f"{what} is written as one value or two (a:b)") from None
+                          hint=f"{what} is written as one value or two (a:b)") from e
 
 
 def to_pair(value: Any, option: str | None = None, *, item: Callable = to_int,
@@ -317,8 +317,8 @@ def check_int(value: Any, name: str, *, minimum: int | None = 0, owner: str | No
     prefix = f"{owner}: " if owner else ""
     try:
         v = int(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{prefix}{name} must be an int, got {value!r}") from None
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{prefix}{name} must be an int, got {value!r}") from e
     if minimum is not None and v < minimum:
         raise ValueError(f"{prefix}{name} must be >= {minimum}, got {v}")
     return v

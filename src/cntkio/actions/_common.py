@@ -44,8 +44,8 @@ def resolve_device(cfg, dist: "Dist | None" = None) -> torch.device:
             "cntkio; run one process per GPU with torchrun --nproc_per_node=N and deviceId=auto")
     try:
         index = int(raw)
-    except ValueError:
-        raise ConfigError(f"expected auto, cpu or a GPU index, found {raw!r}", path=path) from None
+    except ValueError as e:
+        raise ConfigError(f"expected auto, cpu or a GPU index, found {raw!r}", path=path) from e
     if not cuda or index >= torch.cuda.device_count():
         raise ConfigError(f"GPU {index} is not available to torch (CUDA available: {cuda}, devices: "
                           f"{torch.cuda.device_count() if cuda else 0})", path=path,

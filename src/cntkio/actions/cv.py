@@ -35,9 +35,9 @@ def cv(section, name: str = "cv") -> dict[str, EvalResult]:
     interval = get_list(section, "crossValidationInterval")
     try:
         start, step, end = (int(float(v)) for v in interval)
-    except ValueError:
+    except ValueError as e:
         raise ConfigError(f"expected three integers start:step:end, found {':'.join(map(str, interval))!r}",
-                          path=key_path(section, "crossValidationInterval")) from None
+                          path=key_path(section, "crossValidationInterval")) from e
     if step <= 0 or start < 0 or end < start:
         raise ConfigError(f"expected start >= 0, step > 0, end >= start; found {start}:{step}:{end}",
                           path=key_path(section, "crossValidationInterval"))

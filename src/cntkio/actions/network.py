@@ -166,9 +166,9 @@ def spec_from_config(builder) -> NetworkSpec | RecurrentSpec:
                           hint="e.g. layerSizes=784:256:10 (input, hidden layers, output)")
     try:
         sizes = [int(float(v)) for v in get_list(builder, "layerSizes")]
-    except ValueError:
+    except ValueError as e:
         raise ConfigError(f"expected integers, found {get_str(builder, 'layerSizes')!r}",
-                          path=key_path(builder, "layerSizes")) from None
+                          path=key_path(builder, "layerSizes")) from e
     rnn = (get_str(builder, "rnnType", "SIMPLENET") or "SIMPLENET").upper()
     _announce_unused_keys(builder, rnn)
     if rnn != "SIMPLENET":

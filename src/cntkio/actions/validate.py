@@ -369,7 +369,7 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
         commands = command_sections(root)
     except ConfigError as e:
         if raise_errors:
-            raise ValidationError([e]) from None
+            raise ValidationError([e]) from e
         return ValidationReport([e])
     if root.exists("stderr"):
         prefix = str(root("stderr")).strip()

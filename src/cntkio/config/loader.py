@@ -43,9 +43,9 @@ def parse_config(text: str, base_dir: str | None = None, *, file: str | None = N
 def _depth_guard(where: str):
     try:
         yield
-    except RecursionError:
+    except RecursionError as e:
         raise ConfigError("brackets nested too deeply", file=where,
-                          hint="the parser follows nesting recursively; flatten the configuration") from None
+                          hint="the parser follows nesting recursively; flatten the configuration") from e
 
 
 def load_config_file(path: str) -> ConfigParameters:

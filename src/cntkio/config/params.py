@@ -167,7 +167,7 @@ class ConfigValue(str):
         try:
             parse_body(src, s, e, sep, params, None)
         except ConfigError as err:
-            raise self._error(f"expected a parameter set: {err.reason}", err.hint) from None
+            raise self._error(f"expected a parameter set: {err.reason}", err.hint) from err
         return params
 
     def is_array_literal(self) -> bool:

@@ -347,10 +347,10 @@ def read_text(path: str) -> str:
         with open(path, "r", encoding="utf-8-sig") as f:
             return f.read()
     except OSError as e:
-        raise ConfigError(f"cannot read configuration file: {e.strerror}", file=path) from None
+        raise ConfigError(f"cannot read configuration file: {e.strerror}", file=path) from e
     except UnicodeDecodeError as e:
         raise ConfigError(f"configuration file is not UTF-8 text ({e.reason} at byte {e.start})",
-                          file=path) from None
+                          file=path) from e
 
 
 def load_file_into(path: str, target, ctx: ParseContext) -> None:

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from .. import values
+from ..config.parser import read_text
 from ..errors import CntkioError, ConfigError
 from ..integrations.torch_backend import torch
 from .._log import get_logger
@@ -193,7 +194,7 @@ class MelScript:
         try:
             return values.to_bool(text, what)
         except ConfigError as e:
-            raise NDLError(e.reason, loc) from None
+            raise NDLError(e.reason, loc) from e
 
     def _model(self, e, loc: Loc) -> MelModel:
         name = self._text(e, "model")
@@ -519,8 +520,7 @@ def run_mel(text_or_path: str, *, macros: list[str] | None = None, file: str | N
     """Run a MEL script (text, or the path of a file); ``macros`` are NDL macro files."""
     if file is None and "\n" not in text_or_path and os.path.isfile(text_or_path):
         file = text_or_path
-        with open(file, encoding="utf-8-sig") as f:
-            text_or_path = f.read()
+        text_or_path = read_text(file)
     script = MelScript()
     for p in macros or []:
         load_macro_file(script.macros, p)

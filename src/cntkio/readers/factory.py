@@ -324,9 +324,9 @@ def _randomize(reader: Section) -> bool:
         return False
     try:
         return reader.bool("randomize")
-    except ConfigError:
+    except ConfigError as e:
         raise reader.error("randomize", f"randomize must be true or false (or the older auto/none), found {value!r}",
-                           "the randomization window is set with randomizationWindow") from None
+                           "the randomization window is set with randomizationWindow") from e
 
 
 # --- building ---------------------------------------------------------------------------------

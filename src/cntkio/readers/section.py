@@ -170,7 +170,7 @@ class Section:
         try:
             return convert(value, self.key_path(name), **options)
         except ConfigError as e:
-            raise self.error(name, e.reason, e.hint) from None
+            raise self.error(name, e.reason, e.hint) from e
 
     def str(self, name: str, default: Any = _MISSING, *, inherit: bool = True) -> Any:
         return self.value(name, values.to_str, default, inherit=inherit)

@@ -88,7 +88,7 @@ def csv_to_ctf(src: str, dst: str, *, label_column: int | None = None, label_dim
         table = np.loadtxt(src, delimiter=delimiter, dtype=np.float32, skiprows=skip, ndmin=2)
     except ValueError as e:
         raise FormatError(f"not a numeric CSV table: {e}", file=src,
-                          expected=f"numbers separated by {delimiter!r}") from None
+                          expected=f"numbers separated by {delimiter!r}") from e
     n, ncol = table.shape
     streams = []
     if label_column is not None:

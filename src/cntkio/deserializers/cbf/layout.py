@@ -164,9 +164,9 @@ def read_header(buf, file: str) -> CBFHeader:
         raw = cur.bytes(nlen, field + " name")
         try:
             name = raw.decode("utf-8")
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as e:
             raise _err(file, f"stream {i}: the name is not UTF-8", offset=cur.pos - nlen,
-                       expected="a UTF-8 name", found=repr(raw[:40])) from None
+                       expected="a UTF-8 name", found=repr(raw[:40])) from e
         if not name:
             raise _err(file, f"stream {i}: empty name", offset=cur.pos - 4 - nlen,
                        expected="a name of at least one byte", found="length 0")

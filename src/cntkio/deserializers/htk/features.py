@@ -241,7 +241,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer, Fetc
                                         _i64(ln[m] * fd), h.byteorder != _NATIVE)
             except OSError as exc:
                 raise FormatError(f"reading frames failed: {exc}", file=self.files[f],
-                                  expected=f"{h.num_frames} frames as its header says") from None
+                                  expected=f"{h.num_frames} frames as its header says") from exc
             finally:
                 os.close(handle)
 

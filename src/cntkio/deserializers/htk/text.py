@@ -63,12 +63,13 @@ def hash_names(names) -> np.ndarray:
     if not names:
         return np.zeros(0, np.uint64)
     joined = "".join(names) if set(map(type, names)) == {str} else None
-    encoded = joined.encode("utf-8") if joined is not None else None
+    # surrogateescape: names decoded from bytes that are not UTF-8 hash as those bytes
+    encoded = joined.encode("utf-8", "surrogateescape") if joined is not None else None
     if encoded is not None and len(encoded) == len(joined):    # ASCII: a byte a character
         buf = np.frombuffer(encoded, np.uint8)
         lens = np.fromiter(map(len, names), np.int64, len(names))
     else:
-        raw = [n.encode("utf-8") if isinstance(n, str) else bytes(n) for n in names]
+        raw = [n.encode("utf-8", "surrogateescape") if isinstance(n, str) else bytes(n) for n in names]
         buf = np.frombuffer(b"".join(raw), np.uint8)
         lens = np.fromiter((len(r) for r in raw), np.int64, len(raw))
     ends = np.cumsum(lens)

@@ -80,9 +80,9 @@ def scp_utterances(path: str, prefix: str | None = None) -> list[tuple[str, int,
             physical, _, r = physical[:-1].rpartition("[")
             try:
                 a, b = (int(v) for v in r.split(","))
-            except ValueError:
+            except ValueError as e:
                 raise FormatError("cannot parse the SCP line's frame range", file=path, line=lineno,
-                                  expected="[start,end] with decimal frame numbers", found=repr(raw)) from None
+                                  expected="[start,end] with decimal frame numbers", found=repr(raw)) from e
             rng = (a, b)
             if not eq:
                 logical = physical

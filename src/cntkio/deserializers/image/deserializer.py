@@ -299,7 +299,7 @@ class ImageCore(DeserializerBase):
                 except DataError as e:
                     err = DataError(f"{where[i]}: {e.reason}")    # where: the map file and line, the key
                     err.file = self.map_file
-                    raise err from None
+                    raise err from e
                 except ValueError as e:
                     where[i] = f"{where[i]}: {e}"
             invalid[i] = True

@@ -258,7 +258,7 @@ def _call_infer(n: BNode, shapes, sample, names):
     try:
         return lookup(n.op).infer(n.attrs, shapes, sample)
     except NodeError as e:
-        raise BrainScriptError(f"{names[id(n)]} ({n.op}): {e}", _loc(n)) from None
+        raise BrainScriptError(f"{names[id(n)]} ({n.op}): {e}", _loc(n)) from e
 
 
 def _fill(user: BNode, k: int, p: BNode, shapes: dict, names) -> None:
@@ -340,7 +340,10 @@ def read_source(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except OSError as e:
-        raise BrainScriptError(f"cannot read {path}: {e.strerror}") from None
+        raise BrainScriptError(f"cannot read {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise BrainScriptError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})",
+                               Loc(path, 1, 1)) from e
 
 
 def base_dir_of(path: str | None) -> str | None:

@@ -155,9 +155,9 @@ def _dropout_rate(command) -> float:
     first = text.split(":")[0].split("*")[0].strip()
     try:
         return float(first)
-    except ValueError:
+    except ValueError as e:
         raise ConfigError(f"expected a rate (a number, or a schedule such as 0.5*10:0.2), found {text!r}",
-                          path=f"{sgd.path}.dropoutRate") from None
+                          path=f"{sgd.path}.dropoutRate") from e
 
 
 def build_from_config(command, *, dtype: torch.dtype = torch.float32) -> NDLNetwork:

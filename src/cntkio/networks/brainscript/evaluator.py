@@ -28,9 +28,9 @@ def deep_recursion(limit: int = 20000):
     sys.setrecursionlimit(max(old, limit))
     try:
         yield
-    except RecursionError:
+    except RecursionError as e:
         raise BrainScriptError("the network nests too deeply (an infinite recursion?)", None,
-                               hint="a recursive function needs a condition that ends it") from None
+                               hint="a recursive function needs a condition that ends it") from e
     finally:
         sys.setrecursionlimit(old)
 
@@ -142,6 +142,7 @@ class Evaluator:
         def make():
             lo, hi = self.integer(self.eval(lo_e, scope, path), lo_e.loc), self.integer(self.eval(hi_e, scope, path),
                                                                                          hi_e.loc)
+            _check_size(lo, hi, m.loc)
             items = []
             for i in range(lo, hi + 1):
                 inner = Scope({var: Thunk.of(i)}, scope)
@@ -238,6 +239,7 @@ class Evaluator:
             fn = self.eval(e.fn, env, path)
             if not isinstance(fn, Function):
                 raise BrainScriptError(f"array[..](f): expected a function i => ..., found {type_name(fn)}", e.fn.loc)
+            _check_size(lo, hi, e.loc)
             items = [Thunk(self._gen(fn, i, e.loc), f"{path}[{i}]" if path else "", e.loc) for i in range(lo, hi + 1)]
             return Array(items, lo)
         if isinstance(e, S.Index):
@@ -329,6 +331,17 @@ class Evaluator:
             return int(v)
         raise BrainScriptError(f"expected an integer, found {v!r}" if _num(v) else
                                f"expected an integer, found {type_name(v)}", loc)
+
+
+#: the most elements an ``array[lo..hi]`` may have: a thunk is made per element, so a typo'd bound
+#: would otherwise take the machine's memory (BrainScript arrays hold layers and dimensions)
+MAX_ARRAY = 1 << 16
+
+
+def _check_size(lo: int, hi: int, loc: Loc | None) -> None:
+    if hi - lo + 1 > MAX_ARRAY:
+        raise BrainScriptError(f"array[{lo}..{hi}] would have {hi - lo + 1} elements, more than cntkio's "
+                               f"limit of {MAX_ARRAY}", loc)
 
 
 def _num(v) -> bool:

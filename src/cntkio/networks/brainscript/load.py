@@ -47,7 +47,7 @@ def _Load(ev, a, loc):
     try:
         model = MelModel.from_network("loaded", load_model(path).network)
     except CntkioError as e:
-        raise BrainScriptError(f"BS.Network.Load: {e}", loc) from None
+        raise BrainScriptError(f"BS.Network.Load: {e}", loc) from e
     made: dict[str, BNode] = {}
     for name, node in model.graph.nodes.items():
         b = ev.node(node.op, [], dict(node.attrs), loc)

@@ -262,7 +262,7 @@ class Evaluator:
                 try:
                     node.lr_mult = values.to_float(v if isinstance(v, (int, float)) else str(v), k)
                 except ConfigError as err:
-                    raise NDLError(f"{k}: {err.reason}", c.kwlocs.get(k, c.loc)) from None
+                    raise NDLError(f"{k}: {err.reason}", c.kwlocs.get(k, c.loc)) from err
                 node.grad = node.grad and node.lr_mult != 0
             else:
                 named[k] = v
@@ -270,7 +270,7 @@ class Evaluator:
         try:
             order = op.arrange(len(c.args)) if not op.variadic else ("input",) * len(c.args)
         except NodeError as err:
-            raise NDLError(str(err), c.loc) from None
+            raise NDLError(str(err), c.loc) from err
         delay_expr = None
         for i, e in enumerate(c.args):
             role = order[i] if i < len(order) else None
@@ -290,7 +290,7 @@ class Evaluator:
         try:
             inputs, attrs = op.bind(pos, named)
         except NodeError as err:
-            raise NDLError(str(err), c.loc) from None
+            raise NDLError(str(err), c.loc) from err
         node.inputs = [i for i in inputs if i is not None]
         node.attrs = attrs
         if op.kind in ("input", "constant", "precompute"):
@@ -343,7 +343,7 @@ def _flag(v, key: str, loc: Loc) -> bool:
     try:
         return values.to_bool(v if isinstance(v, (bool, int)) else str(v), key)
     except ConfigError as e:
-        raise NDLError(f"{key}: {e.reason}", loc) from None
+        raise NDLError(f"{key}: {e.reason}", loc) from e
 
 
 def _describe(v) -> str:

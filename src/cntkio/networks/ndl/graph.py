@@ -186,7 +186,7 @@ class GraphNetwork(nn.Module):
                     self._fns[n] = op.compile(node.attrs, [self.shapes[i] for i in node.inputs],
                                               [self.sample[i] for i in node.inputs])
                 except NodeError as e:
-                    raise node_error(node, str(e)) from None
+                    raise node_error(node, str(e)) from e
         self._plans: dict = {}
 
     # --- validation ------------------------------------------------------------------------
@@ -254,7 +254,7 @@ class GraphNetwork(nn.Module):
                 self.shapes[n], self.sample[n] = op.infer(node.attrs, ins, flags)
             except NodeError as e:
                 detail = ", ".join(f"{i}: {list(self.shapes[i])}" for i in node.inputs if i in self.shapes)
-                raise node_error(node, str(e), hint=f"inputs {detail}" if detail else None) from None
+                raise node_error(node, str(e), hint=f"inputs {detail}" if detail else None) from e
         for n in self.order:
             node = g.nodes[n]
             if lookup(node.op).kind == "delay":
@@ -335,9 +335,9 @@ class GraphNetwork(nn.Module):
             with open(path, encoding="utf-8") as f:
                 rows = [[float(v) for v in line.split()] for line in f if line.strip()]
         except OSError as e:
-            raise node_error(node, f"cannot read initFromFilePath {path}: {e.strerror}") from None
+            raise node_error(node, f"cannot read initFromFilePath {path}: {e.strerror}") from e
         except ValueError as e:
-            raise node_error(node, f"{path}: expected numbers separated by spaces ({e})") from None
+            raise node_error(node, f"{path}: expected numbers separated by spaces ({e})") from e
         if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
             found = f"{len(rows)} rows of {sorted({len(r) for r in rows})} values"
             raise node_error(node, f"{path} must hold {shape[0]} rows of {shape[1]} values, found {found}")

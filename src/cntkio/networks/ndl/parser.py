@@ -139,13 +139,13 @@ class _P:
         try:
             pieces = [strip_span(text, s, e) for s, e in split(self.src, start, end, ";\n")]
         except ConfigError as e:
-            raise NDLError(e.reason, Loc(self.src.file or "<ndl>", e.line or 0, 1), e.hint) from None
+            raise NDLError(e.reason, Loc(self.src.file or "<ndl>", e.line or 0, 1), e.hint) from e
         pieces = [(s, e) for s, e in pieces if s < e]
         out, i = [], 0
         while i < len(pieces):
             s, e = pieces[i]
             # "Name(params)" on one line, "{ ... }" or "= [ ... ]" on the next: one macro definition
-            if (i + 1 < len(pieces) and find_top(self.src, s, e, "=") < 0 and _HEADER.match(text, s)
+            if (i + 1 < len(pieces) and find_top(self.src, s, e, "=") < 0 and _HEADER.match(text, s, e)
                     and is_group(self.src, s + text[s:e].index("("), e)):
                 ns, ne = pieces[i + 1]
                 nxt = text[ns:ne].lstrip("=").strip()
@@ -160,7 +160,7 @@ class _P:
     def statement(self, s: int, e: int):
         text = self.src.text
         eq = find_top(self.src, s, e, "=")
-        m = _HEADER.match(text, s)
+        m = _HEADER.match(text, s, e)
         if m:
             po = m.end() - 1
             pc = match(self.src, po, e)
@@ -219,7 +219,7 @@ class _P:
         word = text[s:e]
         if _NUMBER.match(word):
             return Num(float(word), loc)
-        m = _HEADER.match(text, s)
+        m = _HEADER.match(text, s, e)
         if m and text[e - 1] == ")" and match(src, m.end() - 1, e) == e - 1:
             return self.call(m.group(1), m.end() - 1, e, loc)
         if _NAME.match(word):

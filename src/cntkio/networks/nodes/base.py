@@ -130,7 +130,7 @@ def _conv(fn, v, what: str):
     try:
         return fn(v if isinstance(v, (int, float, bool)) else str(v), what)
     except ConfigError as e:
-        raise NodeError(e.reason) from None
+        raise NodeError(e.reason) from e
 
 
 def as_int(v, what: str) -> int:

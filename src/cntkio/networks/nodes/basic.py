@@ -126,8 +126,8 @@ def binary_shape(name, shapes, sample):
         return tuple(target), True, ((None, view) if sa else (view, None))
     try:
         out = torch.broadcast_shapes(tuple(a), tuple(b))
-    except RuntimeError:
-        raise NodeError(f"{name}: the inputs' dimensions {list(a)} and {list(b)} do not match") from None
+    except RuntimeError as e:
+        raise NodeError(f"{name}: the inputs' dimensions {list(a)} and {list(b)} do not match") from e
     return tuple(out), False, (None, None)
 
 

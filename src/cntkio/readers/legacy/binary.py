@@ -105,7 +105,7 @@ class BinaryFile:
         try:
             size = os.path.getsize(path)
         except OSError as e:
-            raise CacheError(f"binary file {path!r} cannot be opened: {e.strerror}") from None
+            raise CacheError(f"binary file {path!r} cannot be opened: {e.strerror}") from e
         if size < _PREFIX.size:
             raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
         self._arrays: dict[int, np.ndarray] = {}
@@ -128,16 +128,32 @@ class BinaryFile:
                              f"the file has {size}")
         try:
             self.header = json.loads(bytes(self._mm[hoff:hoff + hlen]).decode("utf-8"))
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             self.close()
-            raise CacheError(f"binary file {path!r} has a damaged header: {e}") from None
+            raise CacheError(f"binary file {path!r} has a damaged header: {e}") from e
+        try:
+            self._check_header(hoff)
+        except CacheError:
+            self.close()
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+            self.close()
+            raise CacheError(f"binary file {path!r} has a damaged header: {type(e).__name__}: {e}") from e
+
+    def _check_header(self, hoff: int) -> None:
+        """The header's records and sections, each array within the data before the header."""
+        path = self.path
         self.records = int(self.header["records"])
+        if self.records < 0:
+            raise ValueError(f"records {self.records}")
         self.sections = {s["name"]: s for s in self.header["sections"]}
         for s in list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else []) + \
                 [dict(x["stats"], name=f"{x['name']} stats") for x in self.header["sections"] if x.get("stats")]:
-            need = int(s["offset"]) + int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize
+            dt, shape, offset = np.dtype(s["dtype"]), [int(d) for d in s["shape"]], int(s["offset"])
+            if dt.hasobject or dt.itemsize == 0 or min(shape, default=0) < 0 or offset < _ALIGN:
+                raise ValueError(f"section {s.get('name', 'invalid')!r}: dtype {dt}, shape {shape}, offset {offset}")
+            need = offset + int(np.prod(shape, dtype=object)) * dt.itemsize
             if need > hoff:
-                self.close()
                 raise CacheError(f"binary file {path!r} is truncated: section {s.get('name', 'invalid')!r} "
                                  f"ends at byte {need}, past the data ({hoff} bytes)")
 
@@ -210,10 +226,10 @@ class BinaryFile:
             _live_maps[0] += 1
         try:
             mm = mmap.mmap(fd, pos + n - base, access=mmap.ACCESS_COPY, offset=base)
-        except ValueError:           # the mapping would reach past the end of the file
+        except ValueError as e:           # the mapping would reach past the end of the file
             _unmapped()
             raise CacheError(f"binary file {self.path!r} is truncated: section {entry['name']!r} "
-                             f"ends before byte {pos + n}") from None
+                             f"ends before byte {pos + n}") from e
         except OSError:              # out of mappings, descriptors or address space: read the rows
             _unmapped()
             return None

@@ -156,7 +156,7 @@ class BinaryReaderAdapter:
         try:
             probe = BinaryReaderDeserializer(config)
         except ConfigError as e:
-            raise sec.error("file", e.reason, e.hint) from None
+            raise sec.error("file", e.reason, e.hint) from e
         spec.stream_names.extend(i.name for i in probe.stream_infos())
         probe.close()
         return config

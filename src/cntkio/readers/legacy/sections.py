@@ -52,8 +52,8 @@ def randomize_option(sec: Any, auto_epoch_blocks: bool = True) -> tuple[bool, in
         return True, epoch
     try:
         n = int(text)
-    except ValueError:
-        raise sec.error("randomize", f"randomize must be Auto, None or a number of records, found {text!r}") from None
+    except ValueError as e:
+        raise sec.error("randomize", f"randomize must be Auto, None or a number of records, found {text!r}") from e
     if n < 0:
         raise sec.error("randomize", f"randomize must be Auto, None or a positive number of records, found {n}")
     epoch = sec.int("epochSize", 0, minimum=0) if sec.exists("epochSize") else 0

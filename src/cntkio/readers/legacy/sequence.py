@@ -131,7 +131,7 @@ class SequenceDeserializer(SentenceCorpus):
         try:
             open(self.file, "rb").close()
         except OSError as e:
-            raise ConfigError(f"the corpus {self.file!r} cannot be read: {e.strerror}", path="file") from None
+            raise ConfigError(f"the corpus {self.file!r} cannot be read: {e.strerror}", path="file") from e
         mapping = config.get("labelMappingFile")
         self.mapping_file = None if mapping is None else to_str(mapping, f"{self.in_name}.labelMappingFile")
         if self.mapping_file is not None and not os.path.exists(self.mapping_file):

@@ -86,11 +86,11 @@ def read_label_mapping(path: str, option: str = "labelMappingFile") -> list[str]
     try:
         with open(path, encoding="utf-8") as fh:
             lines = [ln.strip() for ln in fh.read().splitlines()]
-    except FileNotFoundError:
+    except FileNotFoundError as e:
         raise ConfigError(f"label mapping file {path!r} does not exist", path=option,
                           hint="write it with the createLabelMap action, set allowMapCreation = true to make "
                                "it from the data, or remove labelMappingFile to read integer labels "
-                               "0..labelDim-1") from None
+                               "0..labelDim-1") from e
     while lines and not lines[-1]:
         lines.pop()
     seen: dict[str, int] = {}

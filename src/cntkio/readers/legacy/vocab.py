@@ -27,8 +27,8 @@ def read_token_file(path: str, option: str) -> dict[str, int]:
     first_line: dict[str, int] = {}
     try:
         fh = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"token file {path!r} does not exist", path=option) from None
+    except FileNotFoundError as e:
+        raise ConfigError(f"token file {path!r} does not exist", path=option) from e
     with fh:
         for n, line in enumerate(fh, 1):
             parts = line.split()
@@ -50,8 +50,8 @@ def read_word_map(path: str, option: str) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
         fh = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"word map file {path!r} does not exist", path=option) from None
+    except FileNotFoundError as e:
+        raise ConfigError(f"word map file {path!r} does not exist", path=option) from e
     with fh:
         for n, line in enumerate(fh, 1):
             parts = line.split()
@@ -73,8 +73,8 @@ class WordClasses:
         classes: dict[int, int] = {}
         try:
             fh = open(path, encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"word class file {path!r} does not exist", path=option) from None
+        except FileNotFoundError as e:
+            raise ConfigError(f"word class file {path!r} does not exist", path=option) from e
         with fh:
             for n, line in enumerate(fh, 1):
                 parts = line.split()
@@ -85,9 +85,9 @@ class WordClasses:
                                       path=option)
                 try:
                     idx, cls = int(parts[0]), int(parts[3])
-                except ValueError:
+                except ValueError as e:
                     raise ConfigError(f"{path}:{n}: index and class must be integers, found "
-                                      f"{parts[0]!r} and {parts[3]!r}", path=option) from None
+                                      f"{parts[0]!r} and {parts[3]!r}", path=option) from e
                 if parts[2] in words:
                     raise ConfigError(f"{path}:{n}: word {parts[2]!r} is listed twice", path=option)
                 if idx in classes:
@@ -138,7 +138,7 @@ class PyTokenTable:
         except UnicodeDecodeError as e:
             head = raw[:e.start]
             line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
-            raise ValueError(f"line {line}: a token that is not UTF-8 text") from None
+            raise ValueError(f"line {line}: a token that is not UTF-8 text") from e
         lines = io.StringIO(text, newline=None).readlines()
         table = self.numbers
         before = len(table)
@@ -166,7 +166,7 @@ def tokenize_file(path: str, option: str = "file") -> tuple[list[str], np.ndarra
     try:
         fh = open(path, "rb")
     except OSError as e:
-        raise ConfigError(f"the corpus {path!r} cannot be read: {e.strerror}", path=option) from None
+        raise ConfigError(f"the corpus {path!r} cannot be read: {e.strerror}", path=option) from e
     with fh:
         size = fh.seek(0, 2)
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
@@ -174,7 +174,7 @@ def tokenize_file(path: str, option: str = "file") -> tuple[list[str], np.ndarra
     try:
         numbers, counts, words = table.intern(buf)
     except ValueError as e:
-        raise ConfigError(f"{path}:{str(e)[5:]}", path=option) from None
+        raise ConfigError(f"{path}:{str(e)[5:]}", path=option) from e
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
