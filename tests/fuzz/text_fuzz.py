@@ -206,7 +206,10 @@ def run_atheris(name: str, work: str, *, inputs: int, seconds: float, findings_d
             summary()
     import atexit
     atexit.register(summary)
-    argv = [sys.argv[0], f"-runs={inputs}", f"-max_total_time={int(seconds)}", f"-timeout={int(HANG_SECONDS)}",
+    dict_path = os.path.join(work, "tokens.dict")       # the format's tokens, as libFuzzer's dictionary
+    with open(dict_path, "w") as f:
+        f.writelines('"' + "".join(f"\\x{c:02x}" for c in t) + '"\n' for t in target.tokens)
+    argv = [sys.argv[0], f"-runs={inputs}", f"-dict={dict_path}", f"-max_total_time={int(seconds)}", f"-timeout={int(HANG_SECONDS)}",
             f"-rss_limit_mb={ADDRESS_SPACE >> 20}", f"-max_len={MAX_INPUT}",
             f"-artifact_prefix={os.path.join(findings_dir, name)}/", "-print_final_stats=1", corpus]
     os.makedirs(os.path.join(findings_dir, name), exist_ok=True)

@@ -277,6 +277,7 @@ class UCIFastDeserializer(DeserializerBase):
         category labels) each get their own array (``colmap`` = array << 16 | column), text
         labels a byte span."""
         ncols = max(s.start + s.dim for s in self.streams)
+        self._check_columns(ncols)
         colmap = np.full(ncols, -1, np.int32)
         self._outputs: list[tuple[str, int]] = []
         self._span_index: dict[str, int] = {}
@@ -299,6 +300,19 @@ class UCIFastDeserializer(DeserializerBase):
                 colmap[s.start:s.start + s.dim] = (k << 16) | np.arange(s.dim, dtype=np.int32)
                 self._outputs.append((s.name, s.dim))
         self._colmap, self._nspan = colmap, nspan
+
+    def _check_columns(self, ncols: int) -> None:
+        """The columns the streams read against what the text can hold: a record of ``ncols``
+        columns takes at least ``2 * ncols - 1`` bytes (a digit, a space), so a dim no record of
+        the file could have is an error, not arrays sized by it."""
+        try:
+            size = os.path.getsize(self.file)
+        except OSError:
+            return                     # read from its cache only (checked there)
+        if 2 * ncols - 1 > size:
+            s = max(self.streams, key=lambda s: s.start + s.dim)
+            raise ConfigError(f"the streams read {ncols} columns, but the UCIFastReader file {self.file!r} has "
+                              f"{size} bytes: not one record of {ncols} columns fits", path=f"{s.name}.dim")
 
     # --- the protocol ---------------------------------------------------------------------------
     def stream_infos(self) -> list[StreamInformation]:
