@@ -258,7 +258,9 @@ def main(argv=None) -> int:
             engine = "mutate"
     results = []
     for name in args.target or sorted(TARGETS):
-        with tempfile.TemporaryDirectory(prefix=f"cntkio-fuzz-{name}-") as work:
+        # the inputs are written to a file each: in memory where a tmpfs is mounted
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        with tempfile.TemporaryDirectory(prefix=f"cntkio-fuzz-{name}-", dir=shm) as work:
             cmd = [sys.executable, os.path.abspath(__file__), "--child", "--target", name, "--work", work,
                    "--inputs", str(args.inputs), "--seconds", str(args.seconds), "--engine", engine,
                    "--seed", str(args.seed), "--findings", os.path.abspath(args.findings)]

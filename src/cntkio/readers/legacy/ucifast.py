@@ -43,7 +43,7 @@ from ..._log import get_logger
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...deserializers.base import DeserializerBase
 from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable
-from ...errors import ConfigError
+from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
 from .sections import UCIFastAdapter
@@ -178,8 +178,8 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
         _, errors = parse_records(buf, b, e, f, colmap, (), spans, bad)
         if errors:
             rec, line, col, code = errors[0]
-            raise ValueError(f"{path}:{line}: too few columns for the label column {stream.start} "
-                             f"of {stream.name!r} (found {col})")
+            raise FormatError(f"too few columns for the label column {stream.start} of {stream.name!r}",
+                              file=path, line=line, expected=f"at least {ncols} columns", found=str(col))
         lengths = spans[:, 0, 1] - spans[:, 0, 0]
         width = int(lengths.max()) if n else 1
         data = np.frombuffer(buf, np.uint8)
@@ -190,7 +190,11 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
         for k, i in zip(uniq.tolist(), at.tolist()):
             found.setdefault(k, before + i)                 # an earlier chunk's first sight stays
         before += n
-    return [k.decode("utf-8") for k, _ in sorted(found.items(), key=lambda kv: kv[1])]
+    try:
+        return [k.decode("utf-8") for k, _ in sorted(found.items(), key=lambda kv: kv[1])]
+    except UnicodeDecodeError as e:
+        raise FormatError(f"a label of {stream.name!r} is not UTF-8 text ({e.reason})", file=path,
+                          found=repr(e.object)) from e
 
 
 def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
