@@ -107,7 +107,7 @@ CASES = {
 def test_a_small_file_claiming_huge_sizes(case, tmp_path):
     body, want = CASES[case]
     # what the case imports is imported before the baseline (torch, for BrainScript)
-    setup = "from cntkio.actions.models.brainscript import build_graph" if case.startswith("brainscript") else ""
+    setup = "from cntkio.networks.brainscript import build_graph" if case.startswith("brainscript") else ""
     script = PRELUDE.replace("SETUP", setup) + textwrap.indent(body, "    ") + EPILOGUE
     r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]

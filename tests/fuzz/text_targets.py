@@ -73,17 +73,17 @@ CONFIG_TOKENS = [b"[", b"]", b"{", b"}", b"(", b")", b"=", b":", b";", b"$", b"$
 # --- NDL, BrainScript, MEL ----------------------------------------------------------------------
 
 def _ndl_run(path: str):
-    from cntkio.actions.models.ndl.builder import build_graph
+    from cntkio.networks.ndl.builder import build_graph
     return build_graph(path)
 
 
 def _bs_run(path: str):
-    from cntkio.actions.models.brainscript import build_graph
+    from cntkio.networks.brainscript import build_graph
     return build_graph(path)
 
 
 def _mel_run(path: str):
-    from cntkio.actions.models.mel import run_mel
+    from cntkio.networks.mel import run_mel
     return run_mel(path)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cntkio.actions.models.brainscript import BrainScriptError, build, build_graph
+from cntkio.networks.brainscript import BrainScriptError, build, build_graph
 
 
 def _ops(g) -> dict:
