@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ....errors import CntkioError
+from ...errors import CntkioError
 from .syntax import BrainScriptError, Loc
 from .values import Array, BNode, Function, Record, Thunk, near, type_name
 
