@@ -101,7 +101,7 @@ class RemoteError(CntkioError, OSError):
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 
 
-def raise_naming_output(e: OSError, path, *, any_errno: bool = True) -> NoReturn:
+def raise_naming_output(e: OSError, path: "str | os.PathLike[str]", *, any_errno: bool = True) -> NoReturn:
     """Re-raise ``e`` (an error met while writing ``path``); when it names no file, as an
     ``OSError`` of the same errno naming ``path`` (``[Errno 28] No space left on device:
     'out.cbf'``), with ``e`` as its cause. ``any_errno=False``: only for a full disk, a file-size
