@@ -3,7 +3,7 @@ file would need against what the file can hold before it allocates, so the claim
 cntkio's errors (or an invalid sequence) with the process's peak RSS a few hundred MB at most.
 
 Each case runs in a subprocess under a 4 GiB address-space limit (an unchecked allocation fails
-there at once instead of taking the machine's memory) and prints its outcome and ``ru_maxrss``
+there at once instead of taking the machine's memory) and prints its outcome and its peak RSS (``VmHWM``)
 before and after the read.
 """
 from __future__ import annotations
@@ -27,8 +27,9 @@ import htk_corpus
 from cntkio import MinibatchSource
 from cntkio.errors import CntkioError
 SETUP
-def rss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+def rss():       # this process image's peak (ru_maxrss would count the forking parent's too)
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) >> 10 for ln in f if ln.startswith("VmHWM:"))
 def read_all(configs, **kw):
     src = MinibatchSource(configs, randomize=False, max_sweeps=1, max_errors=100, **kw)
     n = 0

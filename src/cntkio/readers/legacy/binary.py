@@ -147,6 +147,10 @@ class BinaryFile:
         if self.records < 0:
             raise ValueError(f"records {self.records}")
         self.sections = {s["name"]: s for s in self.header["sections"]}
+        for x in self.header["sections"]:
+            if x.get("stats") and int(x["stats"]["shape"][0]) != len(STAT_NAMES):
+                raise ValueError(f"section {x['name']!r}: statistics of {x['stats']['shape'][0]} rows, "
+                                 f"not {len(STAT_NAMES)}")
         for s in list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else []) + \
                 [dict(x["stats"], name=f"{x['name']} stats") for x in self.header["sections"] if x.get("stats")]:
             dt, shape, offset = np.dtype(s["dtype"]), [int(d) for d in s["shape"]], int(s["offset"])
