@@ -140,8 +140,9 @@ def warm_up(target, seeds: list[bytes], path: str) -> None:
 
 
 def run_mutate(target, work: str, *, inputs: int, seconds: float, seed: int, findings_dir: str | None,
-               stop_on_finding: bool = False) -> dict:
-    """The mutate engine on one target: ``inputs`` inputs or ``seconds``, whichever ends first."""
+               stop_on_finding: bool = False, progress=None) -> dict:
+    """The mutate engine on one target: ``inputs`` inputs or ``seconds``, whichever ends first
+    (``progress(summary)`` every 5000 inputs)."""
     rng = random.Random(seed)
     seeds = [s for s in target.seeds(work) if len(s) <= MAX_INPUT]
     path = os.path.join(work, "input" + target.suffix)
@@ -154,6 +155,8 @@ def run_mutate(target, work: str, *, inputs: int, seconds: float, seed: int, fin
         while tried < inputs and time.perf_counter() - t0 < seconds:
             data = queue.pop() if queue else mutate(rng, rng.choice(seeds), seeds, target.tokens)
             tried += 1
+            if progress is not None and tried % 5000 == 0:
+                progress(_summary(target.name, tried, t0, found))
             r = check(target.run, data, path)
             if r is not None:
                 kind, detail = r
@@ -166,7 +169,11 @@ def run_mutate(target, work: str, *, inputs: int, seconds: float, seed: int, fin
                     break
     finally:
         signal.signal(signal.SIGPROF, old)
-    return {"target": target.name, "engine": "mutate", "inputs": tried, "seconds": round(time.perf_counter() - t0, 1),
+    return _summary(target.name, tried, t0, found)
+
+
+def _summary(name: str, tried: int, t0: float, found: dict) -> dict:
+    return {"target": name, "engine": "mutate", "inputs": tried, "seconds": round(time.perf_counter() - t0, 1),
             "findings": [{"kind": k, "detail": d, "input": data.hex() if len(data) < 512 else None}
                          for k, (d, data) in found.items()]}
 
@@ -227,11 +234,13 @@ def _child(args) -> int:
         run_atheris(name, args.work, inputs=args.inputs, seconds=args.seconds, findings_dir=args.findings)
         return 0
     from text_targets import TARGETS
+
+    def write(res: dict) -> None:          # also as it goes: a run stopped early still tells its count
+        with open(os.path.join(args.work, "summary.json"), "w") as f:
+            json.dump(res, f)
     res = run_mutate(TARGETS[name], args.work, inputs=args.inputs, seconds=args.seconds, seed=args.seed,
-                     findings_dir=args.findings)
-    res["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
-    with open(os.path.join(args.work, "summary.json"), "w") as f:
-        json.dump(res, f)
+                     findings_dir=args.findings, progress=write)
+    write(res)
     return 0
 
 
