@@ -127,3 +127,14 @@ def test_an_entry_name_that_is_not_utf8_is_a_key_of_its_bytes(tmp_path):
     (tmp_path / "l.mlf").write_bytes(b'#!MLF!#\n"*/u\xae0.lab"\n0 100000 a\n.\n')
     idx = parse_mlf_files([str(tmp_path / "l.mlf")], STATES, 3)
     assert idx.keys.tolist() == hash_names([b"u\xae0"]).tolist()
+
+
+def test_both_parsers_end_lines_at_lf_only(tmp_path):
+    """A VT inside a line (the campaign's input): the line parser split there too (str.splitlines)
+    and disagreed with the scan; both read it as one line now, its fourth field on ignored."""
+    (tmp_path / "l.mlf").write_bytes(b'#!MLF!#\n"*/u0.lab"\n0 200000 a -1.5\x0b200000 500000 b\n'
+                                     b'200000 300000 c\n.\n')
+    for vectorized in (True, False):
+        idx = parse_mlf_files([str(tmp_path / "l.mlf")], STATES, 3, vectorized=vectorized)
+        assert idx.seg_starts.tolist() == [0, 2] and idx.seg_ends.tolist() == [2, 3]
+        assert idx.seg_labels.tolist() == [0, 2]

@@ -80,6 +80,9 @@ class MLFIndex:
         return np.where(has, self.seg_ends[np.maximum(last, 0)] if len(self.seg_ends) else 0, 0)
 
 
+_BLANK = " \t\r"
+
+
 def _frame(t: int) -> int:
     return (t + FRAME_100NS // 2) // FRAME_100NS
 
@@ -92,13 +95,15 @@ def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
             text = f.read().decode("utf-8", "surrogateescape")
     except OSError as e:
         raise FormatError(f"cannot open the MLF file: {e.strerror}", file=path) from e
-    lines = text.splitlines()
+    # lines end at LF only, their ends stripped of spaces, TABs and CRs (as the scan reads them;
+    # str.splitlines would also break at VT, FF, U+2028 ...)
+    lines = [ln.strip(_BLANK) for ln in text.split("\n")]
     i = 0
-    while i < len(lines) and not lines[i].strip():
+    while i < len(lines) and not lines[i]:
         i += 1
-    if i == len(lines) or lines[i].strip() != HEADER:
+    if i == len(lines) or lines[i] != HEADER:
         raise FormatError("Expected MLF header was not found.", file=path, line=i + 1, expected=HEADER,
-                          found=repr(lines[i].strip()) if i < len(lines) else "end of file")
+                          found=repr(lines[i]) if i < len(lines) else "end of file")
     i += 1
     out: dict = {"names": [], "lines": [], "counts": [], "starts": [], "ends": [], "labels": []}
     name = None           # the open entry
@@ -108,7 +113,7 @@ def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
     n = len(lines)
     while i < n:
         raw = lines[i]
-        s = raw.strip()
+        s = raw
         i += 1
         if not s:
             continue
