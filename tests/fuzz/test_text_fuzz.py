@@ -20,15 +20,6 @@ from text_targets import TARGETS
 SMOKE_INPUTS = {"brainscript": 100, "mel": 150, "ndl": 150}
 SMOKE_DEFAULT = 300
 FINDINGS = pathlib.Path(__file__).parent / "text_findings"
-#: defects of the image and Base64 map parsers found by this harness and fixed on the branch that
-#: owns those parsers (issue 30's image half): exceptions at these places are not this smoke's to
-#: report until that branch is merged, when this table is emptied
-KNOWN_ELSEWHERE = {
-    "imagemap": ("UnicodeDecodeError at src/cntkio/deserializers/image/mapfile.py",
-                 "OverflowError at src/cntkio/deserializers/image/mapfile.py"),
-    "base64map": ("OverflowError at src/cntkio/deserializers/image/mapfile.py",
-                  "UnicodeDecodeError at src/cntkio/deserializers/image/mapfile.py"),
-}
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -43,7 +34,7 @@ def test_mutated_inputs_keep_the_error_rule(name, tmp_path, monkeypatch):
     finally:
         logging.disable(logging.NOTSET)
     assert res["inputs"] == n, res
-    bad = [f for f in res["findings"] if not f["kind"].startswith(KNOWN_ELSEWHERE.get(name, ()))]
+    bad = res["findings"]
     report = "\n\n".join(f"{f['kind']}\ninput: {f['input']}\n{f['detail']}" for f in bad)
     assert not bad, report.encode("utf-8", "backslashreplace").decode("utf-8")   # texts of undecodable bytes
 
