@@ -347,6 +347,37 @@ class Value:
         self._check()
         return self.as_csr() if self._values is None else self._padded()
 
+    def tensor_arrays(self) -> tuple:
+        """The arrays of this Value's tensor (``to_torch``): ``("dense", padded)``, the padded
+        array of :attr:`shape` (padding zero), or ``("csr", crow, col, values, (rows, dim))``, the
+        valid samples as CSR with row pointers from 0 (int32 column indices as packed, int64
+        past 2^31 non-zeros; the row pointers take their type), never densified."""
+        self._check()
+        if self._values is not None:
+            return ("dense", self._padded())
+        indptr = self._indptr
+        p0, p1 = int(indptr[0]), int(indptr[-1])
+        dim = _flat_dim(self._sample_shape) if self._sample_shape else 1
+        col = self._indices[p0:p1]
+        if col.dtype != np.int32 or p1 - p0 > np.iinfo(np.int32).max:
+            col = col.astype(np.int64)
+        return ("csr", (indptr - p0).astype(col.dtype), col, self._data[p0:p1], (len(indptr) - 1, dim))
+
+    def token_ids(self, pad_id: int = 0, name: str = "") -> tuple[np.ndarray, np.ndarray]:
+        """A one-hot sparse Value (every sample exactly one non-zero, of value 1) as padded int64
+        token ids ``[S, T]`` (padding ``pad_id``) and the bool mask of valid cells ``[S, T]``;
+        ``ValueError`` naming stream ``name`` otherwise."""
+        from .tensor_ready import check_one_hot
+        self._check()
+        if self._values is not None:
+            raise ValueError(f"stream {name!r}: token ids need a sparse (one-hot) stream, this one is dense")
+        check_one_hot(name, self._indptr, self._data)
+        valid = self._mask != 0
+        ids = np.full(valid.shape, int(pad_id), np.int64)
+        p0 = int(self._indptr[0])
+        ids[valid] = self._indices[p0:p0 + int(valid.sum())]
+        return ids, valid
+
     def as_csr(self) -> csr_matrix:
         """The valid samples as one SciPy CSR matrix, one row per sample in row order (row 0's
         samples, then row 1's...), never densified. A dense Value is converted."""
@@ -546,8 +577,8 @@ class MinibatchData:
         ``(num_valid_samples, dim)`` holding the valid samples in sequence order (never
         densified); use :attr:`sequence_lengths` or :attr:`mask` to find each sequence's rows.
         """
-        from .integrations.torch import value_to_torch
-        return value_to_torch(self._value, device=device, pin_memory=pin_memory)
+        from .integrations.tensors import arrays_to_tensor  # the leaf: torch and NumPy only
+        return arrays_to_tensor(self._value.tensor_arrays(), device, pin_memory)
 
     def __repr__(self) -> str:
         name = self.stream.name if self.stream is not None else None
@@ -559,10 +590,11 @@ class MinibatchData:
 class Minibatch(dict):
     """What ``MinibatchSource.next_minibatch`` returns: ``{StreamInformation: MinibatchData}``, as
     in cntk.io, that can also be indexed by stream name (``mb["features"]``). Empty (falsy) at the
-    end of the epoch. ``packed`` (set by the packer, absent otherwise) is ``(PackedBatch, index)``:
-    where the tensor-ready arrays of this minibatch are (``integrations.torch`` uses them)."""
+    end of the epoch. ``ready`` (set by the packer, absent otherwise) is ``(make, index)``:
+    ``make(index, layout)`` gives this minibatch's tensor-ready arrays (:meth:`tensor_ready`)."""
 
-    __slots__ = ("packed",)
+    __slots__ = ("ready",)
+    ready: tuple
 
     @property
     def sequence_keys(self) -> np.ndarray | None:
@@ -584,3 +616,12 @@ class Minibatch(dict):
                     return data
         raise KeyError(key)
 
+    def tensor_ready(self, layout: Any) -> Any:
+        """This minibatch's :class:`~cntkio.tensor_ready.TensorMinibatch` in ``layout`` (a
+        :class:`~cntkio.tensor_ready.TensorLayout`) when its source packed it in a batch, else
+        None (then convert it stream by stream)."""
+        try:
+            make, j = self.ready
+        except AttributeError:
+            return None
+        return make(j, layout)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .deserializers.protocol import Deserializer
 
 __all__ = [
+    "READER_TYPES",
     "COMPOSITE_READER", "register_deserializer", "register_transform", "register_reader",
     "registered_deserializers", "registered_transforms", "registered_readers", "implemented_reader_types",
     "deserializer_factory", "transform_factory", "reader_deserializer_type", "canonical_name",
@@ -83,6 +84,8 @@ _READERS: dict[str, str] = {
     "HTKMLFReader": "HTKMLFReaderDeserializer",
     "HTKDeserializers": "HTKMLFReaderDeserializer",
 }
+#: the live table of legacy reader types (``register_reader`` adds to it)
+READER_TYPES = _READERS
 
 #: writerType -> the factory of an IDataWriter (``cntkio.legacy.DataWriter`` resolves through it)
 _WRITERS: dict[str, FactorySpec] = {

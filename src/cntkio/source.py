@@ -18,10 +18,10 @@ from time import perf_counter as _now
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
+from .constants import POSITION_KEY, FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
+from .deserializers.composite import CompositeDeserializer
 from .deserializers.protocol import Deserializer, is_local_timeline
 from .engine import closer
-from .engine.composite import CompositeDeserializer
 from .engine.global_timeline import GlobalTimeline
 from .engine.local_timeline import LTNoRandomizer, LTTumblingWindowRandomizer
 from .engine.prefetch import default_pool_size
@@ -29,6 +29,7 @@ from .engine.reader import Reader
 from .engine.stats import SourceStats
 from .registry import build_deserializer
 from .streams import Record, StreamInformation
+from .tensor_ready import TensorLayout
 from .values import check_int
 
 __all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
@@ -38,6 +39,7 @@ log = logging.getLogger("cntkio.source")
 #: Minibatch size (samples) used by ``for mb in source`` (``source.iter()`` takes any size).
 DEFAULT_ITER_MINIBATCH_SIZE = 256
 
+_DEFAULT_LAYOUT = TensorLayout()
 _MULTITHREADED_TYPES = ("ImageDeserializer", "Base64ImageDeserializer")
 _USER_COMPOSITION_ERROR = "Currently composition for user defined deserializers is not supported."
 
@@ -98,6 +100,13 @@ class MinibatchSource:
             supports it (CTF, not with ``numChunksToCache``) and not with truncated BPTT.
             ``False`` loads whole chunks as CNTK did (better on storage where random reads are
             slow: disks, network file systems).
+        full_minibatches: cntkio only (the legacy readers' ``minibatchMode = full``). Config epochs
+            (:class:`cntkio.readers.EpochReader`) end before a minibatch that would be partial.
+
+    The source implements the contract of :mod:`cntkio.source_protocol`: a
+    :class:`~cntkio.source_protocol.GlobalTimelineSource` (built-in deserializers: ``seek``,
+    ``position``, ``set_epoch_end``) and a :class:`~cntkio.source_protocol.TensorReadySource`
+    (``next_tensor_ready``: minibatches as arrays in tensor layouts, the torch bridge's fast path).
     """
 
     def __init__(self, deserializers: Any, max_samples: int = INFINITELY_REPEAT, max_sweeps: int = INFINITELY_REPEAT,
@@ -107,10 +116,13 @@ class MinibatchSource:
                  frame_mode: bool = False, truncation_length: int = 0, randomize: bool = True,
                  max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0,
                  parallel_sparse: bool = False, parallel_groups: bool = False,
-                 rolling_window: bool = False, random_ordering: int = 0) -> None:
+                 rolling_window: bool = False, random_ordering: int = 0,
+                 full_minibatches: bool = False) -> None:
         self._reader: Reader | None = None
         self._stats = SourceStats()
         self.random_access = bool(random_access)
+        #: config epochs end before a partial minibatch (the legacy ``minibatchMode = full``)
+        self.full_minibatches = bool(full_minibatches)
         items = _flatten(deserializers)
         if not items:
             raise ValueError("MinibatchSource: at least one deserializer is required")
@@ -227,6 +239,7 @@ class MinibatchSource:
     def _init_builtin(self, built: list[Deserializer], threads: int) -> None:
         corpus = CompositeDeserializer(built, trace_level=self.trace_level)
         self._corpus = corpus
+        self._num_chunks = len(corpus.chunk_infos())
         self._stream_infos = self._output_infos(corpus.stream_infos())
         sweep = sum(c.num_samples for c in corpus.chunk_infos())
         policy = GlobalTimeline(
@@ -245,6 +258,7 @@ class MinibatchSource:
 
     def _init_user(self, d, threads: int) -> None:
         self._corpus = d
+        self._num_chunks = int(d.num_chunks())
         infos = list(d.stream_infos())
         self._stream_infos = self._output_infos(infos)
         max_sweeps = None if self.max_sweeps == INFINITELY_REPEAT else self.max_sweeps
@@ -296,22 +310,13 @@ class MinibatchSource:
         next call. ``num_data_partitions``/``partition_index`` read this worker's share (CNTK's split).
         ``device`` is accepted for compatibility; outputs are NumPy/SciPy (see ``to_torch``).
         """
-        if self._reader is None:
-            raise RuntimeError("MinibatchSource is closed")
-        size = int(minibatch_size_in_samples)
-        if size <= 0:
-            raise ValueError(f"next_minibatch: minibatch_size_in_samples must be > 0, got {size}")
-        W = 1 if num_data_partitions is None else int(num_data_partitions)
-        r = 0 if partition_index is None else int(partition_index)
-        if W < 1:
-            raise ValueError(f"next_minibatch: num_data_partitions must be >= 1, got {W}")
-        if not 0 <= r < W:
-            raise ValueError(f"next_minibatch: partition_index must be in [0, {W}), got {r}")
+        reader = self._open()
+        size, W, r = self._call_args(minibatch_size_in_samples, num_data_partitions, partition_index)
         if self._last_mb_data is not None:
             self._last_mb_data.clear()
             self._last_mb_data = None
         t0 = _now()
-        mb = self._reader.next(size, W, r)
+        mb = reader.next(size, W, r)
         self._stats.record(mb, _now() - t0)
         if mb is None:
             if self.trace_level >= 2:
@@ -322,6 +327,19 @@ class MinibatchSource:
         out = {key: mb[info] for key, info in input_map.items()}
         self._last_mb_data = out
         return out
+
+    @staticmethod
+    def _call_args(size, num_data_partitions, partition_index) -> tuple[int, int, int]:
+        size = int(size)
+        if size <= 0:
+            raise ValueError(f"next_minibatch: minibatch_size_in_samples must be > 0, got {size}")
+        W = 1 if num_data_partitions is None else int(num_data_partitions)
+        r = 0 if partition_index is None else int(partition_index)
+        if W < 1:
+            raise ValueError(f"next_minibatch: num_data_partitions must be >= 1, got {W}")
+        if not 0 <= r < W:
+            raise ValueError(f"next_minibatch: partition_index must be in [0, {W}), got {r}")
+        return size, W, r
 
     def stats(self) -> dict:
         """What this source has handed out: minibatches, sequences and samples (the first
@@ -379,16 +397,30 @@ class MinibatchSource:
         """True when neither max_samples nor max_sweeps limits the epoch."""
         return self.max_samples == INFINITELY_REPEAT and self.max_sweeps == INFINITELY_REPEAT
 
+    # --- the global timeline (cntkio.source_protocol.GlobalTimelineSource) ------------------------
+    def has_global_timeline(self) -> bool:
+        """True for built-in deserializers (positions are global sample positions); False over a
+        ``UserDeserializer`` (CNTK's local timeline)."""
+        return self._open().global_timeline
+
     @property
     def sweep_size(self) -> int | None:
         """Samples in one sweep (None for a user deserializer, whose size is unknown up front)."""
         return None if self._reader is None else self._reader.sweep_size
 
     @property
+    def num_chunks(self) -> int:
+        """The chunks of the corpus (after the join): what a randomized timeline deals out to
+        partitions."""
+        return self._num_chunks
+
+    @property
     def epoch_end(self) -> int | None:
         """The global sample position where the epoch ends (from ``max_samples``/``max_sweeps`` or
-        :meth:`set_epoch_end`); None when it never ends."""
-        return self._require_global("epoch_end").epoch_end
+        :meth:`set_epoch_end`); None when it never ends, and over a user deserializer (no global
+        positions)."""
+        reader = self._reader
+        return reader.epoch_end if reader is not None and reader.global_timeline else None
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: endless), keeping the
@@ -412,14 +444,58 @@ class MinibatchSource:
         reader factory sets it for those reader types; only for built-in deserializers."""
         self._require_global("use_global_partition_budget").use_global_budget()
 
+    def position(self) -> int:
+        """The global sample position after the last minibatch returned (the checkpoint's
+        ``minibatchSourcePosition``)."""
+        return int(self._require_global("position").get_state()[POSITION_KEY])
+
+    def seek(self, position: int) -> int:
+        """Go to the first sequence starting at or after global sample ``position`` (dropping what
+        was read ahead; truncated-BPTT slots are emptied) and return the position reached."""
+        reader = self._require_global("seek")
+        position = _as_int("position", position)
+        if position < 0:
+            raise ValueError(f"seek: the position must be >= 0, got {position}")
+        if self._last_mb_data is not None:
+            self._last_mb_data.clear()
+            self._last_mb_data = None
+        reader.set_state({POSITION_KEY: position})
+        return int(reader.get_state()[POSITION_KEY])
+
     def _require_global(self, what: str) -> Reader:
-        reader = self._reader
-        if reader is None:
-            raise RuntimeError("MinibatchSource is closed")
+        reader = self._open()
         if not reader.global_timeline:
             raise TypeError(f"MinibatchSource.{what}: a source over a UserDeserializer has no global "
                             "timeline; only built-in deserializers support it")
         return reader
+
+    def _open(self) -> Reader:
+        if self._reader is None:
+            raise RuntimeError("MinibatchSource is closed")
+        return self._reader
+
+    # --- tensor-ready minibatches (cntkio.source_protocol.TensorReadySource) ----------------------
+    def supports_tensor_ready(self) -> bool:
+        """Whether :meth:`next_tensor_ready` serves this source (built-in deserializers, sequence
+        or frame mode; not truncated BPTT, whose minibatches are packed one by one)."""
+        return self._open().supports_tensor_ready
+
+    def next_tensor_ready(self, minibatch_size_in_samples: int, num_data_partitions: int | None = None,
+                          partition_index: int | None = None, layout: TensorLayout | None = None):
+        """The next minibatch as a :class:`~cntkio.tensor_ready.TensorMinibatch`: its arrays in
+        tensor layouts (``layout``, a :class:`~cntkio.tensor_ready.TensorLayout`: padded dense
+        values, CSR, or token ids for the one-hot streams it names), built once per packed batch
+        on the thread that packs it, no minibatch objects made; None at the epoch end. Moves the
+        position, counts invalid sequences and keeps :meth:`stats` as :meth:`next_minibatch`."""
+        reader = self._open()
+        size, W, r = self._call_args(minibatch_size_in_samples, num_data_partitions, partition_index)
+        if self._last_mb_data is not None:
+            self._last_mb_data.clear()
+            self._last_mb_data = None
+        t0 = _now()
+        got = reader.next_tensor_ready(size, W, r, _DEFAULT_LAYOUT if layout is None else layout)
+        self._stats.record_tensor_ready(got, _now() - t0)
+        return got
 
     # --- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:

@@ -69,8 +69,8 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
     a fresh ``make_source()`` and asserts the remaining minibatches are identical: stream names,
     counts, ``end_of_sweep``, shapes, masks and values bitwise, and the final ``{}`` if the run
     ended. With ``json_roundtrip`` the state goes through ``json.dumps``/``json.loads`` first
-    (checkpoints must survive being written to a file). Works with ``MinibatchSource`` and
-    ``UserMinibatchSource``; ``num_data_partitions``/``partition_index`` read one partition.
+    (checkpoints must survive being written to a file). Works with every
+    :class:`~cntkio.source_protocol.Source` (``MinibatchSource``, ``UserMinibatchSource``); ``num_data_partitions``/``partition_index`` read one partition.
     Returns the number of minibatches of the uninterrupted run; raises AssertionError naming the
     cut point, the minibatch and the first difference.
     """
@@ -90,10 +90,6 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
         size, parts, index = calls[i % len(calls)]
         return read_minibatch(src, size, parts, index)
 
-    def close(src):
-        if hasattr(src, "close"):
-            src.close()
-
     src = make_source()
     states, run, ended = [], [], False
     try:
@@ -112,7 +108,7 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
                 break
             run.append(_snapshot(mb))
     finally:
-        close(src)
+        src.close()
     for k in (range(len(states)) if cut_points is None else cut_points):
         k = int(k)
         if not 0 <= k < len(states):
@@ -137,5 +133,5 @@ def assert_resumes_exactly(make_source: Callable[[], Any], minibatch_sizes: int 
                                          f"uninterrupted run ended after {len(run)} minibatches, "
                                          "the resumed one goes on")
         finally:
-            close(fresh)
+            fresh.close()
     return len(run)

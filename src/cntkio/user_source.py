@@ -36,7 +36,11 @@ class UserMinibatchSource:
     state **before** calling ``super().__init__()``, which calls ``stream_infos()`` to build
     :attr:`streams`. Override :meth:`get_checkpoint_state` / :meth:`restore_from_checkpoint` to
     support checkpoints: keys of the state must be strings (checked on every call).
+    A :class:`~cntkio.source_protocol.Source` (with no global timeline).
     """
+
+    #: the packing is the subclass's own: not truncated BPTT as far as cntkio knows
+    truncated = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -13,6 +13,10 @@ TOP = ("cntkio.actions", "cntkio.networks", "cntkio.cli", "cntkio.__main__", "cn
 BASE = ("cntkio.streams", "cntkio.errors", "cntkio.constants", "cntkio.values",
         "cntkio.deserializers.protocol")
 MAX_LINES = 650  # "no module over ~600 lines", with a margin
+#: the one module outside the engine that builds it (and talks to it through engine.reader.Reader)
+ENGINE_BUILDER = "cntkio.source"
+#: the integrations the core may call (lazily): torch and NumPy only, no cntkio module above them
+LEAVES = ("cntkio.integrations.tensors", "cntkio.integrations.torch_backend")
 
 
 def _modules():
@@ -94,10 +98,92 @@ def test_the_walker_finds_modules_and_imports():
 
 
 def test_no_import_cycles_at_module_level_or_through_function_level_imports():
-    # a lazy forward into the optional integrations (MinibatchData.to_torch) is the one exception
-    graph = {m: {t for t, top in imps if top or not t.startswith("cntkio.integrations")}
-             for m, imps in IMPORTS.items()}
+    # every import counts, the lazy ones (function level) too
+    graph = {m: {t for t, _ in imps} for m, imps in IMPORTS.items()}
     assert _cycles(graph) == []
+
+
+def test_the_core_reaches_torch_through_the_tensor_leaf_only():
+    # MinibatchData.to_torch imports integrations.tensors lazily: a leaf, so no circle can close
+    bad = [(m, t) for m, imps in IMPORTS.items() if not m.startswith(TOP) for t, _ in imps
+           if t.startswith("cntkio.integrations") and t not in LEAVES]
+    assert bad == []
+    assert [t for t, _ in IMPORTS["cntkio.integrations.tensors"]] == ["cntkio.integrations.torch_backend"]
+    assert IMPORTS["cntkio.integrations.torch_backend"] == []
+
+
+def test_only_the_engine_and_the_source_import_the_engine():
+    bad = [(m, t) for m, imps in IMPORTS.items() if not m.startswith("cntkio.engine") and m != ENGINE_BUILDER
+           for t, _ in imps if t.startswith("cntkio.engine")]
+    assert bad == []
+
+
+def _package(module: str) -> str:
+    """``cntkio.<sub>`` for a module of a subpackage, ``cntkio`` for a top-level module."""
+    parts = module.split(".")
+    return "cntkio." + parts[1] if len(parts) > 1 and (PKG / parts[1]).is_dir() else "cntkio"
+
+
+def _private_names(tree) -> set:
+    """The private names a module defines: functions, classes, assigned names and attributes,
+    ``__slots__`` entries."""
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+            out.add(n.attr)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, ast.Assign) and any(isinstance(x, ast.Name) and x.id == "__slots__" for x in n.targets):
+            out.update(c.value for c in ast.walk(n.value) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+    return {name for name in out if name.startswith("_") and not name.startswith("__")}
+
+
+TREES = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+
+
+def _private_reads():
+    """``(module, line, text)`` of every read of ``x._name`` (``x`` not ``self``/``cls``) where
+    ``_name`` is private to another cntkio package: defined there and nowhere in the reader's."""
+    defined: dict = {}
+    for m, tree in TREES.items():
+        defined.setdefault(_package(m), set()).update(_private_names(tree))
+    anywhere = set().union(*defined.values())
+    out = []
+    for m, tree in TREES.items():
+        own = defined[_package(m)]
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__") \
+                    and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")) \
+                    and n.attr in anywhere and n.attr not in own:
+                out.append((m, n.lineno, ast.unparse(n)))
+    return out
+
+
+def test_the_private_reads_check_finds_what_it_must():
+    # the rule below is only as good as its walker: a read of another package's private name is seen
+    tree = ast.parse("def f(source, registry):\n    return source._reader, registry._READERS, self._own\n")
+    assert _private_names(ast.parse("class _A:\n    __slots__ = ('_x',)\n_y = 1\n")) == {"_A", "_x", "_y"}
+    names = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
+    assert {"source._reader", "registry._READERS"} <= set(names)
+    assert "_reader" in _private_names(TREES["cntkio.source"]) and "_READERS" in _private_names(TREES["cntkio.registry"])
+
+
+def test_no_module_outside_the_engine_reads_a_private_attribute_of_another_package():
+    # the engine builds the core's objects on its hot paths (MinibatchData._packed): it may
+    assert [r for r in _private_reads() if _package(r[0]) != "cntkio.engine"] == []
+
+
+def test_sources_are_not_probed_with_hasattr_or_getattr():
+    # what a source can do is declared (cntkio.source_protocol), never probed
+    bad = []
+    for m, tree in TREES.items():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("hasattr", "getattr") \
+                    and n.args and "source" in ast.unparse(n.args[0]).lower():
+                bad.append((m, n.lineno, ast.unparse(n)))
+    assert bad == []
 
 
 def test_the_core_never_imports_the_integrations_at_module_level():

@@ -14,7 +14,7 @@ from cntkio.deserializers.protocol import (ChunkData, ChunkInfo, DenseStream, De
                                            LocalTimelineDeserializer, RandomAccessDeserializer, SequenceTable,
                                            has_random_access, is_local_timeline)
 from cntkio.deserializers.user import UserDeserializer, UserDeserializerAdapter
-from cntkio.engine.composite import CompositeDeserializer
+from cntkio.deserializers.composite import CompositeDeserializer
 from cntkio.streams import StreamDef, StreamInformation
 
 

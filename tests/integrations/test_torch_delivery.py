@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from cntkio import CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
+from cntkio.tensor_ready import TensorLayout
 from cntkio.integrations.torch import MinibatchIterableDataset, to_torch
 
 # six word sequences: (sequence id, [(word id, tag id, dense feature pair)]) of lengths 3,1,2,4,1,2
@@ -141,7 +142,7 @@ def test_packed_path_equals_the_generic_conversion(tmp_path, randomize, size, op
         mb = src.next_minibatch(size)
         if not mb:
             break
-        assert getattr(mb, "packed", None) is not None
+        assert mb.tensor_ready(TensorLayout()) is not None  # the packed path is taken
         fast, slow = to_torch(mb, **options), generic(mb, **options)
         assert sorted(fast) == sorted(slow)
         for k in fast:
@@ -309,7 +310,7 @@ def test_dataset_reports_a_stream_that_is_not_one_hot(tmp_path, randomize):
 @pytest.mark.parametrize("randomize", [False, True])
 @pytest.mark.parametrize("options", [{}, {"ids": ("w", "g"), "masks": True}])
 def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path, randomize, options):
-    # after its first item the dataset takes references to packed batches, not minibatch objects
+    # the dataset reads tensor-ready minibatches (no minibatch objects)
     rng = np.random.default_rng(3)
     seqs = [[(int(rng.integers(VOCAB)), int(rng.integers(TAGS))) for _ in range(int(rng.integers(1, 6)))]
             for _ in range(80)]

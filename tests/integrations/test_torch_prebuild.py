@@ -1,6 +1,6 @@
-"""The PyTorch dataset's tensors are made on the thread that packs each batch (the reader's
-``prepare_tensors`` hook), and handed to the consumer without a copy: what it yields is what
-``to_torch`` makes of the same minibatches."""
+"""The PyTorch dataset's tensors are made on the thread that packs each batch (the tensor-ready
+layout's ``prepare``, ``MinibatchSource.next_tensor_ready``), and handed to the consumer without a
+copy: what it yields is what ``to_torch`` makes of the same minibatches."""
 import threading
 
 import numpy as np
@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader
 
 from cntkio import CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
 from cntkio.integrations.torch import MinibatchIterableDataset, to_torch
+from cntkio.tensor_ready import TensorLayout
 
 SEQS = [[(3, 1.5)], [(7, 2.0), (2, -1.0)], [(5, 0.25)], [(0, 4.0), (9, 3.0), (1, 1.0)], [(6, 8.0)]]
 
@@ -27,27 +28,48 @@ def _source(path):
         randomize=False, max_sweeps=1)
 
 
-def test_hook_sees_every_packed_batch_before_it_is_handed_out(tmp_path):
+def test_prepare_sees_every_packed_batch_before_it_is_handed_out(tmp_path):
     src = _source(_write(tmp_path / "a.ctf"))
     seen = []
     threads = set()
 
-    def hook(bt):
+    def prepare(bt):
         seen.append(bt)
         threads.add(threading.get_ident())
 
-    src._reader.prepare_tensors(frozenset(), 0, False, hook)
-    got = 0
+    layout = TensorLayout(prepare=prepare)
+    assert src.supports_tensor_ready()
+    got = []
     while True:
-        mb = src.next_minibatch(2)
-        if not mb:
+        ready = src.next_tensor_ready(2, layout=layout)
+        if ready is None:
             break
-        batch, j = mb.packed
-        assert any(bt is batch.tensor_ready() for bt in seen)  # built, and the hook ran, before
-        got += 1
-    assert got == 5  # 2-sample budgets over lengths 1,2,1,3,1: one sequence each
+        assert any(bt is ready.batch for bt in seen[1:]) or got == []  # built, and prepared, before
+        got.append([arrays[3].tolist() for arrays in ready.arrays()])
+    # 2-sample budgets over lengths 1,2,1,3,1: one sequence each
+    assert got == [[[1], [1]], [[2], [2]], [[1], [1]], [[3], [3]], [[1], [1]]]
     assert seen and len(seen) == len({id(b) for b in seen})  # once per batch
+    assert src.stats()["minibatches"] == 5 and src.stats()["samples"] == 8
     src.close()
+
+
+def test_tensor_ready_and_next_minibatch_read_the_same_minibatches(tmp_path):
+    path = _write(tmp_path / "a.ctf")
+    a, b = _source(path), _source(path)
+    layout = TensorLayout(ids=frozenset({"w"}))
+    while True:
+        mb, ready = a.next_minibatch(3), b.next_tensor_ready(3, layout=layout)
+        if not mb:
+            assert ready is None
+            break
+        (wname, wkind, (ids,), wlens), (xname, xkind, x, xlens) = ready.arrays()
+        assert (wname, wkind, xname, xkind) == ("w", "ids", "x", "dense")
+        expected_ids, _ = mb["w"].data.token_ids()
+        assert ids.tolist() == expected_ids.tolist() and wlens.tolist() == mb["w"].sequence_lengths.tolist()
+        assert x.tolist() == mb["x"].asarray().tolist() if mb["x"].mask.all() else x.shape == mb["x"].shape
+        assert a.position() == b.position()
+    a.close()
+    b.close()
 
 
 def test_dataset_items_equal_to_torch_of_the_same_minibatches(tmp_path):

@@ -190,18 +190,10 @@ def epoch_minibatches(source, *, minibatch_size: int, epoch_size: int, epoch: in
     if not dist.active:
         yield from reader.epoch(epoch)
         return
-    start, end = reader.bounds(epoch)
-    reader.seek(start)
-    consumed = start
-    while consumed < end:
-        mb = source.next_minibatch(min(minibatch_size, end - consumed), num_data_partitions=dist.world_size,
-                                   partition_index=dist.rank)
-        local = max((int(md.num_samples) for md in mb.values()), default=0) if mb else 0
-        n = int(dist.all_reduce_(torch.tensor([float(local)], dtype=torch.float64)).item())
-        if n == 0:
-            return                      # every process's source has ended
-        consumed += n
-        yield mb
+
+    def global_samples(local: int) -> int:
+        return int(dist.all_reduce_(torch.tensor([float(local)], dtype=torch.float64)).item())
+    yield from reader.epoch(epoch, global_samples=global_samples)
 
 
 def _stream_name(key: Any) -> str:

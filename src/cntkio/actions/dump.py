@@ -214,9 +214,7 @@ def dump_reader(section: Any, name: str = "dumpReader") -> int:
                               max_epochs=max_epochs, cap=cap, num_subsets=num_subsets, subset_num=subset_num,
                               layout=layouts[layout_name], sort_output=sort_output, sec=sec)
     finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        source.close()
     _log.info("%s: wrote %d lines to %s", name, written, out_path)
     return written
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..source_protocol import is_truncated
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
@@ -325,8 +326,7 @@ def _restore_reader(source, checkpoint, dist: Dist, name: str) -> None:
     if checkpoint is None:
         return
     if checkpoint.get("world_size") != dist.world_size:
-        truncated = bool(getattr(source, "truncation_length", 0) or getattr(source, "parallel_sequences", 0))
-        if not truncated:
+        if not is_truncated(source):
             # model files are written at epoch ends, and every epoch seeks the reader to its own
             # start on the global timeline, which is the same for any number of processes
             _log.info("%s: the model file was written by %s processes, this run has %d: each reader starts "

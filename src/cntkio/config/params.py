@@ -310,7 +310,7 @@ class ConfigParameters(ParameterSet):
         """(owner, key) of ``name`` searched from here up to the root, or None."""
         parts = name.split(".")
         first = parts[0].lower()
-        self._asked(name)
+        self.note_asked(name)
         node: ConfigParameters | None = self
         owner = None
         while node is not None:
@@ -356,8 +356,8 @@ class ConfigParameters(ParameterSet):
         """Whether a consumer read ``name`` of this set."""
         return name.lower() in self.__dict__.get("_used", ())
 
-    def _asked(self, name: str) -> None:
-        # names looked up and not found (a default was used): the suggestions for unused keys
+    def note_asked(self, name: str) -> None:
+        """Record that a consumer looked ``name`` up (:meth:`asked_names`: misspelt keys' hints)."""
         root = self.root
         root.__dict__.setdefault("_asked_names", {}).setdefault(name.split(".")[-1].lower(),
                                                                 name.split(".")[-1])

@@ -34,6 +34,7 @@ __all__ = [
     "ChunkInfo", "SequenceTable", "DenseStream", "SparseStream", "StreamData", "ChunkData",
     "KeyKind", "Timeline", "Deserializer", "RandomAccessDeserializer", "LocalTimelineDeserializer",
     "SweepDependentDeserializer", "has_random_access", "is_local_timeline", "depends_on_sweep",
+    "ranges", "gather_stream",
 ]
 
 #: ``'numeric'`` (int64/uint64 keys, e.g. CTF sequence ids) or ``'string'`` (HTK/MLF utterance ids).
@@ -312,3 +313,34 @@ def is_local_timeline(d: object) -> bool:
     ``UserDeserializer`` does). ``is_user_deserializer = True``, cntkio's earlier spelling of the
     same declaration, is still honoured."""
     return getattr(d, "timeline", "global") == "local" or bool(getattr(d, "is_user_deserializer", False))
+
+
+# --- selections of chunk data (the engine's packers, the composite and the CBF writer) ---------------
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + n)`` for every pair, vectorised (int64)."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum()) if len(lengths) else 0
+    if total == 0:
+        return np.zeros(0, np.int64)
+    starts = np.asarray(starts, np.int64)
+    ends = np.cumsum(lengths)
+    out = np.arange(total, dtype=np.int64)
+    out += np.repeat(starts - (ends - lengths), lengths)
+    return out
+
+
+def gather_stream(stream, seq_indices: np.ndarray):
+    """The sequences ``seq_indices`` of one chunk stream, in that order, as a new container."""
+    idx = np.asarray(seq_indices, np.int64)
+    off = stream.offsets
+    lens = off[idx + 1] - off[idx]
+    new_off = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(lens, out=new_off[1:])
+    rows = ranges(off[idx], lens)
+    if not stream.is_sparse:
+        return DenseStream(stream.values[rows], new_off)
+    nnz = stream.indptr[rows + 1] - stream.indptr[rows]
+    indptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(nnz, out=indptr[1:])
+    elems = ranges(stream.indptr[rows], nnz)
+    return SparseStream(indptr, stream.indices[elems], stream.data[elems], new_off, stream.dim)

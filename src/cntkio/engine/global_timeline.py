@@ -112,6 +112,21 @@ class GlobalTimeline:
 
     # --- sequence and frame mode ----------------------------------------------------------------
     def next_minibatch(self, budget: int, W: int, r: int):
+        entry = self._pop(budget, W, r)
+        return None if entry is None else self.handoff.get(*entry)
+
+    def next_tensor_ready(self, budget: int, W: int, r: int, layout):
+        """:meth:`next_minibatch` as a :class:`~cntkio.tensor_ready.TensorMinibatch` in
+        ``layout``; batches packed from now on build their tensor-ready arrays as they are packed."""
+        handoff = self.handoff
+        if handoff.layout is None or handoff.layout.key != layout.key or handoff.layout.prepare is not layout.prepare:
+            handoff.layout = layout
+        entry = self._pop(budget, W, r)
+        return None if entry is None else handoff.get_tensor_ready(*entry, layout)
+
+    def _pop(self, budget: int, W: int, r: int):
+        """The next queue entry ``(part, index, invalid sequences)``, refilled when needed; None
+        at the epoch end."""
         key = (self.generation, budget, W, r)
         handoff = self.handoff
         if not handoff.ready(key):
@@ -123,7 +138,7 @@ class GlobalTimeline:
             self._drop_ahead()
             self.window.clear()
             return None
-        return handoff.get(part, j, n_invalid)
+        return part, j, n_invalid
 
     def _drop_ahead(self, forget_settings: bool = False) -> None:
         """Drop what was packed or begun ahead (the only place that does)."""

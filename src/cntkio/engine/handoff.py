@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import MaxErrorsExceeded
 from ..streams import StreamInformation
-from .packer import PackedBatch, PackedRef, group_by_chunk, pack_batch
+from ..tensor_ready import TensorLayout, TensorMinibatch
+from .packer import PackedBatch, group_by_chunk, pack_batch
 
 __all__ = ["Handoff", "MAX_BATCH_MINIBATCHES"]
 
@@ -50,15 +51,10 @@ class Handoff:
         #: ``{(part, index): why}``: the reason given for the last invalid sequence of a minibatch
         self.reasons: dict[tuple[int, int], str] = {}
         self.key = None
-        #: ``(ids, pad_id, masks)`` when a consumer wants each batch's tensor-ready arrays built as it is
-        #: packed (:meth:`~cntkio.engine.packer.PackedBatch.tensor_ready`), else None
-        self.tensor_ready = None
-        #: called with each batch's tensor-ready arrays right after they are built, on the thread
-        #: that packs (a consumer makes its own objects of them there, ahead of its calls), or None
-        self.tensor_hook: Callable | None = None
-        #: set by a consumer around its own call (the PyTorch dataset): hand out a
-        #: :class:`~cntkio.engine.packer.PackedRef` instead of the minibatch's objects
-        self.light = False
+        #: the layout of the last ``next_tensor_ready`` call: each batch's tensor-ready arrays are
+        #: built in it as the batch is packed (ahead of the consumer where packing runs ahead),
+        #: and its ``prepare`` is called there; None until a consumer asks for them
+        self.layout: TensorLayout | None = None
         self._sample_bytes = sum(
             (int(np.prod(i.sample_shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize) if not i.is_sparse else 64
             for i in stream_infos) or 4
@@ -114,10 +110,11 @@ class Handoff:
                 groups = group_by_chunk(sel_chunk)
         packed = pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
                             owned=direct is not None)
-        if self.tensor_ready is not None:
-            bt = packed.tensor_ready(*self.tensor_ready)
-            if self.tensor_hook is not None:
-                self.tensor_hook(bt)
+        layout = self.layout
+        if layout is not None:
+            bt = packed.tensor_ready(layout)
+            if layout.prepare is not None:
+                layout.prepare(bt)
         return packed, invalid, reasons
 
     def finish(self, entries: list, parsed: list, chunk: Callable[[int], object]) -> tuple[list, list, dict]:
@@ -155,12 +152,14 @@ class Handoff:
         return self.queue[-1] if self.queue else None
 
     def get(self, part: int, j: int, n_invalid: int):
-        """The minibatch ``j`` of packed part ``part``, its dropped sequences counted (a
-        :class:`~cntkio.engine.packer.PackedRef` while :attr:`light` is set)."""
+        """The minibatch ``j`` of packed part ``part``, its dropped sequences counted."""
         self.count_invalid(n_invalid, self.reasons.get((part, j)))
-        if self.light:
-            return PackedRef(self.parts[part], j)
         return self.parts[part].get(j)
+
+    def get_tensor_ready(self, part: int, j: int, n_invalid: int, layout: TensorLayout) -> TensorMinibatch:
+        """:meth:`get`'s minibatch as tensor-ready arrays in ``layout`` (no minibatch objects)."""
+        self.count_invalid(n_invalid, self.reasons.get((part, j)))
+        return TensorMinibatch(self.parts[part].tensor_ready(layout), j)
 
     def count_invalid(self, n_invalid: int, reason: str | None = None) -> None:
         """Count ``n_invalid`` sequences removed from a minibatch (``reason``: why the last one was

@@ -69,9 +69,9 @@ class LocalTimeline:
     """Walking, packing and checkpoints of the local-timeline window policies (module docstring);
     the subclasses say how windows are built and advanced."""
 
+    #: declares what it lacks: no global sample positions (so no sweep size, known only once
+    #: every chunk is loaded, no epoch end to move) and no batches packed ahead
     global_timeline = False
-    handoff = None  # each call's minibatch is packed alone (no batches packed ahead)
-    sweep_size = None  # unknown up front: sequence counts are known once a chunk is loaded
     keys: tuple[str, ...] = ()
 
     def __init__(self, deserializer: LocalTimelineDeserializer, stream_infos: list[StreamInformation], *,
@@ -90,13 +90,6 @@ class LocalTimeline:
         self._win: _Window | None = None
         self._win_key = None
         self._taken_chunks: dict = {}
-
-    @property
-    def epoch_end(self):
-        raise TypeError("a local timeline has no global sample positions")
-
-    def set_epoch_end(self, end) -> None:
-        raise TypeError("a local timeline has no global sample positions")
 
     # subclasses: window identity, building, advancing, state
     def _window_id(self):

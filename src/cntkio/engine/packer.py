@@ -20,10 +20,10 @@ from ..streams import StreamInformation
 from . import buffers
 from .segments import copy_segments
 from .slotdata import CsrRows, sequence_arrays, sequences_arrays  # noqa: F401  (re-exported)
-from .tensor_ready import BatchTensors
+from ..tensor_ready import TensorBatch, TensorLayout, TensorMinibatch
+from .tensor_ready import build_tensor_batch
 
-__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "CsrRows", "check_frame_mode", "copy_segments",
-           "PackedRef"]
+__all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "CsrRows", "check_frame_mode", "copy_segments"]
 
 
 def make_mask(lengths: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -348,7 +348,7 @@ class PackedBatch:
         s0, s1 = self.bounds[j], self.bounds[j + 1]
         eos = self.end_of_sweep[j]
         mb = Minibatch()
-        mb.packed = (self, j)
+        mb.ready = (self.tensor_minibatch, j)
         packed = MinibatchData._packed
         for info, mask_all, widths, rows, arrays, _lens in self.streams:
             if s0 == s1 or mask_all is None:
@@ -362,34 +362,17 @@ class PackedBatch:
                 mb[info] = packed(info, mask, arrays[0][r0:r1], None, None, None, eos, r1 - r0)
         return mb
 
-    def tensor_ready(self, ids: frozenset = frozenset(), pad_id: int = 0, masks: bool = False) -> BatchTensors:
-        """The batch's tensor-ready arrays (:class:`~cntkio.engine.tensor_ready.BatchTensors`:
-        padded dense values, CSR arrays with row pointers from 0 per minibatch, or token ids and
-        their masks with ``masks``, plus the lengths), built for the whole batch on the first call;
-        ``ids`` names the one-hot sparse streams wanted as token ids."""
+    def tensor_ready(self, layout: TensorLayout) -> TensorBatch:
+        """The batch's tensor-ready arrays (:class:`~cntkio.tensor_ready.TensorBatch`), built for
+        the whole batch on the first call with this layout."""
         t = self._tensors
-        if t is None or t[0] != (ids, pad_id, masks):
-            t = self._tensors = ((ids, pad_id, masks), BatchTensors(self, ids, pad_id, masks))
-        return t[1]
+        if t is None or t.layout.key != layout.key:
+            t = self._tensors = build_tensor_batch(self, layout, self.get)
+        return t
 
-
-class PackedRef(Minibatch):
-    """Minibatch ``j`` of a packed batch, not yet made into its ``MinibatchData`` objects: what
-    the hand-off gives a consumer that only wants the tensor-ready arrays (``packed``) and
-    asked for it around its own call. Truthy; :meth:`minibatch` makes the real one."""
-
-    __slots__ = ()
-
-    def __init__(self, batch: "PackedBatch", j: int) -> None:
-        super().__init__()
-        self.packed = (batch, j)
-
-    def __len__(self) -> int:
-        return len(self.packed[0].streams)
-
-    def minibatch(self) -> Minibatch:
-        batch, j = self.packed
-        return batch.get(j)
+    def tensor_minibatch(self, j: int, layout: TensorLayout) -> TensorMinibatch:
+        """Minibatch ``j``'s tensor-ready arrays."""
+        return TensorMinibatch(self.tensor_ready(layout), j)
 
 
 def _densify(info: StreamInformation, indptr, indices, data) -> np.ndarray:

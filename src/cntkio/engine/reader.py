@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from ..streams import StreamInformation
 from .packer import TruncatedSlots, check_frame_mode
 from .walk import worker_budget
 
-__all__ = ["Reader", "WindowPolicy", "GROUP_LOOKAHEAD", "TBPTT_PENDING_KEY"]
+__all__ = ["Reader", "WindowPolicy", "GlobalTimelinePolicy", "GROUP_LOOKAHEAD", "TBPTT_PENDING_KEY"]
 
 log = logging.getLogger("cntkio.engine.reader")
 
@@ -46,22 +46,16 @@ TBPTT_PENDING_KEY = "truncatedBpttPending"
 
 
 class WindowPolicy(Protocol):
-    """What a reader needs of a window policy.
+    """What a reader needs of every window policy.
 
-    ``global_timeline``: positions are global sample positions (then ``sweep_size``,
-    ``epoch_end`` and ``set_epoch_end`` mean something; a local timeline has ``sweep_size`` None).
+    ``global_timeline`` declares whether the policy is also a :class:`GlobalTimelinePolicy`
+    (positions are global sample positions; sweep size, epoch end, batches packed ahead): a
+    policy that says False (:class:`~cntkio.engine.local_timeline.LocalTimeline`) has none of
+    those members, and the reader answers for it (sweep size None; moving the epoch end is a
+    ``TypeError``).
     """
 
     global_timeline: bool
-    #: the hand-off of minibatches packed in batches (:class:`~cntkio.engine.handoff.Handoff`), or
-    #: None for a policy that packs each call's minibatch alone
-    handoff: Any
-
-    @property
-    def sweep_size(self) -> int | None: ...
-
-    @property
-    def epoch_end(self) -> int | None: ...
 
     def has_data(self, W: int, r: int) -> bool:
         """False when this worker gets nothing at all (a rank beyond the chunks)."""
@@ -91,10 +85,32 @@ class WindowPolicy(Protocol):
     def restore(self, state: dict) -> None:
         """Go to the position of a :meth:`position_state` (dropping what was read ahead)."""
 
-    def set_epoch_end(self, end: int | None) -> None:
-        """Global timeline only: move the epoch end."""
-
     def close(self) -> None: ...
+
+
+class GlobalTimelinePolicy(WindowPolicy, Protocol):
+    """A window policy on one global timeline (``global_timeline = True``)."""
+
+    #: the hand-off of minibatches packed in batches (:class:`~cntkio.engine.handoff.Handoff`)
+    handoff: Any
+
+    @property
+    def sweep_size(self) -> int: ...
+
+    @property
+    def epoch_end(self) -> int | None: ...
+
+    def set_epoch_end(self, end: int | None) -> None:
+        """Move the epoch end to global sample position ``end`` (None: endless)."""
+
+    def next_tensor_ready(self, budget: int, W: int, r: int, layout: Any):
+        """:meth:`next_minibatch` as a :class:`~cntkio.tensor_ready.TensorMinibatch`."""
+
+    def next_lengths(self, W: int, r: int, count: int):
+        """Grouped sentences: the lengths of up to ``count`` next local sequences, or None."""
+
+    def take_sequences(self, count: int, W: int, r: int) -> list:
+        """Grouped sentences: the next ``count`` sequences of :meth:`next_lengths`."""
 
 
 def _ref_key(ref) -> Any:
@@ -167,14 +183,20 @@ class Reader:
     def global_timeline(self) -> bool:
         return self.policy.global_timeline
 
+    def _global(self, what: str) -> GlobalTimelinePolicy:
+        policy = self.policy
+        if not policy.global_timeline:
+            raise TypeError(f"{what}: a local timeline has no global sample positions")
+        return cast(GlobalTimelinePolicy, policy)
+
     @property
     def sweep_size(self) -> int | None:
         """Samples in one sweep (None on a local timeline, whose size is unknown up front)."""
-        return self.policy.sweep_size
+        return self._global("sweep_size").sweep_size if self.policy.global_timeline else None
 
     @property
     def epoch_end(self) -> int | None:
-        return self.policy.epoch_end
+        return self._global("epoch_end").epoch_end
 
     def next(self, size: int, W: int, r: int):
         """One minibatch dict of ``size`` samples for worker ``r`` of ``W``, or None at the end."""
@@ -197,32 +219,37 @@ class Reader:
         walker.global_budget = True
 
     @property
+    def supports_tensor_ready(self) -> bool:
+        """Whether :meth:`next_tensor_ready` serves this reader (batches packed on a global
+        timeline, not truncated BPTT)."""
+        return self.policy.global_timeline and self.slots is None
+
+    def next_tensor_ready(self, size: int, W: int, r: int, layout):
+        """:meth:`next` as a :class:`~cntkio.tensor_ready.TensorMinibatch` in ``layout``, or None
+        at the end (only where :attr:`supports_tensor_ready`)."""
+        policy = self._global("next_tensor_ready")
+        if self.slots is not None:
+            raise TypeError("next_tensor_ready: truncated BPTT minibatches are packed one by one")
+        if not policy.has_data(W, r):
+            policy.no_data()
+            return None
+        return policy.next_tensor_ready(worker_budget(size, W, r, self.trace_level), W, r, layout)
+
+    @property
     def handoff(self):
         """The policy's hand-off of packed minibatches (queue depth, errors), or None."""
-        return getattr(self.policy, "handoff", None)
+        return self.policy.handoff if self.policy.global_timeline else None
 
     @property
     def clock(self):
         """The policy's :class:`~cntkio.engine.stats.StageClock` (seconds in parse, randomize and
         pack; bytes loaded), or None."""
-        return getattr(getattr(self.policy, "window", None), "clock", None)
-
-    def prepare_tensors(self, ids: frozenset, pad_id: int, masks: bool, hook=None):
-        """Build each packed batch's tensor-ready arrays as it is packed (ahead of the caller where
-        packing runs ahead), then call ``hook(arrays)`` there when given. Returns the hand-off
-        (whose ``light`` flag the consumer may set around its own calls), or None for policies
-        that do not pack in batches."""
-        handoff = self.policy.handoff
-        if handoff is None or self.slots is not None:
-            return None
-        handoff.tensor_ready = (frozenset(ids), int(pad_id), bool(masks))
-        handoff.tensor_hook = hook
-        return handoff
+        return self.policy.window.clock if self.policy.global_timeline else None
 
     def set_epoch_end(self, end: int | None) -> None:
         """Move the epoch end to global sample position ``end`` (None: no end). What was planned or
         prefetched under the old end is dropped; the position stays where it is."""
-        self.policy.set_epoch_end(end)
+        self._global("set_epoch_end").set_epoch_end(end)
         self.set_state(self.get_state())
 
     # --- truncated BPTT -------------------------------------------------------------------------
@@ -290,7 +317,8 @@ class Reader:
         group = pending.take(rows)
         length = group[0][1] if group else None
         cap = GROUP_LOOKAHEAD * max(1, rows)
-        bulk = getattr(self.policy, "next_lengths", None)
+        policy = self.policy
+        bulk = cast(GlobalTimelinePolicy, policy).next_lengths if policy.global_timeline else None
         while len(group) < rows and len(pending) < cap:
             lengths = bulk(W, r, rows - len(group) + cap - len(pending)) if bulk is not None else None
             if lengths is not None and len(lengths):
@@ -301,7 +329,7 @@ class Reader:
                 stop = (len(group) + in_group >= rows) | \
                     (len(pending) + np.arange(1, len(lengths) + 1) - in_group >= cap)
                 count = int(np.argmax(stop)) + 1 if stop.any() else len(lengths)
-                items = self.policy.take_sequences(count, W, r)
+                items = cast(GlobalTimelinePolicy, policy).take_sequences(count, W, r)
             else:
                 got = self.policy.next_sequences(W, r)
                 if got is None:

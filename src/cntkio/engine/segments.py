@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._native import native
-from .composite import ranges
+from ..deserializers.protocol import ranges
 
 __all__ = ["copy_segments"]
 

@@ -73,25 +73,29 @@ class SourceStats:
         self.started: float | None = None
 
     def record(self, mb, seconds: float) -> None:
-        """One call that returned ``mb`` (a ``Minibatch``, a ``PackedRef`` or None)."""
+        """One call that returned ``mb`` (a ``Minibatch`` or None)."""
         if self.started is None:
             self.started = time.perf_counter() - seconds
         self.seconds_in_calls += seconds
         if not mb:
             return
         self.minibatches += 1
-        packed = getattr(mb, "packed", None)
-        if packed is not None and not len(dict.keys(mb)):  # a PackedRef: the batch's bounds
-            batch, j = packed
-            self.sequences += batch.bounds[j + 1] - batch.bounds[j]
-            rows = batch.streams[0][3]
-            if rows is not None:
-                self.samples += rows[j + 1] - rows[j]
-            return
         for value in mb.values():
             self.sequences += value.num_sequences
             self.samples += value.num_samples
             return
+
+    def record_tensor_ready(self, got, seconds: float) -> None:
+        """One call that returned ``got`` (a ``TensorMinibatch`` or None)."""
+        if self.started is None:
+            self.started = time.perf_counter() - seconds
+        self.seconds_in_calls += seconds
+        if got is None:
+            return
+        self.minibatches += 1
+        batch, j = got.batch, got.index
+        self.sequences += batch.num_sequences[j]
+        self.samples += batch.num_samples[j]
 
     def as_dict(self, handoff=None, clock: StageClock | None = None) -> dict:
         wall = time.perf_counter() - self.started if self.started is not None else 0.0

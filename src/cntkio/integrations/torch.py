@@ -14,9 +14,11 @@ a one-hot sparse stream named in ``ids`` becomes int64 token ids ``[S, T]`` (pad
 ``masks=True`` adds a bool mask ``[S, T]`` per stream. Sequence lengths (int64 ``[S]``) come with each stream so padding
 and sparse rows can be mapped back to sequences.
 
-Minibatches of a ``MinibatchSource`` carry tensor-ready arrays built by the packer once per
-batch of up to 256 minibatches (:mod:`cntkio.engine.tensor_ready`); converting one is a few
-``torch.from_numpy`` calls on slices of them, without copies.
+Over a source that offers tensor-ready minibatches (:mod:`cntkio.source_protocol`,
+``MinibatchSource.next_tensor_ready``) the dataset asks for those: arrays already in these layouts,
+built once per packed batch of up to 256 minibatches on the thread that packs it; converting one
+is a few ``torch.from_numpy`` calls on slices of them, without copies. The bridge reads the
+source through that contract only (no engine object).
 """
 from __future__ import annotations
 
@@ -25,12 +27,15 @@ import warnings
 from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
-from .torch_backend import torch
 
+from ..minibatch import Minibatch, MinibatchData, Value
+from ..readers.epochs import EpochReader
+from ..source_protocol import Source, has_global_timeline, has_tensor_ready
+from ..tensor_ready import TensorBatch, TensorLayout
 from .._log import get_logger
-from ..constants import POSITION_KEY
-from ..engine.tensor_ready import check_one_hot
-from ..minibatch import MinibatchData, Value
+from ..user_source import read_minibatch
+from .tensors import arrays_to_tensor, place, warm_csr
+from .torch_backend import torch
 
 __all__ = ["value_to_torch", "value_to_ids", "to_torch", "distributed_partition",
            "MinibatchIterableDataset"]
@@ -38,92 +43,18 @@ __all__ = ["value_to_torch", "value_to_ids", "to_torch", "distributed_partition"
 _log = get_logger("integrations.torch")
 _from_numpy = torch.from_numpy
 _sparse_csr = torch.sparse_csr_tensor
-_csr_warned = False  # torch warns once per process that sparse CSR is in beta
-
-
-def _tensor(arr: np.ndarray) -> torch.Tensor:
-    if not arr.flags.writeable or not arr.flags.c_contiguous:
-        arr = np.array(arr, copy=True, order="C")
-    return _from_numpy(arr)
-
-
-def _csr_t(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
-    """A sparse CSR tensor over these tensors (not checked: the packer made them; without
-    ``check_invariants=False`` torch would warn that checks are implicitly disabled)."""
-    global _csr_warned
-    if _csr_warned:
-        return _sparse_csr(crow, col, values, size, check_invariants=False)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        t = torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
-    _csr_warned = True
-    return t
-
-
-def _warm_csr() -> None:
-    """Let torch's once-per-process "sparse CSR is in beta" warning happen now, silenced (call on
-    the caller's thread, where the warning filters can be set safely), so that the per-item code
-    calls ``torch.sparse_csr_tensor`` directly."""
-    if not _csr_warned:
-        z = np.zeros(1, np.int32)
-        _csr(z, z[:0], np.zeros(0, np.float32), (0, 1))
-
-
-def _csr(crow: np.ndarray, col: np.ndarray, values: np.ndarray, size) -> torch.Tensor:
-    return _csr_t(_tensor(crow), _tensor(col), _tensor(values), size)
-
-
-def _pin(t: torch.Tensor) -> torch.Tensor:
-    """``t`` in page-locked memory, for a fast (and ``non_blocking``) copy to a GPU."""
-    if not torch.cuda.is_available():
-        raise RuntimeError("to_torch(pin_memory=True): pinned memory is for copies to a CUDA device, and "
-                           "torch sees none here; leave pin_memory off on a CPU-only machine")
-    return t.pin_memory()
-
-
-def _place(t: torch.Tensor, device: Any, pin_memory: bool) -> torch.Tensor:
-    if pin_memory:
-        t = _pin(t)
-    if device is None:
-        return t
-    return t.to(device, non_blocking=pin_memory)
 
 
 def value_to_torch(value: Value, device: Any = None, pin_memory: bool = False) -> torch.Tensor:
     """One stream's values as a tensor (see the module docstring for the layouts); with
     ``pin_memory`` in page-locked memory (and copied to ``device`` without blocking)."""
-    value._check()
-    if value.is_sparse:
-        indptr = value._indptr
-        p0, p1 = int(indptr[0]), int(indptr[-1])
-        dim = int(np.prod(value.sample_shape, dtype=np.int64)) if value.sample_shape else 1
-        col = value._indices[p0:p1]
-        if col.dtype != np.int32 or p1 - p0 > np.iinfo(np.int32).max:
-            col = col.astype(np.int64)
-        t = _csr((indptr - p0).astype(col.dtype), col, value._data[p0:p1], (len(indptr) - 1, dim))
-    else:
-        mask = value._mask
-        S, T = mask.shape
-        values = value._values
-        if value.has_sequence_axis and len(values) == S * T:  # no padding: the values reshaped
-            t = _tensor(values.reshape(value.shape))
-        else:
-            t = _tensor(value._padded())
-    return _place(t, device, pin_memory)
+    return arrays_to_tensor(value.tensor_arrays(), device, pin_memory)
 
 
 def value_to_ids(value: Value, name: str = "", pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A one-hot sparse Value (every sample exactly one non-zero, of value 1) as padded int64 token
     ids ``[S, T]`` (padding ``pad_id``) and the bool mask of valid cells ``[S, T]``."""
-    value._check()
-    if not value.is_sparse:
-        raise ValueError(f"stream {name!r}: token ids need a sparse (one-hot) stream, this one is dense")
-    check_one_hot(name, value._indptr, value._data)
-    valid = value._mask != 0
-    ids = np.full(valid.shape, int(pad_id), np.int64)
-    p0 = int(value._indptr[0])
-    ids[valid] = value._indices[p0:p0 + int(valid.sum())]
-    return ids, valid
+    return value.token_ids(pad_id, name)
 
 
 def _name(key: Any) -> str:
@@ -165,9 +96,9 @@ class _BatchPlan:
 
     __slots__ = ("key", "steps", "empty")
 
-    def __init__(self, bt, lengths: bool, masks: bool) -> None:
+    def __init__(self, bt: TensorBatch, lengths: bool, masks: bool) -> None:
         self.key = (lengths, masks)
-        self.empty = any(kind is None for _, kind, _, _, _ in bt.streams)
+        self.empty = bt.empty
         self.steps: list[tuple] = []
         if self.empty:
             return
@@ -182,7 +113,7 @@ class _BatchPlan:
             else:
                 mask = None
             if kind == "csr":
-                _warm_csr()
+                warm_csr()
                 (crow, cs, _), (col, nz, _), (val, _, _) = parts
                 self.steps.append((True, name, crow, cs, col, val, nz, bt.sizes[name], lname, lens, bounds, mask))
             else:  # dense values, or token ids (and their mask)
@@ -217,29 +148,26 @@ class _BatchPlan:
 
 
 class _Prebuild:
-    """The hook that readies each packed batch for tensors (:class:`_BatchPlan`) on the thread
-    that packs it (the background packing thread in sequential reading), ahead of the consumer."""
+    """A :class:`~cntkio.tensor_ready.TensorLayout`'s ``prepare``: readies each tensor-ready batch
+    for tensors (:class:`_BatchPlan`) on the thread that packs it (the background packing thread
+    in sequential reading), ahead of the consumer."""
 
     __slots__ = ("key",)
 
     def __init__(self, lengths: bool, masks: bool) -> None:
         self.key = (lengths, masks)
-        _warm_csr()
+        warm_csr()
 
-    def __call__(self, bt) -> None:
+    def __call__(self, bt: TensorBatch) -> None:
         if bt.cache is None or bt.cache.key != self.key:
             bt.cache = _BatchPlan(bt, *self.key)
 
 
-def _packed_to_torch(mb, ids: frozenset, pad_id: int, lengths: bool, masks: bool) -> dict | None:
-    """The fast path: a packed minibatch's tensors, views of its batch's tensor-ready arrays (no
-    copies); None when a stream has no sequences (the generic path makes the empty tensors)."""
-    batch, j = mb.packed
-    bt = batch.tensor_ready(ids, pad_id, masks)
+def _plan(bt: TensorBatch, lengths: bool, masks: bool) -> _BatchPlan:
     plan = bt.cache
     if plan is None or plan.key != (lengths, masks):
         plan = bt.cache = _BatchPlan(bt, lengths, masks)
-    return plan.get(j)
+    return plan
 
 
 def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths: bool = True,
@@ -256,21 +184,25 @@ def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths
     Keys that are StreamInformation are replaced by their names; other keys (an ``input_map``'s)
     are used as given, converted to ``str``. ``pin_memory``: every tensor in page-locked memory,
     for a fast ``non_blocking`` copy to a GPU (an error where torch sees no CUDA device).
+    A minibatch its source packed in a batch converts from the batch's tensor-ready arrays
+    (:meth:`~cntkio.minibatch.Minibatch.tensor_ready`), without copies.
     """
     ids = frozenset(ids)
     names = [_name(k) for k in minibatch]
     if ids:
         _check_ids(ids, names, {n: mb.is_sparse for n, mb in zip(names, minibatch.values())})
-    if getattr(minibatch, "packed", None) is not None:
-        out = _packed_to_torch(minibatch, ids, int(pad_id), lengths, masks)
-        if out is not None:
-            return out if device is None and not pin_memory else \
-                {k: _place(v, device, pin_memory) for k, v in out.items()}
+    if isinstance(minibatch, Minibatch):
+        ready = minibatch.tensor_ready(TensorLayout(ids, int(pad_id), bool(masks)))
+        if ready is not None:
+            out = _plan(ready.batch, lengths, masks).get(ready.index)
+            if out is not None:
+                return out if device is None and not pin_memory else \
+                    {k: place(v, device, pin_memory) for k, v in out.items()}
     out = {}
     for name, mb in zip(names, minibatch.values()):
         lt = torch.from_numpy(np.ascontiguousarray(mb.sequence_lengths, np.int64))
         if name in ids:
-            tid, valid = value_to_ids(mb.data, name, pad_id)
+            tid, valid = mb.data.token_ids(pad_id, name)
             out[name] = torch.from_numpy(tid)
             if masks:
                 out[name + "_mask"] = torch.from_numpy(valid)
@@ -280,7 +212,7 @@ def to_torch(minibatch: Mapping[Any, MinibatchData], device: Any = None, lengths
                 out[name + "_mask"] = torch.from_numpy(mb.mask != 0)
         if lengths:
             out[name + "_lengths"] = lt
-    return out if device is None and not pin_memory else {k: _place(v, device, pin_memory) for k, v in out.items()}
+    return out if device is None and not pin_memory else {k: place(v, device, pin_memory) for k, v in out.items()}
 
 
 def distributed_partition() -> tuple[int, int]:
@@ -365,7 +297,7 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
         if (num_data_partitions is None) != (partition_index is None):
             raise ValueError("give both num_data_partitions and partition_index, or neither")
         self._source = source
-        self._built = None if callable(source) and not hasattr(source, "next_minibatch") else source
+        self._built = source if isinstance(source, Source) else None   # else a factory
         self.minibatch_size = int(minibatch_size)
         self.num_data_partitions = num_data_partitions
         self.partition_index = partition_index
@@ -375,12 +307,32 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
         self.pad_id = int(pad_id)
         self.masks = bool(masks)
         self.set_epoch(epoch)
+        self._reading: tuple | None = None  # (epoch, partition) of the iteration under way
+        self._resume: dict | None = None    # a loaded state_dict, for the next iteration
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next iteration read sweep ``epoch`` (0-based)."""
         if int(epoch) != epoch or int(epoch) < 0:
             raise ValueError(f"set_epoch: the epoch must be an integer >= 0, got {epoch!r}")
         self.epoch = int(epoch)
+
+    # --- torchdata's Stateful protocol (StatefulDataLoader: exact mid-epoch resume) ---------------
+    def state_dict(self) -> dict:
+        """Where this dataset (this process's copy: a DataLoader worker's own) stands: the sweep
+        being read, its partition and the source's checkpoint after the last item yielded; between
+        iterations, the next sweep only. JSON-able. ``torchdata``'s ``StatefulDataLoader`` calls it
+        after every item, in each worker, and hands each worker its own state back on resume."""
+        if self._reading is None:
+            return {"epoch": self.epoch, "partition": None, "source": None}
+        epoch, partition = self._reading
+        return {"epoch": epoch, "partition": list(partition), "source": self._make_source().get_checkpoint_state()}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        """Continue from a :meth:`state_dict`: the next iteration reads the rest of the sweep it
+        names (exactly, from the source's checkpoint) or, for a state taken between iterations,
+        that sweep from its start (any partitioning: the global timeline is the same)."""
+        self.set_epoch(int(state["epoch"]))
+        self._resume = dict(state) if state.get("source") is not None else None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -406,16 +358,7 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
             self._built = self._source()
         return self._built
 
-    def _sweep_size(self, source) -> int | None:
-        from ..source import MinibatchSource
-        if not isinstance(source, MinibatchSource) or source._reader is None:
-            return None
-        if not source._reader.global_timeline:
-            return None
-        return source.sweep_size
-
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        from ..user_source import read_minibatch
         global _workers_warned
         _check_not_batched(sys._getframe(1))
         parts, index = self.partition()
@@ -424,61 +367,54 @@ class MinibatchIterableDataset(torch.utils.data.IterableDataset):
             _workers_warned = True
             warnings.warn(_WORKERS_MESSAGE.format(n=info.num_workers), RuntimeWarning, stacklevel=2)
         source = self._make_source()
-        reader = getattr(source, "_reader", None)
-        handoff = None
-        if reader is not None and hasattr(reader, "prepare_tensors"):
-            # tensor-ready arrays built as batches are packed, ahead of this loop
-            handoff = reader.prepare_tensors(self.ids, self.pad_id, self.masks,
-                                             _Prebuild(self.lengths, self.masks))
-        sweep = self._sweep_size(source)
-        if sweep:
-            epoch = self.epoch
-            self.epoch += 1
-            source.restore_from_checkpoint({POSITION_KEY: epoch * sweep})
-            source.set_epoch_end((epoch + 1) * sweep)
-            _log.info("reading sweep %d, partition %d of %d", epoch, index, parts)
-        else:
-            _log.info("reading partition %d of %d", index, parts)
+        if self.ids:  # the streams are the same in every minibatch: checked once
+            infos = source.stream_infos()
+            _check_ids(self.ids, [s.name for s in infos], {s.name: s.is_sparse for s in infos})
+        resume, self._resume = self._resume, None
+        if resume is not None and tuple(resume["partition"]) != (parts, index):
+            raise ValueError(f"MinibatchIterableDataset: the state was taken reading partition "
+                             f"{tuple(resume['partition'])} (of num_data_partitions x DataLoader workers), this "
+                             f"iteration reads {(parts, index)}; a sweep resumes exactly on the same partitioning "
+                             "(a state taken between sweeps resumes on any)")
+        epoch = self.epoch
+        if has_global_timeline(source) and source.sweep_size:
+            self.epoch = epoch + 1  # the next iteration reads the next sweep
+        self._reading = (epoch, (parts, index))
+        try:
+            yield from self._items(source, epoch, parts, index, None if resume is None else resume["source"])
+        finally:
+            self._reading = None
+
+    def _items(self, source, epoch: int, parts: int, index: int, state) -> Iterator[dict[str, torch.Tensor]]:
         size, device, lengths, ids = self.minibatch_size, self.device, self.lengths, self.ids
         pad_id, masks = self.pad_id, self.masks
-        # the first item the generic way: it checks the streams against ids (the same in every minibatch)
-        mb = read_minibatch(source, size, parts, index)
-        if not mb:
-            return
-        yield to_torch(mb, device, lengths, ids, pad_id, masks)
-        if device is not None or handoff is None:
+        if not (has_global_timeline(source) and source.sweep_size):
+            _log.info("reading partition %d of %d", index, parts)
+            if state is not None:
+                source.restore_from_checkpoint(state)
             while True:
                 mb = read_minibatch(source, size, parts, index)
                 if not mb:
                     return
                 yield to_torch(mb, device, lengths, ids, pad_id, masks)
-        # the fast path: the hand-off gives a reference to the packed batch instead of the
-        # minibatch's objects (Handoff.light), and the item is made from the batch's plan, looked
-        # up once per batch
-        next_minibatch = source.next_minibatch
-        key = (lengths, masks)
+        _log.info("reading sweep %d, partition %d of %d%s", epoch, index, parts, "" if state is None else ", resumed")
+        # the one epoch loop (cntkio.readers.epochs): a sweep per iteration, whatever the source's
+        # own max_sweeps/max_samples
+        epochs = EpochReader(source, size, 0, num_subsets=parts, subset_num=index, within_source_end=False)
+        if device is not None or not has_tensor_ready(source):
+            for mb in epochs.epoch(epoch, state=state):
+                yield to_torch(mb, device, lengths, ids, pad_id, masks)
+            return
+        # the fast path: tensor-ready minibatches, each item made from its batch's plan (made
+        # on the packing thread by the layout's prepare, else here once per batch)
+        layout = TensorLayout(ids, pad_id, masks, _Prebuild(lengths, masks))
         last = None
         plan: _BatchPlan | None = None
-        while True:
-            handoff.light = True
-            try:
-                mb = next_minibatch(size, None, None, parts, index)
-            finally:
-                handoff.light = False
-            packed = getattr(mb, "packed", None)  # first: a PackedRef's truth is a Python __len__
-            if packed is None and not mb:
-                return
-            if packed is not None:
-                batch, j = packed
-                if batch is not last:
-                    bt = batch.tensor_ready(ids, pad_id, masks)
-                    plan = bt.cache
-                    if plan is None or plan.key != key:
-                        plan = bt.cache = _BatchPlan(bt, lengths, masks)
-                    last = batch
-                assert plan is not None
-                out = plan.get(j)
-                if out is not None:
-                    yield out
-                    continue
-            yield to_torch(mb.minibatch() if hasattr(mb, "minibatch") else mb, None, lengths, ids, pad_id, masks)
+        for ready in epochs.epoch(epoch, layout=layout, state=state):
+            batch = ready.batch
+            if batch is not last:
+                plan = _plan(batch, lengths, masks)
+                last = batch
+            assert plan is not None
+            out = plan.get(ready.index)
+            yield out if out is not None else to_torch(ready.minibatch(), None, lengths, ids, pad_id, masks)

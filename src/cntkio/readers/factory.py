@@ -44,7 +44,7 @@ _IMAGE_TYPES = (IMAGE_TYPE, "Base64ImageDeserializer")
 
 #: legacy ``readerType`` values whose reader section is one deserializer's configuration: the
 #: registry's table (:func:`cntkio.registry.register_reader` adds to it)
-READER_TYPES: dict[str, str] = registry._READERS
+READER_TYPES: dict[str, str] = registry.READER_TYPES
 COMPOSITE = registry.COMPOSITE_READER
 
 # CTF options a deserializer reads (from its own section or an enclosing one, as CNTK does)
@@ -418,8 +418,8 @@ def make_source(spec: ReaderSpec, deserializers: list, kw: dict[str, Any]):
     """The MinibatchSource of a reader section over its built deserializers, with the reader
     type's minibatch rules (minibatchMode = Full, a global partition budget)."""
     from ..source import MinibatchSource
+    kw = {"full_minibatches": spec.full_minibatches, **kw}
     source = MinibatchSource(deserializers if len(deserializers) > 1 else deserializers[0], **kw)
-    source.full_minibatches = spec.full_minibatches
     if spec.reader_type.lower() in _GLOBAL_BUDGET_READERS:
         source.use_global_partition_budget()
     return source

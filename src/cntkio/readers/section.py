@@ -83,8 +83,8 @@ class Section:
 
     def local_key(self, name: str) -> str | None:
         """The spelling of ``name`` in this section (case-insensitive), or None."""
-        if self._cfg is not None and hasattr(self._cfg, "_asked"):
-            self._cfg._asked(name)      # a name the reader knows: suggested for misspelt keys
+        if self._cfg is not None:
+            self._cfg.note_asked(name)  # a name the reader knows: suggested for misspelt keys
         return self._lower.get(name.lower())
 
     def _mark(self, key: str | None) -> None:

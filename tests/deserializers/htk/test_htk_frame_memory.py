@@ -10,7 +10,7 @@ import pytest
 import htk_corpus
 from cntkio import HTKFeatureDeserializer, HTKMLFDeserializer, MinibatchSource, StreamDef
 from cntkio.deserializers.htk import build_features, build_mlf
-from cntkio.engine.composite import CompositeDeserializer
+from cntkio.deserializers.composite import CompositeDeserializer
 from cntkio.engine.randomizer import Counting, StreamedTimeline
 
 

@@ -129,13 +129,10 @@ def describe(params: ParallelParams, dist: Dist, where: str) -> None:
 def randomized_chunks(source) -> int | None:
     """The number of chunks a randomized reader deals to processes, or None when ``source`` is not
     randomized or does not say (legacy readers, sources built from a user deserializer)."""
-    if not getattr(source, "randomize", False):
+    from ...source_protocol import has_global_timeline
+    if not has_global_timeline(source) or not source.randomize:
         return None
-    corpus = getattr(source, "_corpus", None)
-    infos = getattr(corpus, "chunk_infos", None)
-    if infos is None:
-        return None
-    return len(infos())
+    return int(source.num_chunks)
 
 
 _RANDOMIZE = "randomize"

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._native import native
 from ...errors import ConfigError, FormatError
-from ..protocol import ChunkData
+from ..protocol import ChunkData, gather_stream
 from .layout import FLOAT32, FLOAT64, MAGIC, VERSION, CBFStream, gather_words
 
 __all__ = ["CBFWriter", "DEFAULT_CHUNK_SIZE"]
@@ -631,7 +631,6 @@ def _scatter(dst: np.ndarray, src: np.ndarray, src_starts, dst_starts, lengths) 
 
 
 def _select(chunk: ChunkData, kept: np.ndarray, names) -> ChunkData:
-    from ...engine.composite import gather_stream  # the engine's own selection of sequences
     streams = {name: gather_stream(chunk.streams[name], kept) for name in names}
     seq = chunk.sequences
     return ChunkData(type(seq)(seq.keys[kept], seq.lengths[kept]), streams)

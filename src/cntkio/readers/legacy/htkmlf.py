@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 from ...constants import RANDOMIZE_AUTO
 from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_mlf
-from ...engine.composite import CompositeDeserializer
+from ...deserializers.composite import CompositeDeserializer
 from .sections import PARALLEL_KEYS, apply_parallel_sequences, apply_shared_options
 
 __all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from cntkio.deserializers.base import DenseStream, SparseStream
-from cntkio.engine.composite import RECONCILE_ERROR, CompositeDeserializer, gather_stream, ranges
+from cntkio.deserializers.composite import RECONCILE_ERROR, CompositeDeserializer
+from cntkio.deserializers.protocol import gather_stream, ranges
 from cntkio.errors import ConfigError, DataError
 from cntkio.source import MinibatchSource
 from fakes import FakeDeserializer, ids_of
@@ -31,7 +32,7 @@ def test_join_by_key_drops_missing_and_counts(caplog):
     primary = FakeDeserializer([[1, 2], [3, 1]], keys=[10, 11, 12, 13])
     # secondary knows 13, 10, 12 (in other chunks and order) but not 11
     secondary = FakeDeserializer([[2], [1, 4]], keys=[13, 10, 12], names=("z", "w"))
-    with caplog.at_level(logging.WARNING, logger="cntkio.engine.composite"):
+    with caplog.at_level(logging.WARNING, logger="cntkio.deserializers.composite"):
         comp = CompositeDeserializer([primary, secondary])
     assert comp.dropped_sequences == 1 and "1 sequence(s)" in caplog.text
     assert [s.name for s in comp.stream_infos()] == ["x", "z"]

@@ -18,16 +18,16 @@ import logging
 
 import numpy as np
 
-from ..deserializers.base import DeserializerBase
 from ..errors import ConfigError, DataError
-from ..deserializers.protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, RandomAccessDeserializer,
-                                     SequenceTable, SparseStream, SweepDependentDeserializer,
-                                     depends_on_sweep, has_random_access, FetchAheadDeserializer, fetches_ahead)
 from ..streams import StreamInformation
+from .base import DeserializerBase
+from .protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, FetchAheadDeserializer,
+                       RandomAccessDeserializer, SequenceTable, SparseStream, SweepDependentDeserializer,
+                       depends_on_sweep, fetches_ahead, gather_stream, has_random_access)
 
-__all__ = ["CompositeDeserializer", "gather_stream", "ranges", "describe"]
+__all__ = ["CompositeDeserializer", "RECONCILE_ERROR", "describe"]
 
-log = logging.getLogger("cntkio.engine.composite")
+log = logging.getLogger("cntkio.deserializers.composite")
 
 RECONCILE_ERROR = ("Could not reconcile data between different deserializers. "
                    "Keys of logical sequences do not match.")
@@ -69,36 +69,6 @@ def _shown_keys(d: Deserializer, keys: np.ndarray | None) -> str:
     origins = getattr(d, "key_origins", None)
     shown = origins(keys) if origins is not None else list(map(repr, keys.tolist()))
     return ", ".join(shown) + ", ..."
-
-
-def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + n)`` for every pair, vectorised (int64)."""
-    lengths = np.asarray(lengths, np.int64)
-    total = int(lengths.sum()) if len(lengths) else 0
-    if total == 0:
-        return np.zeros(0, np.int64)
-    starts = np.asarray(starts, np.int64)
-    ends = np.cumsum(lengths)
-    out = np.arange(total, dtype=np.int64)
-    out += np.repeat(starts - (ends - lengths), lengths)
-    return out
-
-
-def gather_stream(stream, seq_indices: np.ndarray):
-    """The sequences ``seq_indices`` of one chunk stream, in that order, as a new container."""
-    idx = np.asarray(seq_indices, np.int64)
-    off = stream.offsets
-    lens = off[idx + 1] - off[idx]
-    new_off = np.zeros(len(idx) + 1, np.int64)
-    np.cumsum(lens, out=new_off[1:])
-    rows = ranges(off[idx], lens)
-    if not stream.is_sparse:
-        return DenseStream(stream.values[rows], new_off)
-    nnz = stream.indptr[rows + 1] - stream.indptr[rows]
-    indptr = np.zeros(len(rows) + 1, np.int64)
-    np.cumsum(nnz, out=indptr[1:])
-    elems = ranges(stream.indptr[rows], nnz)
-    return SparseStream(indptr, stream.indices[elems], stream.data[elems], new_off, stream.dim)
 
 
 def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tuple[np.ndarray, np.ndarray]:
