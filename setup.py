@@ -14,4 +14,5 @@ setup(ext_modules=[
     Extension("cntkio._native._cbf", ["src/cntkio/_native/cbf.c"], **COMMON),
     Extension("cntkio._native._htk", ["src/cntkio/_native/htk.c"], **COMMON),
     Extension("cntkio._native._tok", ["src/cntkio/_native/tok.c"], **COMMON),
+    Extension("cntkio._native._gather", ["src/cntkio/_native/gather.c"], **COMMON),
 ])

@@ -10,8 +10,9 @@ machine's other load are left out, so the figures hold still on a shared machine
 ``--repeat``, for each step of the two loops of ``bench/torch_delivery.py``:
 
 * the source's index, built once per sweep (both loops build a source), per minibatch;
-* ``next_minibatch`` making the minibatch's ``MinibatchData`` objects (raw), and the light hand-out
-  the dataset uses (a reference to the packed batch, ``Handoff.light``);
+* ``next_minibatch`` making the minibatch's ``MinibatchData`` objects (raw), and the tensor-ready
+  hand-out the dataset uses (``MinibatchSource.next_tensor_ready``: a reference to the batch's
+  tensor-ready arrays, no minibatch objects);
 * making and freeing one item's tensors from its packed batch's plan, with the streams as CSR
   tensors and (for one-hot streams) as token ids;
 * DataLoader's ``__next__`` per item over prepared items, with its default ``collate_fn``
@@ -20,7 +21,7 @@ machine's other load are left out, so the figures hold still on a shared machine
 
 The sums are what each path costs the consumer per minibatch; their difference is what the
 torch path adds (docs/benchmarks.md, "PyTorch delivery"), less the dataset generator's own loop
-(resuming it, the hand-off flag, the plan lookup), which is not measured apart: about 0.5-1 us.
+(resuming it, the plan lookup), which is not measured apart: about 0.5-1 us.
 """
 from __future__ import annotations
 
@@ -41,22 +42,17 @@ def _best(fn, repeat: int) -> float:
 
 
 def _refs(factory: Factory, size: int, ids: frozenset, prebuild):
-    """Every minibatch of a sweep as (its batch's plan, index), read the light way."""
-    from cntkio.integrations.torch import _BatchPlan
+    """Every minibatch of a sweep as (its batch's plan, index), read as tensor-ready minibatches."""
+    from cntkio.integrations.torch import _plan
+    from cntkio.tensor_ready import TensorLayout
     src = factory()
-    handoff = src._reader.prepare_tensors(ids, 0, False, prebuild)
+    layout = TensorLayout(ids, 0, False, prebuild)
     out = []
     while True:
-        handoff.light = True
-        mb = src.next_minibatch(size)
-        handoff.light = False
-        if getattr(mb, "packed", None) is None:
+        ready = src.next_tensor_ready(size, 1, 0, layout)
+        if ready is None:
             break
-        batch, j = mb.packed
-        bt = batch.tensor_ready(ids, 0, False)
-        if bt.cache is None:
-            bt.cache = _BatchPlan(bt, True, False)
-        out.append((bt.cache, j))
+        out.append((_plan(ready.batch, True, False), ready.index))
     src.close()  # the plans keep their arrays
     return out
 
@@ -76,18 +72,21 @@ def budget(factory: Factory, size: int, repeat: int) -> list[tuple[str, float, f
         return t
 
     def chain(light: bool):
+        from cntkio.tensor_ready import TensorLayout
+
         def run():
             src = factory()
-            handoff = src._reader.prepare_tensors(frozenset(), 0, False, ct._Prebuild(True, False) if light else None)
-            nxt, n = src.next_minibatch, 0
+            layout = TensorLayout(prepare=ct._Prebuild(True, False))
+            n = 0
             t0 = tt()
-            while True:
-                handoff.light = light
-                mb = nxt(size, None, None, 1, 0)
-                handoff.light = False
-                if getattr(mb, "packed", None) is None and not mb:
-                    break
-                n += 1
+            if light:
+                nxt = src.next_tensor_ready
+                while nxt(size, 1, 0, layout) is not None:
+                    n += 1
+            else:
+                nxt = src.next_minibatch
+                while nxt(size, None, None, 1, 0):
+                    n += 1
             t = tt() - t0
             src.close()
             return t / n
@@ -149,7 +148,7 @@ def budget(factory: Factory, size: int, repeat: int) -> list[tuple[str, float, f
 
     ix = _best(index, repeat) / n
     rows = [("the source's index, built per sweep (both)", ix, ix),
-            ("next_minibatch: MinibatchData objects (raw) / light PackedRef (torch)",
+            ("next_minibatch: MinibatchData objects (raw) / next_tensor_ready (torch)",
              _best(chain(False), repeat), _best(chain(True), repeat)),
             ("the item's tensors, made and freed (CSR for sparse streams, + lengths)", nan,
              _best(tensors(refs), repeat))]

@@ -44,6 +44,31 @@ def test_copy_segments_with_and_without_shift(pure, monkeypatch):
     assert dst.tolist() == [0, 10, 5, 15, 25, -1]
 
 
+@pytest.mark.parametrize("pure", [False, True])
+def test_copy_segments_from_rows_at_a_stride(pure, monkeypatch):
+    # a CBF chunk of one-sample sequences: each sample's 3 values follow a 1-word block header
+    if pure:
+        monkeypatch.setattr("cntkio.engine.segments.native", lambda name: None)
+    words = np.arange(40, dtype=np.float32).reshape(10, 4)
+    src = words[:, 1:]                       # rows of 3 at a stride of 4 values
+    assert not src.flags.c_contiguous
+    dst = np.full((5, 3), -1, np.float32)
+    copy_segments(src, np.array([8, 0, 3]), dst, np.array([0, 1, 3]), np.array([1, 2, 2]))
+    assert dst.tolist() == [[33, 34, 35], [1, 2, 3], [5, 6, 7], [13, 14, 15], [17, 18, 19]]
+
+
+def test_gather_rows_checks_its_bounds_before_copying():
+    from cntkio._native import native
+    src = np.arange(40, dtype=np.float32).reshape(10, 4)[:, 1:]
+    dst = np.zeros((2, 3), np.float32)
+    with pytest.raises(IndexError, match="segment 1 .*outside src"):
+        native("gather").gather_rows(src, np.array([0, 9]), dst, np.array([0, 1]), np.array([1, 2]))
+    assert not dst.any()
+    with pytest.raises(ValueError, match="contiguous"):
+        native("gather").gather_rows(np.zeros((4, 6), np.float32)[:, ::2], np.array([0]), dst[:, :3].copy(),
+                                     np.array([0]), np.array([1]))
+
+
 def test_group_by_chunk_keeps_first_appearance_order():
     groups = group_by_chunk(np.array([3, 1, 3, 0, 1]))
     assert [(c, p.tolist()) for c, p in groups] == [(3, [0, 2]), (1, [1, 4]), (0, [3])]
