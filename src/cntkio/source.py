@@ -462,6 +462,12 @@ class MinibatchSource:
         reader.set_state({POSITION_KEY: position})
         return int(reader.get_state()[POSITION_KEY])
 
+    def sweep_order(self, sweep: int = 0):
+        """The order in which sweep ``sweep`` delivers the sequences, as their ordinals in storage
+        order (int64, one per sequence of the sweep; ``arange`` when not randomized): what
+        ``cntkio bench`` measures the shuffle's quality on. Built-in deserializers only."""
+        return self._require_global("sweep_order").sweep_order(_as_int("sweep", sweep))
+
     def _require_global(self, what: str) -> Reader:
         reader = self._open()
         if not reader.global_timeline:

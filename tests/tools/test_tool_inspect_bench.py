@@ -67,6 +67,52 @@ def test_bench_a_file_and_the_digits_config(capsys):
     assert "digitsTest.reader:" in out and "1 minibatches, 360 sequences, 360 samples" in out  # minibatchSize 360
 
 
+def test_shuffle_quality_of_known_orders():
+    from cntkio.tools.bench import shuffle_quality
+    same = shuffle_quality(np.arange(1000))
+    assert same["rank_correlation"] == pytest.approx(1.0) and same["mean_distance"] == 0.0
+    back = shuffle_quality(np.arange(1000)[::-1])
+    assert back["rank_correlation"] == pytest.approx(-1.0) and back["mean_distance"] == pytest.approx(0.5)
+    uniform = shuffle_quality(np.random.default_rng(0).permutation(100_000))
+    assert abs(uniform["rank_correlation"]) < 0.01 and uniform["mean_distance"] == pytest.approx(1 / 3, abs=0.005)
+
+
+def _ordinal_file(tmp_path, n=400):
+    f = tmp_path / "o.ctf"
+    f.write_text("".join(f"{i} |x {i}\n" * (1 + i % 3) for i in range(n)))
+    return f
+
+
+@pytest.mark.parametrize("window", [0, 1, 4, 1000])
+def test_sweep_order_is_the_delivery_order(tmp_path, window):
+    f = _ordinal_file(tmp_path)
+    kw = dict(randomization_window_in_chunks=window, randomization_seed=7) if window else dict(randomize=False)
+    src = MinibatchSource(CTFDeserializer(str(f), StreamDefs(x=StreamDef(field="x", shape=1)), ) | {"chunkSizeInBytes": 300},
+                          max_sweeps=1, **kw)
+    order = src.sweep_order(0)
+    delivered = []
+    while True:
+        mb = src.next_minibatch(7)
+        if not mb:
+            break
+        delivered += [int(s[0, 0]) for s in mb["x"].as_sequences()]  # a sequence's value is its ordinal
+    assert order.tolist() == delivered and sorted(delivered) == list(range(400))
+    if not window:
+        assert order.tolist() == list(range(400))
+    src.close()
+
+
+def test_bench_prints_the_shuffle_quality_of_a_randomized_read(tmp_path, capsys):
+    f = _ordinal_file(tmp_path)
+    assert main(["bench", str(f), "--randomize", "--json"]) == 0
+    q = _json(capsys)[str(f)]["shuffle"]
+    assert q["sequences"] == 400 and -1 <= q["rank_correlation"] <= 1 and 0 <= q["mean_distance"] <= 0.5
+    assert main(["bench", str(f), "--randomize"]) == 0
+    assert "shuffle rank correlation" in capsys.readouterr().out
+    assert main(["bench", str(f), "--json"]) == 0
+    assert "shuffle" not in _json(capsys)[str(f)]
+
+
 def test_source_stats_counts_what_was_handed_out(tmp_path):
     f = tmp_path / "s.ctf"
     f.write_text("".join(f"{i} |x {i}\n" * (1 + i % 3) for i in range(10)))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
+
 from ..constants import POSITION_KEY
 from ..deserializers.protocol import Deserializer, depends_on_sweep, has_random_access
 from ..streams import StreamInformation
@@ -100,6 +102,17 @@ class GlobalTimeline:
     @property
     def epoch_end(self) -> int | None:
         return self.walker.E
+
+    def sweep_order(self, sweep: int):
+        """Sweep ``sweep``'s delivery order as the sequences' ordinals in storage order (corpus
+        chunks in input order, sequences in chunk order): int64, one per position."""
+        w = self.walker
+        counts = [int(c.num_sequences) for c in self.corpus.chunk_infos()]
+        first = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=first[1:])
+        tl = w.timeline(int(sweep))
+        pos = slice(0, w.N)
+        return first[np.asarray(tl.chunks(pos), np.int64)] + np.asarray(tl.index[pos], np.int64)
 
     def has_data(self, W: int, r: int) -> bool:
         return not self.walker.no_data_for(W, r)

@@ -108,9 +108,10 @@ class Handoff:
                     start += n
                 sel_chunk, sel_index = sel_chunk[keep], sel_index[keep]
                 groups = group_by_chunk(sel_chunk)
-        packed = pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
-                            owned=direct is not None)
         layout = self.layout
+        packed = pack_batch(self.stream_infos, chunks, sel_chunk, sel_index, groups, counts, eos,
+                            owned=direct is not None, ids=layout.ids if layout is not None else frozenset(),
+                            pad_id=layout.pad_id if layout is not None else 0)
         if layout is not None:
             bt = packed.tensor_ready(layout)
             if layout.prepare is not None:

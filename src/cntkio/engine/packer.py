@@ -21,6 +21,7 @@ from . import buffers
 from .segments import copy_segments
 from .slotdata import CsrRows, sequence_arrays, sequences_arrays  # noqa: F401  (re-exported)
 from ..tensor_ready import TensorBatch, TensorLayout, TensorMinibatch
+from .idblocks import IdBlocks, gather_ids
 from .tensor_ready import build_tensor_batch
 
 __all__ = ["pack_sequences", "make_mask", "TruncatedSlots", "CsrRows", "check_frame_mode", "copy_segments"]
@@ -276,12 +277,14 @@ def pack_many(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, Ch
 
 def pack_batch(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, ChunkData],
                sel_chunk: np.ndarray, sel_index: np.ndarray, groups, counts: Sequence[int],
-               end_of_sweep: Sequence[bool], dense: bool = False, owned: bool = False) -> "PackedBatch":
+               end_of_sweep: Sequence[bool], dense: bool = False, owned: bool = False,
+               ids: frozenset = frozenset(), pad_id: int = 0) -> "PackedBatch":
     """Pack consecutive minibatches at once: the selection holds their sequences one after
     another, ``counts[j]`` of them for minibatch ``j``. One gather per stream and chunk; each
     minibatch's arrays are slices of the gathered ones (a sparse stream's row pointers are a
-    slice too, into the gathered non-zeros). ``owned``: see :func:`_gather_one`."""
-    nmb = len(counts)
+    slice too, into the gathered non-zeros). ``owned``: see :func:`_gather_one`. ``ids``: the
+    sparse streams a consumer wants as token ids, gathered straight into padded id blocks
+    (:mod:`~cntkio.engine.idblocks`) when every sample is one-hot."""
     bl = [0]
     for c in counts:
         bl.append(bl[-1] + c)
@@ -291,21 +294,18 @@ def pack_batch(stream_infos: Sequence[StreamInformation], chunks: Mapping[int, C
         if not groups:
             streams.append((info, None, None, None, None, None))
             continue
+        if info.name in ids and info.is_sparse and not dense:
+            got = _pack_ids(info, chunks, sel_chunk, sel_index, groups, counts, bounds, pad_id)
+            if got is not None:
+                streams.append(got)
+                continue
         lens, arrays = _gather_one(info.name, info, chunks, sel_chunk, sel_index, groups, owned)
         if len(arrays) > 1 and dense:
             arrays = (_densify(info, *arrays),)
         starts = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(lens, out=starts[1:])
         mask_all = make_mask(lens)
-        # the widest row of every minibatch
-        if nmb == 1:
-            widths = [mask_all.shape[1]]
-        else:
-            nz = np.asarray(counts) > 0
-            widths = np.zeros(nmb, np.int64)
-            if nz.any() and len(lens):
-                widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
-            widths = widths.tolist()
+        widths = _widths(lens, counts, bounds)
         streams.append((info, mask_all, widths, starts[bounds].tolist(), arrays, lens))
     return PackedBatch(streams, bl, list(end_of_sweep), dense, _gather_keys(chunks, sel_index, groups))
 
@@ -319,6 +319,34 @@ def _gather_keys(chunks: Mapping[int, ChunkData], sel_index: np.ndarray, groups)
     for cid, pos in groups:
         keys[pos] = chunks[cid].sequences.keys[sel_index[pos]]
     return keys
+
+
+def _pack_ids(info, chunks, sel_chunk, sel_index, groups, counts, bounds, pad_id: int):
+    """A one-hot sparse stream's entry of :func:`pack_batch` as token-id blocks, or None."""
+    lens = np.empty(len(sel_chunk), np.int64)
+    for cid, pos in groups:
+        off = chunks[cid].streams[info.name].offsets
+        idx = sel_index[pos]
+        lens[pos] = off[idx + 1] - off[idx]
+    widths = _widths(lens, counts, bounds)
+    got = gather_ids(info, chunks, sel_chunk, sel_index, groups, bounds, np.asarray(widths, np.int64), pad_id)
+    if got is None:
+        return None
+    starts = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=starts[1:])
+    return (info, make_mask(lens), widths, starts[bounds].tolist(), got[1], lens)
+
+
+def _widths(lens: np.ndarray, counts: Sequence[int], bounds: np.ndarray) -> list:
+    """The widest row of every minibatch."""
+    nmb = len(counts)
+    if nmb == 1:
+        return [int(lens.max()) if len(lens) else 0]
+    nz = np.asarray(counts) > 0
+    widths = np.zeros(nmb, np.int64)
+    if nz.any() and len(lens):
+        widths[nz] = np.maximum.reduceat(lens, bounds[:-1][nz])
+    return widths.tolist()
 
 
 class PackedBatch:
@@ -356,7 +384,9 @@ class PackedBatch:
                 continue
             r0, r1 = rows[j], rows[j + 1]
             mask = mask_all[s0:s1, :widths[j]]
-            if len(arrays) > 1:
+            if isinstance(arrays, IdBlocks):  # token ids: the minibatch's CSR made back from them
+                mb[info] = packed(info, mask, None, *arrays.csr(j), eos, r1 - r0)
+            elif len(arrays) > 1:
                 mb[info] = packed(info, mask, None, arrays[0][r0:r1 + 1], arrays[1], arrays[2], eos, r1 - r0)
             else:
                 mb[info] = packed(info, mask, arrays[0][r0:r1], None, None, None, eos, r1 - r0)

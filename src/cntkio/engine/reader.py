@@ -106,6 +106,9 @@ class GlobalTimelinePolicy(WindowPolicy, Protocol):
     def next_tensor_ready(self, budget: int, W: int, r: int, layout: Any):
         """:meth:`next_minibatch` as a :class:`~cntkio.tensor_ready.TensorMinibatch`."""
 
+    def sweep_order(self, sweep: int):
+        """Sweep ``sweep``'s delivery order as storage ordinals of the sequences."""
+
     def next_lengths(self, W: int, r: int, count: int):
         """Grouped sentences: the lengths of up to ``count`` next local sequences, or None."""
 
@@ -217,6 +220,10 @@ class Reader:
         if walker is None:
             raise TypeError("a global partition budget needs a source over built-in deserializers")
         walker.global_budget = True
+
+    def sweep_order(self, sweep: int):
+        """The storage ordinals of sweep ``sweep``'s sequences in delivery order (global only)."""
+        return self._global("sweep_order").sweep_order(sweep)
 
     @property
     def supports_tensor_ready(self) -> bool:

@@ -23,44 +23,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor_ready import TensorBatch, TensorLayout, check_one_hot
+from .idblocks import Blocks, IdBlocks
 from .segments import copy_segments
 
 __all__ = ["build_tensor_batch"]
-
-
-class _Blocks:
-    """Per-minibatch padded blocks in one flat buffer: minibatch ``j`` (rows ``s0..s1`` of the
-    batch, width ``w``) is ``buf[start[j]:start[j] + (s1 - s0) * w]`` viewed as ``[s1 - s0, w]``;
-    ``row_base`` is the flat cell where each row of the batch begins."""
-
-    __slots__ = ("start", "widths", "rows", "row_base", "total")
-
-    def __init__(self, lens: np.ndarray, bounds: np.ndarray, widths: np.ndarray) -> None:
-        rows = np.diff(bounds)
-        sizes = rows * widths
-        start = np.zeros(len(sizes) + 1, np.int64)
-        np.cumsum(sizes, out=start[1:])
-        mb_of_row = np.repeat(np.arange(len(rows), dtype=np.int64), rows)
-        row_in_mb = np.arange(len(lens), dtype=np.int64) - bounds[:-1][mb_of_row]
-        self.row_base = start[:-1][mb_of_row] + row_in_mb * widths[mb_of_row]
-        self.start, self.widths, self.rows = start.tolist(), widths.tolist(), rows.tolist()
-        self.total = int(start[-1])
-
-    def fill(self, src: np.ndarray, lens: np.ndarray, pad) -> np.ndarray:
-        """The padded buffer of ``src`` (the rows' samples one after another): one native copy
-        per row, no index array per sample."""
-        buf = np.full((self.total,) + src.shape[1:], pad, src.dtype)
-        row0 = np.zeros(len(lens), np.int64)
-        np.cumsum(lens[:-1], out=row0[1:])
-        copy_segments(src, row0, buf, self.row_base, lens)
-        return buf
-
-    def mask(self, lens: np.ndarray) -> np.ndarray:
-        """The bool buffer, True on valid cells."""
-        ones = np.ones(int(lens.max()) if len(lens) else 0, np.bool_)
-        buf = np.zeros(self.total, np.bool_)
-        copy_segments(ones, np.zeros(len(lens), np.int64), buf, self.row_base, lens)
-        return buf
 
 
 def build_tensor_batch(batch, layout: TensorLayout, minibatch: Callable[[int], Any]) -> TensorBatch:
@@ -77,6 +43,11 @@ def build_tensor_batch(batch, layout: TensorLayout, minibatch: Callable[[int], A
             streams.append((name, None, None, batch.bounds, None))
             continue
         widths_a = np.asarray(widths, np.int64)
+        if isinstance(arrays, IdBlocks):  # gathered as token ids by the packer
+            if name in layout.ids and layout.pad_id == arrays.pad:
+                streams.append((name, "ids", lens, batch.bounds, arrays.parts(layout.masks)))
+                continue
+            arrays = arrays.csr()
         if len(arrays) == 1:
             parts = [_dense(arrays[0], lens, bounds, widths_a, rows)]
             kind = "dense"
@@ -99,7 +70,7 @@ def _dense(values: np.ndarray, lens, bounds, widths, rows) -> tuple:
     if len(lens) and int(lens.min()) == int(lens.max()):  # no padding: the packed values
         L = int(lens[0])
         return values, rows, [(n, L) + shape for n in nrows]
-    blocks = _Blocks(lens, bounds, widths)
+    blocks = Blocks(lens, bounds, widths)
     buf = blocks.fill(np.ascontiguousarray(values), lens, 0)
     return buf, blocks.start, [(n, w) + shape for n, w in zip(nrows, blocks.widths)]
 
@@ -107,7 +78,7 @@ def _dense(values: np.ndarray, lens, bounds, widths, rows) -> tuple:
 def _ids(name, arrays, lens, bounds, widths, pad_id: int, masks: bool) -> list:
     indptr, indices, data = arrays
     check_one_hot(name, indptr, data)
-    blocks = _Blocks(lens, bounds, widths)
+    blocks = Blocks(lens, bounds, widths)
     ids = blocks.fill(indices[int(indptr[0]):int(indptr[-1])].astype(np.int64), lens, pad_id)
     shapes = list(zip(blocks.rows, blocks.widths))
     parts = [(ids, blocks.start, shapes)]

@@ -16,6 +16,13 @@ randomizing and packing pipelined on the source's threads, as training reads), w
 prefetch depth, errors, and the seconds of the parse, randomize and pack stages summed over the
 threads they ran on, with the bytes loaded) is printed with it. Throughput is samples/s, and MB/s of the input file
 where there is one file.
+
+**shuffle** (randomized reading): how well the first sweep is shuffled, from its delivery order
+(``MinibatchSource.sweep_order``): the rank correlation between a sequence's place in storage
+and its place in delivery (1 in storage order, about 0 for a uniform shuffle), and the distance
+a sequence moves, as a fraction of the sweep (mean and median; about 1/3 and 0.29 for a uniform
+shuffle, 0 in storage order). A randomization window of a few chunks keeps the correlation near 1:
+a sequence never moves much farther than the window; so a window can be picked knowingly.
 """
 from __future__ import annotations
 
@@ -57,6 +64,22 @@ def _read_stage(source, size: int, show_progress, label) -> dict:
     return {"seconds": seconds, "stats": source.stats()}
 
 
+def shuffle_quality(order) -> dict:
+    """How far a delivery order (storage ordinals of the sequences, one per delivery position) is
+    from storage order: ``rank_correlation`` (Spearman's: Pearson's of the positions and the
+    ordinals, both ranks), ``mean_distance`` and ``median_distance`` (``|ordinal - position|`` over
+    the number of sequences)."""
+    import numpy as np
+    order = np.asarray(order, np.float64)
+    n = len(order)
+    if n < 2:
+        return {"sequences": n, "rank_correlation": 1.0, "mean_distance": 0.0, "median_distance": 0.0}
+    pos = np.arange(n, dtype=np.float64)
+    dist = np.abs(order - pos) / n
+    return {"sequences": n, "rank_correlation": float(np.corrcoef(pos, order)[0, 1]),
+            "mean_distance": float(dist.mean()), "median_distance": float(np.median(dist))}
+
+
 def _summary(index_s: float, parse: dict, read: dict, nbytes: int | None) -> dict:
     out = {"index_seconds": index_s, "parse_seconds": parse["seconds"], "read_seconds": read["seconds"],
            "stats": read["stats"]}
@@ -92,7 +115,10 @@ def bench_file(path: str, streams=None, size: int = 256, randomize: bool = False
     kw = {"randomization_window_in_chunks": 4} if randomize else {"randomize": False}
     with MinibatchSource(d, max_sweeps=sweeps, **kw) as source:
         read = _read_stage(source, size, show_progress, os.path.basename(path))
+        order = source.sweep_order(0) if randomize else None
     out = _summary(index_s, parse, read, os.path.getsize(path))
+    if order is not None:
+        out["shuffle"] = shuffle_quality(order)
     if guess_s:
         out["guess_streams_seconds"] = guess_s
     return out
@@ -120,9 +146,13 @@ def bench_config(argv: Sequence[str], section: str | None, size: int | None, swe
         source = build_reader(sec, path, max_sweeps=sweeps, max_samples=INFINITELY_REPEAT)
         try:
             read = _read_stage(source, mb, show_progress, path)
+            shuffle = shuffle_quality(source.sweep_order(0)) if source.randomize and \
+                source.has_global_timeline() else None
         finally:
             source.close()
         out[path] = _summary(index_s, parse, read, None)
+        if shuffle is not None:
+            out[path]["shuffle"] = shuffle
         out[path]["minibatch_size"] = mb
     return out
 
@@ -158,6 +188,11 @@ def _text(label: str, r: dict) -> str:
         lines.append(f"  stages parse {st['seconds_parse']:.3f} s, randomize {st['seconds_randomize']:.3f} s, "
                      f"pack {st['seconds_pack']:.3f} s (summed over threads); "
                      f"{st['bytes_loaded'] / 1e6:.1f} MB loaded")
+    if "shuffle" in r:
+        q = r["shuffle"]
+        lines.append(f"  shuffle rank correlation {q['rank_correlation']:.3f} (1: storage order, ~0: uniform), "
+                     f"distance moved {q['mean_distance']:.3f} mean, {q['median_distance']:.3f} median "
+                     f"(fraction of the sweep; uniform ~0.333, ~0.293) over {q['sequences']} sequences")
     return "\n".join(lines)
 
 
@@ -169,7 +204,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="append", default=[], metavar="NAME:ALIAS:FORMAT:DIM")
     p.add_argument("--minibatch-size", type=int, help="samples per minibatch (default 256, or the "
                                                       "section's minibatchSize)")
-    p.add_argument("--randomize", action="store_true", help="FILE: read randomized (window of 4 chunks)")
+    p.add_argument("--randomize", action="store_true", help="FILE: read randomized (window of 4 chunks; "
+                                                          "prints the shuffle's quality)")
     p.add_argument("--sweeps", type=int, default=1, help="sweeps to read (default 1)")
     add_common(p)
     return p
