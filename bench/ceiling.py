@@ -4,7 +4,7 @@
     pip install -r bench/requirements-peers.txt      # benchmark-only peers (a separate venv is best)
     python bench/ceiling.py --quick                  # 50k rows / 20k sequences, a few minutes
     python bench/ceiling.py                          # 500k rows / 200k sequences (issue 33)
-    python bench/ceiling.py --only tokens --tools "cntkio CBF,DIY np.memmap" --workers 0
+    python bench/ceiling.py --only tokens --tools "cntkio CBF;DIY np.memmap" --workers 0
 
 Two workloads (bench/ceiling_data.py): ``dense``, rows of 784 float32 and a label; ``tokens``,
 sequences of 5..200 token ids below 50,000 and a label. Every loader (bench/ceiling_loaders.py,
@@ -20,7 +20,8 @@ shuffle on/off, DataLoader ``num_workers`` 0/2) runs one epoch in a process of i
 * ``cpu us/sample``: CPU seconds of the cell's processes (workers included) over the epoch, per
   sample: what wall time becomes where no core is idle, and steadier than wall time on a shared
   machine;
-* ``first batch s``: from building the loader to holding its first batch;
+* ``first batch s``: from building the loader to holding its first batch (the loader's modules
+  imported before, in every cell);
 * ``peak anon MB``: the largest RssAnon of the cell's processes together (workers included),
   sampled every 10 ms; RssAnon leaves out a mapped file's page cache, which is not the reader's;
 * ``resume`` (shuffle on, loaders that checkpoint): the state taken after half the epoch's
@@ -167,6 +168,7 @@ def run_cell(cell: dict) -> dict:
         batch = int(round(batch * cell["mean_length"]))
     args = (folder, workload, shuffle, workers, cell["seed"], batch)
     _warm(folder)
+    tool.import_modules()             # imports are not the loader's reading (DataLoader workers fork after them)
     rss = _Rss()
     rss.start()
     c0 = _cpu()
@@ -218,7 +220,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="50k rows / 20k sequences")
     ap.add_argument("--data", default=os.path.join(HERE, "data", "ceiling"))
     ap.add_argument("--only", default="dense,tokens")
-    ap.add_argument("--tools", default="", help="comma-separated loader names (default: all installed)")
+    ap.add_argument("--tools", default="", help="';'-separated loader names (default: all installed)")
     ap.add_argument("--workers", default="0,2")
     ap.add_argument("--shuffle", default="on,off")
     ap.add_argument("--batch", type=int, default=256)
@@ -230,7 +232,7 @@ def main() -> None:
     if args.cell:
         print(json.dumps(run_cell(json.loads(args.cell))))
         return
-    args.tools = [t for t in args.tools.split(",") if t]
+    args.tools = [t for t in args.tools.split(";") if t]
     sizes = SIZES["quick" if args.quick else "full"]
     missing = [t.name for t in tools() if not t.available()]
     print(f"# ceiling ({'quick' if args.quick else 'full'}), load {os.getloadavg()[0]:.2f}; not installed: "

@@ -45,9 +45,15 @@ def to_batch(workload: str, xs: list, ys) -> dict:
 class _Loader:
     name = ""
     stateful = False
+    #: the modules a loader imports when it is built (imported before a cell's clock starts)
+    modules: tuple = ()
 
     def available(self) -> bool:
         return True
+
+    def import_modules(self) -> None:
+        for m in self.modules:
+            __import__(m)
 
     def state(self, it, loader):
         return None
@@ -112,6 +118,7 @@ class MemmapStateful(Memmap):
 
     name = "DIY np.memmap, StatefulDataLoader"
     stateful = True
+    modules = ("torchdata.stateful_dataloader",)
 
     def available(self):
         try:
@@ -157,6 +164,8 @@ class Cntkio(_Loader):
 
     stateful = True
     counts_samples = True
+    modules = ("cntkio.integrations.torch", "cntkio.deserializers.cbf", "cntkio.deserializers.ctf",
+               "cntkio.source", "torchdata.stateful_dataloader")
 
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt

@@ -62,6 +62,7 @@ class _Collate:
 class Mosaic(_Loader):
     name = "Mosaic MDS"
     stateful = True
+    modules = ("streaming",)
 
     def available(self):
         return _has("streaming")
@@ -97,6 +98,7 @@ class _MosaicCollate(_Collate):
 
 class WebDataset(_Loader):
     name = "WebDataset tar"
+    modules = ("webdataset",)
 
     def available(self):
         return _has("webdataset")
@@ -141,6 +143,7 @@ class _WdsDecode:
 class Grain(_Loader):
     name = "Grain ArrayRecord"
     stateful = True
+    modules = ("grain", "array_record.python.array_record_module")
 
     def available(self):
         return _has("grain") and _has("array_record.python.array_record_module")
@@ -205,6 +208,7 @@ def _GrainMap(workload: str):
 
 class HFArrow(_Loader):
     name = "HF datasets Arrow"
+    modules = ("datasets",)
 
     def available(self):
         return _has("datasets")

@@ -18,6 +18,8 @@ from time import perf_counter as _now
 from collections.abc import Mapping
 from typing import Any, Iterator
 
+import numpy as np
+
 from .constants import POSITION_KEY, FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
 from .deserializers.composite import CompositeDeserializer
 from .deserializers.protocol import Deserializer, is_local_timeline
@@ -29,7 +31,7 @@ from .engine.reader import Reader
 from .engine.stats import SourceStats
 from .registry import build_deserializer
 from .streams import Record, StreamInformation
-from .tensor_ready import TensorLayout
+from .tensor_ready import TensorLayout, TensorMinibatch
 from .values import check_int
 
 __all__ = ["MinibatchSource", "DEFAULT_ITER_MINIBATCH_SIZE"]
@@ -462,7 +464,7 @@ class MinibatchSource:
         reader.set_state({POSITION_KEY: position})
         return int(reader.get_state()[POSITION_KEY])
 
-    def sweep_order(self, sweep: int = 0):
+    def sweep_order(self, sweep: int = 0) -> np.ndarray:
         """The order in which sweep ``sweep`` delivers the sequences, as their ordinals in storage
         order (int64, one per sequence of the sweep; ``arange`` when not randomized): what
         ``cntkio bench`` measures the shuffle's quality on. Built-in deserializers only."""
@@ -487,7 +489,8 @@ class MinibatchSource:
         return self._open().supports_tensor_ready
 
     def next_tensor_ready(self, minibatch_size_in_samples: int, num_data_partitions: int | None = None,
-                          partition_index: int | None = None, layout: TensorLayout | None = None):
+                          partition_index: int | None = None,
+                          layout: TensorLayout | None = None) -> TensorMinibatch | None:
         """The next minibatch as a :class:`~cntkio.tensor_ready.TensorMinibatch`: its arrays in
         tensor layouts (``layout``, a :class:`~cntkio.tensor_ready.TensorLayout`: padded dense
         values, CSR, or token ids for the one-hot streams it names), built once per packed batch
