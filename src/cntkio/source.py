@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .constants import POSITION_KEY, FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
+from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
 from .deserializers.composite import CompositeDeserializer
 from .deserializers.protocol import Deserializer, is_local_timeline
 from .engine import closer
@@ -449,7 +449,7 @@ class MinibatchSource:
     def position(self) -> int:
         """The global sample position after the last minibatch returned (the checkpoint's
         ``minibatchSourcePosition``)."""
-        return int(self._require_global("position").get_state()[POSITION_KEY])
+        return self._require_global("position").position()
 
     def seek(self, position: int) -> int:
         """Go to the first sequence starting at or after global sample ``position`` (dropping what
@@ -461,8 +461,7 @@ class MinibatchSource:
         if self._last_mb_data is not None:
             self._last_mb_data.clear()
             self._last_mb_data = None
-        reader.set_state({POSITION_KEY: position})
-        return int(reader.get_state()[POSITION_KEY])
+        return reader.seek(position)
 
     def sweep_order(self, sweep: int = 0) -> np.ndarray:
         """The order in which sweep ``sweep`` delivers the sequences, as their ordinals in storage

@@ -231,15 +231,21 @@ class GlobalTimeline:
         self.window.clear()
 
     # --- state ----------------------------------------------------------------------------------
+    def position(self) -> int:
+        """The global sample position after the last minibatch returned."""
+        return self.end_position if self.end_position is not None else self.walker.position(self.cursor)
+
     def position_state(self) -> dict:
-        if self.end_position is not None:
-            return {POSITION_KEY: self.end_position}
-        return {POSITION_KEY: self.walker.position(self.cursor)}
+        return {POSITION_KEY: self.position()}
 
     def restore(self, state) -> None:
         if POSITION_KEY not in state:
             raise ValueError(f"Checkpoint misses required field {POSITION_KEY}")
-        pos = check_state_int(state[POSITION_KEY], POSITION_KEY, maximum=NO_END_POSITION)
+        self.seek(check_state_int(state[POSITION_KEY], POSITION_KEY, maximum=NO_END_POSITION))
+
+    def seek(self, pos: int) -> None:
+        """Go to the first sequence starting at or after global position ``pos`` (what was read
+        ahead is dropped)."""
         self._drop_ahead(forget_settings=True)
         self.generation += 1
         self.end_position = None

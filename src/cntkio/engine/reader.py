@@ -109,6 +109,12 @@ class GlobalTimelinePolicy(WindowPolicy, Protocol):
     def sweep_order(self, sweep: int):
         """Sweep ``sweep``'s delivery order as storage ordinals of the sequences."""
 
+    def position(self) -> int:
+        """The global sample position after the last minibatch returned."""
+
+    def seek(self, pos: int) -> None:
+        """Go to the first sequence starting at or after ``pos``, dropping what was read ahead."""
+
     def next_lengths(self, W: int, r: int, count: int):
         """Grouped sentences: the lengths of up to ``count`` next local sequences, or None."""
 
@@ -224,6 +230,22 @@ class Reader:
     def sweep_order(self, sweep: int):
         """The storage ordinals of sweep ``sweep``'s sequences in delivery order (global only)."""
         return self._global("sweep_order").sweep_order(sweep)
+
+    def position(self) -> int:
+        """The global sample position after the last minibatch returned (global only)."""
+        return int(self._global("position").position())
+
+    def seek(self, pos: int) -> int:
+        """Go to the first sequence starting at or after global position ``pos`` (global only):
+        what was read ahead is dropped and truncated-BPTT slots are emptied. Returns the position
+        reached."""
+        policy = self._global("seek")
+        policy.seek(int(pos))
+        if self.slots is not None:
+            self.slots.resize(0)
+            self.sweep_ends = set()
+            self.pending = _Pending()
+        return int(policy.position())
 
     @property
     def supports_tensor_ready(self) -> bool:
