@@ -99,7 +99,7 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
                         elif n == net.eval_node_name:
                             vals[n] = net.evaluation(hlast, y)
                         else:               # another criterion node of a graph network
-                            vals[n] = net._crit(n, hlast, y)
+                            vals[n] = net.criterion_value(n, hlast, y)
                 step = torch.stack([vals[n].to(torch.float64) for n in nodes]
                                    + [torch.tensor(float(x.shape[0]), dtype=torch.float64, device=device)])
                 acc += step

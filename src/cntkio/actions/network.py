@@ -297,7 +297,7 @@ def extra_inputs(net: NDLNetwork, minibatch, device, where: str = "reader") -> d
     """The values of ``net.extra_inputs`` the minibatch delivers (a feature node's stream is
     required; a missing label or other input is an error only where a computation reads it)."""
     required = [n for n in net.extra_inputs if n in net.spec.feature_nodes]
-    vals = batch_tensors(minibatch, net.extra_inputs, net._dtype, device, required=required, where=where)
+    vals = batch_tensors(minibatch, net.extra_inputs, net.dtype, device, required=required, where=where)
     counts = {k: int(t.shape[0]) for k, t in vals.items()}
     first = next((v for k, v in minibatch.items() if getattr(k, "name", k) == net.spec.feature_node), None)
     if first is not None:

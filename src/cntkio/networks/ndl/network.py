@@ -152,6 +152,15 @@ class NDLNetwork(GraphNetwork):
     def criterion(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._crit(self.spec.training_criterion, out, labels)
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The type of the network's values (its parameters and inputs)."""
+        return self._dtype
+
+    def criterion_value(self, node: str, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Criterion node ``node``'s value for the last forward's output ``out`` and ``labels``."""
+        return self._crit(node, out, labels)
+
     def evaluation(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._crit(self.eval_node_name, out, labels)
 
