@@ -215,6 +215,7 @@ class HFArrow(_Loader):
 
     def write(self, data, folder):
         import datasets
+        datasets.disable_progress_bars()
         feats = datasets.Features({"x": datasets.Sequence(datasets.Value("float32" if "x" in data else "int32")),
                                    "y": datasets.Value("int64")})
 
