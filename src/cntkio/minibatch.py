@@ -24,7 +24,7 @@ from .streams import StreamInformation
 if TYPE_CHECKING:  # scipy loads on first use of a CSR view
     from scipy.sparse import csr_matrix
 
-__all__ = ["Minibatch", "MinibatchData", "Value"]
+__all__ = ["Minibatch", "MinibatchData", "Value", "check_one_hot"]
 
 _MASK_WARNING = ("asarray() will ignore the mask information. "
                  "Please use as_sequences() to do the proper conversion.")
@@ -34,6 +34,25 @@ def _is_csr(obj: Any) -> bool:
     if not hasattr(obj, "indptr") or not hasattr(obj, "format"):
         return False
     return getattr(obj, "format", None) == "csr"
+
+
+def check_one_hot(name: str, indptr: np.ndarray, data: np.ndarray) -> None:
+    """Raise ``ValueError`` unless every sample has exactly one non-zero and it is 1."""
+    n = len(indptr) - 1
+    p0 = int(indptr[0])
+    if int(indptr[-1]) - p0 == n and bool((data[p0:p0 + n] == 1).all()) and \
+            (n < 2 or bool((indptr[1:] - indptr[:-1] == 1).all())):
+        return
+    per_sample = np.diff(indptr)
+    bad = np.flatnonzero(per_sample != 1)
+    if len(bad):
+        raise ValueError(f"stream {name!r}: token ids need one-hot samples (exactly one non-zero "
+                         f"each); sample {int(bad[0])} of the minibatch has {int(per_sample[bad[0]])}")
+    values = data[int(indptr[0]):int(indptr[-1])]
+    bad = np.flatnonzero(values != 1)
+    if len(bad):
+        raise ValueError(f"stream {name!r}: token ids need one-hot samples of value 1; sample "
+                         f"{int(bad[0])} of the minibatch has the value {values[bad[0]]!r}")
 
 
 def _flat_dim(shape: tuple[int, ...]) -> int:
@@ -367,7 +386,6 @@ class Value:
         """A one-hot sparse Value (every sample exactly one non-zero, of value 1) as padded int64
         token ids ``[S, T]`` (padding ``pad_id``) and the bool mask of valid cells ``[S, T]``;
         ``ValueError`` naming stream ``name`` otherwise."""
-        from .tensor_ready import check_one_hot
         self._check()
         if self._values is not None:
             raise ValueError(f"stream {name!r}: token ids need a sparse (one-hot) stream, this one is dense")

@@ -22,30 +22,14 @@ Every kind also has the int64 ``[S]`` sequence lengths.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+from .minibatch import check_one_hot
+
+if TYPE_CHECKING:
+    from .minibatch import Minibatch
 
 __all__ = ["TensorLayout", "TensorBatch", "TensorMinibatch", "check_one_hot"]
-
-
-def check_one_hot(name: str, indptr: np.ndarray, data: np.ndarray) -> None:
-    """Raise ``ValueError`` unless every sample has exactly one non-zero and it is 1."""
-    n = len(indptr) - 1
-    p0 = int(indptr[0])
-    if int(indptr[-1]) - p0 == n and bool((data[p0:p0 + n] == 1).all()) and \
-            (n < 2 or bool((indptr[1:] - indptr[:-1] == 1).all())):
-        return
-    per_sample = np.diff(indptr)
-    bad = np.flatnonzero(per_sample != 1)
-    if len(bad):
-        raise ValueError(f"stream {name!r}: token ids need one-hot samples (exactly one non-zero "
-                         f"each); sample {int(bad[0])} of the minibatch has {int(per_sample[bad[0]])}")
-    values = data[int(indptr[0]):int(indptr[-1])]
-    bad = np.flatnonzero(values != 1)
-    if len(bad):
-        raise ValueError(f"stream {name!r}: token ids need one-hot samples of value 1; sample "
-                         f"{int(bad[0])} of the minibatch has the value {values[bad[0]]!r}")
 
 
 @dataclass(frozen=True)
@@ -86,7 +70,7 @@ class TensorBatch:
     __slots__ = ("streams", "nmb", "sizes", "cache", "layout", "num_sequences", "num_samples", "_minibatch")
 
     def __init__(self, streams: list, nmb: int, sizes: dict, layout: TensorLayout,
-                 minibatch: Callable[[int], Any], num_sequences: list[int], num_samples: list[int]) -> None:
+                 minibatch: Callable[[int], "Minibatch"], num_sequences: list[int], num_samples: list[int]) -> None:
         self.streams, self.nmb, self.sizes, self.layout = streams, nmb, sizes, layout
         self.num_sequences, self.num_samples = num_sequences, num_samples
         self.cache: Any = None
@@ -97,7 +81,7 @@ class TensorBatch:
         """Whether a stream has no sequences in the batch (its minibatches have no arrays here)."""
         return any(kind is None for _, kind, _, _, _ in self.streams)
 
-    def minibatch(self, j: int):
+    def minibatch(self, j: int) -> "Minibatch":
         """Minibatch ``j`` as ``next_minibatch`` gives it (``{StreamInformation: MinibatchData}``)."""
         return self._minibatch(j)
 
@@ -136,6 +120,6 @@ class TensorMinibatch:
         """``batch.get(index)``."""
         return self.batch.get(self.index)
 
-    def minibatch(self):
+    def minibatch(self) -> "Minibatch":
         """The minibatch as ``next_minibatch`` gives it."""
         return self.batch.minibatch(self.index)

@@ -186,6 +186,8 @@ def public_callables():
                         continue
                     func = member.fget if isinstance(member, property) else member
                     func = getattr(func, "__func__", func)           # classmethod, staticmethod
+                    if name == "__init__" and getattr(func, "__module__", "") == "typing":
+                        continue                      # a Protocol's __init__, typing's own
                     if inspect.isfunction(func):
                         seen[f"{where}.{name}"] = func
             elif inspect.isfunction(o):
