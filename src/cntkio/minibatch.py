@@ -609,10 +609,12 @@ class Minibatch(dict):
     """What ``MinibatchSource.next_minibatch`` returns: ``{StreamInformation: MinibatchData}``, as
     in cntk.io, that can also be indexed by stream name (``mb["features"]``). Empty (falsy) at the
     end of the epoch. ``ready`` (set by the packer, absent otherwise) is ``(make, index)``:
-    ``make(index, layout)`` gives this minibatch's tensor-ready arrays (:meth:`tensor_ready`)."""
+    ``make(index, layout)`` gives this minibatch's tensor-ready arrays (:meth:`tensor_ready`);
+    ``packed_keys`` (set by the packer) the packed sequences' keys (:attr:`sequence_keys`)."""
 
-    __slots__ = ("ready",)
+    __slots__ = ("ready", "packed_keys")
     ready: tuple
+    packed_keys: np.ndarray | None
 
     @property
     def sequence_keys(self) -> np.ndarray | None:
@@ -620,12 +622,10 @@ class Minibatch(dict):
         ``m_getKeyById`` of a minibatch): unsigned 64-bit numbers, or strings for deserializers
         with string keys (``useNumericSequenceKeys = false``; HTK keys are hashed). None for a
         minibatch the engine did not pack (a user source's)."""
-        packed = getattr(self, "packed", None)
-        if packed is None:
+        try:
+            return self.packed_keys
+        except AttributeError:
             return None
-        batch, j = packed
-        keys = getattr(batch, "keys", None)
-        return None if keys is None else keys[batch.bounds[j]:batch.bounds[j + 1]]
 
     def __missing__(self, key):
         if isinstance(key, str):

@@ -377,6 +377,7 @@ class PackedBatch:
         eos = self.end_of_sweep[j]
         mb = Minibatch()
         mb.ready = (self.tensor_minibatch, j)
+        mb.packed_keys = None if self.keys is None else self.keys[s0:s1]
         packed = MinibatchData._packed
         for info, mask_all, widths, rows, arrays, _lens in self.streams:
             if s0 == s1 or mask_all is None:
