@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cntkio.config import dump, format_value, parse_config
@@ -160,6 +160,7 @@ def test_print_parse_is_identity(tree, data):
 
 @SETTINGS
 @given(root_trees)
+@example({"a": ["0=0", ""]})        # an array element holding '=' reads back only quoted (hypothesis found it)
 def test_format_value_of_a_tree(tree):
     cfg = parse_config("")
     for k, v in tree.items():

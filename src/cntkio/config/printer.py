@@ -134,6 +134,6 @@ def format_value(value: Any, *, in_array: bool = False) -> str:
     if isinstance(value, int):
         return str(value)
     text = str(value)
-    if needs_quotes(text) or (in_array and (":" in text or "*" in text)):
+    if needs_quotes(text) or (in_array and any(c in text for c in ":*=")):
         return _quote(text, None)
     return text
