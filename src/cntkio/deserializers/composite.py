@@ -23,7 +23,8 @@ from ..streams import StreamInformation
 from .base import DeserializerBase
 from .protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, FetchAheadDeserializer,
                        RandomAccessDeserializer, SequenceTable, SparseStream, SweepDependentDeserializer,
-                       depends_on_sweep, fetches_ahead, gather_stream, has_random_access)
+                       depends_on_sweep, fetches_ahead, gather_stream, has_random_access,
+                       PartBoundDeserializer)
 
 __all__ = ["CompositeDeserializer", "RECONCILE_ERROR", "describe"]
 
@@ -125,9 +126,8 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                               + " define it", path="definesMBSize")
         self._definer = definers[0] if definers else None
         for d in self.parts:      # a part that bounds its sequences by another part's (HTK labels by features)
-            bind = getattr(d, "bind_composite", None)
-            if bind is not None:
-                bind(self.parts)
+            if isinstance(d, PartBoundDeserializer):
+                d.bind_composite(self.parts)
         self._build_index()
 
     # --- index --------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import numpy as np
 from ..streams import StreamInformation
 
 __all__ = [
-    "FetchAheadDeserializer", "fetches_ahead",
+    "FetchAheadDeserializer", "fetches_ahead", "PartBoundDeserializer",
     "ChunkInfo", "SequenceTable", "DenseStream", "SparseStream", "StreamData", "ChunkData",
     "KeyKind", "Timeline", "Deserializer", "RandomAccessDeserializer", "LocalTimelineDeserializer",
     "SweepDependentDeserializer", "has_random_access", "is_local_timeline", "depends_on_sweep",
@@ -289,6 +289,18 @@ class FetchAheadDeserializer(Deserializer, Protocol):
 
     def fetch_ahead(self, chunk_ids: list[int]) -> None:
         """Start fetching these chunks' bytes (no-op for those already fetched)."""
+        ...
+
+
+@runtime_checkable
+class PartBoundDeserializer(Deserializer, Protocol):
+    """A deserializer whose sequences are bounded by another part of the composite it is joined in
+    (HTK labels by their features' lengths): the composite calls ``bind_composite(parts)`` once,
+    with every part, before it reads a chunk."""
+
+    def bind_composite(self, parts: list) -> None:
+        """Check this part's sequences against the other ``parts`` (and mark those that exceed
+        them invalid)."""
         ...
 
 
