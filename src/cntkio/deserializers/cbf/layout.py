@@ -274,14 +274,16 @@ def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str,
         ew = st.value_words
         if not st.sparse:
             # every sequence's count is most likely its length: place the blocks on that guess
-            # (one cumsum), then confirm every count where the guess put it
-            block = 1 + lengths * (st.dim * ew)
-            s = np.empty(n, np.int64)
-            if n:
+            # (one cumsum), then confirm every count where the guess put it; only where no
+            # length could make a block larger than the chunk (the products stay far from 2^63)
+            guess = bool(n) and int(lengths.max()) <= total // (st.dim * ew)
+            if guess:
+                block = 1 + lengths * (st.dim * ew)
+                s = np.empty(n, np.int64)
                 s[0] = pos
                 np.cumsum(block[:-1], out=s[1:])
                 s[1:] += pos
-            if n and int(s[-1]) < total and int(s[-1] + block[-1]) <= total and \
+            if guess and int(s[-1]) < total and int(s[-1] + block[-1]) <= total and \
                     np.array_equal(words[s], lengths):
                 cnt = lengths
                 pos = int(s[-1] + block[-1])
