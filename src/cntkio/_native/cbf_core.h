@@ -59,7 +59,7 @@ static int cbf_walk(const uint32_t *words, int64_t total, int64_t pos, int64_t n
             s[i] = p;
             k[i] = cnt;
             z[i] = nz;
-            p += 2 + cnt + (int64_t)nz * (w + 1);
+            p += 2 + cnt + (nz ? (int64_t)nz * (w + 1) : 0);    /* w + 1 only where checked above */
         }
     }
     *end = p;

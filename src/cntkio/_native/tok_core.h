@@ -11,6 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* first capacities (entries, arena bytes, hash slots; the fuzz harness makes them tiny, so that
+   every growth path runs on small inputs) */
+#ifndef TOK_VEC_MIN
+#define TOK_VEC_MIN (1 << 16)
+#endif
+#ifndef TOK_ARENA_MIN
+#define TOK_ARENA_MIN (1 << 16)
+#endif
+#ifndef TOK_SLOTS_MIN
+#define TOK_SLOTS_MIN (1 << 12)
+#endif
+
 /* ASCII classes: 0 token byte, 1 space (str.isspace, not a line end), 2 '\n', 3 '\r' */
 static unsigned char ascii_class[128];
 
@@ -49,7 +61,7 @@ typedef struct {
 typedef struct { void *v; int64_t n, cap, size; } tok_vec;
 
 static int vec_grow(tok_vec *a) {
-    int64_t cap = a->cap ? a->cap * 2 : 1 << 16;
+    int64_t cap = a->cap ? a->cap * 2 : TOK_VEC_MIN;
     void *nv = realloc(a->v, (size_t)cap * (size_t)a->size);
     if (!nv) return -1;
     a->v = nv;
@@ -109,7 +121,7 @@ static int64_t table_lookup(tok_table *t, const char *p, int32_t len, uint64_t h
         t->n_cap = cap;
     }
     if (t->arena_len + len > t->arena_cap) {
-        int64_t cap = t->arena_cap ? t->arena_cap : 1 << 16;
+        int64_t cap = t->arena_cap ? t->arena_cap : TOK_ARENA_MIN;
         while (cap < t->arena_len + len) cap *= 2;
         char *a = realloc(t->arena, (size_t)cap);
         if (!a) return -1;
@@ -187,7 +199,7 @@ static int tok_undo(tok_table *t, int64_t n0, int64_t arena0)
 static int tok_init(tok_table *t)
 {
     memset(t, 0, sizeof *t);
-    t->cap = 1 << 12;
+    t->cap = TOK_SLOTS_MIN;
     t->slots = calloc((size_t)t->cap, sizeof(int32_t));
     return t->slots ? 0 : -1;
 }
