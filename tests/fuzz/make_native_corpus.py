@@ -101,7 +101,7 @@ def uci_seeds(out: pathlib.Path, rng: np.random.Generator) -> None:
     for i in range(3):
         (out / f"digits_{i}.txt").write_bytes(b"\n".join(digits[5 * i:5 * i + 4]) + b"\n")
     rows = []
-    for r in range(12):
+    for _r in range(12):
         rows.append(" ".join(f"{v:.4g}" for v in rng.normal(size=4)) + f" {rng.integers(3)}")
     (out / "records.txt").write_text("\n".join(rows) + "\n")
     (out / "labels_text.txt").write_bytes(b"cat 1 2 3\ndog 4 5 6\n\n  \t\nbird 7 8 9\r\nfish 1e5 -2 .5")

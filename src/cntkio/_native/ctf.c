@@ -15,6 +15,7 @@
 #include <numpy/arrayobject.h>
 
 #include "ctf_core.h"
+#include "pread_core.h"
 
 #if !defined(_WIN32)
 #include <pthread.h>
@@ -294,6 +295,19 @@ static int parse_args_from(PyObject *args, const char *fmt, parse_args *pa) {
     if (alias_table_from(streams_o, 1, &pa->at, "streams") < 0) goto fail;
     if (PyObject_GetBuffer(buf_o, &pa->view, PyBUF_SIMPLE) < 0) goto fail;
     pa->have_view = 1;
+    /* offsets from a base >= 0 (no difference below can wrap), line numbers that stay far from
+       2^63 however many lines the buffer holds */
+    if (pa->base < 0 || pa->base > INT64_MAX - (int64_t)pa->view.len) {
+        PyErr_Format(PyExc_ValueError, "base %lld: expected a file offset >= 0", pa->base);
+        goto fail;
+    }
+    for (npy_intp i = 0; i < pa->n; i++) {
+        if (pa->first_lines[i] < 0 || pa->first_lines[i] > ((int64_t)1 << 62) - (int64_t)pa->view.len) {
+            PyErr_Format(PyExc_ValueError, "first_lines[%zd] = %lld is not a line number", (Py_ssize_t)i,
+                         (long long)pa->first_lines[i]);
+            goto fail;
+        }
+    }
     for (npy_intp i = 0; pa->ends != NULL && i < pa->n; i++) {
         if (pa->starts[i] < pa->base || pa->starts[i] > pa->ends[i] ||
             pa->ends[i] - pa->base > (int64_t)pa->view.len) {
@@ -572,7 +586,53 @@ static PyObject *py_float_kernel(PyObject *self, PyObject *args) {
 #endif
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* pread_gather                                                                                */
+
+static PyObject *py_pread_gather(PyObject *self, PyObject *args) {
+    int fd;
+    PyObject *starts_o, *ends_o, *out_o, *sa = NULL, *ea = NULL, *result = NULL;
+    Py_buffer out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iOOO:pread_gather", &fd, &starts_o, &ends_o, &out_o)) return NULL;
+    if (PyObject_GetBuffer(out_o, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    sa = as_int64_array(starts_o, "starts");
+    ea = sa ? as_int64_array(ends_o, "ends") : NULL;
+    if (ea) {
+        const npy_intp n = PyArray_SIZE((PyArrayObject *)sa);
+        const int64_t *s = (const int64_t *)PyArray_DATA((PyArrayObject *)sa);
+        const int64_t *e = (const int64_t *)PyArray_DATA((PyArrayObject *)ea);
+        int64_t bad = PyArray_SIZE((PyArrayObject *)ea) != n ? 0 : pread_check(n, s, e, (int64_t)out.len);
+        if (PyArray_SIZE((PyArrayObject *)ea) != n || bad >= 0) {
+            PyErr_Format(PyExc_ValueError, "pread_gather: range %lld is reversed, negative or does not fit "
+                         "the buffer of %zd bytes (the ranges must fill it exactly)", (long long)bad, out.len);
+        } else {
+            int rc;
+            int64_t bad_off = 0;
+            Py_BEGIN_ALLOW_THREADS
+            rc = pread_gather(fd, n, s, e, (char *)out.buf, &bad_off);
+            Py_END_ALLOW_THREADS
+            if (rc > 0) {
+                errno = rc;
+                PyErr_SetFromErrno(PyExc_OSError);
+            } else if (rc < 0) {
+                PyErr_Format(PyExc_OSError, "the file ends before byte %lld", (long long)bad_off);
+            } else {
+                Py_INCREF(Py_None);
+                result = Py_None;
+            }
+        }
+    }
+    Py_XDECREF(sa);
+    Py_XDECREF(ea);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"pread_gather", py_pread_gather, METH_VARARGS,
+     "pread_gather(fd, starts, ends, out): the file's byte ranges [starts[i], ends[i]) read one after "
+     "another into out (which they must fill exactly), without the GIL; OSError when the file ends early."},
     {"_float_kernel", py_float_kernel, METH_VARARGS,
      "_float_kernel(which=None)\n--\n\n"
      "The kernel reading real-valued dense samples: 'sse41', 'sse2' (or 'portable' where neither "

@@ -1,7 +1,8 @@
 """``CNTKTextFormatDeserializer``: the CTF deserializer behind ``CTFDeserializer(...)`` configs.
 
 It indexes the file once (``index.py``; ``cacheIndex`` reuses a cached index), and loads a chunk
-by reading its byte range and parsing it with the C parser (``cntkio._native._ctf``) or, under
+by reading its byte range (``pread``, never a memory map: a file cut short by another process is
+an error naming it, not SIGBUS) and parsing it with the C parser (``cntkio._native._ctf``) or, under
 ``CNTKIO_PURE_PYTHON=1``, the reference parser (``_reference``). Chunk data is columnar
 (``DenseStream``/``SparseStream``). Malformed samples and lines are skipped, logged at traceLevel
 >= 1 and counted against ``maxErrors``; past it, ``MaxErrorsExceeded`` is raised. Each chunk's
@@ -10,7 +11,6 @@ errors are counted once, however often the chunk is loaded (every sweep loads it
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -25,8 +25,8 @@ from ...errors import ConfigError, FormatError, MaxErrorsExceeded
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
-from ..mapped import MappedFile
 from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
+from ..ranges import BytesRanges, FileRanges, Ranges, ScratchPool
 from . import _reference as ref
 from .index import CTFIndex, build_index
 from .undeclared import UndeclaredInputs
@@ -227,7 +227,7 @@ def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple
 
 # ------------------------------------------------------------------------------------------------
 
-class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer):
+class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
     """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
 
     ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
@@ -258,9 +258,7 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._chunk_cache: OrderedDict[int, ChunkData] = OrderedDict()
         self._undeclared = UndeclaredInputs(self.filename, [s.name for s in self.specs],
                                             [s.alias for s in self.specs], self.trace)
-        self._fd: int | None = None
         self._data: bytes | None = None
-        self._map: mmap.mmap | None = None
 
         if not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
@@ -278,8 +276,10 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._check_index(index)
         self.index = index
         self._select(index)
-        if self._data is None:
-            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        # read by ranges (pread; never mapped: a file cut short is then an error naming it)
+        self._src: Ranges = (BytesRanges(self._data, self.filename, what="CTF file") if self._data is not None
+                             else FileRanges(self.filename, what="CTF file"))
+        self._pool = ScratchPool()
         self.trace.info("%s: %d sequences in %d chunks (%s sequence ids), parser %s",
                         self.filename, self._num_kept, len(self._chunks),
                         "with" if index.ids_mode else "without",
@@ -404,19 +404,16 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         return not self.options["chunks_to_cache"]
 
     def read_bytes(self, chunk_id: int):
-        """The chunk's bytes, unparsed: ``(buffer, begin, end)``, the file's mapping and the
-        chunk's byte range in it (read-ahead of that range is requested from the kernel)."""
+        """The chunk's byte range ``(None, begin, end)``, unread: the kernel is asked to read it
+        ahead into its page cache (``posix_fadvise``), and :meth:`read_sequences` reads just the
+        selected sequences' bytes from there. Nothing is mapped or held."""
         a, b, _ = self._chunks[chunk_id]
         begin, end = int(self.index.starts[a]), int(self.index.starts[b])
-        m = self._mapping()
-        _advise(m, begin, end, "MADV_WILLNEED")
-        return m, begin, end
+        self._src.advise(begin, end)
+        return None, begin, end
 
     def release_bytes(self, raw) -> None:
-        """The chunk's range is no longer needed: its pages leave this process's mapping (they
-        stay in the page cache), so resident memory stays bounded by the window."""
-        m, begin, end = raw
-        _advise(m, begin, end, "MADV_DONTNEED")
+        """Nothing to release: :meth:`read_bytes` holds no memory."""
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
         """The sequences ``indices[i]`` of chunks ``chunk_ids[i]`` parsed, in that order, straight
@@ -435,16 +432,18 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         n = len(chunk_ids)
         if n == 0 or not self._chunk_whole[chunk_ids].all():
             return _nothing
-        buf = raw[int(chunk_ids[0])][0]  # every chunk's bytes are the one mapping
         index = self.index
-        if self._data is None:
-            self._check_size()
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
         starts, ends = index.starts[g], index.starts[g + 1]
-        args = (buf, 0, starts, index.first_lines[g], index.ids_mode, self._stream_args,
-                self.options["double"], 1, 0, ends)
+        lengths = ends - starts
+        at = np.zeros(n, np.int64)                 # where each sequence's text lands in buf
+        np.cumsum(lengths[:-1], out=at[1:])
+        buf = self._pool.take(int(at[-1] + lengths[-1]))
+        self._src.read_ranges(starts, ends, buf)   # one pread per run of neighbouring sequences
+        args = (buf, 0, at, index.first_lines[g], index.ids_mode, self._stream_args,
+                self.options["double"], 1, 0, at + lengths)
         start = getattr(self.backend, "parse_chunk_async", None)
-        if start is not None and int((ends - starts).sum()) < _ASYNC_MIN_BYTES:
+        if start is not None and len(buf) < _ASYNC_MIN_BYTES:
             start = None  # a thread costs more than parsing this little text when it is asked for
         job = start(*args) if start is not None else None
         table = SequenceTable(index.keys[g], index.lengths[g])
@@ -452,6 +451,7 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         def finish() -> ChunkData | None:
             outputs, issues, num_warnings, aborted = (job.result() if job is not None
                                                       else self.backend.parse_chunk(*args))
+            self._pool.give(buf)                  # parsed: the outputs hold their own memory
             if issues or num_warnings or aborted:
                 return None
             data = self._assemble(outputs, None, n, table)
@@ -464,29 +464,17 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._undeclared.check(data, seqs, self._text_for_messages, self.index.starts,
                                self.index.first_lines, self.index.keys)
 
-    def _text_for_messages(self):
-        if self._data is None:
-            self._check_size()
-        return self._mapping()
-
-    def _check_size(self) -> None:
-        """Raise FormatError when the file is shorter than when it was indexed (checked before
-        each parse from the mapping: a mapped file cut short would fault, SIGBUS)."""
-        size = os.fstat(self._fd).st_size
-        if size < int(self.index.starts[-1]):
-            raise FormatError("the file changed after it was indexed (it is shorter now)",
-                              file=self.filename, expected=f"{int(self.index.starts[-1])} bytes",
-                              found=f"{size} bytes")
+    def _text_for_messages(self) -> "_RangeText":
+        return _RangeText(self._src)
 
     def _load(self, chunk_id: int) -> ChunkData:
         a, b, kept = self._chunks[chunk_id]
         index = self.index
         starts = index.starts[a:b + 1]
         base, stop = int(starts[0]), int(starts[-1])
-        if self._data is None:
-            self._check_size()
-        mapping = self._mapping()
-        buf = memoryview(mapping)[base:stop]  # parsed in place: no copy of the chunk's bytes
+        raw = self._pool.take(stop - base)
+        self._src.read_into(raw, base)            # the chunk's text, read (not mapped)
+        buf = memoryview(raw)
         try:
             with self._lock:
                 counted = chunk_id in self._chunk_errors
@@ -499,7 +487,7 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
                 self._account(chunk_id, issues, num_warnings, aborted, buf, base)
         finally:
             buf.release()
-            _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
+        self._pool.give(raw)                      # parsed: the outputs hold their own memory
         data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
         self._check_undeclared(data, kept)
         if issues:
@@ -592,15 +580,25 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
                 streams[spec.name] = DenseStream(values, offsets)
         return ChunkData(table, streams)
 
+    def close(self) -> None:
+        """Close the file (chunks already loaded stay valid: they hold their own memory)."""
+        self._src.close()
+
     def __getstate__(self) -> dict:
-        # picklable for worker processes: no file descriptor, lock or module object
-        state = super().__getstate__()
+        # picklable for worker processes: no lock, buffer pool or module object (the file is
+        # opened again by the unpickled ranges)
+        state = self.__dict__.copy()
+        state["_lock"] = state["_pool"] = None
+        state.pop("_key_table_lock", None)
+        state.pop("_key_table_cache", None)
         state["backend"] = self.backend.__name__
         return state
 
     def __setstate__(self, state: dict) -> None:
         import importlib
-        super().__setstate__(state)
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._pool = ScratchPool()
         self.backend = importlib.import_module(state["backend"])
 
     def __repr__(self) -> str:
@@ -618,16 +616,17 @@ def _nothing() -> None:
     return None
 
 
-def _advise(m, begin: int, end: int, advice: str) -> None:
-    """madvise a byte range of an mmap (no-op for other buffers or where unsupported)."""
-    flag = getattr(mmap, advice, None)
-    if flag is None or not isinstance(m, mmap.mmap) or end <= begin:
-        return
-    start = begin - begin % mmap.PAGESIZE
-    try:
-        m.madvise(flag, start, end - start)
-    except (OSError, ValueError):  # advice only
-        pass
+class _RangeText:
+    """The file's text sliced by offsets (``text[a:b]``), each slice read with ``pread``: the few
+    sequences a warning quotes."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, src: Ranges) -> None:
+        self.src = src
+
+    def __getitem__(self, s: slice) -> bytes:
+        return self.src.read(s.start, s.stop - s.start).tobytes()
 
 
 def _array(obj, dtype) -> np.ndarray:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
 import struct
 import tempfile
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._log import get_logger
+from ..ranges import FileRanges
 from . import _reference
 
 __all__ = ["CTFIndex", "build_index", "index_options_digest", "read_cache", "write_cache",
@@ -89,7 +89,8 @@ def chunk_bounds(starts: np.ndarray, limit: int) -> np.ndarray:
 
 def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int, chunk_size: int,
               window: int = SCAN_WINDOW) -> CTFIndex:
-    """Index a file by scanning it in mapped windows of about ``window`` bytes.
+    """Index a file by scanning it in windows of about ``window`` bytes, each read with pread (a
+    file cut short meanwhile is a FileChangedError naming it, never SIGBUS).
 
     Each window ends at a line end; its last sequence may continue in the next window, so it is
     dropped and the next window starts at its first byte (a sequence start is a line with an id,
@@ -97,34 +98,30 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
     the file's; ids mode and encoding come from the first window; chunks are cut over the whole
     file. The result equals one ``scan_index`` over the whole file (tests/test_ctf_index.py).
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    src = FileRanges(path, what="CTF file")
+    try:
+        size = src.size
         if size <= window:
-            if size == 0:
-                return scan(backend, b"", aliases, skip_ids, defining_stream, chunk_size)
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                return scan(backend, m, aliases, skip_ids, defining_stream, chunk_size)
+            return scan(backend, src.read(0, size) if size else b"", aliases, skip_ids, defining_stream, chunk_size)
         parts: list[tuple] = []
         encoding = ids_mode = None
         off = line0 = seq0 = 0
         w = window
         while off < size:
-            base = off - off % mmap.ALLOCATIONGRANULARITY
             end = min(off + w, size)
-            with mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ) as m:
-                view = memoryview(m)[off - base:]
-                try:
-                    last = end == size
-                    cut = len(view) if last else m.rfind(b"\n", off - base) + 1 - (off - base)
-                    if cut <= 0:                   # no line end in the window: widen it
-                        w *= 2
-                        continue
-                    idx = scan(backend, view[:cut], aliases,
-                               skip_ids or ids_mode is False, defining_stream, chunk_size)
-                    if idx.num_sequences == 0:     # only blank or comment lines: count them
-                        blank_lines = int(np.count_nonzero(np.frombuffer(view[:cut], np.uint8) == 10))
-                finally:
-                    view.release()
+            buf = bytearray(end - off)             # read, not mapped: a file cut short is an error
+            src.read_into(buf, off)
+            last = end == size
+            cut = len(buf) if last else buf.rfind(b"\n") + 1
+            if cut <= 0:                           # no line end in the window: widen it
+                w *= 2
+                continue
+            view = memoryview(buf)[:cut]
+            idx = scan(backend, view, aliases, skip_ids or ids_mode is False, defining_stream, chunk_size)
+            if idx.num_sequences == 0:             # only blank or comment lines: count them
+                blank_lines = buf.count(b"\n", 0, cut)
+            view.release()
+            del buf
             if encoding is None:
                 encoding = idx.encoding
                 if encoding >= _reference.ENCODING_UTF16LE:
@@ -150,6 +147,9 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
                 line0 += int(idx.first_lines[keep]) - 1
                 off += int(idx.starts[keep])
             w = window
+    finally:
+        src.close()
+
     def cat(k: int, dt) -> np.ndarray:
         return np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt)
 

@@ -1,0 +1,208 @@
+"""Byte ranges of an input file read with ``pread``: what CBF, CTF and HTK chunk loads read through.
+
+Must never map the file: a mapped page of a file that another process cuts short faults (SIGBUS)
+and ends the process, where a short ``pread`` is a :class:`FileChangedError` naming the file.
+
+The interface is small on purpose, so that another source (an object store, a file kept in
+memory) can stand in for a local file: ``size``, ``read_into(buf, offset)``, ``read(offset, n)``,
+``read_ranges(starts, ends, buf)`` (several ranges one after another into one buffer),
+``advise(begin, end)`` (a range that will be read soon) and ``close()``, picklable (a worker
+process opens the file again). :func:`open_ranges` gives
+:class:`FileRanges` (a local file) or :class:`BytesRanges` (bytes in memory).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Union
+
+import numpy as np
+
+from .._native import native
+from ..errors import FormatError
+
+__all__ = ["FileChangedError", "FileRanges", "BytesRanges", "Ranges", "open_ranges", "ScratchPool"]
+
+_READ_STEP = 1 << 30        # one pread call reads at most this much (Linux caps a call near 2 GiB)
+
+
+class FileChangedError(FormatError, OSError):
+    """The file is shorter than when it was opened (another process cut it or replaced it in
+    place): the read names the file, the byte range and both sizes. Also an OSError, as a short
+    read of a file is."""
+
+
+class FileRanges:
+    """A local file opened once for reading byte ranges (``os.preadv``: no seek, safe from any
+    thread). ``size`` is the size when opened; a range past what the file holds when it is read
+    raises :class:`FileChangedError`."""
+
+    def __init__(self, path: str, *, what: str = "file") -> None:
+        self.path = os.fspath(path)
+        self.what = what
+        self._fd: int | None = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self.size = os.fstat(self._fd).st_size
+
+    def read_into(self, buf, offset: int) -> None:
+        """Fill the writable buffer ``buf`` (any C-contiguous array or bytearray) with the bytes
+        at ``[offset, offset + len(buf))``."""
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self.path}: the {self.what} is closed")
+        view = memoryview(buf).cast("B")
+        n, done = len(view), 0
+        if offset < 0 or offset + n > self.size:
+            raise self._short(offset, n, self.size)
+        while done < n:
+            got = os.preadv(fd, [view[done:done + _READ_STEP]], offset + done)
+            if got <= 0:
+                raise self._short(offset, n, os.fstat(fd).st_size)
+            done += got
+
+    def read(self, offset: int, n: int) -> np.ndarray:
+        """The bytes at ``[offset, offset + n)`` as a new uint8 array."""
+        out = np.empty(n, np.uint8)
+        self.read_into(out, offset)
+        return out
+
+    def read_ranges(self, starts: np.ndarray, ends: np.ndarray, buf) -> None:
+        """Ranges ``[starts[i], ends[i])`` read one after another into ``buf``, which they fill
+        exactly: one ``pread`` per run of ranges that follow each other in the file (in C, without
+        the GIL, where the CTF core is built)."""
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self.path}: the {self.what} is closed")
+        starts = np.ascontiguousarray(starts, np.int64)
+        ends = np.ascontiguousarray(ends, np.int64)
+        if len(ends) and int(ends.max()) > self.size:
+            raise self._short(int(starts[np.argmax(ends)]), int(ends.max() - starts[np.argmax(ends)]), self.size)
+        mod = native("ctf")
+        try:
+            if mod is not None:
+                mod.pread_gather(fd, starts, ends, buf)
+                return
+            view, at = memoryview(buf).cast("B"), 0
+            if int((ends - starts).sum()) != len(view) or (len(starts) and int((ends - starts).min()) < 0):
+                raise ValueError("read_ranges: the ranges must fill the buffer exactly")
+            for a, b in zip(starts.tolist(), ends.tolist()):
+                self.read_into(view[at:at + b - a], a)
+                at += b - a
+        except FileChangedError:
+            raise
+        except OSError as exc:
+            raise self._short(int(starts[0]) if len(starts) else 0, len(memoryview(buf).cast("B")),
+                              os.fstat(fd).st_size) from exc
+
+    def advise(self, begin: int, end: int) -> None:
+        """The range will be read soon: the kernel may read it ahead into its page cache."""
+        if self._fd is not None and end > begin and hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(self._fd, begin, end - begin, os.POSIX_FADV_WILLNEED)
+            except OSError:          # advice only
+                pass
+
+    def _short(self, offset: int, n: int, now: int) -> FileChangedError:
+        if now < self.size:
+            return FileChangedError(f"the {self.what} changed after it was indexed (it is shorter now)", file=self.path,
+                                    offset=offset, expected=f"{self.size} bytes (bytes {offset} to {offset + n} read)",
+                                    found=f"{now} bytes")
+        return FileChangedError(f"a read of the {self.what} runs past its end", file=self.path, offset=offset,
+                                expected=f"bytes {offset} to {offset + n} within its {self.size}",
+                                found=f"{now} bytes")
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_fd"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.path is not None:
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class BytesRanges:
+    """The same interface over bytes held in memory (``keepDataInMemory``)."""
+
+    def __init__(self, data: bytes, path: str = "<memory>", *, what: str = "file") -> None:
+        self.path, self.what, self._data, self.size = path, what, data, len(data)
+
+    def read_into(self, buf, offset: int) -> None:
+        view = memoryview(buf).cast("B")
+        if offset < 0 or offset + len(view) > self.size:
+            raise FileChangedError(f"a read of the {self.what} runs past its end", file=self.path, offset=offset,
+                                   expected=f"bytes {offset} to {offset + len(view)} within its {self.size}",
+                                   found=f"{self.size} bytes")
+        view[:] = memoryview(self._data)[offset:offset + len(view)]
+
+    def read(self, offset: int, n: int) -> np.ndarray:
+        out = np.empty(n, np.uint8)
+        self.read_into(out, offset)
+        return out
+
+    def read_ranges(self, starts: np.ndarray, ends: np.ndarray, buf) -> None:
+        view, at = memoryview(buf).cast("B"), 0
+        if int((np.asarray(ends) - np.asarray(starts)).sum()) != len(view):
+            raise ValueError("read_ranges: the ranges must fill the buffer exactly")
+        for a, b in zip(np.asarray(starts).tolist(), np.asarray(ends).tolist()):
+            self.read_into(view[at:at + b - a], a)
+            at += b - a
+
+    def advise(self, begin: int, end: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+Ranges = Union[FileRanges, BytesRanges]
+
+
+def open_ranges(path: str, *, in_memory: bool = False, what: str = "file") -> Ranges:
+    """The file ``path`` read by ranges: from the file (pread), or read whole into memory once."""
+    if in_memory:
+        with open(path, "rb") as f:
+            return BytesRanges(f.read(), os.fspath(path), what=what)
+    return FileRanges(path, what=what)
+
+
+class ScratchPool:
+    """Reused uint8 buffers for chunk reads that nothing keeps: fresh memory costs a page fault and
+    the kernel's zeroing per page, more than the read itself. ``take(n)`` gives an array of exactly
+    ``n`` bytes (a view of a pooled buffer of at most twice that, or new memory); ``give(a)`` returns
+    it once nothing views it any more. At most ``count`` buffers and ``limit`` bytes are kept."""
+
+    def __init__(self, count: int = 4, limit: int = 256 << 20) -> None:
+        self.count, self.limit = count, limit
+        self._free: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> np.ndarray:
+        with self._lock:
+            best = None
+            for i, b in enumerate(self._free):
+                if n <= len(b) <= 2 * n + (1 << 20) and (best is None or len(b) < len(self._free[best])):
+                    best = i
+            buf = self._free.pop(best) if best is not None else None
+        if buf is None:
+            buf = np.empty(max(n, 1), np.uint8)
+        return buf[:n]
+
+    def give(self, a: np.ndarray) -> None:
+        base = a.base if isinstance(a.base, np.ndarray) else a
+        if not isinstance(base, np.ndarray) or base.base is not None:
+            return
+        with self._lock:
+            if len(self._free) < self.count and sum(len(b) for b in self._free) + len(base) <= self.limit:
+                self._free.append(base)
