@@ -43,6 +43,12 @@ class FileRanges:
         self._fd: int | None = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         self.size = os.fstat(self._fd).st_size
 
+    def fileno(self) -> int:
+        """The open file's descriptor (ValueError once closed)."""
+        if self._fd is None:
+            raise ValueError(f"{self.path}: the {self.what} is closed")
+        return self._fd
+
     def read_into(self, buf, offset: int) -> None:
         """Fill the writable buffer ``buf`` (any C-contiguous array or bytearray) with the bytes
         at ``[offset, offset + len(buf))``."""

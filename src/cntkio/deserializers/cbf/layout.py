@@ -237,6 +237,11 @@ def chunk_lengths(src, header: CBFHeader, c: int, file: str) -> np.ndarray:
     off, n = int(header.offsets[c]), int(header.num_sequences[c])
     lengths = _ranges(src, file).read(off, 4 * n).view("<u4").astype(np.int64)
     total = int(lengths.sum())
+    room = (int(header.ends[c]) - off) // 4 - n
+    if total > room:      # every sample takes a word at least (of its longest stream): no file holds more
+        raise _err(file, f"chunk {c}: the per-sequence sample counts do not fit in the chunk's bytes",
+                   offset=off, expected=f"at most {room} samples in all (one 4-byte word each at least)",
+                   found=f"{total} samples")
     if total != int(header.num_samples[c]):
         raise _err(file, f"chunk {c}: the counts do not add up: the chunk table's sample count "
                    "differs from the sum of the chunk's per-sequence sample counts", offset=off,

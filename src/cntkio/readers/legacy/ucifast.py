@@ -254,8 +254,10 @@ class UCIFastDeserializer(DeserializerBase):
         self.trace_level = trace_level
         self._cache = None
         cache_conf = config.get("cache")
-        #: cacheViews = true: minibatches of the cache may be read-only views of its map
+        #: cacheViews = true: minibatches of the cache may be read-only views of its map;
+        #: cacheMaps = true: runs of it copy-on-write maps (both: the file mapped, opted in to)
         self._cache_views = bool(cache_conf and cache_conf.get("views"))
+        self._cache_maps = bool(cache_conf and cache_conf.get("maps"))
         if cache_conf:
             from .binary import open_or_build_cache
             self._cache = open_or_build_cache(self, cache_conf)
@@ -317,7 +319,7 @@ class UCIFastDeserializer(DeserializerBase):
         readers: dict = {}
         if self._cache is not None:
             a, b = int(self._first_key[chunk_id]), int(self._first_key[chunk_id + 1])
-            arrays, invalid, readers = self._cache.records_slice(a, b, self._cache_views)
+            arrays, invalid, readers = self._cache.records_slice(a, b, self._cache_views, self._cache_maps)
         else:
             arrays, invalid = self.parse_chunk(chunk_id)
         offsets = np.arange(len(table) + 1, dtype=np.int64)
