@@ -58,7 +58,7 @@ def htk_cases(tmp):
     good.write_bytes(struct.pack(">iihh", 4, 100000, 12, 9) + frames.tobytes())
     big = tmp / "big.htk"                  # 2^31 - 1 frames of 32764 bytes claimed, 4 frames there
     big.write_bytes(struct.pack(">iihh", 0x7FFFFFFF, 100000, 32764, 9) + frames.tobytes())
-    scps = {"claimed_frames": f"u0=big.htk\n", "range": "u0=a.htk[0,4294967295]\n",
+    scps = {"claimed_frames": "u0=big.htk\n", "range": "u0=a.htk[0,4294967295]\n",
             "ranges": "".join(f"u{i}=a.htk[0,{2**40 + i}]\n" for i in range(50))}
     out = {}
     for name, text in scps.items():
