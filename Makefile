@@ -33,7 +33,7 @@ fuzz-campaign:
 
 # Files cut short while a reader reads them: 100 trials per format (docs/reliability.md).
 truncation-campaign:
-	$(PYTHON) tests/faults/truncation.py --trials 100
+	$(PYTHON) tests/fuzz/truncate_trials.py --trials 100
 
 $(ASAN_DIR)/ctf_fuzz: tests/fuzz/ctf_fuzz_main.c $(CTF_CORE)
 	mkdir -p $(ASAN_DIR)

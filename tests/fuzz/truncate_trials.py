@@ -14,6 +14,7 @@ Formats (each trial a fresh copy of the format's data, read by a child process):
 * ``image-zip``: PNG images in a zip archive, the ImageDeserializer's ``archive.zip@/member`` paths;
 * ``cache``: a UCIFastReader binary cache read by ``BinaryReader``'s deserializer in chunks of 500
   records, randomized and not;
+* ``uci``: UCIFastReader text (no cache), chunks of 256 KiB;
 * ``ctf``: a CTF file of 256 KiB chunks, randomized (random access) and not.
 
 The child reads up to 200 sweeps and signals when it has read its first minibatch; the parent waits 0 to 300 ms more, cuts
@@ -42,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
-FORMATS = ("cbf", "htk-frame", "htk-seq", "htk-context", "image-zip", "cache", "ctf")
+FORMATS = ("cbf", "htk-frame", "htk-seq", "htk-context", "image-zip", "cache", "uci", "ctf")
 HANG_SECONDS = 30
 SWEEPS = 200         # the reader goes on well past the cut (the cut may spare what it reads)
 
@@ -98,13 +99,15 @@ def make_data(fmt: str, folder: str, scale: float = 1.0) -> str:
         with open(os.path.join(folder, "map.txt"), "w") as f:
             f.write("".join(lines))
         return zpath
-    if fmt == "cache":
+    if fmt in ("cache", "uci"):
         from cntkio.legacy import DataReader
         rows = rng.integers(0, 256, (int(6000 * scale), 201))
         rows[:, 0] = rng.integers(0, 10, len(rows))
         text = os.path.join(folder, "uci.txt")
         with open(text, "w") as f:
             f.write("".join(" ".join(map(str, r)) + "\n" for r in rows.tolist()))
+        if fmt == "uci":
+            return text
         DataReader(_uci_section(folder)).destroy()           # writes the cache
         return os.path.join(folder, "uci.bin")
     raise ValueError(fmt)
@@ -143,6 +146,13 @@ def _source(fmt: str, folder: str, variant: int):
     if fmt == "cache":
         return MinibatchSource({"type": "BinaryReaderDeserializer", "file": os.path.join(folder, "uci.bin"),
                                 "recordsPerChunk": 500}, max_sweeps=SWEEPS, randomize=bool(variant % 2))
+    if fmt == "uci":
+        from cntkio.readers import build_reader
+        sec = _uci_section(folder)
+        for k in ("writerType", "wfile"):
+            del sec[k]
+        sec["chunkSizeInBytes"] = str(1 << 18)
+        return build_reader(sec, max_sweeps=SWEEPS)
     raise ValueError(fmt)
 
 

@@ -1,6 +1,6 @@
 """A file cut short under its reader ends the read with an error naming the file, never with a
 signal: one trial per format (CBF, HTK archives in frame, sequence and context-window modes, a zip
-of images, the legacy binary cache, CTF), the file cut to half its size once the reader is built
+of images, the legacy binary cache, UCIFastReader text, CTF), the file cut to half its size once the reader is built
 (its index read), before it reads data, so that the cut is met on every run. The campaign (100
 trials a format, random cuts at random moments of the reading; on the code before issue 30 the
 HTK, cache and CTF trials died of SIGBUS) is ``python tests/fuzz/truncate_trials.py --trials 100``

@@ -43,6 +43,7 @@ from ..._log import get_logger
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...deserializers.base import DeserializerBase
 from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable
+from ...deserializers.ranges import FileRanges
 from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
@@ -266,9 +267,14 @@ class UCIFastDeserializer(DeserializerBase):
             cache_bytes = self.chunk_bytes if "chunkSizeInBytes" in config else DEFAULT_CHUNK_SIZE_IN_BYTES
             self._chunks = self._cache.chunk_table(self.records_per_chunk, cache_bytes)
         else:
-            self._buf = _map(self.file)
-            b, e, c, f = index_records(self._buf, self.records_per_chunk, self.chunk_bytes)
+            buf = _map(self.file)          # indexed once; the chunks are then read with pread
+            try:
+                b, e, c, f = index_records(buf, self.records_per_chunk, self.chunk_bytes)
+            finally:
+                if not isinstance(buf, bytes):
+                    buf.close()
             self._chunks = (b, e, c, f)
+            self._src = FileRanges(self.file, what="UCIFastReader file")
         counts = self._chunks[2]
         self._first_key = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=self._first_key[1:])
@@ -331,9 +337,13 @@ class UCIFastDeserializer(DeserializerBase):
         return ChunkData(table, streams, invalid if invalid is not None and invalid.any() else None)
 
     def parse_chunk(self, chunk_id: int, buf: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """Chunk ``chunk_id`` of the text: ``({stream: [n, out_dim]}, invalid[n])``."""
-        buf = self._buf if buf is None else buf
+        """Chunk ``chunk_id`` of the text: ``({stream: [n, out_dim]}, invalid[n])``, read with
+        ``pread`` (a file cut short meanwhile is a FileChangedError naming it, never SIGBUS), or
+        cut out of ``buf`` (the whole text) when given."""
         b, e, n, f = (int(x[chunk_id]) for x in self._chunks)
+        if buf is None:
+            buf = self._src.read(b, e - b)
+            b, e = 0, e - b
         values = {name: np.zeros((n, w), self.dtype) for name, w in self._outputs}
         spans = np.zeros((n, self._nspan, 2), np.int64)
         bad = np.zeros(n, np.uint8)
@@ -376,12 +386,9 @@ class UCIFastDeserializer(DeserializerBase):
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
-        buf = getattr(self, "_buf", None)
-        if buf is not None and not isinstance(buf, bytes):
-            try:
-                buf.close()
-            except BufferError:       # a chunk's view still alive: the map closes with it
-                pass
+        src = getattr(self, "_src", None)
+        if src is not None:
+            src.close()
 
 
 def _record_lines(buf: Any, begin: int, end: int, first_line: int, records: np.ndarray) -> list[int]:
