@@ -56,6 +56,7 @@ import numpy as np
 from ..._log import get_logger
 from ...deserializers.ranges import FileChangedError, FileRanges
 from ...errors import ConfigError
+from .binstats import STAT_NAMES, Stats as _Stats, section_stats
 
 __all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", "write_binary", "write_binaries",
            "open_or_build_cache", "CacheError", "section_stats", "rows_reader", "SectionMap", "MAP_MIN_BYTES",
@@ -81,7 +82,6 @@ _live_lock = threading.Lock()
 def _unmapped() -> None:
     with _live_lock:
         _live_maps[0] -= 1
-STAT_NAMES = ("sum", "count", "mean", "variance", "stdDev", "max", "min", "range", "rootMeanSquare")
 
 
 class CacheError(ConfigError):
@@ -90,13 +90,6 @@ class CacheError(ConfigError):
 
 def _align(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
-def section_stats(values: np.ndarray) -> dict[str, list[float]]:
-    """The spec's ``Stats`` of ``values[records, dim]``, per column."""
-    stats = _Stats(int(np.prod(np.shape(values)[1:])))
-    stats.add(values)
-    return stats.result()
 
 
 class BinaryFile:
@@ -275,38 +268,6 @@ class BinaryFile:
                 mm.close()
             except BufferError:          # a view still alive; the map closes with it
                 pass
-
-
-class _Stats:
-    """The spec's statistics accumulated chunk by chunk (float64 sums, no copy of the section)."""
-
-    def __init__(self, dim: int) -> None:
-        self.n = 0
-        self.s = np.zeros(dim)
-        self.ss = np.zeros(dim)
-        self.mx = np.full(dim, -np.inf)
-        self.mn = np.full(dim, np.inf)
-
-    def add(self, values: np.ndarray) -> None:
-        v = np.asarray(values, np.float64).reshape(len(values), -1)
-        if not len(v):
-            return
-        self.n += len(v)
-        self.s += v.sum(0)
-        self.ss += (v * v).sum(0)
-        np.maximum(self.mx, v.max(0), out=self.mx)
-        np.minimum(self.mn, v.min(0), out=self.mn)
-
-    def result(self) -> dict[str, list[float]]:
-        if self.n == 0:
-            zero = [0.0] * len(self.s)
-            return {k: zero for k in STAT_NAMES}
-        mean = self.s / self.n
-        var = np.maximum(self.ss / self.n - mean * mean, 0.0)
-        return {"sum": self.s.tolist(), "count": [float(self.n)] * len(self.s), "mean": mean.tolist(),
-                "variance": var.tolist(), "stdDev": np.sqrt(var).tolist(), "max": self.mx.tolist(),
-                "min": self.mn.tolist(), "range": (self.mx - self.mn).tolist(),
-                "rootMeanSquare": np.sqrt(self.ss / self.n).tolist()}
 
 
 class BinaryFileWriter:
