@@ -21,7 +21,7 @@ import numpy as np
 from .._native import native
 from ..errors import FormatError
 
-__all__ = ["FileChangedError", "FileRanges", "BytesRanges", "Ranges", "open_ranges", "ScratchPool"]
+__all__ = ["FileChangedError", "FileRanges", "BytesRanges", "Ranges", "open_ranges", "ScratchPool", "SCRATCH"]
 
 _READ_STEP = 1 << 30        # one pread call reads at most this much (Linux caps a call near 2 GiB)
 
@@ -212,3 +212,8 @@ class ScratchPool:
         with self._lock:
             if len(self._free) < self.count and sum(len(b) for b in self._free) + len(base) <= self.limit:
                 self._free.append(base)
+
+
+#: the process's pool of chunk-read buffers, shared by every reader (a new reader's first chunk
+#: then reuses what an earlier one read into)
+SCRATCH = ScratchPool(count=8, limit=256 << 20)

@@ -25,7 +25,7 @@ from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseStream
-from ..ranges import ScratchPool, open_ranges
+from ..ranges import SCRATCH, open_ranges
 from .layout import CBFHeader, chunk_lengths, chunk_words, gather_words, read_header, walk_chunk
 
 __all__ = ["CNTKBinaryFormatDeserializer", "parse_options"]
@@ -97,7 +97,6 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
             raise IsADirectoryError(21, f"CBF input is a directory, not a file: {self.filename!r}",
                                     self.filename)
         self._src = open_ranges(self.filename, in_memory=o["keep_in_memory"], what="CBF file")
-        self._pool = ScratchPool()
         self.header: CBFHeader = read_header(self._src, self.filename)
         self._size = self.header.size
         self._names = self._output_names()
@@ -172,7 +171,7 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
         of it). Thread-safe (no shared state is written)."""
         c = self._chunk_ids[chunk_id]
         h = self.header
-        raw = self._pool.take(int(h.ends[c]) - int(h.offsets[c]))
+        raw = SCRATCH.take(int(h.ends[c]) - int(h.offsets[c]))
         words = chunk_words(self._src, h, c, self.filename, raw)
         lengths = words[:int(h.num_sequences[c])].astype(np.int64)
         lay = walk_chunk(words, h, c, lengths, self.filename, self.fuse_sparse)
@@ -202,7 +201,7 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
         for v in views:                # read-only, as any chunk's arrays (the engine may share them)
             v.flags.writeable = False
         if not views:
-            self._pool.give(raw)       # nothing views the chunk's bytes: the next load reuses them
+            SCRATCH.give(raw)          # nothing views the chunk's bytes: the next load reuses them
         return ChunkData(self._tables[chunk_id], streams)
 
     def _dense(self, words: np.ndarray, st, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -274,15 +273,6 @@ class CNTKBinaryFormatDeserializer(DeserializerBase):
     def close(self) -> None:
         """Close the file (arrays already delivered stay valid: they hold their own memory)."""
         self._src.close()
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_pool"] = None                   # a worker process reads into buffers of its own
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._pool = ScratchPool()
 
     def __repr__(self) -> str:
         return f"CNTKBinaryFormatDeserializer({self.filename!r})"

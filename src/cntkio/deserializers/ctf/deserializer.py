@@ -26,7 +26,7 @@ from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
 from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
-from ..ranges import BytesRanges, FileRanges, Ranges, ScratchPool
+from ..ranges import SCRATCH, BytesRanges, FileRanges, Ranges
 from . import _reference as ref
 from .index import CTFIndex, build_index
 from .undeclared import UndeclaredInputs
@@ -279,7 +279,6 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         # read by ranges (pread; never mapped: a file cut short is then an error naming it)
         self._src: Ranges = (BytesRanges(self._data, self.filename, what="CTF file") if self._data is not None
                              else FileRanges(self.filename, what="CTF file"))
-        self._pool = ScratchPool()
         self.trace.info("%s: %d sequences in %d chunks (%s sequence ids), parser %s",
                         self.filename, self._num_kept, len(self._chunks),
                         "with" if index.ids_mode else "without",
@@ -438,7 +437,7 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         lengths = ends - starts
         at = np.zeros(n, np.int64)                 # where each sequence's text lands in buf
         np.cumsum(lengths[:-1], out=at[1:])
-        buf = self._pool.take(int(at[-1] + lengths[-1]))
+        buf = SCRATCH.take(int(at[-1] + lengths[-1]))
         self._src.read_ranges(starts, ends, buf)   # one pread per run of neighbouring sequences
         args = (buf, 0, at, index.first_lines[g], index.ids_mode, self._stream_args,
                 self.options["double"], 1, 0, at + lengths)
@@ -451,7 +450,7 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         def finish() -> ChunkData | None:
             outputs, issues, num_warnings, aborted = (job.result() if job is not None
                                                       else self.backend.parse_chunk(*args))
-            self._pool.give(buf)                  # parsed: the outputs hold their own memory
+            SCRATCH.give(buf)                  # parsed: the outputs hold their own memory
             if issues or num_warnings or aborted:
                 return None
             data = self._assemble(outputs, None, n, table)
@@ -472,7 +471,7 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         index = self.index
         starts = index.starts[a:b + 1]
         base, stop = int(starts[0]), int(starts[-1])
-        raw = self._pool.take(stop - base)
+        raw = SCRATCH.take(stop - base)
         self._src.read_into(raw, base)            # the chunk's text, read (not mapped)
         buf = memoryview(raw)
         try:
@@ -487,7 +486,7 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
                 self._account(chunk_id, issues, num_warnings, aborted, buf, base)
         finally:
             buf.release()
-        self._pool.give(raw)                      # parsed: the outputs hold their own memory
+        SCRATCH.give(raw)                      # parsed: the outputs hold their own memory
         data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
         self._check_undeclared(data, kept)
         if issues:
@@ -585,10 +584,10 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         self._src.close()
 
     def __getstate__(self) -> dict:
-        # picklable for worker processes: no lock, buffer pool or module object (the file is
+        # picklable for worker processes: no lock or module object (the file is
         # opened again by the unpickled ranges)
         state = self.__dict__.copy()
-        state["_lock"] = state["_pool"] = None
+        state["_lock"] = None
         state.pop("_key_table_lock", None)
         state.pop("_key_table_cache", None)
         state["backend"] = self.backend.__name__
@@ -598,7 +597,6 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         import importlib
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._pool = ScratchPool()
         self.backend = importlib.import_module(state["backend"])
 
     def __repr__(self) -> str:
