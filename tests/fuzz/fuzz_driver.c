@@ -9,7 +9,8 @@
  * 2^32 - 1, 2^63, ...), added to or subtracted from, spans inserted, deleted, duplicated or
  * copied from another seed, truncation) until N inputs (seeds included) or S seconds, whichever
  * comes first. Each input is copied into a heap block of exactly its size, so a read past it is an
- * AddressSanitizer report. An input running longer than T seconds (default 5) is a hang. On a
+ * AddressSanitizer report. An input taking more than T seconds (default 5) of CPU time is a hang
+ * (CPU time, not wall time: on a loaded machine a fair input may wait longer than that). On a
  * sanitizer report, an abort or a hang the input is written to D (default .) as
  * crash-<format>-<n> or hang-<format>-<n> and the driver exits non-zero. At the end it prints
  * "<format>: N inputs (M seeds) in S s, no problem found".
@@ -76,7 +77,7 @@ static void on_death(void) { save("crash"); }
 static void on_alarm(int sig)
 {
     (void)sig;
-    fprintf(stderr, "%s: HANG: an input ran past the timeout\n", FUZZ_NAME);
+    fprintf(stderr, "%s: HANG: an input ran past the timeout (CPU time)\n", FUZZ_NAME);
     save("hang");
     _exit(3);
 }
@@ -280,7 +281,7 @@ int main(int argc, char **argv)
 #ifdef HAVE_DEATH_CALLBACK
     __sanitizer_set_death_callback(on_death);
 #endif
-    signal(SIGALRM, on_alarm);
+    signal(SIGPROF, on_alarm);
     signal(SIGABRT, on_abort);
     struct itimerval limit = {{0, 0}, {timeout, 0}}, off = {{0, 0}, {0, 0}};
     size_t cap = 0;
@@ -290,17 +291,17 @@ int main(int argc, char **argv)
     uint8_t *buf = malloc(cap);
     const double t0 = now();
     for (size_t i = 0; i < nseeds; i++) {
-        setitimer(ITIMER_REAL, &limit, NULL);
+        setitimer(ITIMER_PROF, &limit, NULL);
         run(seeds[i].data, seeds[i].size);
     }
     while ((!max_runs || inputs < max_runs) && (seconds <= 0 || now() - t0 < seconds) && (max_runs || seconds > 0)) {
         const seed_t *s = &seeds[rnd() % nseeds];
         memcpy(buf, s->data, s->size);
         size_t len = mutate(buf, s->size, cap);
-        setitimer(ITIMER_REAL, &limit, NULL);
+        setitimer(ITIMER_PROF, &limit, NULL);
         run(buf, len);
     }
-    setitimer(ITIMER_REAL, &off, NULL);
+    setitimer(ITIMER_PROF, &off, NULL);
     printf("%s: %llu inputs (%zu seeds) in %.1f s, no problem found\n", FUZZ_NAME, inputs, nseeds, now() - t0);
     free(buf);
     return 0;

@@ -199,9 +199,11 @@ static void gather(const uint8_t *d, size_t n)
         out_len = pick(d, n, total + 1);
     }
     const int64_t bad = pread_check(m, starts, ends, out_len);
-    if (bad >= 0)
+    if (bad >= 0 || out_len > ((int64_t)1 << 24))    /* (the glue's buffer is the caller's: none so large here) */
         return;
     char *out = malloc((size_t)out_len + 1);
+    if (!out)
+        return;
     int64_t bad_off = -1;
     const int rc = pread_gather(mfd, m, starts, ends, out, &bad_off);
     int64_t at = 0, past = 0;
