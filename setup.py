@@ -7,8 +7,7 @@ COMMON = dict(include_dirs=[np.get_include()], extra_compile_args=["-std=c11", "
 
 setup(ext_modules=[
     Extension("cntkio._native._ctf", ["src/cntkio/_native/ctf.c"],
-              depends=["src/cntkio/_native/ctf_core.h", "src/cntkio/_native/ctf_number.h",
-                       "src/cntkio/_native/pread_core.h"], **COMMON),
+              depends=["src/cntkio/_native/ctf_core.h", "src/cntkio/_native/ctf_number.h"], **COMMON),
     Extension("cntkio._native._rand", ["src/cntkio/_native/rand.c"],
               depends=["src/cntkio/_native/rand_core.h"], **COMMON),
     Extension("cntkio._native._uci", ["src/cntkio/_native/uci.c"],

@@ -9,24 +9,17 @@
  * and a swapped copy must equal the bytes reversed. Rows of context windows over the copied
  * frames go through htk_check_rows and htk_gather_rows (float32 and float64 outputs), and uint16
  * lookups through htk_check_u16. As MLF text: its lines (and raw or edge ranges) go through
- * htk_check_lines and htk_mlf_tokens, whose tokens must lie inside their line. The same frame
- * ranges (and hostile ones) as byte ranges of the file go through pread_check and, where accepted,
- * pread_gather from an in-memory file holding the input (a memfd), whole or cut short: the bytes
- * read must be the input's, and a range past the cut end must be reported, never read.
+ * htk_check_lines and htk_mlf_tokens, whose tokens must lie inside their line.
  *
  * Built with libFuzzer (clang -fsanitize=fuzzer,address,undefined) or with tests/fuzz/fuzz_driver.c
  * (gcc); see tests/fuzz/run_fuzz.py and `make asan-test`.
  */
-#define _GNU_SOURCE 1
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "htk_core.h"
-#include "pread_core.h"
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \
@@ -171,56 +164,6 @@ static void features(const uint8_t *d, size_t n)
     free(src);
 }
 
-static int mfd = -1;
-
-static void gather(const uint8_t *d, size_t n)
-{
-    if (mfd < 0 && (mfd = memfd_create("fuzz_htk", 0)) < 0)
-        return;
-    const int64_t cut = rnd() % 3 == 0 && n ? (int64_t)(rnd() % n) : (int64_t)n;   /* the file cut short */
-    if (ftruncate(mfd, 0) != 0 || (cut && pwrite(mfd, d, (size_t)cut, 0) != cut))
-        return;
-    int64_t starts[6], ends[6], total = 0;
-    const int64_t m = 1 + (int64_t)(rnd() % 6);
-    for (int64_t i = 0; i < m; i++) {
-        starts[i] = n ? (int64_t)(rnd() % n) : 0;
-        ends[i] = starts[i] + ((int64_t)n - starts[i] ? (int64_t)(rnd() % (uint64_t)((int64_t)n - starts[i] + 1)) : 0);
-        if (i && rnd() % 3 == 0) {                        /* a run that follows the last range */
-            starts[i] = ends[i - 1];
-            if (ends[i] < starts[i]) ends[i] = starts[i];
-        }
-        total += ends[i] - starts[i];
-    }
-    int64_t out_len = total;
-    if (rnd() % 4 == 0) {                                 /* hostile */
-        int64_t i = (int64_t)(rnd() % (uint64_t)m);
-        starts[i] = pick(d, n, (int64_t)n);
-        ends[i] = pick(d, n, (int64_t)n);
-        out_len = pick(d, n, total + 1);
-    }
-    const int64_t bad = pread_check(m, starts, ends, out_len);
-    if (bad >= 0 || out_len > ((int64_t)1 << 24))    /* (the glue's buffer is the caller's: none so large here) */
-        return;
-    char *out = malloc((size_t)out_len + 1);
-    if (!out)
-        return;
-    int64_t bad_off = -1;
-    const int rc = pread_gather(mfd, m, starts, ends, out, &bad_off);
-    int64_t at = 0, past = 0;
-    for (int64_t i = 0; i < m; i++)
-        past |= ends[i] > starts[i] && ends[i] > cut;       /* (an empty range reads nothing) */
-    CHECK(rc == 0 || rc == -1);
-    CHECK((rc == -1) == (past != 0));                     /* a range past the end is reported */
-    if (rc == 0)
-        for (int64_t i = 0; i < m; i++) {
-            CHECK(memcmp(out + at, d + starts[i], (size_t)(ends[i] - starts[i])) == 0);
-            at += ends[i] - starts[i];
-        }
-    else
-        CHECK(bad_off >= 0 && bad_off >= cut);
-    free(out);
-}
-
 static void mlf(const uint8_t *d, size_t n)
 {
     int64_t A[64], B[64], m = 0;
@@ -263,6 +206,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int round = 0; round < 4; round++)
         features(data, size);
     mlf(data, size);
-    gather(data, size);
     return 0;
 }

@@ -15,7 +15,6 @@
 #include <numpy/arrayobject.h>
 
 #include "ctf_core.h"
-#include "pread_core.h"
 
 #if !defined(_WIN32)
 #include <pthread.h>
@@ -586,53 +585,7 @@ static PyObject *py_float_kernel(PyObject *self, PyObject *args) {
 #endif
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* pread_gather                                                                                */
-
-static PyObject *py_pread_gather(PyObject *self, PyObject *args) {
-    int fd;
-    PyObject *starts_o, *ends_o, *out_o, *sa = NULL, *ea = NULL, *result = NULL;
-    Py_buffer out;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "iOOO:pread_gather", &fd, &starts_o, &ends_o, &out_o)) return NULL;
-    if (PyObject_GetBuffer(out_o, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    sa = as_int64_array(starts_o, "starts");
-    ea = sa ? as_int64_array(ends_o, "ends") : NULL;
-    if (ea) {
-        const npy_intp n = PyArray_SIZE((PyArrayObject *)sa);
-        const int64_t *s = (const int64_t *)PyArray_DATA((PyArrayObject *)sa);
-        const int64_t *e = (const int64_t *)PyArray_DATA((PyArrayObject *)ea);
-        int64_t bad = PyArray_SIZE((PyArrayObject *)ea) != n ? 0 : pread_check(n, s, e, (int64_t)out.len);
-        if (PyArray_SIZE((PyArrayObject *)ea) != n || bad >= 0) {
-            PyErr_Format(PyExc_ValueError, "pread_gather: range %lld is reversed, negative or does not fit "
-                         "the buffer of %zd bytes (the ranges must fill it exactly)", (long long)bad, out.len);
-        } else {
-            int rc;
-            int64_t bad_off = 0;
-            Py_BEGIN_ALLOW_THREADS
-            rc = pread_gather(fd, n, s, e, (char *)out.buf, &bad_off);
-            Py_END_ALLOW_THREADS
-            if (rc > 0) {
-                errno = rc;
-                PyErr_SetFromErrno(PyExc_OSError);
-            } else if (rc < 0) {
-                PyErr_Format(PyExc_OSError, "the file ends before byte %lld", (long long)bad_off);
-            } else {
-                Py_INCREF(Py_None);
-                result = Py_None;
-            }
-        }
-    }
-    Py_XDECREF(sa);
-    Py_XDECREF(ea);
-    PyBuffer_Release(&out);
-    return result;
-}
-
 static PyMethodDef methods[] = {
-    {"pread_gather", py_pread_gather, METH_VARARGS,
-     "pread_gather(fd, starts, ends, out): the file's byte ranges [starts[i], ends[i]) read one after "
-     "another into out (which they must fill exactly), without the GIL; OSError when the file ends early."},
     {"_float_kernel", py_float_kernel, METH_VARARGS,
      "_float_kernel(which=None)\n--\n\n"
      "The kernel reading real-valued dense samples: 'sse41', 'sse2' (or 'portable' where neither "

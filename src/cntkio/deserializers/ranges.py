@@ -4,10 +4,8 @@ Must never map the file: a mapped page of a file that another process cuts short
 and ends the process, where a short ``pread`` is a :class:`FileChangedError` naming the file.
 
 The interface is small on purpose, so that another source (an object store, a file kept in
-memory) can stand in for a local file: ``size``, ``read_into(buf, offset)``, ``read(offset, n)``,
-``read_ranges(starts, ends, buf)`` (several ranges one after another into one buffer),
-``advise(begin, end)`` (a range that will be read soon) and ``close()``, picklable (a worker
-process opens the file again). :func:`open_ranges` gives
+memory) can stand in for a local file: ``size``, ``read_into(buf, offset)``, ``read(offset, n)``
+and ``close()``, picklable (a worker process opens the file again). :func:`open_ranges` gives
 :class:`FileRanges` (a local file) or :class:`BytesRanges` (bytes in memory).
 """
 from __future__ import annotations
@@ -18,7 +16,6 @@ from typing import Union
 
 import numpy as np
 
-from .._native import native
 from ..errors import FormatError
 
 __all__ = ["FileChangedError", "FileRanges", "BytesRanges", "Ranges", "open_ranges", "ScratchPool", "SCRATCH"]
@@ -71,42 +68,6 @@ class FileRanges:
         self.read_into(out, offset)
         return out
 
-    def read_ranges(self, starts: np.ndarray, ends: np.ndarray, buf) -> None:
-        """Ranges ``[starts[i], ends[i])`` read one after another into ``buf``, which they fill
-        exactly: one ``pread`` per run of ranges that follow each other in the file (in C, without
-        the GIL, where the CTF core is built)."""
-        fd = self._fd
-        if fd is None:
-            raise ValueError(f"{self.path}: the {self.what} is closed")
-        starts = np.ascontiguousarray(starts, np.int64)
-        ends = np.ascontiguousarray(ends, np.int64)
-        if len(ends) and int(ends.max()) > self.size:
-            raise self._short(int(starts[np.argmax(ends)]), int(ends.max() - starts[np.argmax(ends)]), self.size)
-        mod = native("ctf")
-        try:
-            if mod is not None:
-                mod.pread_gather(fd, starts, ends, buf)
-                return
-            view, at = memoryview(buf).cast("B"), 0
-            if int((ends - starts).sum()) != len(view) or (len(starts) and int((ends - starts).min()) < 0):
-                raise ValueError("read_ranges: the ranges must fill the buffer exactly")
-            for a, b in zip(starts.tolist(), ends.tolist()):
-                self.read_into(view[at:at + b - a], a)
-                at += b - a
-        except FileChangedError:
-            raise
-        except OSError as exc:
-            raise self._short(int(starts[0]) if len(starts) else 0, len(memoryview(buf).cast("B")),
-                              os.fstat(fd).st_size) from exc
-
-    def advise(self, begin: int, end: int) -> None:
-        """The range will be read soon: the kernel may read it ahead into its page cache."""
-        if self._fd is not None and end > begin and hasattr(os, "posix_fadvise"):
-            try:
-                os.posix_fadvise(self._fd, begin, end - begin, os.POSIX_FADV_WILLNEED)
-            except OSError:          # advice only
-                pass
-
     def _short(self, offset: int, n: int, now: int) -> FileChangedError:
         if now < self.size:
             return FileChangedError(f"the {self.what} changed after it was indexed (it is shorter now)", file=self.path,
@@ -156,17 +117,6 @@ class BytesRanges:
         out = np.empty(n, np.uint8)
         self.read_into(out, offset)
         return out
-
-    def read_ranges(self, starts: np.ndarray, ends: np.ndarray, buf) -> None:
-        view, at = memoryview(buf).cast("B"), 0
-        if int((np.asarray(ends) - np.asarray(starts)).sum()) != len(view):
-            raise ValueError("read_ranges: the ranges must fill the buffer exactly")
-        for a, b in zip(np.asarray(starts).tolist(), np.asarray(ends).tolist()):
-            self.read_into(view[at:at + b - a], a)
-            at += b - a
-
-    def advise(self, begin: int, end: int) -> None:
-        pass
 
     def close(self) -> None:
         pass

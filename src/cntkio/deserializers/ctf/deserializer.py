@@ -403,16 +403,16 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         return not self.options["chunks_to_cache"]
 
     def read_bytes(self, chunk_id: int):
-        """The chunk's byte range ``(None, begin, end)``, unread: the kernel is asked to read it
-        ahead into its page cache (``posix_fadvise``), and :meth:`read_sequences` reads just the
-        selected sequences' bytes from there. Nothing is mapped or held."""
+        """The chunk's text, unparsed: ``(buffer, begin, end)``, its byte range read with one
+        ``pread`` into memory of its own (held while the chunk is in the window, freed with the
+        last reference: a parse in flight keeps it)."""
         a, b, _ = self._chunks[chunk_id]
         begin, end = int(self.index.starts[a]), int(self.index.starts[b])
-        self._src.advise(begin, end)
-        return None, begin, end
-
-    def release_bytes(self, raw) -> None:
-        """Nothing to release: :meth:`read_bytes` holds no memory."""
+        if self._data is not None:                # kept in memory: a view of it
+            return np.frombuffer(self._data, np.uint8, end - begin, begin), begin, end
+        buf = np.empty(end - begin, np.uint8)
+        self._src.read_into(buf, begin)
+        return buf, begin, end
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
         """The sequences ``indices[i]`` of chunks ``chunk_ids[i]`` parsed, in that order, straight
@@ -434,13 +434,23 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         index = self.index
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
         starts, ends = index.starts[g], index.starts[g + 1]
-        lengths = ends - starts
-        at = np.zeros(n, np.int64)                 # where each sequence's text lands in buf
-        np.cumsum(lengths[:-1], out=at[1:])
-        buf = SCRATCH.take(int(at[-1] + lengths[-1]))
-        self._src.read_ranges(starts, ends, buf)   # one pread per run of neighbouring sequences
-        args = (buf, 0, at, index.first_lines[g], index.ids_mode, self._stream_args,
-                self.options["double"], 1, 0, at + lengths)
+        uniq = np.unique(chunk_ids)
+        pooled = None
+        if len(uniq) == 1:                         # parsed where the chunk's text was read to
+            buf, base, _ = raw[int(uniq[0])]
+            args = (buf, base, starts, index.first_lines[g], index.ids_mode, self._stream_args,
+                    self.options["double"], 1, 0, ends)
+        else:                                      # the sequences' text gathered into one buffer
+            lengths = ends - starts
+            at = np.zeros(n, np.int64)
+            np.cumsum(lengths[:-1], out=at[1:])
+            buf = pooled = SCRATCH.take(int(at[-1] + lengths[-1]))
+            for c in uniq.tolist():
+                m = np.flatnonzero(chunk_ids == c)
+                text, base, _ = raw[c]
+                _copy_segments(text, starts[m] - base, buf, at[m], lengths[m])
+            args = (buf, 0, at, index.first_lines[g], index.ids_mode, self._stream_args,
+                    self.options["double"], 1, 0, at + lengths)
         start = getattr(self.backend, "parse_chunk_async", None)
         if start is not None and len(buf) < _ASYNC_MIN_BYTES:
             start = None  # a thread costs more than parsing this little text when it is asked for
@@ -450,7 +460,8 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         def finish() -> ChunkData | None:
             outputs, issues, num_warnings, aborted = (job.result() if job is not None
                                                       else self.backend.parse_chunk(*args))
-            SCRATCH.give(buf)                  # parsed: the outputs hold their own memory
+            if pooled is not None:
+                SCRATCH.give(pooled)           # parsed: the outputs hold their own memory
             if issues or num_warnings or aborted:
                 return None
             data = self._assemble(outputs, None, n, table)
@@ -625,6 +636,18 @@ class _RangeText:
 
     def __getitem__(self, s: slice) -> bytes:
         return self.src.read(s.start, s.stop - s.start).tobytes()
+
+
+def _copy_segments(src: np.ndarray, src_starts: np.ndarray, dst: np.ndarray, dst_starts: np.ndarray,
+                   lengths: np.ndarray) -> None:
+    """``dst[d:d+n] = src[s:s+n]`` per segment (C memcpy without the GIL when built)."""
+    mod = native("rand")
+    if mod is not None:
+        mod.copy_segments(src, np.ascontiguousarray(src_starts, np.int64), dst,
+                          np.ascontiguousarray(dst_starts, np.int64), np.ascontiguousarray(lengths, np.int64))
+        return
+    for s, d, k in zip(src_starts.tolist(), dst_starts.tolist(), lengths.tolist()):
+        dst[d:d + k] = src[s:s + k]
 
 
 def _array(obj, dtype) -> np.ndarray:
