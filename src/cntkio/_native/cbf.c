@@ -267,7 +267,30 @@ static PyObject *py_sparse_emit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* pooled(nbytes) -> uint8[nbytes]: an uninitialized array over a buffer of the pool above (one
+ * an earlier array released, when one fits: no fresh page to fault in and zero), which goes back
+ * to the pool when the array and every view of it are gone. For chunk reads (ranges.py). */
+static PyObject *py_pooled(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "pooled: nbytes must be >= 0");
+        return NULL;
+    }
+    size_t cap;
+    void *mem = pool_get((size_t)n, &cap);
+    if (!mem)
+        return PyErr_NoMemory();
+    return own_array(mem, cap, (npy_intp)n, NPY_UINT8);
+}
+
 static PyMethodDef methods[] = {
+    {"pooled", py_pooled, METH_VARARGS,
+     "pooled(nbytes) -> uint8 array: memory from the module's pool of released buffers (back to it "
+     "when the array and its views are gone)."},
     {"walk", py_walk, METH_VARARGS,
      "walk(words, pos, n, sparse, w) -> (starts, counts, nnz or None, end), or None when a count "
      "runs past the chunk (the caller's Python walk then names the error)."},

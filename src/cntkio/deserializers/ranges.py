@@ -16,6 +16,7 @@ from typing import Union
 
 import numpy as np
 
+from .._native import native
 from ..errors import FormatError
 
 __all__ = ["FileChangedError", "FileRanges", "BytesRanges", "Ranges", "open_ranges", "ScratchPool", "SCRATCH"]
@@ -134,10 +135,12 @@ def open_ranges(path: str, *, in_memory: bool = False, what: str = "file") -> Ra
 
 
 class ScratchPool:
-    """Reused uint8 buffers for chunk reads that nothing keeps: fresh memory costs a page fault and
-    the kernel's zeroing per page, more than the read itself. ``take(n)`` gives an array of exactly
-    ``n`` bytes (a view of a pooled buffer of at most twice that, or new memory); ``give(a)`` returns
-    it once nothing views it any more. At most ``count`` buffers and ``limit`` bytes are kept."""
+    """Buffers for chunk reads: fresh memory costs a page fault and the kernel's zeroing per page,
+    more than the read itself. ``take(n)`` gives a uint8 array of exactly ``n`` bytes: with the C
+    core, from its pool of released buffers (``_cbf.pooled``; the buffer goes back to the pool by
+    itself once the array and every view of it are gone, so a chunk's arrays may keep viewing it);
+    else a view of a buffer kept here, which ``give(a)`` returns once nothing views it any more
+    (at most ``count`` buffers and ``limit`` bytes are kept)."""
 
     def __init__(self, count: int = 4, limit: int = 256 << 20) -> None:
         self.count, self.limit = count, limit
@@ -145,6 +148,9 @@ class ScratchPool:
         self._lock = threading.Lock()
 
     def take(self, n: int) -> np.ndarray:
+        mod = native("cbf")
+        if mod is not None:
+            return mod.pooled(n)
         with self._lock:
             best = None
             for i, b in enumerate(self._free):
@@ -158,7 +164,7 @@ class ScratchPool:
     def give(self, a: np.ndarray) -> None:
         base = a.base if isinstance(a.base, np.ndarray) else a
         if not isinstance(base, np.ndarray) or base.base is not None:
-            return
+            return                                # (a pooled array of the C core: it goes back itself)
         with self._lock:
             if len(self._free) < self.count and sum(len(b) for b in self._free) + len(base) <= self.limit:
                 self._free.append(base)

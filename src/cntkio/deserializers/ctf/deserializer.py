@@ -410,7 +410,7 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer):
         begin, end = int(self.index.starts[a]), int(self.index.starts[b])
         if self._data is not None:                # kept in memory: a view of it
             return np.frombuffer(self._data, np.uint8, end - begin, begin), begin, end
-        buf = np.empty(end - begin, np.uint8)
+        buf = SCRATCH.take(end - begin)           # (pooled by the C core: back once unreferenced)
         self._src.read_into(buf, begin)
         return buf, begin, end
 
