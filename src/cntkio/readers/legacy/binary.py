@@ -54,7 +54,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..._log import get_logger
-from ...deserializers.ranges import FileChangedError, FileRanges
+from ...deserializers.ranges import SCRATCH, FileChangedError, FileRanges
 from ...errors import ConfigError
 from .binstats import STAT_NAMES, Stats as _Stats, section_stats
 
@@ -163,8 +163,10 @@ class BinaryFile:
             raise CacheError(f"binary file {self.path!r} changed while it was read: {e.reason}") from e
 
     def rows(self, entry: Mapping, a: int, b: int) -> np.ndarray:
-        """Rows ``[a, b)`` of a section as a new array, read from the file."""
-        out = np.empty((b - a,) + tuple(int(d) for d in entry["shape"][1:]), np.dtype(entry["dtype"]))
+        """Rows ``[a, b)`` of a section as an array of their own, read from the file (into
+        memory of the readers' pool: no fresh page to fault in and zero per chunk)."""
+        shape, dtype = (b - a,) + tuple(int(d) for d in entry["shape"][1:]), np.dtype(entry["dtype"])
+        out = SCRATCH.take(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize).view(dtype).reshape(shape)
         self.read_rows(entry, a, b, out)
         return out
 
