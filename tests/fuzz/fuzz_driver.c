@@ -8,7 +8,8 @@
  * mutations of it: bit flips, bytes and 16/32/64-bit integers set to boundary values (0, 1, 2^31,
  * 2^32 - 1, 2^63, ...), added to or subtracted from, spans inserted, deleted, duplicated or
  * copied from another seed, truncation) until N inputs (seeds included) or S seconds, whichever
- * comes first. Each input is copied into a heap block of exactly its size, so a read past it is an
+ * comes first (every million inputs a line says how many ran so far). Each input is copied into a
+ * heap block of exactly its size, so a read past it is an
  * AddressSanitizer report. An input taking more than T seconds (default 5) of CPU time is a hang
  * (CPU time, not wall time: on a loaded machine a fair input may wait longer than that). On a
  * sanitizer report, an abort or a hang the input is written to D (default .) as
@@ -300,6 +301,8 @@ int main(int argc, char **argv)
         size_t len = mutate(buf, s->size, cap);
         setitimer(ITIMER_PROF, &limit, NULL);
         run(buf, len);
+        if (inputs % 1000000 == 0)                      /* progress: a run cut short still tells */
+            fprintf(stderr, "%s: %llu inputs in %.0f s so far, no problem found\n", FUZZ_NAME, inputs, now() - t0);
     }
     setitimer(ITIMER_PROF, &off, NULL);
     printf("%s: %llu inputs (%zu seeds) in %.1f s, no problem found\n", FUZZ_NAME, inputs, nseeds, now() - t0);

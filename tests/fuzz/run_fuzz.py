@@ -115,7 +115,8 @@ def run(fmt: str, engine: str, exe: Path, out: Path, runs: int, seconds: float, 
         inputs = int(m.group(1)) if m else 0
     else:
         m = re.search(r"(\d+) inputs \((\d+) seeds\)", text)
-        inputs = int(m.group(1)) if m else 0
+        so_far = re.findall(r"(\d+) inputs in \d+ s so far", text)     # a run cut short: its progress
+        inputs = int(m.group(1)) if m else (int(so_far[-1]) if so_far else 0)
     problems = [ln for ln in text.splitlines() if any(k in ln for k in MARKS)]
     rechecked = []
     if engine == "libfuzzer":                   # a wall-time timeout: judged again alone, by CPU time
