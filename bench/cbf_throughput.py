@@ -34,7 +34,9 @@ source``); ratios compare times of one sweep. Each figure is the best of ``--rep
 ``--loads`` measures only the chunk loads: ``get_chunk`` of every chunk of each CBF file, one
 thread, best of ``--repeat`` (MB/s of the file; the chunks are read with ``pread`` since issue 30,
 from a memory map before), and ``CTF loads`` the same for the CTF file (its chunks parsed), and
-prints one line per dataset (``--json`` as usual).
+prints one line per dataset (``--json`` as usual). ``--sweeps`` measures only the sweeps
+(``cbf source``, ``cbf random``, ``ctf source`` and ``ctf random``: the same randomized, a
+4-chunk window), each as wall and CPU time of the process (best of ``--repeat``).
 """
 from __future__ import annotations
 
@@ -243,6 +245,22 @@ def measure_loads(name, ctf, cbf, args) -> dict:
     return row
 
 
+def measure_sweeps(name, ctf, cbf, args) -> dict:
+    if not os.path.exists(cbf) or os.path.getmtime(cbf) < os.path.getmtime(ctf):
+        ctf2bin(ctf, cbf, STREAMS[name], chunk_size=CHUNK, progress=False)
+    row = {}
+    for key, fn in (("cbf_source", lambda: sweep(CBFDeserializer(cbf))),
+                    ("cbf_random", lambda: sweep(CBFDeserializer(cbf), randomize=True)),
+                    ("ctf_source", lambda: sweep(CTFDeserializer(ctf, STREAMS[name]))),
+                    ("ctf_random", lambda: sweep(CTFDeserializer(ctf, STREAMS[name]), randomize=True))):
+        row[key + "_s"], row[key + "_cpu_s"] = best_cpu(fn, args.repeat)
+    row["load_average"] = os.getloadavg()[0]
+    print(f"{name:7s} " + " | ".join(f"{k.replace('_', ' ')} {row[k + '_s'] * 1e3:7.1f} ms (CPU {row[k + '_cpu_s'] * 1e3:6.1f})"
+                                     for k in ("cbf_source", "cbf_random", "ctf_source", "ctf_random"))
+          + f" | load {row['load_average']:.1f}", flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", help="folder written by gen_data.py (with --small: a scratch folder)")
@@ -253,13 +271,14 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="smoke run on tiny generated data")
     ap.add_argument("--json", help="write the numbers here too")
     ap.add_argument("--loads", action="store_true", help="only the chunk loads (CBF and CTF)")
+    ap.add_argument("--sweeps", action="store_true", help="only the sweeps (CBF and CTF, plain and randomized)")
     args = ap.parse_args()
     if args.small:
         small_data(args.data)
     rows = {}
     for name in args.only.split(","):
-        rows[name] = (measure_loads if args.loads else measure)(name, os.path.join(args.data, name + ".ctf"),
-                                                                os.path.join(args.data, name + ".cbf"), args)
+        fn = measure_loads if args.loads else measure_sweeps if args.sweeps else measure
+        rows[name] = fn(name, os.path.join(args.data, name + ".ctf"), os.path.join(args.data, name + ".cbf"), args)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

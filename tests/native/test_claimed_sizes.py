@@ -4,7 +4,7 @@ Each format's reader (CBF, HTK archives, UCIFastReader text and its binary cache
 a few hundred bytes whose counts claim billions of sequences, samples, non-zeros, frames or records.
 Every claim is checked against what the file can hold before anything is allocated: the read ends
 in an error naming the file (or reads what is really there), and the process's peak resident
-memory, measured in a subprocess of its own, stays under a few hundred MB (without the checks a
+memory (VmHWM), measured in a subprocess of its own, stays under a few hundred MB (without the checks a
 claim of 2^32 samples sized arrays of tens of GB).
 """
 from __future__ import annotations
@@ -84,12 +84,15 @@ def cache_cases(tmp):
 
 
 CHILD = textwrap.dedent("""
-    import json, os, resource, sys
+    import json, os, sys
     from cntkio import CBFDeserializer, HTKFeatureDeserializer, MinibatchSource, StreamDef
     from cntkio.errors import CntkioError
     from cntkio.readers import build_reader
     fmt, cases = sys.argv[1], json.loads(sys.argv[2])
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    def peak_mb():      # this process's own high-water mark (ru_maxrss keeps a forking parent's)
+        with open("/proc/self/status") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
+    base = peak_mb()
     outcome = {}
     for name, path in cases.items():
         try:
@@ -112,7 +115,7 @@ CHILD = textwrap.dedent("""
             outcome[name] = "read"
         except (CntkioError, OSError) as e:
             outcome[name] = type(e).__name__ + ": " + str(e)[:300]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_mb()
     print(json.dumps({"base_mb": base, "peak_mb": peak, "outcome": outcome}))
 """)
 
