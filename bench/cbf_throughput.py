@@ -30,6 +30,13 @@ Per dataset (``<name>.ctf`` from gen_data.py, converted once to ``<name>.cbf`` b
 MB/s is the CBF file's size over wall time (CTF size for ``convert``/``ctf parse``/``ctf
 source``); ratios compare times of one sweep. Each figure is the best of ``--repeat`` runs.
 ``--small`` runs a smoke test on tiny generated data (no gen_data.py needed).
+
+``--loads`` measures only the chunk loads: ``get_chunk`` of every chunk of each CBF file, one
+thread, best of ``--repeat`` (MB/s of the file; the chunks are read with ``pread`` since issue 30,
+from a memory map before), and ``CTF loads`` the same for the CTF file (its chunks parsed), and
+prints one line per dataset (``--json`` as usual). ``--sweeps`` measures only the sweeps
+(``cbf source``, ``cbf random``, ``ctf source`` and ``ctf random``: the same randomized, a
+4-chunk window), each as wall and CPU time of the process (best of ``--repeat``).
 """
 from __future__ import annotations
 
@@ -215,6 +222,45 @@ def measure(name, ctf, cbf, args) -> dict:
     return row
 
 
+def chunk_loads(path, cfg):
+    """Every chunk of ``cfg``'s deserializer loaded once (what a sweep's chunk loads cost)."""
+    d = build_deserializer(cfg)
+    for c in d.chunk_infos():
+        d.get_chunk(c.id)
+    d.close()
+
+
+def measure_loads(name, ctf, cbf, args) -> dict:
+    if not os.path.exists(cbf) or os.path.getmtime(cbf) < os.path.getmtime(ctf):
+        ctf2bin(ctf, cbf, STREAMS[name], chunk_size=CHUNK, progress=False)
+    cbf_mb, ctf_mb = os.path.getsize(cbf) / 1e6, os.path.getsize(ctf) / 1e6
+    t_cbf, cpu_cbf = best_cpu(lambda: chunk_loads(cbf, CBFDeserializer(cbf)), args.repeat)
+    t_ctf, cpu_ctf = best_cpu(lambda: chunk_loads(ctf, CTFDeserializer(ctf, STREAMS[name])), args.repeat)
+    row = dict(cbf_MB=cbf_mb, ctf_MB=ctf_mb, cbf_loads_s=t_cbf, cbf_loads_MBps=cbf_mb / t_cbf, cbf_loads_cpu_s=cpu_cbf,
+               ctf_loads_s=t_ctf, ctf_loads_MBps=ctf_mb / t_ctf, ctf_loads_cpu_s=cpu_ctf,
+               load_average=os.getloadavg()[0])
+    print(f"{name:7s} cbf {cbf_mb:7.1f} MB loads {t_cbf * 1e3:8.1f} ms ({cbf_mb / t_cbf:7.0f} MB/s, CPU "
+          f"{cpu_cbf * 1e3:.1f} ms) | ctf {ctf_mb:7.1f} MB loads {t_ctf * 1e3:8.1f} ms ({ctf_mb / t_ctf:6.0f} MB/s, "
+          f"CPU {cpu_ctf * 1e3:.1f} ms) | load {row['load_average']:.1f}", flush=True)
+    return row
+
+
+def measure_sweeps(name, ctf, cbf, args) -> dict:
+    if not os.path.exists(cbf) or os.path.getmtime(cbf) < os.path.getmtime(ctf):
+        ctf2bin(ctf, cbf, STREAMS[name], chunk_size=CHUNK, progress=False)
+    row = {}
+    for key, fn in (("cbf_source", lambda: sweep(CBFDeserializer(cbf))),
+                    ("cbf_random", lambda: sweep(CBFDeserializer(cbf), randomize=True)),
+                    ("ctf_source", lambda: sweep(CTFDeserializer(ctf, STREAMS[name]))),
+                    ("ctf_random", lambda: sweep(CTFDeserializer(ctf, STREAMS[name]), randomize=True))):
+        row[key + "_s"], row[key + "_cpu_s"] = best_cpu(fn, args.repeat)
+    row["load_average"] = os.getloadavg()[0]
+    print(f"{name:7s} " + " | ".join(f"{k.replace('_', ' ')} {row[k + '_s'] * 1e3:7.1f} ms (CPU {row[k + '_cpu_s'] * 1e3:6.1f})"
+                                     for k in ("cbf_source", "cbf_random", "ctf_source", "ctf_random"))
+          + f" | load {row['load_average']:.1f}", flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", help="folder written by gen_data.py (with --small: a scratch folder)")
@@ -224,13 +270,15 @@ def main() -> None:
     ap.add_argument("--no-cntk", action="store_true", help="skip CNTK 2.7's column")
     ap.add_argument("--small", action="store_true", help="smoke run on tiny generated data")
     ap.add_argument("--json", help="write the numbers here too")
+    ap.add_argument("--loads", action="store_true", help="only the chunk loads (CBF and CTF)")
+    ap.add_argument("--sweeps", action="store_true", help="only the sweeps (CBF and CTF, plain and randomized)")
     args = ap.parse_args()
     if args.small:
         small_data(args.data)
     rows = {}
     for name in args.only.split(","):
-        rows[name] = measure(name, os.path.join(args.data, name + ".ctf"),
-                             os.path.join(args.data, name + ".cbf"), args)
+        fn = measure_loads if args.loads else measure_sweeps if args.sweeps else measure
+        rows[name] = fn(name, os.path.join(args.data, name + ".ctf"), os.path.join(args.data, name + ".cbf"), args)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -26,6 +26,12 @@ Measurements, each in its own subprocess (so that ``ru_maxrss`` is that run's pe
 * ``cntkio seqpad``: the same, taken as the padded ``(utterances, longest, 40)`` array (``asarray``);
 * ``fromfile``: ``numpy.fromfile`` of every archive (the same bytes);
 
+``--loads`` measures only the chunk loads (each in its own subprocess, best of ``--repeat``):
+``loads-frame``: every chunk's padded frames as frame mode with ``contextWindow = 5`` holds them
+(``read_bytes``), ``loads-context``: every chunk as ``get_chunk`` gives it in sequence mode with
+the same context (the frames read, then the windows expanded), ``loads-seq``: ``get_chunk`` without
+context. Since issue 30 the frames are read with ``pread`` (a memory map before).
+
 Reported: frames/s, MB/s of feature bytes, peak RSS; ratios cntkio/CNTK (frame) and
 cntkio/fromfile (sequence; with and without the time to index the SCP and MLF files, which
 ``numpy.fromfile`` does not have to do). Figures are the best of ``--repeat`` runs.
@@ -184,8 +190,29 @@ def run_fromfile(folder: str) -> dict:
     return {"frames": frames, "seconds": time.perf_counter() - t0, "index_seconds": 0.0}
 
 
+def run_loads(folder: str, mode: str) -> dict:
+    from cntkio import HTKFeatureDeserializer, StreamDef
+    from cntkio.registry import build_deserializer
+    os.chdir(folder)
+    ctx = (0, 0) if mode == "seq" else (5, 5)
+    d = build_deserializer(HTKFeatureDeserializer({"features": StreamDef(shape=DIM, scp="train.scp", context=ctx)}),
+                           frame_mode=mode == "frame")
+    t0, c0 = time.perf_counter(), time.process_time()
+    frames = 0
+    for c in d.chunk_infos():
+        if mode == "frame":
+            frames += len(d.read_bytes(c.id))
+        else:
+            frames += d.get_chunk(c.id).streams["features"].values.shape[0]
+    d.close()
+    return {"frames": frames, "seconds": time.perf_counter() - t0, "index_seconds": 0.0,
+            "cpu_seconds": time.process_time() - c0}
+
+
 def child(args) -> None:
-    if args.child == "cntkio-frame":
+    if args.child.startswith("loads-"):
+        r = run_loads(args.folder, args.child[6:])
+    elif args.child == "cntkio-frame":
         r = run_cntkio(args.folder, "frame", args.window_frames)
     elif args.child == "cntkio-seq":
         r = run_cntkio(args.folder, "seq", 0)
@@ -263,6 +290,7 @@ def main() -> None:
     ap.add_argument("--rss-fixed-mmap", action="store_true",
                     help="--rss: each window also with MALLOC_MMAP_THRESHOLD_=131072 (glibc's heap growth apart)")
     ap.add_argument("--json")
+    ap.add_argument("--loads", action="store_true", help="only the chunk loads (frame, context, sequence)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--window-frames", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -281,8 +309,10 @@ def main() -> None:
         return
     names = ["cntkio-frame", "cntkio-seq", "cntkio-seqpad", "fromfile"]
     rig = os.path.join(ROOT, ".cache", "cntk27", "shim")
-    if not args.no_cntk and os.path.isdir(rig):
+    if not args.no_cntk and os.path.isdir(rig) and not args.loads:
         names.insert(1, "cntk27-frame")
+    if args.loads:
+        names = ["loads-frame", "loads-context", "loads-seq", "fromfile"]
     results = {}
     for n in names:
         r = measure(n, args.folder, window, repeat)
@@ -294,7 +324,8 @@ def main() -> None:
         r["read_mb_per_s"] = r["frames"] * DIM * 4 / 1e6 / r["read_seconds"]
         results[n] = r
         print(f"{n:14s} {r['frames']:>11d} frames {r['seconds']:8.2f} s (index {r['index_seconds']:.2f} s) "
-              f"{r['frames_per_s']:>12.0f} frames/s {r['mb_per_s']:8.1f} MB/s  peak RSS {r['peak_rss_mb']:.0f} MB")
+              f"{r['frames_per_s']:>12.0f} frames/s {r['mb_per_s']:8.1f} MB/s  peak RSS {r['peak_rss_mb']:.0f} MB"
+              + (f"  CPU {r['cpu_seconds']:.2f} s" if "cpu_seconds" in r else ""))
     if "cntkio-frame" in results and "cntk27-frame" in results:
         print(f"frame mode, context 5, window {window} frames: cntkio / CNTK 2.7 = "
               f"{results['cntkio-frame']['frames_per_s'] / results['cntk27-frame']['frames_per_s']:.2f}x")

@@ -15,11 +15,14 @@ Untouched rows (the sweep makes the minibatches and calls ``asarray`` of every s
 * ``read()``: the cache file's bytes read in 16 MiB blocks into one buffer, touched before and
   reused (page cache warm: ``read()`` at its best, no fresh memory faulted in);
 * ``default``: a sweep (256-record minibatches) with the cache's default chunks (the engine's
-  32 MiB), as cntkio reads it: each batch's run of consecutive records (a run of 1 MiB or more)
-  handed out as a writable copy-on-write mapping of the file (``DenseStream.private_map``: a
-  private map, nothing read until touched, a change copies its page privately), smaller runs
-  read into pooled buffers;
-* ``pread copies``: the default before the mappings: every run read from the file into the
+  32 MiB), as cntkio reads it since issue 30: every chunk's rows read with ``pread`` into arrays of
+  its own, the minibatches copied out of them (nothing mapped: a cache cut short under the reader
+  is an error, never SIGBUS);
+* ``cacheMaps``: the reader option ``cacheMaps = true`` (the default before issue 30): each
+  batch's run of consecutive records (a run of 1 MiB or more) handed out as a writable
+  copy-on-write mapping of the file (``DenseStream.private_map``: a private map, nothing read
+  until touched, a change copies its page privately), smaller runs read into pooled buffers;
+* ``pread copies``: ``cacheMaps`` before the mappings: every run read from the file into the
   minibatches' own buffer (``DenseStream.read_rows``, one ``preadv`` per run) from the pool of
   ``cntkio.engine.buffers``;
 * ``4MiB chunks``: ``default`` with the cache cut in chunks of 4 MiB (the text's chunk size);
@@ -30,7 +33,7 @@ Touched rows (the honest pair when the minibatches are mappings the sweep does n
 minibatch's arrays summed (``ndarray.sum``), against ``read()`` with each block summed the same
 way (the bytes as float32):
 
-* ``read()+sum``; ``default+sum``; ``pread copies+sum``.
+* ``read()+sum``; ``default+sum``; ``cacheMaps+sum``; ``pread copies+sum``.
 
 ``uci.txt`` is made as in ``bench/legacy_throughput.py`` (same folder layout, reused).
 """
@@ -116,15 +119,17 @@ def main() -> None:
             sec["chunkSizeInBytes"] = str(chunk_bytes)
         if variant == "views":
             sec["cacheViews"] = "true"
+        elif variant in ("maps", "pread"):
+            sec["cacheMaps"] = "true"
         _patch(variant)
         try:
             return _sweep_sum(sec) if summed else lt._sweep(sec)[0]
         finally:
             _patch("default")
 
-    variants = {"default": (None, "default"), "pread copies": (None, "pread"), "4MiB chunks": (4 << 20, "default"),
-                "cacheViews": (None, "views")}
-    summed = {"default+sum": (None, "default"), "pread copies+sum": (None, "pread")}
+    variants = {"default": (None, "default"), "cacheMaps": (None, "maps"), "pread copies": (None, "pread"),
+                "4MiB chunks": (4 << 20, "default"), "cacheViews": (None, "views")}
+    summed = {"default+sum": (None, "default"), "cacheMaps+sum": (None, "maps"), "pread copies+sum": (None, "pread")}
     names = ["read()"] + list(variants) + ["read()+sum"] + list(summed)
     times: dict[str, list[float]] = {k: [] for k in names}
     cpu: dict[str, list[float]] = {k: [] for k in names}

@@ -11,6 +11,10 @@
  * inside the chunk). Then N deterministic random mutations of the file (special bytes written,
  * inserted or deleted, truncations, duplicated spans) go through the same checks. Any sanitizer
  * report or failed check aborts with a non-zero exit status.
+ *
+ * Built with -DCTF_FUZZ_NO_MAIN it is a fuzz target like tests/fuzz/fuzz_*.c instead
+ * (LLVMFuzzerTestOneInput: one input through the same checks), for libFuzzer or
+ * tests/fuzz/fuzz_driver.c; tests/fuzz/run_fuzz.py builds it so for the campaign.
  */
 #define _GNU_SOURCE 1
 #include <stdio.h>
@@ -143,6 +147,19 @@ static void run_one(const char *data, size_t size) {
     free(buf);
 }
 
+#ifdef CTF_FUZZ_NO_MAIN
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+    static int ready;
+    if (!ready) {
+        CHECK(ctf_number_init() == 0, "no C locale");
+        ready = 1;
+    }
+    run_one((const char *)data, size);
+    return 0;
+}
+#else
+
 static unsigned long long rng_state = 88172645463325252ULL;
 static unsigned long long rnd(void) { /* xorshift64 */
     rng_state ^= rng_state << 13;
@@ -254,3 +271,4 @@ int main(int argc, char **argv) {
     printf("ctf_fuzz: %d files, %llu scans/parses, no problem found\n", nfiles, runs);
     return 0;
 }
+#endif

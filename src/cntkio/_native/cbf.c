@@ -24,6 +24,7 @@
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <stdint.h>
+#include "cbf_core.h"
 
 /* walk(words, pos, n, sparse, w) -> (starts, counts, nnz or None, end) | None
  * words: the chunk as uint32 words (any contiguous buffer); pos: the first block's word;
@@ -42,6 +43,11 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "walk: bad arguments");
         return NULL;
     }
+    const int64_t total = (int64_t)(view.len / 4);
+    if (cbf_max_sequences(total, pos, sparse) < (int64_t)n) {   /* more blocks than the chunk holds */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
     npy_intp dims[1] = {n};
     PyArrayObject *starts = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
     PyArrayObject *counts = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
@@ -52,29 +58,12 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
         return NULL;
     }
     const uint32_t *words = (const uint32_t *)view.buf;
-    const int64_t total = (int64_t)(view.len / 4);
     int64_t *s = (int64_t *)PyArray_DATA(starts), *k = (int64_t *)PyArray_DATA(counts);
     int64_t *z = sparse ? (int64_t *)PyArray_DATA(nnz) : NULL;
-    int64_t p = (int64_t)pos;
-    int ok = 1;
+    int64_t end = 0;
+    int ok;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!sparse) {
-            if (p >= total) { ok = 0; break; }
-            const int64_t cnt = words[p];
-            const int64_t next = p + 1 + cnt * (int64_t)w;  /* cnt < 2^32, w < 2^31: no overflow */
-            if (next > total) { ok = 0; break; }
-            s[i] = p; k[i] = cnt; p = next;
-        } else {
-            if (p + 2 > total) { ok = 0; break; }
-            const int64_t cnt = words[p];
-            const uint32_t nz = words[p + 1];
-            if (nz >= 0x80000000u) { ok = 0; break; }
-            const int64_t next = p + 2 + (int64_t)nz * ((int64_t)w + 1) + cnt;
-            if (next > total) { ok = 0; break; }
-            s[i] = p; k[i] = cnt; z[i] = nz; p = next;
-        }
-    }
+    ok = cbf_walk(words, total, (int64_t)pos, (int64_t)n, sparse, (int64_t)w, s, k, z, &end);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (!ok) {
@@ -84,7 +73,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
     PyObject *nz_obj = sparse ? (PyObject *)nnz : Py_None;
     if (!sparse)
         Py_INCREF(Py_None);
-    return Py_BuildValue("(NNNL)", starts, counts, nz_obj, (long long)p);
+    return Py_BuildValue("(NNNL)", starts, counts, nz_obj, (long long)end);
 }
 
 
@@ -188,14 +177,14 @@ static PyObject *py_sparse_fill(PyObject *self, PyObject *args)
     const int64_t *lengths = (const int64_t *)lview.buf;
     const uint32_t *words = (const uint32_t *)view.buf;
     const int64_t total = (int64_t)(view.len / 4);
-    /* capacities: every non-zero takes w + 1 words and every sample one word of what is left */
-    const int64_t room = total > pos ? total - (int64_t)pos : 0;
-    const int64_t cap_nz = room / (w + 1);
-    int64_t cap_samples = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        cap_samples += lengths[i] > 0 ? lengths[i] : 0;
-    if (cap_samples > room)
-        cap_samples = room;
+    if (cbf_max_sequences(total, pos, 1) < (int64_t)n) {      /* more blocks than the chunk holds */
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&lview);
+        Py_RETURN_NONE;
+    }
+    /* capacities from the chunk's size: every non-zero takes w + 1 words, every sample one */
+    int64_t cap_nz, cap_samples;
+    cbf_sparse_capacity(total, pos, lengths, n, w, &cap_nz, &cap_samples);
     npy_intp dims[1] = {n};
     PyArrayObject *starts = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
     PyArrayObject *counts = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
@@ -213,40 +202,11 @@ static PyObject *py_sparse_fill(PyObject *self, PyObject *args)
     }
     int64_t *s = (int64_t *)PyArray_DATA(starts), *k = (int64_t *)PyArray_DATA(counts);
     int64_t *z = (int64_t *)PyArray_DATA(nnz);
-    int64_t p = (int64_t)pos, dn = 0, sn = 0;
-    const uint32_t udim = (uint32_t)dim;
-    int ok = 1;
+    int64_t p = 0, dn = 0, sn = 0;
+    int ok;
     Py_BEGIN_ALLOW_THREADS
-    indptr[0] = 0;
-    for (Py_ssize_t i = 0; i < n && ok; i++) {
-        if (p + 2 > total) { ok = 0; break; }
-        const int64_t cnt = words[p];
-        const uint32_t nz = words[p + 1];
-        if (nz >= 0x80000000u || cnt > lengths[i]) { ok = 0; break; }
-        const int64_t next = p + 2 + (int64_t)nz * (w + 1) + cnt;
-        if (next > total || sn + cnt > cap_samples) { ok = 0; break; }
-        s[i] = p; k[i] = cnt; z[i] = nz;
-        const uint32_t *v = words + p + 2;
-        memcpy(data + dn * w, v, (size_t)nz * (size_t)w * 4);
-        const uint32_t *r = v + (int64_t)nz * w;
-        uint32_t bad = 0;
-        int32_t *out = indices + dn;
-        for (uint32_t j = 0; j < nz; j++) {   /* an index < 0 reads as >= 2^31 > dim - 1 */
-            const uint32_t x = r[j];
-            bad |= (uint32_t)(x >= udim);
-            out[j] = (int32_t)x;
-        }
-        const uint32_t *c = r + nz;
-        int64_t acc = 0, base = indptr[sn];
-        for (int64_t j = 0; j < cnt; j++) {
-            const uint32_t x = c[j];
-            bad |= x >> 31;                   /* a negative per-sample count */
-            acc += x;
-            indptr[sn + j + 1] = base + acc;
-        }
-        if (bad || acc != (int64_t)nz) { ok = 0; break; }
-        dn += nz; sn += cnt; p = next;
-    }
+    ok = cbf_sparse_fill(words, total, (int64_t)pos, lengths, (int64_t)n, (int64_t)w, (int64_t)dim, cap_nz,
+                         cap_samples, s, k, z, data, indices, indptr, &p, &dn, &sn);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyBuffer_Release(&lview);
@@ -290,32 +250,12 @@ static PyObject *py_sparse_emit(PyObject *self, PyObject *args)
     const int64_t *starts = (const int64_t *)sb.buf, *indptr = (const int64_t *)pb.buf;
     const int64_t *off = (const int64_t *)fb.buf;
     const uint32_t *vals = (const uint32_t *)vb.buf, *rows = (const uint32_t *)ib.buf;
-    const int64_t nout = ob.len / 4, nvals = vb.len / 4, nrows = ib.len / 4, nptr = pb.len / 8;
     /* check every range first (GIL held, cheap: two reads per sequence) */
-    for (Py_ssize_t i = 0; !err && i < n; i++) {
-        const int64_t a = off[i], b = off[i + 1];
-        if (a < 0 || b < a || b >= nptr) { err = "sparse_emit: offsets outside indptr"; break; }
-        const int64_t e0 = indptr[a], e1 = indptr[b], nz = e1 - e0;
-        if (e0 < 0 || nz < 0 || e1 > nrows || e1 * w > nvals || nz > 0x7FFFFFFF || b - a > 0xFFFFFFFFLL) {
-            err = "sparse_emit: indptr outside the values"; break;
-        }
-        const int64_t st = starts[i];
-        if (st < 0 || st + 2 + nz * (w + 1) + (b - a) > nout) { err = "sparse_emit: block outside out"; break; }
-    }
+    if (!err)
+        err = cbf_emit_check(n, starts, off, indptr, pb.len / 8, ob.len / 4, vb.len / 4, ib.len / 4, w);
     if (!err) {
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const int64_t a = off[i], b = off[i + 1];
-            const int64_t e0 = indptr[a], nz = indptr[b] - e0;
-            uint32_t *o = out + starts[i];
-            o[0] = (uint32_t)(b - a);
-            o[1] = (uint32_t)nz;
-            memcpy(o + 2, vals + e0 * w, (size_t)(nz * w) * 4);
-            memcpy(o + 2 + nz * w, rows + e0, (size_t)nz * 4);
-            uint32_t *c = o + 2 + nz * (w + 1);
-            for (int64_t j = a; j < b; j++)
-                c[j - a] = (uint32_t)(int32_t)(indptr[j + 1] - indptr[j]);
-        }
+        cbf_sparse_emit(out, n, starts, off, indptr, vals, rows, w);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&ob); PyBuffer_Release(&sb); PyBuffer_Release(&vb);
@@ -327,7 +267,30 @@ static PyObject *py_sparse_emit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* pooled(nbytes) -> uint8[nbytes]: an uninitialized array over a buffer of the pool above (one
+ * an earlier array released, when one fits: no fresh page to fault in and zero), which goes back
+ * to the pool when the array and every view of it are gone. For chunk reads (ranges.py). */
+static PyObject *py_pooled(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "pooled: nbytes must be >= 0");
+        return NULL;
+    }
+    size_t cap;
+    void *mem = pool_get((size_t)n, &cap);
+    if (!mem)
+        return PyErr_NoMemory();
+    return own_array(mem, cap, (npy_intp)n, NPY_UINT8);
+}
+
 static PyMethodDef methods[] = {
+    {"pooled", py_pooled, METH_VARARGS,
+     "pooled(nbytes) -> uint8 array: memory from the module's pool of released buffers (back to it "
+     "when the array and its views are gone)."},
     {"walk", py_walk, METH_VARARGS,
      "walk(words, pos, n, sparse, w) -> (starts, counts, nnz or None, end), or None when a count "
      "runs past the chunk (the caller's Python walk then names the error)."},

@@ -294,6 +294,19 @@ static int parse_args_from(PyObject *args, const char *fmt, parse_args *pa) {
     if (alias_table_from(streams_o, 1, &pa->at, "streams") < 0) goto fail;
     if (PyObject_GetBuffer(buf_o, &pa->view, PyBUF_SIMPLE) < 0) goto fail;
     pa->have_view = 1;
+    /* offsets from a base >= 0 (no difference below can wrap), line numbers that stay far from
+       2^63 however many lines the buffer holds */
+    if (pa->base < 0 || pa->base > INT64_MAX - (int64_t)pa->view.len) {
+        PyErr_Format(PyExc_ValueError, "base %lld: expected a file offset >= 0", pa->base);
+        goto fail;
+    }
+    for (npy_intp i = 0; i < pa->n; i++) {
+        if (pa->first_lines[i] < 0 || pa->first_lines[i] > ((int64_t)1 << 62) - (int64_t)pa->view.len) {
+            PyErr_Format(PyExc_ValueError, "first_lines[%zd] = %lld is not a line number", (Py_ssize_t)i,
+                         (long long)pa->first_lines[i]);
+            goto fail;
+        }
+    }
     for (npy_intp i = 0; pa->ends != NULL && i < pa->n; i++) {
         if (pa->starts[i] < pa->base || pa->starts[i] > pa->ends[i] ||
             pa->ends[i] - pa->base > (int64_t)pa->view.len) {

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <errno.h>
 #include <unistd.h>
+#include "htk_core.h"
 
 typedef struct {
     Py_buffer view;
@@ -74,17 +75,6 @@ static int get_i64(PyObject *o, Buf *b, const char *what, Py_ssize_t *n) {
     return 0;
 }
 
-static inline uint32_t bswap32(uint32_t v) { return __builtin_bswap32(v); }
-
-/* n 4-byte words from in (any alignment) to out, byte-reversed; written so that the compiler
-   vectorizes it (byte shuffles) */
-static void swap_words(uint32_t *restrict out, const unsigned char *restrict in, int64_t n) {
-    for (int64_t j = 0; j < n; j++) {
-        const unsigned char *b = in + 4 * j;
-        out[j] = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | (uint32_t)b[3];
-    }
-}
-
 static PyObject *swap_copy(PyObject *self, PyObject *args) {
     PyObject *dst_o, *doff_o, *src_o, *soff_o, *cnt_o;
     int swap;
@@ -103,40 +93,19 @@ static PyObject *swap_copy(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *d_off = doff.view.buf, *s_off = soff.view.buf, *count = cnt.view.buf;
-    const Py_ssize_t dst_n = dst.view.len / 4, src_len = src.view.len;
-    for (Py_ssize_t k = 0; k < n1; k++) {
-        if (count[k] < 0 || d_off[k] < 0 || s_off[k] < 0 || d_off[k] + count[k] > dst_n ||
-            s_off[k] + 4 * count[k] > src_len) {
-            PyErr_Format(PyExc_ValueError, "htk.swap_copy: range %zd out of bounds", k);
-            goto done;
-        }
+    const int64_t bad = htk_check_copies(n1, d_off, s_off, count, dst.view.len / 4, src.view.len);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "htk.swap_copy: range %lld out of bounds", (long long)bad);
+        goto done;
     }
-    {
-        float *d = dst.view.buf;
-        const char *s = src.view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t k = 0; k < n1; k++) {
-            float *o = d + d_off[k];
-            const char *in = s + s_off[k];
-            const int64_t c = count[k];
-            if (!swap) {
-                memcpy(o, in, (size_t)c * 4);
-            } else {
-                swap_words((uint32_t *)o, (const unsigned char *)in, c);
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS
+    htk_swap_copy((float *)dst.view.buf, (const char *)src.view.buf, n1, d_off, s_off, count, swap);
+    Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
 done:
     drop(&dst); drop(&doff); drop(&src); drop(&soff); drop(&cnt);
     return result;
-}
-
-static void swap_in_place(uint32_t *w, int64_t n) {
-    for (int64_t j = 0; j < n; j++)
-        w[j] = __builtin_bswap32(w[j]);
 }
 
 #define PREAD_BLOCK ((int64_t)1 << 20)
@@ -158,12 +127,10 @@ static PyObject *pread_swap(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *d_off = doff.view.buf, *s_off = soff.view.buf, *count = cnt.view.buf;
-    const Py_ssize_t dst_n = dst.view.len / 4;
-    for (Py_ssize_t k = 0; k < n1; k++) {
-        if (count[k] < 0 || d_off[k] < 0 || s_off[k] < 0 || d_off[k] + count[k] > dst_n) {
-            PyErr_Format(PyExc_ValueError, "htk.pread_swap: range %zd out of bounds", k);
-            goto done;
-        }
+    const int64_t bad = htk_check_copies(n1, d_off, s_off, count, dst.view.len / 4, -1);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "htk.pread_swap: range %lld out of bounds", (long long)bad);
+        goto done;
     }
     {
         char *d = dst.view.buf;
@@ -195,7 +162,7 @@ static PyObject *pread_swap(PyObject *self, PyObject *args) {
                 if (err)
                     break;
                 if (swap)
-                    swap_in_place((uint32_t *)(d + dpos), want / 4);
+                    htk_swap_in_place((uint32_t *)(d + dpos), want / 4);
                 dpos += want; spos += want; len -= want;
             }
             k = e;
@@ -227,7 +194,7 @@ typedef struct {
     Py_ssize_t n;
     Buf *bufs;
     const void **base;
-    Py_ssize_t *len;
+    int64_t *len;
 } Srcs;
 
 static int srcs_open(Srcs *s, PyObject *obj, Py_ssize_t itemsize, const char *what) {
@@ -242,7 +209,7 @@ static int srcs_open(Srcs *s, PyObject *obj, Py_ssize_t itemsize, const char *wh
     Py_ssize_t m = s->n ? s->n : 1;
     s->bufs = PyMem_Calloc(m, sizeof(Buf));
     s->base = PyMem_Calloc(m, sizeof(void *));
-    s->len = PyMem_Calloc(m, sizeof(Py_ssize_t));
+    s->len = PyMem_Calloc(m, sizeof(int64_t));
     if (!s->bufs || !s->base || !s->len) {
         PyErr_NoMemory();
         return -1;
@@ -278,65 +245,29 @@ static PyObject *gather_rows(PyObject *self, PyObject *args) {
     Py_ssize_t n, n2;
     if (srcs_open(&S, srcs_o, 4, "htk.gather_rows: srcs must be a sequence of arrays") < 0)
         goto done;
-    const Py_ssize_t ns = S.n;
-    const float **base = (const float **)S.base;
-    const Py_ssize_t *len = S.len;
     if (get_buf(out_o, &out, 1, "out") < 0 || get_i64(which_o, &which, "which", &n) < 0 ||
         get_i64(rows_o, &rows, "rows", &n2) < 0)
         goto done;
-    if (n != n2 || width < 0 || row_floats < 0 || out.view.len < n * width * (out_double ? 8 : 4)) {
+    const int64_t *w = which.view.buf, *r = rows.view.buf;
+    const int64_t bad = n != n2 ? -2 : htk_check_rows(n, w, r, row_floats, width, S.n, S.len, out.view.len,
+                                                      out_double ? 8 : 4);
+    if (bad == -2) {
         PyErr_SetString(PyExc_ValueError, "htk.gather_rows: out, which and rows do not agree");
         goto done;
     }
-    const int64_t *w = which.view.buf, *r = rows.view.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (w[i] < 0 || w[i] >= ns || r[i] < 0 || r[i] * row_floats + width > len[w[i]]) {
-            PyErr_Format(PyExc_ValueError, "htk.gather_rows: row %zd out of bounds", i);
-            goto done;
-        }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "htk.gather_rows: row %lld out of bounds", (long long)bad);
+        goto done;
     }
-    {
-        char *o = out.view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        if (!out_double && width == 1) {      /* one 4-byte value a row (labels): no memcpy call */
-            uint32_t *o32 = (uint32_t *)o;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                uint32_t v;
-                memcpy(&v, base[w[i]] + r[i] * row_floats, 4);
-                o32[i] = v;
-            }
-        } else if (!out_double) {
-            for (Py_ssize_t i = 0; i < n; i++)
-                memcpy(o + (size_t)i * width * 4, base[w[i]] + r[i] * row_floats, (size_t)width * 4);
-        } else {
-            for (Py_ssize_t i = 0; i < n; i++) {
-                double *od = (double *)o + (size_t)i * width;
-                const float *in = base[w[i]] + r[i] * row_floats;
-                for (Py_ssize_t j = 0; j < width; j++)
-                    od[j] = in[j];
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS
+    htk_gather_rows((char *)out.view.buf, (const float *const *)S.base, n, w, r, row_floats, width, out_double);
+    Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
 done:
     srcs_close(&S);
     drop(&out); drop(&which); drop(&rows);
     return result;
-}
-
-static int decimal(const unsigned char *p, int64_t n, int64_t *out) {
-    int64_t v = 0;
-    if (n < 1 || n > 18)
-        return 0;
-    for (int64_t j = 0; j < n; j++) {
-        if (p[j] < '0' || p[j] > '9')
-            return 0;
-        v = v * 10 + (p[j] - '0');
-    }
-    *out = v;
-    return 1;
 }
 
 static PyObject *new_array(Py_ssize_t n, const char *fmt) {
@@ -361,11 +292,10 @@ static PyObject *mlf_tokens(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *A = sa.view.buf, *B = sb.view.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (A[i] < 0 || B[i] < A[i] || B[i] > data.view.len) {
-            PyErr_Format(PyExc_ValueError, "htk.mlf_tokens: line %zd out of bounds", i);
-            goto done;
-        }
+    const int64_t bad = htk_check_lines(n, A, B, data.view.len);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "htk.mlf_tokens: line %lld out of bounds", (long long)bad);
+        goto done;
     }
     for (int k = 0; k < 7; k++) {
         res[k] = new_array(n, "q");
@@ -373,49 +303,13 @@ static PyObject *mlf_tokens(PyObject *self, PyObject *args) {
             goto done;
     }
     {
-        int64_t *ntok = (int64_t *)PyByteArray_AS_STRING(res[0]), *v0 = (int64_t *)PyByteArray_AS_STRING(res[1]),
-                *v1 = (int64_t *)PyByteArray_AS_STRING(res[2]), *ok = (int64_t *)PyByteArray_AS_STRING(res[3]),
-                *la = (int64_t *)PyByteArray_AS_STRING(res[4]), *lb = (int64_t *)PyByteArray_AS_STRING(res[5]);
+        int64_t *o[6];
+        for (int k = 0; k < 6; k++)
+            o[k] = (int64_t *)PyByteArray_AS_STRING(res[k]);
         uint64_t *lh = (uint64_t *)PyByteArray_AS_STRING(res[6]);
         const unsigned char *d = data.view.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t ts[3] = {0, 0, 0}, te[3] = {0, 0, 0}, count = 0;
-            int64_t p = A[i], e = B[i];
-            while (p < e) {
-                while (p < e && d[p] == ' ')
-                    p++;
-                if (p >= e)
-                    break;
-                int64_t q = p;
-                while (q < e && d[q] != ' ')
-                    q++;
-                if (count < 3) {
-                    ts[count] = p;
-                    te[count] = q;
-                }
-                count++;
-                p = q;
-            }
-            ntok[i] = count;
-            v0[i] = v1[i] = 0;
-            ok[i] = 0;
-            la[i] = lb[i] = 0;
-            lh[i] = 0;
-            if (count >= 3) {
-                int64_t x = 0, y = 0;
-                int a_ok = decimal(d + ts[0], te[0] - ts[0], &x), b_ok = decimal(d + ts[1], te[1] - ts[1], &y);
-                v0[i] = a_ok ? x : 0;
-                v1[i] = b_ok ? y : 0;
-                ok[i] = a_ok && b_ok;
-                la[i] = ts[2];
-                lb[i] = te[2];
-                uint64_t h = 0xCBF29CE484222325ULL;
-                for (int64_t j = ts[2]; j < te[2]; j++)
-                    h = (h ^ d[j]) * 0x100000001B3ULL;
-                lh[i] = h;
-            }
-        }
+        htk_mlf_tokens(d, n, A, B, o[0], o[1], o[2], o[3], o[4], o[5], lh);
         Py_END_ALLOW_THREADS
     }
     result = PyTuple_New(7);
@@ -442,9 +336,7 @@ static PyObject *gather_u16(PyObject *self, PyObject *args) {
     Py_ssize_t n, n2, n3;
     if (srcs_open(&S, srcs_o, 2, "htk.gather_u16: srcs must be a sequence of arrays") < 0)
         goto done;
-    const Py_ssize_t ns = S.n;
     const uint16_t **base = (const uint16_t **)S.base;
-    const Py_ssize_t *len = S.len;
     if (get_buf(out_o, &out, 1, "out") < 0 || get_i64(which_o, &which, "which", &n) < 0 ||
         get_i64(idx_o, &idx, "idx", &n2) < 0)
         goto done;
@@ -454,11 +346,10 @@ static PyObject *gather_u16(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *w = which.view.buf, *r = idx.view.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (w[i] < 0 || w[i] >= ns || r[i] < 0 || r[i] >= len[w[i]]) {
-            PyErr_Format(PyExc_ValueError, "htk.gather_u16: index %zd out of bounds", i);
-            goto done;
-        }
+    const int64_t bad = htk_check_u16(n, w, r, S.n, S.len);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "htk.gather_u16: index %lld out of bounds", (long long)bad);
+        goto done;
     }
     {
         int64_t *o = out.view.buf;

@@ -12,46 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MT_N 312
-#define MT_M 156
-
-typedef struct {
-    uint64_t mt[MT_N];
-    int idx;
-} mt64_t;
-
-static void mt64_seed(mt64_t *r, uint64_t seed)
-{
-    r->mt[0] = seed;
-    for (int i = 1; i < MT_N; i++) {
-        uint64_t prev = r->mt[i - 1];
-        r->mt[i] = 6364136223846793005ULL * (prev ^ (prev >> 62)) + (uint64_t)i;
-    }
-    r->idx = MT_N;
-}
-
-static void mt64_twist(mt64_t *r)
-{
-    for (int i = 0; i < MT_N; i++) {
-        uint64_t x = (r->mt[i] & 0xFFFFFFFF80000000ULL) | (r->mt[(i + 1) % MT_N] & 0x7FFFFFFFULL);
-        uint64_t xa = (x >> 1) ^ ((x & 1ULL) ? 0xB5026F5AA96619E9ULL : 0ULL);
-        r->mt[i] = r->mt[(i + MT_M) % MT_N] ^ xa;
-    }
-    r->idx = 0;
-}
-
-static inline uint64_t mt64_next(mt64_t *r)
-{
-    if (r->idx >= MT_N)
-        mt64_twist(r);
-    uint64_t y = r->mt[r->idx++];
-    y ^= (y >> 29) & 0x5555555555555555ULL;
-    y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
-    y ^= (y << 37) & 0xFFF7EEE000000000ULL;
-    y ^= y >> 43;
-    return y;
-}
+#include "rand_core.h"
 
 static int parse_seed(PyObject *obj, uint64_t *seed)
 {
@@ -116,17 +77,7 @@ static PyObject *shuffle(PyObject *args, const char *name, int full_range)
         return NULL;
     int64_t *o = (int64_t *)PyArray_DATA(out);
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++)
-        o[i] = i;
-    mt64_t r;
-    mt64_seed(&r, seed);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t j = full_range ? mt64_next(&r) % (uint64_t)n
-                                : (uint64_t)i + mt64_next(&r) % (uint64_t)(n - i);
-        int64_t t = o[i];
-        o[i] = o[j];
-        o[j] = t;
-    }
+    rand_shuffle(o, (int64_t)n, seed, full_range);
     Py_END_ALLOW_THREADS
     return (PyObject *)out;
 }
@@ -185,24 +136,19 @@ static PyObject *py_swap_sequences(PyObject *Py_UNUSED(self), PyObject *args)
     const int32_t *b = (const int32_t *)PyArray_DATA(wb);
     const int32_t *e = (const int32_t *)PyArray_DATA(we);
     const int64_t *st = (const int64_t *)PyArray_DATA(ss);
-    /* validate once so the loop cannot read out of bounds */
-    for (npy_intp k = 0; k < c; k++) {
-        if (b[k] < 0 || e[k] > c || b[k] >= e[k] || k < b[k] || k >= e[k]) {
-            PyErr_Format(PyExc_ValueError, "swap_sequences: window of chunk %zd is [%d, %d), "
-                         "expected b <= chunk < e <= %zd", (Py_ssize_t)k, b[k], e[k], (Py_ssize_t)c);
-            goto done;
-        }
-    }
-    if (c > 0 && (st[0] != 0 || st[c] != n)) {
-        PyErr_SetString(PyExc_ValueError, "swap_sequences: seq_start must run from 0 to N");
+    /* validate once so the loop cannot read out of bounds nor draw forever */
+    int what = 0;
+    int64_t bad = rand_check_swap(n, c, ow, b, e, st, &what);
+    if (bad >= 0) {
+        if (what == 1)
+            PyErr_Format(PyExc_ValueError, "swap_sequences: window of chunk %lld is [%d, %d), "
+                         "expected b <= chunk < e <= %lld", (long long)bad, b[bad], e[bad], (long long)c);
+        else if (what == 2)
+            PyErr_SetString(PyExc_ValueError, "swap_sequences: seq_start must run from 0 to N, never decreasing");
+        else
+            PyErr_Format(PyExc_ValueError, "swap_sequences: owner[%lld] = %d is not the chunk holding "
+                         "position %lld", (long long)bad, ow[bad], (long long)bad);
         goto done;
-    }
-    for (npy_intp t = 0; t < n; t++) {
-        if (ow[t] < 0 || ow[t] >= c) {
-            PyErr_Format(PyExc_ValueError, "swap_sequences: owner[%zd] = %d is not a chunk id",
-                         (Py_ssize_t)t, ow[t]);
-            goto done;
-        }
     }
     npy_intp dims[1] = {n};
     perm = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
@@ -212,29 +158,7 @@ static PyObject *py_swap_sequences(PyObject *Py_UNUSED(self), PyObject *args)
     int64_t *p = (int64_t *)PyArray_DATA(perm);
     int32_t *s = (int32_t *)PyArray_DATA(src);
     Py_BEGIN_ALLOW_THREADS
-    for (npy_intp t = 0; t < n; t++) {
-        p[t] = t;
-        s[t] = ow[t];
-    }
-    mt64_t r;
-    mt64_seed(&r, seed);
-    for (npy_intp t = 0; t < n; t++) {
-        int32_t ct = ow[t];
-        int32_t tb = b[ct], te = e[ct];
-        int64_t p0 = st[tb], p1 = st[te];
-        uint64_t span = (uint64_t)(p1 - p0);
-        for (;;) {
-            int64_t j = p0 + (int64_t)(mt64_next(&r) % span);
-            int32_t cj = ow[j];
-            if (s[j] < tb || s[j] >= te)
-                continue;
-            if (s[t] < b[cj] || s[t] >= e[cj])
-                continue;
-            int64_t tp = p[t]; p[t] = p[j]; p[j] = tp;
-            int32_t ts = s[t]; s[t] = s[j]; s[j] = ts;
-            break;
-        }
-    }
+    rand_swap_sequences(seed, (int64_t)n, ow, b, e, st, p, s);
     Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, (PyObject *)perm, (PyObject *)src);
 done:
@@ -245,64 +169,6 @@ done:
     Py_XDECREF(perm);
     Py_XDECREF(src);
     return result;
-}
-
-/* The rolling window's in-window swaps (see swap_sequences_rolling) over randomized chunks
- * ct0 .. ct_end - 1, shared by the whole-sweep and the step-wise entry points. The rings rp, rs,
- * ro (cap entries, a power of two) hold the window's positions, their source chunks and owners;
- * *lo (positions below it are written out), *hi (positions below it have entered) and *oc (the
- * chunk of position hi) carry between calls. Positions below flush_to (below hi when flush_to
- * < 0) are then written out to out_i and out_s16 or out_s32, at q - base. No GIL needed. */
-static void roll_swaps(mt64_t *r, const int32_t *b, const int32_t *e, const int64_t *st, int64_t cap,
-                       int64_t *rp, int32_t *rs, int32_t *ro, int64_t ct0, int64_t ct_end,
-                       int64_t *lo_p, int64_t *hi_p, int32_t *oc_p, int64_t flush_to, int64_t base,
-                       int32_t *out_i, int16_t *out_s16, int32_t *out_s32)
-{
-    int64_t lo = *lo_p, hi = *hi_p;
-    int32_t oc = *oc_p;
-#define RING(j) ((j) & (cap - 1))
-#define FLUSH(q) do { int64_t q_ = (q), x_ = RING(q_); int32_t s_ = rs[x_]; \
-        out_i[q_ - base] = (int32_t)(rp[x_] - st[s_]); \
-        if (out_s16) out_s16[q_ - base] = (int16_t)s_; else out_s32[q_ - base] = s_; } while (0)
-    for (int64_t ct = ct0; ct < ct_end; ct++) {
-        int32_t tb = b[ct], te = e[ct];
-        int64_t p0 = st[tb], p1 = st[te];
-        for (; lo < p0; lo++)
-            FLUSH(lo);
-        for (; hi < p1; hi++) {
-            while (st[oc + 1] <= hi)
-                oc++;
-            int64_t x = RING(hi);
-            rp[x] = hi;
-            rs[x] = oc;
-            ro[x] = oc;
-        }
-        uint64_t span = (uint64_t)(p1 - p0);
-        for (int64_t t = st[ct]; t < st[ct + 1]; t++) {
-            int64_t xt = RING(t);
-            for (;;) {
-                int64_t j = p0 + (int64_t)(mt64_next(r) % span);
-                int64_t xj = RING(j);
-                int32_t cj = ro[xj];
-                if (rs[xj] < tb || rs[xj] >= te)
-                    continue;
-                if (rs[xt] < b[cj] || rs[xt] >= e[cj])
-                    continue;
-                int64_t tp = rp[xt]; rp[xt] = rp[xj]; rp[xj] = tp;
-                int32_t ts = rs[xt]; rs[xt] = rs[xj]; rs[xj] = ts;
-                break;
-            }
-        }
-    }
-    if (flush_to < 0)
-        flush_to = hi;
-    for (; lo < flush_to; lo++)
-        FLUSH(lo);
-#undef FLUSH
-#undef RING
-    *lo_p = lo;
-    *hi_p = hi;
-    *oc_p = oc;
 }
 
 /* swap_sequences_rolling(seed, win_begin int32[C], win_end int32[C], seq_start int64[C+1],
@@ -359,23 +225,18 @@ static PyObject *py_swap_sequences_rolling(PyObject *Py_UNUSED(self), PyObject *
         PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: more than 32767 chunks need an int32 source_out");
         goto done;
     }
-    if (c > 0 && (st[0] != 0 || st[c] != n)) {
-        PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: seq_start must run from 0 to N");
-        goto done;
-    }
     int64_t cap = 0;
-    for (npy_intp k = 0; k < c; k++) {
-        if (b[k] < 0 || e[k] > c || b[k] >= e[k] || k < b[k] || k >= e[k] || st[k + 1] < st[k] ||
-            st[k + 1] - st[k] > INT32_MAX ||
-            (k > 0 && (b[k] < b[k - 1] || e[k] < e[k - 1]))) {
-            PyErr_Format(PyExc_ValueError, "swap_sequences_rolling: window of chunk %zd is [%d, %d); expected "
-                         "b <= chunk < e <= %zd, never decreasing, and chunks of under 2^31 sequences",
-                         (Py_ssize_t)k, b[k], e[k], (Py_ssize_t)c);
-            goto done;
-        }
-        int64_t span = st[e[k]] - st[b[k]];
-        if (span > cap)
-            cap = span;
+    int what = 0;
+    int64_t bad = rand_check_rolling(c, b, e, st, n, &cap, &what);
+    if (bad >= 0) {
+        if (what == 2)
+            PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: seq_start must run from 0 to N, never "
+                            "decreasing");
+        else
+            PyErr_Format(PyExc_ValueError, "swap_sequences_rolling: window of chunk %lld is [%d, %d); expected "
+                         "b <= chunk < e <= %lld, never decreasing, and chunks of under 2^31 sequences",
+                         (long long)bad, b[bad], e[bad], (long long)c);
+        goto done;
     }
     if (cap > 0) {
         int64_t pow2 = 1;       /* a power of two: the ring index is a mask, not a division */
@@ -393,13 +254,18 @@ static PyObject *py_swap_sequences_rolling(PyObject *Py_UNUSED(self), PyObject *
     int32_t *out_i = (int32_t *)PyArray_DATA(ix);
     int16_t *out_s16 = so_type == NPY_INT16 ? (int16_t *)PyArray_DATA(so) : NULL;
     int32_t *out_s32 = so_type == NPY_INT32 ? (int32_t *)PyArray_DATA(so) : NULL;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
     mt64_t r;
     mt64_seed(&r, seed);
-    int64_t lo = 0, hi = 0;       /* positions < lo are written out, positions < hi have entered */
-    int32_t oc = 0;               /* the chunk of position hi (entering) */
-    roll_swaps(&r, b, e, st, cap, rp, rs, ro, 0, (int64_t)c, &lo, &hi, &oc, -1, 0, out_i, out_s16, out_s32);
+    rand_roll cur = {0, 0, 0};    /* positions < lo are written out, < hi have entered; oc: hi's chunk */
+    failed = rand_roll_swaps(&r, b, e, st, (int64_t)c, cap, rp, rs, ro, 0, (int64_t)c, &cur, -1, 0, out_i, out_s16,
+                             out_s32, (int64_t)n) < 0;
     Py_END_ALLOW_THREADS
+    if (failed) {     /* cannot happen after the checks above; kept as the loop's own guard */
+        PyErr_SetString(PyExc_ValueError, "swap_sequences_rolling: inconsistent windows");
+        goto done;
+    }
     Py_INCREF(Py_None);
     result = Py_None;
 done:
@@ -481,20 +347,20 @@ static PyObject *py_rolling_swap_step(PyObject *Py_UNUSED(self), PyObject *args)
         PyErr_SetString(PyExc_ValueError, "rolling_swap_step: more than 32767 chunks need an int32 source_out");
         goto done;
     }
-    int64_t flush_to = ct_end < c ? st[b[ct_end]] : st[c];
-    for (npy_intp k = ct0; k < (ct_end < c ? ct_end + 1 : c); k++) {
-        if (b[k] < 0 || e[k] > c || b[k] >= e[k] || k < b[k] || k >= e[k] || st[k + 1] < st[k] ||
-            st[k + 1] - st[k] > INT32_MAX || st[e[k]] - st[b[k]] > cap ||
-            (k > 0 && (b[k] < b[k - 1] || e[k] < e[k - 1]))) {
-            PyErr_Format(PyExc_ValueError, "rolling_swap_step: window of chunk %zd is [%d, %d); expected "
-                         "b <= chunk < e <= %zd, never decreasing, chunks of under 2^31 sequences and spans "
-                         "within the ring", (Py_ssize_t)k, b[k], e[k], (Py_ssize_t)c);
-            goto done;
-        }
+    int64_t bad = rand_check_step(c, b, e, st, (int64_t)cap, ct0, (int64_t)ct_end);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "rolling_swap_step: window of chunk %lld is [%d, %d); expected "
+                     "b <= chunk < e <= %lld, never decreasing, chunks of under 2^31 sequences and spans "
+                     "within the ring", (long long)bad, bad < c ? b[bad] : -1, bad < c ? e[bad] : -1, (long long)c);
+        goto done;
     }
-    if (st[0] != 0 || flush_to < lo0 || PyArray_DIM(ix, 0) != flush_to - lo0) {
-        PyErr_Format(PyExc_ValueError, "rolling_swap_step: the outputs need %lld entries (positions %lld to %lld)",
-                     (long long)(flush_to - lo0), (long long)lo0, (long long)flush_to);
+    int64_t flush_to = ct_end < c ? st[b[ct_end]] : st[c];
+    const int64_t hi0 = (int64_t)S[RS_HI], oc0 = (int64_t)S[RS_OC];
+    if (lo0 < 0 || flush_to < lo0 || PyArray_DIM(ix, 0) != flush_to - lo0 || hi0 < lo0 || oc0 < 0 || oc0 >= c ||
+        (S[RS_SEEDED] && S[RS_IDX] > MT_N)) {
+        PyErr_Format(PyExc_ValueError, "rolling_swap_step: the outputs need %lld entries (positions %lld to %lld), "
+                     "and the state must be one an earlier step left", (long long)(flush_to - lo0), (long long)lo0,
+                     (long long)flush_to);
         goto done;
     }
     {
@@ -504,6 +370,7 @@ static PyObject *py_rolling_swap_step(PyObject *Py_UNUSED(self), PyObject *args)
         int32_t *out_i = (int32_t *)PyArray_DATA(ix);
         int16_t *out_s16 = PyArray_TYPE(so) == NPY_INT16 ? (int16_t *)PyArray_DATA(so) : NULL;
         int32_t *out_s32 = PyArray_TYPE(so) == NPY_INT32 ? (int32_t *)PyArray_DATA(so) : NULL;
+        int failed;
         Py_BEGIN_ALLOW_THREADS
         mt64_t r;
         if (!S[RS_SEEDED]) {
@@ -513,17 +380,23 @@ static PyObject *py_rolling_swap_step(PyObject *Py_UNUSED(self), PyObject *args)
             memcpy(r.mt, S, sizeof(r.mt));
             r.idx = (int)S[RS_IDX];
         }
-        int64_t lo = lo0, hi = (int64_t)S[RS_HI];
-        int32_t oc = (int32_t)S[RS_OC];
-        roll_swaps(&r, b, e, st, (int64_t)cap, rp, rs, ro, ct0, (int64_t)ct_end, &lo, &hi, &oc, flush_to, lo0,
-                   out_i, out_s16, out_s32);
-        memcpy(S, r.mt, sizeof(r.mt));
-        S[RS_IDX] = (uint64_t)r.idx;
-        S[RS_CT] = (uint64_t)ct_end;
-        S[RS_LO] = (uint64_t)lo;
-        S[RS_HI] = (uint64_t)hi;
-        S[RS_OC] = (uint64_t)oc;
+        rand_roll cur = {lo0, hi0, (int32_t)oc0};
+        failed = rand_roll_swaps(&r, b, e, st, (int64_t)c, (int64_t)cap, rp, rs, ro, ct0, (int64_t)ct_end, &cur,
+                                 flush_to, lo0, out_i, out_s16, out_s32, (int64_t)PyArray_DIM(ix, 0)) < 0;
+        if (!failed) {
+            memcpy(S, r.mt, sizeof(r.mt));
+            S[RS_IDX] = (uint64_t)r.idx;
+            S[RS_CT] = (uint64_t)ct_end;
+            S[RS_LO] = (uint64_t)cur.lo;
+            S[RS_HI] = (uint64_t)cur.hi;
+            S[RS_OC] = (uint64_t)cur.oc;
+        }
         Py_END_ALLOW_THREADS
+        if (failed) {
+            PyErr_SetString(PyExc_ValueError, "rolling_swap_step: the state or the rings are not those an earlier "
+                            "step left");
+            goto done;
+        }
     }
     Py_INCREF(Py_None);
     result = Py_None;
@@ -590,29 +463,18 @@ static PyObject *py_copy_segments(PyObject *Py_UNUSED(self), PyObject *args)
     const int64_t *b = (const int64_t *)PyArray_DATA(ds);
     const int64_t *l = (const int64_t *)PyArray_DATA(ln);
     npy_intp ns = PyArray_DIM(src, 0), nd = PyArray_DIM(dst, 0);
-    for (npy_intp i = 0; i < n; i++) {
-        if (l[i] < 0 || a[i] < 0 || b[i] < 0 || a[i] > ns - l[i] || b[i] > nd - l[i]) {
-            PyErr_Format(PyExc_IndexError, "copy_segments: segment %zd (src %lld, dst %lld, length %lld) "
-                         "is outside src (%zd rows) or dst (%zd rows)", (Py_ssize_t)i, (long long)a[i],
-                         (long long)b[i], (long long)l[i], (Py_ssize_t)ns, (Py_ssize_t)nd);
-            goto done;
-        }
+    int64_t bad = rand_check_segments(n, a, b, l, ns, nd);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_IndexError, "copy_segments: segment %lld (src %lld, dst %lld, length %lld) "
+                     "is outside src (%zd rows) or dst (%zd rows)", (long long)bad, (long long)a[bad],
+                     (long long)b[bad], (long long)l[bad], (Py_ssize_t)ns, (Py_ssize_t)nd);
+        goto done;
     }
     const char *sp = (const char *)PyArray_DATA(src);
     char *dp = (char *)PyArray_DATA(dst);
     const int64_t *h = sh ? (const int64_t *)PyArray_DATA(sh) : NULL;
     Py_BEGIN_ALLOW_THREADS
-    if (h) {
-        const int64_t *s64 = (const int64_t *)sp;
-        int64_t *d64 = (int64_t *)dp;
-        for (npy_intp i = 0; i < n; i++)
-            for (int64_t k = 0; k < l[i]; k++)
-                d64[b[i] + k] = s64[a[i] + k] + h[i];
-    } else {
-        for (npy_intp i = 0; i < n; i++)
-            if (l[i])
-                memcpy(dp + b[i] * row, sp + a[i] * row, (size_t)(l[i] * row));
-    }
+    rand_copy_segments(dp, sp, (int64_t)row, (int64_t)n, a, b, l, h);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;

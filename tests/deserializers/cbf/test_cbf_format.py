@@ -87,7 +87,7 @@ def test_dense_views_are_zero_copy(tmp_path):
     for c in range(2):
         v = d.get_chunk(c).streams["x"].values
         np.testing.assert_array_equal(v, vals)
-        assert not v.flags.owndata and not v.flags.writeable  # a view of the read-only map
+        assert not v.flags.owndata and not v.flags.writeable  # a read-only view of the chunk's bytes
         assert isinstance(v.base, np.ndarray) or v.base is not None
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from cntkio import FormatError
 from cntkio._native import native
 from cntkio.deserializers.cbf import CNTKBinaryFormatDeserializer
-from cntkio.deserializers.cbf.layout import MAGIC, walk_chunk
+from cntkio.deserializers.cbf.layout import MAGIC, chunk_words, walk_chunk
 
 _cbf = pytest.importorskip("cntkio._native._cbf")  # the C module itself, also under CNTKIO_PURE_PYTHON
 
@@ -107,12 +107,18 @@ def test_a_valid_file_is_assembled_in_the_walk(tmp_path):
     s = d.get_chunk(0).streams["s"]
     assert s.indptr.tolist() == [0, 2, 2, 5] and s.offsets.tolist() == [0, 2, 3]
     assert s.data.dtype == np.float32 and len(s.indices) == 5
-    buf, h = d._mapping(), d.header
+    h = d.header
+    words = chunk_words(path_bytes(path), h, 0, path)
     lengths = np.array([2, 0, 1], np.int64)
     built = native("cbf") is not None                                    # off under CNTKIO_PURE_PYTHON
-    assert (walk_chunk(buf, h, 0, lengths, path).filled[0] is not None) == built  # filled by the C walk
-    assert walk_chunk(buf, h, 0, lengths, path, fill_sparse=False).filled[0] is None
+    assert (walk_chunk(words, h, 0, lengths, path).filled[0] is not None) == built  # filled by the C walk
+    assert walk_chunk(words, h, 0, lengths, path, fill_sparse=False).filled[0] is None
     d.close()
+
+
+def path_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _words(samples, dim=7, double=False):

@@ -261,7 +261,8 @@ def test_close(tmp_path, backend):
     d = CNTKTextFormatDeserializer(cfg, backend=backend)
     d.close()
     d.close()
-    assert d._fd is None
+    with pytest.raises(ValueError, match="closed"):
+        d.get_chunk(0)
 
 
 @pytest.mark.parametrize("text,line", [("|x 1\n|z 1 |\n|x 2\n", 2), ("|\n|x 1\n|x 2\n", 1)])

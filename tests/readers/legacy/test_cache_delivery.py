@@ -1,7 +1,9 @@
-"""Minibatches from UCIFastReader's binary cache: a non-randomized run of records handed out as a
-writable copy-on-write mapping of the file (DenseStream.private_map), smaller runs and randomized
-reads read into buffers of their own (DenseStream.read_rows), never views of the cache's shared
-map, so a caller changing a minibatch in place changes nothing read later and never the file."""
+"""Minibatches from UCIFastReader's binary cache: by default every record is read from the file
+(pread: nothing mapped, so a cache cut short by another process is an error, never SIGBUS); with
+``cacheMaps = true`` a non-randomized run of records is handed out as a writable copy-on-write
+mapping of the file (DenseStream.private_map), smaller runs and randomized reads read into buffers
+of their own (DenseStream.read_rows); never views of the cache's shared map (unless cacheViews),
+so a caller changing a minibatch in place changes nothing read later and never the file."""
 from __future__ import annotations
 
 import hashlib
@@ -75,14 +77,16 @@ def test_cache_runs_are_mapped_copy_on_write(uci, monkeypatch):
     monkeypatch.setattr(BinaryFile, "map_rows", mapping)
     monkeypatch.setattr(BinaryFile, "read_rows", lambda self, e, a, b, out: reads.append((e["name"], a, b))
                         or read_rows(self, e, a, b, out))
-    mbs = _sweep(sec)
+    mbs = _sweep(sec, cacheMaps="true")
     feats = [m["features"] for m in mbs]
     np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
     labels = np.concatenate([m["labels"] for m in mbs])
     np.testing.assert_array_equal(labels, np.eye(10, dtype=np.float32)[rows[:, 0]])
-    # features only (labels are one-hot from stored ids); every record mapped or read, per batch
-    # and not per record (a batch packed ahead and dropped, when the reader moves, is taken again)
-    assert {r[0] for r in maps + reads} == {"features"}
+    # features taken by the packer (labels are one-hot from stored ids, read with each chunk);
+    # every record mapped or read, per batch and not per record (a batch packed ahead and
+    # dropped, when the reader moves, is taken again)
+    assert {r[0] for r in maps} == {"features"}
+    reads = [r for r in reads if r[0] == "features"]
     covered = np.zeros(RECORDS, bool)
     for _, a, b in maps + reads:
         covered[a:b] = True
@@ -115,7 +119,7 @@ def test_changing_a_mapped_minibatch_changes_neither_the_file_nor_a_later_read(u
     sec, rows = uci
     before = _digest(sec["wfile"])
     expect = rows[:, 1:].astype(np.float32)
-    src = build_reader(dict(sec))              # sweeps without end
+    src = build_reader(dict(sec, cacheMaps="true"))     # sweeps without end
     kept, seen = [], []
     for _ in range(4):                         # 4 x 350 records: one sweep
         m = src.next_minibatch(350)
@@ -151,7 +155,7 @@ def test_changing_a_mapped_minibatch_changes_neither_the_file_nor_a_later_read(u
 def test_runs_under_the_mapping_size_are_read_into_buffers(uci, monkeypatch):
     sec, rows = uci
     monkeypatch.setattr(binary, "MAP_MIN_BYTES", 1 << 40)
-    mbs = _sweep(sec, mb=300)
+    mbs = _sweep(sec, mb=300, cacheMaps="true")
     feats = [m["features"] for m in mbs]
     assert not any(isinstance(_owner(f), mmap.mmap) for f in feats) and all(f.flags.writeable for f in feats)
     np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
@@ -249,7 +253,7 @@ def test_live_mappings_are_capped_and_released_with_their_minibatches(uci, monke
     sec, rows = uci
     start = binary.live_maps()
     monkeypatch.setattr(binary, "MAP_MAX_LIVE", start + 1)
-    mbs = _sweep(sec, mb=350)                  # all kept: one mapping at most, the rest read
+    mbs = _sweep(sec, mb=350, cacheMaps="true")    # all kept: one mapping at most, the rest read
     feats = [m["features"] for m in mbs]
     np.testing.assert_array_equal(np.concatenate(feats), rows[:, 1:].astype(np.float32))
     owners = {id(_owner(f)) for f in feats if isinstance(_owner(f), mmap.mmap)}
@@ -257,4 +261,16 @@ def test_live_mappings_are_capped_and_released_with_their_minibatches(uci, monke
     del mbs, feats
     assert binary.live_maps() == start        # the mapping went with its last array
     monkeypatch.setattr(binary, "MAP_MAX_LIVE", start + 100)
-    assert all(isinstance(_owner(m["features"]), mmap.mmap) for m in _sweep(sec, mb=350))
+    assert all(isinstance(_owner(m["features"]), mmap.mmap) for m in _sweep(sec, mb=350, cacheMaps="true"))
+
+
+@pytest.mark.parametrize("randomize", ["None", "Auto"])
+def test_by_default_nothing_of_the_cache_is_mapped(uci, monkeypatch, randomize):
+    sec, rows = uci
+    monkeypatch.setattr(mmap, "mmap", None)    # any map of the cache file would fail
+    mbs = _sweep(sec, mb=300, randomize=randomize)
+    feats = np.concatenate([m["features"] for m in mbs])
+    np.testing.assert_array_equal(feats, rows[feats[:, 0].astype(int), 1:].astype(np.float32))
+    assert all(m["features"].flags.writeable for m in mbs)
+    mbs = _sweep({"readerType": "BinaryReader", "file": sec["wfile"], "randomize": randomize}, mb=300)
+    assert len(np.concatenate([m["features"] for m in mbs])) == RECORDS

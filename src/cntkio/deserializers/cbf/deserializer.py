@@ -1,10 +1,12 @@
 """``CNTKBinaryFormatDeserializer``: reads CNTK binary format (CBF) files.
 
-The file is memory-mapped; the header and chunk table are read once (they are the index: nothing
-is built or cached). A chunk is loaded by walking its blocks (``layout.walk_chunk``) and
-assembling columnar containers: a dense stream's values are a zero-copy NumPy view of the map
-when the layout allows it (a chunk with one sequence of the stream, or where every sequence has
-exactly one sample of it), otherwise one gather of the payload segments; sparse streams become
+The file is read by byte ranges with ``pread`` (:mod:`..ranges`; never mapped, so a file cut short
+by another process is an error naming it, not SIGBUS); the header and chunk table are read once
+(they are the index: nothing is built or cached). A chunk is loaded by one read of its bytes and
+a walk of its blocks (``layout.walk_chunk``) assembling columnar containers: a dense stream's
+values are a zero-copy NumPy view of the chunk's bytes when the layout allows it (a chunk with
+one sequence of the stream, or where every sequence has exactly one sample of it), otherwise one
+gather of the payload segments; sparse streams become
 CSR in the walk itself (the C core's ``sparse_fill``: one pass copying values, row indices and
 per-sample counts), or by a few vectorized gathers where the C core is not built or a count is
 to be reported. Sparse row indices and
@@ -12,9 +14,7 @@ all counts are validated; errors name the file, the chunk, the stream and the fi
 """
 from __future__ import annotations
 
-import mmap
 import os
-import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -26,9 +26,9 @@ from . import remote as remote_cbf
 from ...streams import StreamInformation
 from ...values import local_path, to_bool, to_choice, to_int
 from ..base import DeserializerBase
-from ..mapped import MappedFile
 from ..protocol import ChunkData, ChunkInfo, DenseStream, FetchAheadDeserializer, SequenceTable, SparseStream
-from .layout import CBFHeader, chunk_lengths, gather_words, read_header, walk_chunk
+from ..ranges import SCRATCH, BytesRanges, Ranges, open_ranges
+from .layout import CBFHeader, chunk_lengths, chunk_words, gather_words, read_header, walk_chunk
 
 __all__ = ["CNTKBinaryFormatDeserializer", "parse_options"]
 
@@ -73,7 +73,7 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
             "keep_in_memory": to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
 
 
-class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeserializer):
+class CNTKBinaryFormatDeserializer(DeserializerBase, FetchAheadDeserializer):
     """Reads a CBF file (the ``CNTKBinaryFormatDeserializer`` config type).
 
     Streams come from the file's header, in header order, renamed by the config's ``input``
@@ -92,54 +92,33 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeser
         self.filename: str = o["file"]
         self.trace = TraceLogger("deserializers.cbf", o["trace_level"])
         self.dtype = np.dtype(np.float64 if o["double"] else np.float32)
-        self._lock = threading.Lock()
-        self._fd: int | None = None
-        self._map: mmap.mmap | None = None
-        self._data: bytes | None = None
+        self._src: Ranges | None = None
         self._remote = remote_for(self.filename, config, "CBF input file")  # a URL: cntkio.remote
         if self._remote is not None and o["keep_in_memory"]:
-            self._data, self._remote = bytes(self._remote.read(0, None)), None
+            self._src = BytesRanges(bytes(self._remote.read(0, None)), self.filename, what="CBF file")
+            self._remote = None
         if self._remote is not None:   # the header and the chunks' sequence lengths, fetched
             self.header, self._size, buf = remote_cbf.header_and_lengths(self._remote, self.filename)
             self._names = self._output_names()
-            self._index(buf)
-            buf.close()
+            try:
+                self._index(BytesRanges(buf, self.filename, what="CBF file"))
+            finally:
+                buf.close()
             return
-        if self._data is None and not os.path.exists(self.filename):
+        if self._src is None and not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CBF input file does not exist: {self.filename!r} "
                                        "(the 'file' of a CNTKBinaryFormatDeserializer)", self.filename)
-        if self._data is None and os.path.isdir(self.filename):
+        if self._src is None and os.path.isdir(self.filename):
             raise IsADirectoryError(21, f"CBF input is a directory, not a file: {self.filename!r}",
                                     self.filename)
-        if self._data is None:
-            self._open()
-        buf = self._mapping()
-        self.header: CBFHeader = read_header(buf, self.filename)
+        if self._src is None:
+            self._src = open_ranges(self.filename, in_memory=o["keep_in_memory"], what="CBF file")
+        self.header: CBFHeader = read_header(self._src, self.filename)
         self._size = self.header.size
         self._names = self._output_names()
-        self._index(buf)
+        self._index()
         self.trace.info("%s: %d sequences in %d chunks, %d streams", self.filename,
                         sum(len(t) for t in self._tables), len(self._chunk_ids), len(self._names))
-
-    # -- file ---------------------------------------------------------------------------------
-
-    def _open(self) -> None:
-        if self.options["keep_in_memory"]:
-            with open(self.filename, "rb") as f:
-                self._data = f.read()
-            return
-        self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        if os.fstat(self._fd).st_size == 0:
-            self._data = b""  # mmap cannot map an empty file
-
-    def _check_size(self) -> None:
-        """A mapped file cut short after opening would fault (SIGBUS): check before each load."""
-        if self._fd is None:
-            return
-        size = os.fstat(self._fd).st_size
-        if size < self._size:
-            raise FormatError("the file changed after it was opened (it is shorter now)",
-                              file=self.filename, expected=f"{self._size} bytes", found=f"{size} bytes")
 
     # -- index --------------------------------------------------------------------------------
 
@@ -160,13 +139,13 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeser
                                    ", ".join(s.name for s in self.header.streams))
         return names
 
-    def _index(self, buf) -> None:
+    def _index(self, src: Ranges | None = None) -> None:
         h = self.header
         key0 = 0
         chunk_ids, infos, tables, keeps = [], [], [], []
         dropped = 0
         for c in range(len(h.offsets)):
-            lengths = chunk_lengths(buf, h, c, self.filename)
+            lengths = chunk_lengths(self._src if src is None else src, h, c, self.filename)
             keys = np.arange(key0, key0 + len(lengths), dtype=np.int64)
             key0 += len(lengths)
             keep = lengths > 0
@@ -204,16 +183,18 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeser
         return self._tables[chunk_id]
 
     def get_chunk(self, chunk_id: int) -> ChunkData:
-        """Load a chunk from the map. Thread-safe (no shared state is written)."""
+        """Load a chunk: one read of its bytes (into a reused buffer when no output keeps a view
+        of it). Thread-safe (no shared state is written)."""
         c = self._chunk_ids[chunk_id]
-        if self._remote is not None:   # the chunk's bytes, fetched; the header shifted onto them
-            buf, h = remote_cbf.chunk(self._remote, self.header, c)
+        h = self.header
+        if self._remote is not None:   # the chunk's bytes, fetched
+            raw = np.frombuffer(remote_cbf.chunk(self._remote, h, c)[0], np.uint8)
+            words = raw[:len(raw) // 4 * 4].view("<u4")
         else:
-            self._check_size()
-            buf, h = self._mapping(), self.header
-        lengths = np.frombuffer(buf, "<u4", count=int(h.num_sequences[c]),
-                                offset=int(h.offsets[c])).astype(np.int64)
-        lay = walk_chunk(buf, h, c, lengths, self.filename, self.fuse_sparse)
+            raw = SCRATCH.take(int(h.ends[c]) - int(h.offsets[c]))
+            words = chunk_words(self._src, h, c, self.filename, raw)
+        lengths = words[:int(h.num_sequences[c])].astype(np.int64)
+        lay = walk_chunk(words, h, c, lengths, self.filename, self.fuse_sparse)
         keep = self._keeps[chunk_id]
         streams: dict[str, Any] = {}
         for k, (name, st) in enumerate(zip(self._names, h.streams)):
@@ -234,6 +215,13 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeser
                 streams[name] = self._sparse(lay.words, st, starts, counts, nnz, offsets, c)
             else:
                 streams[name] = DenseStream(self._dense(lay.words, st, starts, counts), offsets)
+        del lay, words
+        views = [s.values for s in streams.values() if isinstance(s, DenseStream) and
+                 np.may_share_memory(s.values, raw)]
+        for v in views:                # read-only, as any chunk's arrays (the engine may share them)
+            v.flags.writeable = False
+        if not views:
+            SCRATCH.give(raw)          # nothing views the chunk's bytes: the next load reuses them
         return ChunkData(self._tables[chunk_id], streams)
 
     def _dense(self, words: np.ndarray, st, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -311,6 +299,14 @@ class CNTKBinaryFormatDeserializer(MappedFile, DeserializerBase, FetchAheadDeser
                                (self._chunk_ids[i] for i in chunk_ids)])
 
     # -- lifetime -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file (arrays already delivered stay valid: they hold their own memory); a
+        URL's fetches ahead not started yet are dropped."""
+        if self._src is not None:
+            self._src.close()
+        if self._remote is not None:
+            self._remote.close()
 
     def __repr__(self) -> str:
         return f"CNTKBinaryFormatDeserializer({self.filename!r})"

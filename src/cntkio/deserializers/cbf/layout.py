@@ -26,9 +26,10 @@ import numpy as np
 
 from ..._native import native
 from ...errors import FormatError
+from ..ranges import BytesRanges, Ranges
 
 __all__ = ["MAGIC", "VERSION", "DENSE", "SPARSE", "FLOAT32", "FLOAT64", "CBFStream", "CBFHeader",
-           "ChunkLayout", "read_header", "chunk_lengths", "walk_chunk", "gather_words"]
+           "ChunkLayout", "read_header", "chunk_lengths", "chunk_words", "walk_chunk", "gather_words"]
 
 #: ``cntk_bin`` as a little-endian u64 (the file's first 8 bytes read ``nib_ktnc``)
 MAGIC = 0x636E746B5F62696E
@@ -81,29 +82,30 @@ def _err(file: str, message: str, *, offset: int | None = None, expected: str | 
 
 
 class _Cursor:
-    """Bounds-checked little-endian reads from a buffer; a read past ``limit`` raises."""
+    """Bounds-checked little-endian reads from ``buf``, the file's bytes from offset ``base`` on; a
+    read past ``limit`` (an offset in the file) raises."""
 
-    def __init__(self, buf, pos: int, limit: int, file: str) -> None:
-        self.buf, self.pos, self.limit, self.file = buf, pos, limit, file
+    def __init__(self, buf, base: int, pos: int, limit: int, file: str) -> None:
+        self.buf, self.base, self.pos, self.limit, self.file = buf, base, pos, limit, file
 
-    def read(self, fmt: str, field: str) -> tuple:
-        n = struct.calcsize(fmt)
+    def _room(self, n: int, field: str) -> None:
         if self.pos + n > self.limit:
             raise _err(self.file, f"the file is truncated: the header's {field} runs past the end "
                        f"(Error reading file '{self.file}')", offset=self.pos,
                        expected=f"{n} bytes at offset {self.pos}",
                        found=f"{max(self.limit - self.pos, 0)} bytes before the end of the header")
-        out = struct.unpack_from("<" + fmt, self.buf, self.pos)
+
+    def read(self, fmt: str, field: str) -> tuple:
+        n = struct.calcsize(fmt)
+        self._room(n, field)
+        out = struct.unpack_from("<" + fmt, self.buf, self.pos - self.base)
         self.pos += n
         return out
 
     def bytes(self, n: int, field: str) -> bytes:
-        if self.pos + n > self.limit:
-            raise _err(self.file, f"the file is truncated: the header's {field} runs past the end "
-                       f"(Error reading file '{self.file}')", offset=self.pos,
-                       expected=f"{n} bytes at offset {self.pos}",
-                       found=f"{max(self.limit - self.pos, 0)} bytes before the end of the header")
-        out = bytes(self.buf[self.pos:self.pos + n])
+        self._room(n, field)
+        at = self.pos - self.base
+        out = bytes(self.buf[at:at + n])
         self.pos += n
         return out
 
@@ -114,15 +116,23 @@ def _not_cbf(file: str, where: str, found: bytes, offset: int) -> FormatError:
                 found=repr(found))
 
 
-def read_header(buf, file: str) -> CBFHeader:
-    """Parse and validate the start, the header and the chunk table of a CBF file in ``buf``."""
-    size = len(buf)
-    if size < 8 or struct.unpack_from("<Q", buf, 0)[0] != MAGIC:
-        raise _not_cbf(file, "at the start of the file", bytes(buf[:8]), 0)
+def _ranges(src, file: str) -> Ranges:
+    return src if hasattr(src, "read_into") else BytesRanges(src, file, what="CBF file")
+
+
+def read_header(src, file: str) -> CBFHeader:
+    """Parse and validate the start, the header and the chunk table of a CBF file: ``src`` is the
+    file read by ranges (:mod:`..ranges`) or its bytes. Only the first 12 bytes and the header
+    (from the offset in the last 8 bytes to the end) are read."""
+    src = _ranges(src, file)
+    size = src.size
+    start = bytes(src.read(0, min(size, 12)))
+    if size < 8 or struct.unpack_from("<Q", start, 0)[0] != MAGIC:
+        raise _not_cbf(file, "at the start of the file", start[:8], 0)
     if size < 12:
         raise _err(file, f"the file is truncated after the magic number (Error reading file '{file}')",
                    offset=8, expected="a u32 version", found=f"{size} bytes in all")
-    version = struct.unpack_from("<I", buf, 8)[0]
+    version = struct.unpack_from("<I", start, 8)[0]
     if version != VERSION:
         raise _err(file, f"unsupported version: the reader version is {VERSION}, but the data file "
                    f"was created for version {version}", offset=8, expected=f"version {VERSION}",
@@ -130,17 +140,17 @@ def read_header(buf, file: str) -> CBFHeader:
     if size < _MIN_SIZE:
         raise _err(file, f"the file is truncated: no room for a header (Error reading file '{file}')",
                    expected=f"at least {_MIN_SIZE} bytes", found=f"{size} bytes")
-    header_offset = struct.unpack_from("<q", buf, size - 8)[0]
+    header_offset = struct.unpack_from("<q", bytes(src.read(size - 8, 8)), 0)[0]
     limit = size - 8
     if not 12 <= header_offset <= limit - 16:
         raise _err(file, "the header offset (the last 8 bytes) points outside the file "
                    "(truncated or not a CBF file)", offset=size - 8,
                    expected=f"an offset in [12, {limit - 16}]", found=str(header_offset))
-    cur = _Cursor(buf, header_offset, limit, file)
+    buf = src.read(header_offset, limit - header_offset)     # the header: at most the file's size
+    cur = _Cursor(buf, header_offset, header_offset, limit, file)
     magic = cur.read("Q", "magic number")[0]
     if magic != MAGIC:
-        raise _not_cbf(file, f"at the header (offset {header_offset})",
-                       bytes(buf[header_offset:header_offset + 8]), header_offset)
+        raise _not_cbf(file, f"at the header (offset {header_offset})", bytes(buf[:8]), header_offset)
     nchunks, nstreams = cur.read("II", "chunk and stream counts")
     # every stream takes at least 10 bytes and every chunk 16: reject absurd counts before looping
     room = limit - cur.pos
@@ -190,7 +200,7 @@ def read_header(buf, file: str) -> CBFHeader:
                    expected=f"{nchunks} entries of 16 bytes ending at offset {limit}",
                    found=f"{limit - table_at} bytes")
     table = np.frombuffer(buf, dtype=np.dtype([("off", "<i8"), ("nseq", "<u4"), ("nsamp", "<u4")]),
-                          count=nchunks, offset=table_at)
+                          count=nchunks, offset=table_at - header_offset)
     offsets = table["off"].astype(np.int64)
     nseq = table["nseq"].astype(np.int64)
     nsamp = table["nsamp"].astype(np.int64)
@@ -220,12 +230,18 @@ def read_header(buf, file: str) -> CBFHeader:
     return CBFHeader(version, streams, offsets, nseq, nsamp, ends, int(header_offset), size)
 
 
-def chunk_lengths(buf, header: CBFHeader, c: int, file: str) -> np.ndarray:
+def chunk_lengths(src, header: CBFHeader, c: int, file: str) -> np.ndarray:
     """The per-sequence sample counts at the start of chunk ``c`` (int64), checked against the
-    chunk table's sample count."""
+    chunk table's sample count; ``src`` as :func:`read_header`'s (the table's sequence count was
+    checked to fit in the chunk's bytes)."""
     off, n = int(header.offsets[c]), int(header.num_sequences[c])
-    lengths = np.frombuffer(buf, "<u4", count=n, offset=off).astype(np.int64)
+    lengths = _ranges(src, file).read(off, 4 * n).view("<u4").astype(np.int64)
     total = int(lengths.sum())
+    room = (int(header.ends[c]) - off) // 4 - n
+    if total > room:      # every sample takes a word at least (of its longest stream): no file holds more
+        raise _err(file, f"chunk {c}: the per-sequence sample counts do not fit in the chunk's bytes",
+                   offset=off, expected=f"at most {room} samples in all (one 4-byte word each at least)",
+                   found=f"{total} samples")
     if total != int(header.num_samples[c]):
         raise _err(file, f"chunk {c}: the counts do not add up: the chunk table's sample count "
                    "differs from the sum of the chunk's per-sequence sample counts", offset=off,
@@ -254,16 +270,25 @@ def _chunk_error(file, c, stream: CBFStream | None, message, **kw) -> FormatErro
     return _err(file, f"{where}: {message}", **kw)
 
 
-def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str,
+def chunk_words(src, header: CBFHeader, c: int, file: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Chunk ``c``'s bytes read into ``out`` (uint8, exactly the chunk's size; new memory when
+    None), viewed as little-endian 32-bit words (a last partial word left out)."""
+    off, end = int(header.offsets[c]), int(header.ends[c])
+    raw = np.empty(end - off, np.uint8) if out is None else out
+    _ranges(src, file).read_into(raw, off)
+    return raw[:(end - off) // 4 * 4].view("<u4")
+
+
+def walk_chunk(words: np.ndarray, header: CBFHeader, c: int, lengths: np.ndarray, file: str,
                fill_sparse: bool = True) -> ChunkLayout:
-    """Locate every stream's sequence blocks in chunk ``c`` and check that the counts add up:
-    each block inside the chunk, the blocks ending exactly at the chunk's end, each sequence's
-    sample count the largest of its streams' counts. With ``fill_sparse`` and the C core built,
-    a sparse stream's CSR arrays are filled during its walk (one pass; see ``ChunkLayout``)."""
+    """Locate every stream's sequence blocks in chunk ``c`` (``words``: its bytes as little-endian
+    32-bit words, :func:`chunk_words`) and check that the counts add up: each block inside the
+    chunk, the blocks ending exactly at the chunk's end, each sequence's sample count the largest
+    of its streams' counts. With ``fill_sparse`` and the C core built, a sparse stream's CSR
+    arrays are filled during its walk (one pass; see ``ChunkLayout``)."""
     off, end = int(header.offsets[c]), int(header.ends[c])
     n = len(lengths)
     nbytes = end - off
-    words = np.frombuffer(buf, "<u4", count=nbytes // 4, offset=off)
     total = len(words)
     pos = n
     starts, counts, nnzs, filled = [], [], [], []
@@ -274,14 +299,16 @@ def walk_chunk(buf, header: CBFHeader, c: int, lengths: np.ndarray, file: str,
         ew = st.value_words
         if not st.sparse:
             # every sequence's count is most likely its length: place the blocks on that guess
-            # (one cumsum), then confirm every count where the guess put it
-            block = 1 + lengths * (st.dim * ew)
-            s = np.empty(n, np.int64)
-            if n:
+            # (one cumsum), then confirm every count where the guess put it; only where no
+            # length could make a block larger than the chunk (the products stay far from 2^63)
+            guess = bool(n) and int(lengths.max()) <= total // (st.dim * ew)
+            if guess:
+                block = 1 + lengths * (st.dim * ew)
+                s = np.empty(n, np.int64)
                 s[0] = pos
                 np.cumsum(block[:-1], out=s[1:])
                 s[1:] += pos
-            if n and int(s[-1]) < total and int(s[-1] + block[-1]) <= total and \
+            if guess and int(s[-1]) < total and int(s[-1] + block[-1]) <= total and \
                     np.array_equal(words[s], lengths):
                 cnt = lengths
                 pos = int(s[-1] + block[-1])

@@ -1,7 +1,8 @@
 """``CNTKTextFormatDeserializer``: the CTF deserializer behind ``CTFDeserializer(...)`` configs.
 
 It indexes the file once (``index.py``; ``cacheIndex`` reuses a cached index), and loads a chunk
-by reading its byte range and parsing it with the C parser (``cntkio._native._ctf``) or, under
+by reading its byte range (``pread``, never a memory map: a file cut short by another process is
+an error naming it, not SIGBUS) and parsing it with the C parser (``cntkio._native._ctf``) or, under
 ``CNTKIO_PURE_PYTHON=1``, the reference parser (``_reference``). Chunk data is columnar
 (``DenseStream``/``SparseStream``). Malformed samples and lines are skipped, logged at traceLevel
 >= 1 and counted against ``maxErrors``; past it, ``MaxErrorsExceeded`` is raised. Each chunk's
@@ -10,7 +11,6 @@ errors are counted once, however often the chunk is loaded (every sweep loads it
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -26,10 +26,11 @@ from ...streams import StreamInformation
 from ...remote import read_path, remote_for
 from ...values import local_path, to_bool, to_choice, to_dims, to_int, to_path
 from ..base import DeserializerBase
-from ..mapped import MappedFile
 from ..protocol import ChunkData, ChunkInfo, DenseStream, RandomAccessDeserializer, SequenceTable, SparseStream
+from ..ranges import SCRATCH, BytesRanges, FileRanges, ObjectRanges, Ranges
 from . import _reference as ref
 from .index import CTFIndex, build_index
+from .issues import ENCODING_NAMES as _ENCODING_NAMES, describe_issue
 from .remote import RemoteChunks
 from .undeclared import UndeclaredInputs
 
@@ -163,73 +164,8 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------
-# issue texts
 
-_ENCODING_NAMES = {
-    ref.ENCODING_UTF16LE: "a UTF-16 little-endian byte order mark (FF FE)",
-    ref.ENCODING_UTF16BE: "a UTF-16 big-endian byte order mark (FE FF)",
-    ref.ENCODING_UTF32BE: "a UTF-32 big-endian byte order mark (00 00 FE FF)",
-    ref.ENCODING_NUL: "NUL bytes at the start (UTF-16 text without a byte order mark?)",
-}
-
-
-def _show(text: bytes) -> str:
-    if len(text) > 40:
-        text = text[:40] + b"..."
-    return repr(text.decode("utf-8", "replace"))
-
-
-def _after(buf, pos: int) -> str:
-    """What follows position pos (for '|' followed by nothing)."""
-    if pos >= len(buf) or buf[pos:pos + 1] in (b"\n", b"\r"):
-        return "the end of the line"
-    ch = bytes(buf[pos:pos + 1])
-    return {b" ": "a space", b"\t": "a tab", b"|": "another '|'"}.get(ch, _show(ch))
-
-
-def describe_issue(issue, buf, base: int, streams: list[CTFStreamSpec]) -> tuple[str, str, str]:
-    """``(message, expected, found)`` for an issue tuple from ``parse_chunk``."""
-    code, stream, _line, _col, offset, length, detail = issue
-    text = bytes(buf[offset - base:offset - base + length])
-    s = streams[stream] if stream >= 0 else None
-    name = "" if s is None else (f"input '{s.name}'" if s.alias == s.name
-                                 else f"input '{s.name}' (alias '{s.alias}')")
-    if code == ref.BAD_PREFIX:
-        return ("malformed line start, the line is skipped",
-                "a sequence id (digits) followed by white space or '|', or '|'", _show(text))
-    if code == ref.BAD_ID:
-        return ("sequence id out of range, the line is skipped",
-                "a sequence id below 2**64", text.decode("ascii", "replace"))
-    if code == ref.EMPTY_NAME:
-        return ("'|' is not followed by an input name, skipped up to the next '|'",
-                "an input name right after '|'", _after(buf, offset - base + 1))
-    if code == ref.DUPLICATE_INPUT:
-        return (f"{name} appears twice on one line, the second sample is skipped",
-                "at most one sample of an input per line", f"a second {_show(text)}")
-    if code == ref.BAD_NUMBER:
-        return (f"malformed value in {name}, the sample is skipped",
-                "a number like 1, -2.5, 3e-7", _show(text) if text else "nothing after ':'")
-    if code == ref.MISSING_COLON:
-        return (f"sparse value without an index in {name}, the sample is skipped",
-                "index:value", _show(text))
-    if code == ref.BAD_INDEX:
-        return (f"malformed sparse index in {name}, the sample is skipped",
-                "a non-negative integer index", _show(text) if text else "nothing before ':'")
-    if code == ref.INDEX_RANGE:
-        return (f"sparse index out of range in {name}, the sample is skipped",
-                f"an index below dim = {s.dim}", text.decode("ascii", "replace"))
-    if code == ref.TOO_MANY_VALUES:
-        return (f"dense sample of {name} is longer than its dim, the sample is skipped",
-                f"at most {s.dim} values", f"{detail} values")
-    if code == ref.SHORT_DENSE:
-        return (f"dense sample of {name} has {detail} of {s.dim} values, zero-padded",
-                f"{s.dim} values", f"{detail}")
-    return (f"issue code {code}", "", "")
-
-
-# ------------------------------------------------------------------------------------------------
-
-class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeserializer, RemoteChunks):
+class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer, RemoteChunks):
     """Reads a CNTK Text Format file (the ``CNTKTextFormatDeserializer`` config type).
 
     ``config``: the dict from ``CTFDeserializer(filename, streams)`` plus any options (see
@@ -260,9 +196,7 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._chunk_cache: OrderedDict[int, ChunkData] = OrderedDict()
         self._undeclared = UndeclaredInputs(self.filename, [s.name for s in self.specs],
                                             [s.alias for s in self.specs], self.trace)
-        self._fd: int | None = None
         self._data: bytes | None = None
-        self._map: mmap.mmap | None = None
         self._remote = remote_for(self.filename, config, "CTF input file")  # a URL: cntkio.remote
         if self._remote is None and not os.path.exists(self.filename):
             raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
@@ -280,8 +214,11 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._check_index(index)
         self.index = index
         self._select(index)
-        if self._data is None and self._remote is None:
-            self._fd = os.open(self.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        # read by ranges: pread (never mapped: a file cut short is then an error naming it), the
+        # in-memory copy, or a URL's ranged GETs
+        self._src: Ranges = (BytesRanges(self._data, self.filename, what="CTF file") if self._data is not None
+                             else ObjectRanges(self._remote, self.filename, what="CTF file") if self._remote is not None
+                             else FileRanges(self.filename, what="CTF file"))
         self.trace.info("%s: %d sequences in %d chunks (%s sequence ids), parser %s",
                         self.filename, self._num_kept, len(self._chunks),
                         "with" if index.ids_mode else "without",
@@ -406,19 +343,16 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         return not self.options["chunks_to_cache"] and self._remote is None
 
     def read_bytes(self, chunk_id: int):
-        """The chunk's bytes, unparsed: ``(buffer, begin, end)``, the file's mapping and the
-        chunk's byte range in it (read-ahead of that range is requested from the kernel)."""
+        """The chunk's text, unparsed: ``(buffer, begin, end)``, its byte range read with one
+        ``pread`` into memory of its own (held while the chunk is in the window, freed with the
+        last reference: a parse in flight keeps it)."""
         a, b, _ = self._chunks[chunk_id]
         begin, end = int(self.index.starts[a]), int(self.index.starts[b])
-        m = self._mapping()
-        _advise(m, begin, end, "MADV_WILLNEED")
-        return m, begin, end
-
-    def release_bytes(self, raw) -> None:
-        """The chunk's range is no longer needed: its pages leave this process's mapping (they
-        stay in the page cache), so resident memory stays bounded by the window."""
-        m, begin, end = raw
-        _advise(m, begin, end, "MADV_DONTNEED")
+        if self._data is not None:                # kept in memory: a view of it
+            return np.frombuffer(self._data, np.uint8, end - begin, begin), begin, end
+        buf = SCRATCH.take(end - begin)           # (pooled by the C core: back once unreferenced)
+        self._src.read_into(buf, begin)
+        return buf, begin, end
 
     def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
         """The sequences ``indices[i]`` of chunks ``chunk_ids[i]`` parsed, in that order, straight
@@ -437,15 +371,28 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         n = len(chunk_ids)
         if n == 0 or not self._chunk_whole[chunk_ids].all():
             return _nothing
-        buf = raw[int(chunk_ids[0])][0]  # every chunk's bytes are the one mapping
         index = self.index
-        self._check_size()
         g = self._kept_all[self._chunk_base[chunk_ids] + indices]
         starts, ends = index.starts[g], index.starts[g + 1]
-        args = (buf, 0, starts, index.first_lines[g], index.ids_mode, self._stream_args,
-                self.options["double"], 1, 0, ends)
+        uniq = np.unique(chunk_ids)
+        pooled = None
+        if len(uniq) == 1:                         # parsed where the chunk's text was read to
+            buf, base, _ = raw[int(uniq[0])]
+            args = (buf, base, starts, index.first_lines[g], index.ids_mode, self._stream_args,
+                    self.options["double"], 1, 0, ends)
+        else:                                      # the sequences' text gathered into one buffer
+            lengths = ends - starts
+            at = np.zeros(n, np.int64)
+            np.cumsum(lengths[:-1], out=at[1:])
+            buf = pooled = SCRATCH.take(int(at[-1] + lengths[-1]))
+            for c in uniq.tolist():
+                m = np.flatnonzero(chunk_ids == c)
+                text, base, _ = raw[c]
+                _copy_segments(text, starts[m] - base, buf, at[m], lengths[m])
+            args = (buf, 0, at, index.first_lines[g], index.ids_mode, self._stream_args,
+                    self.options["double"], 1, 0, at + lengths)
         start = getattr(self.backend, "parse_chunk_async", None)
-        if start is not None and int((ends - starts).sum()) < _ASYNC_MIN_BYTES:
+        if start is not None and len(buf) < _ASYNC_MIN_BYTES:
             start = None  # a thread costs more than parsing this little text when it is asked for
         job = start(*args) if start is not None else None
         table = SequenceTable(index.keys[g], index.lengths[g])
@@ -453,6 +400,8 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         def finish() -> ChunkData | None:
             outputs, issues, num_warnings, aborted = (job.result() if job is not None
                                                       else self.backend.parse_chunk(*args))
+            if pooled is not None:
+                SCRATCH.give(pooled)           # parsed: the outputs hold their own memory
             if issues or num_warnings or aborted:
                 return None
             data = self._assemble(outputs, None, n, table)
@@ -465,29 +414,17 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
         self._undeclared.check(data, seqs, self._text_for_messages, self.index.starts,
                                self.index.first_lines, self.index.keys)
 
-    def _text_for_messages(self):
-        if self._data is None:
-            self._check_size()
-        return self._mapping()
-
-    def _check_size(self) -> None:
-        """Raise FormatError when the file is shorter than when it was indexed (checked before
-        each parse from the mapping: a mapped file cut short would fault, SIGBUS); no file: no check."""
-        if self._fd is None:
-            return
-        size = os.fstat(self._fd).st_size
-        if size < int(self.index.starts[-1]):
-            raise FormatError("the file changed after it was indexed (it is shorter now)",
-                              file=self.filename, expected=f"{int(self.index.starts[-1])} bytes",
-                              found=f"{size} bytes")
+    def _text_for_messages(self) -> "_RangeText":
+        return _RangeText(self._src)
 
     def _load(self, chunk_id: int) -> ChunkData:
         a, b, kept = self._chunks[chunk_id]
         index = self.index
         starts = index.starts[a:b + 1]
         base, stop = int(starts[0]), int(starts[-1])
-        self._check_size()
-        buf, mapping = self._text(base, stop)   # parsed in place: no copy of the chunk's bytes
+        raw = SCRATCH.take(stop - base)
+        self._src.read_into(raw, base)            # the chunk's text, read (not mapped)
+        buf = memoryview(raw)
         try:
             with self._lock:
                 counted = chunk_id in self._chunk_errors
@@ -500,8 +437,7 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
                 self._account(chunk_id, issues, num_warnings, aborted, buf, base)
         finally:
             buf.release()
-            if mapping is not None:
-                _advise(mapping, base, stop, "MADV_DONTNEED")  # parsed: drop the pages from this process
+        SCRATCH.give(raw)                      # parsed: the outputs hold their own memory
         data = self._assemble(outputs, kept - a, b - a, self._tables[chunk_id])
         self._check_undeclared(data, kept)
         if issues:
@@ -594,15 +530,27 @@ class CNTKTextFormatDeserializer(MappedFile, DeserializerBase, RandomAccessDeser
                 streams[spec.name] = DenseStream(values, offsets)
         return ChunkData(table, streams)
 
+    def close(self) -> None:
+        """Close the file (chunks already loaded stay valid: they hold their own memory); a URL's
+        fetches ahead not started yet are dropped."""
+        self._src.close()
+        if self._remote is not None:
+            self._remote.close()
+
     def __getstate__(self) -> dict:
-        # picklable for worker processes: no file descriptor, lock or module object
-        state = super().__getstate__()
+        # picklable for worker processes: no lock or module object (the file is
+        # opened again by the unpickled ranges)
+        state = self.__dict__.copy()
+        state["_lock"] = None
+        state.pop("_key_table_lock", None)
+        state.pop("_key_table_cache", None)
         state["backend"] = self.backend.__name__
         return state
 
     def __setstate__(self, state: dict) -> None:
         import importlib
-        super().__setstate__(state)
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
         self.backend = importlib.import_module(state["backend"])
 
     def __repr__(self) -> str:
@@ -620,16 +568,29 @@ def _nothing() -> None:
     return None
 
 
-def _advise(m, begin: int, end: int, advice: str) -> None:
-    """madvise a byte range of an mmap (no-op for other buffers or where unsupported)."""
-    flag = getattr(mmap, advice, None)
-    if flag is None or not isinstance(m, mmap.mmap) or end <= begin:
+class _RangeText:
+    """The file's text sliced by offsets (``text[a:b]``), each slice read with ``pread``: the few
+    sequences a warning quotes."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, src: Ranges) -> None:
+        self.src = src
+
+    def __getitem__(self, s: slice) -> bytes:
+        return self.src.read(s.start, s.stop - s.start).tobytes()
+
+
+def _copy_segments(src: np.ndarray, src_starts: np.ndarray, dst: np.ndarray, dst_starts: np.ndarray,
+                   lengths: np.ndarray) -> None:
+    """``dst[d:d+n] = src[s:s+n]`` per segment (C memcpy without the GIL when built)."""
+    mod = native("rand")
+    if mod is not None:
+        mod.copy_segments(src, np.ascontiguousarray(src_starts, np.int64), dst,
+                          np.ascontiguousarray(dst_starts, np.int64), np.ascontiguousarray(lengths, np.int64))
         return
-    start = begin - begin % mmap.PAGESIZE
-    try:
-        m.madvise(flag, start, end - start)
-    except (OSError, ValueError):  # advice only
-        pass
+    for s, d, k in zip(src_starts.tolist(), dst_starts.tolist(), lengths.tolist()):
+        dst[d:d + k] = src[s:s + k]
 
 
 def _array(obj, dtype) -> np.ndarray:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import mmap
 import os
 import struct
 import tempfile
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._log import get_logger
+from ..ranges import FileRanges
 from . import _reference
 
 __all__ = ["CTFIndex", "build_index", "index_options_digest", "read_cache", "write_cache",
@@ -90,30 +90,30 @@ def chunk_bounds(starts: np.ndarray, limit: int) -> np.ndarray:
 
 def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int, chunk_size: int,
               window: int = SCAN_WINDOW) -> CTFIndex:
-    """Index a file by scanning it in mapped windows of about ``window`` bytes (see
-    ``_scan_windows``). The result equals one ``scan_index`` over the whole file
-    (tests/test_ctf_index.py)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    """Index a file by scanning it in windows of about ``window`` bytes (see ``_scan_windows``),
+    each read with pread (a file cut short meanwhile is a FileChangedError naming it, never
+    SIGBUS). The result equals one ``scan_index`` over the whole file (tests/test_ctf_index.py)."""
+    src = FileRanges(path, what="CTF file")
+    try:
+        size = src.size
         if size <= window:
-            if size == 0:
-                return scan(backend, b"", aliases, skip_ids, defining_stream, chunk_size)
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                return scan(backend, m, aliases, skip_ids, defining_stream, chunk_size)
+            return scan(backend, src.read(0, size) if size else b"", aliases, skip_ids, defining_stream, chunk_size)
 
         @contextlib.contextmanager
-        def mapped(off: int, end: int):
-            base = off - off % mmap.ALLOCATIONGRANULARITY
-            with mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ) as m:
-                yield m, off - base
-        return _scan_windows(mapped, size, backend, aliases, skip_ids, defining_stream, chunk_size, window)
+        def read(off: int, end: int):
+            buf = bytearray(end - off)
+            src.read_into(buf, off)
+            yield buf, 0
+        return _scan_windows(read, size, backend, aliases, skip_ids, defining_stream, chunk_size, window)
+    finally:
+        src.close()
 
 
 def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining_stream: int,
                   chunk_size: int, window: int = SCAN_WINDOW) -> CTFIndex:
     """Index ``size`` bytes read as windows of about ``window`` bytes: ``windows(off, end)`` is a
     context manager giving ``(buffer, start)``, bytes ``off:end`` at ``buffer[start:]`` (a buffer
-    with ``rfind``: an mmap, bytes).
+    with ``rfind``: a bytearray, an mmap, bytes).
 
     Each window ends at a line end; its last sequence may continue in the next window, so it is
     dropped and the next window starts at its first byte (a sequence start is a line with an id,

@@ -1,7 +1,7 @@
-"""A CTF file at a URL (:mod:`cntkio.remote`): the chunks the window loads next fetched ahead, and a
-chunk's text handed to the parser from its ranged read instead of the file's mapping.
+"""A CTF file at a URL (:mod:`cntkio.remote`): the chunks the window loads next fetched ahead (the
+deserializer reads a chunk's text through ``ranges.ObjectRanges`` over the same object).
 
-It never reads a local file (a plain path keeps the deserializer's mapped reading).
+It never reads a local file (a plain path is read with pread by the deserializer).
 """
 from __future__ import annotations
 
@@ -24,11 +24,3 @@ class RemoteChunks(FetchAheadDeserializer):
         starts = self.index.starts
         self._remote.prefetch([(int(starts[self._chunks[c][0]]), int(starts[self._chunks[c][1]]))
                                for c in chunk_ids])
-
-    def _text(self, base: int, stop: int):
-        """``(view, mapping)``: bytes ``base:stop`` parsed in place (no copy), from the file's mapping
-        (returned too, for the advice after the parse) or from the URL's ranged read (mapping None)."""
-        if self._remote is None or self._data is not None:
-            mapping = self._mapping()
-            return memoryview(mapping)[base:stop], mapping
-        return memoryview(self._remote.read(base, stop)), None

@@ -13,9 +13,10 @@ frames each side (CNTK's inference); with it, ``dim`` is the file's dimension or
 Frames outside the utterance repeat its edge frame. In frame mode (the source's ``frame_mode``)
 each frame is one sequence; otherwise an utterance is one sequence.
 
-Frames are read from memory maps of the archives (one per physical file); a chunk (about 15
-minutes of speech, as CNTK) is loaded by one copy per utterance, and the context expansion is one
-vectorized gather per chunk or per selection of frames. The deserializer has random access: a
+Frames are read from the archives with ``pread`` (never a memory map: an archive that another
+process cuts short is then an error naming it, not SIGBUS): a chunk (about 15 minutes of speech,
+as CNTK) is loaded by one read per run of consecutive utterances of a file, byte-swapped in place,
+and the context expansion is one vectorized gather per chunk or per selection of frames. The deserializer has random access: a
 randomized frame-mode reader holds a window of raw (unexpanded) chunks and expands only the
 frames of each minibatch.
 """
@@ -38,7 +39,7 @@ from ...remote import is_remote, remote_options
 from ..protocol import ChunkData, DenseStream, FetchAheadDeserializer, RandomAccessDeserializer, SequenceTable
 from . import remote as remote_htk
 from .common import FRAME_KEY, UtteranceCorpus
-from .htkfile import HEADER_BYTES, FrameFiles
+from .htkfile import HEADER_BYTES
 from .options import context_of, dtype_of, numeric_keys_of, one_input, option, paths_of
 from .scp import parse_scp_files
 
@@ -114,7 +115,7 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer, Fetc
                                   file=idx.scp_files[idx.scp_ids[i]], line=int(idx.lines[i]),
                                   expected="1 frame", found=f"{int(self._lengths[i])} frames")
         self._init_chunks()
-        self._maps = remote_htk.RemoteFrameFiles(self._remote_options) if self._remote else FrameFiles()
+        self._maps = remote_htk.RemoteFrameFiles(self._remote_options) if self._remote else None
         self._native = native("htk")     # None under CNTKIO_PURE_PYTHON=1: the NumPy reference
         self._pool: cf.ThreadPoolExecutor | None = None      # the reader threads, started on first use
         self._lock = threading.Lock()
@@ -201,20 +202,15 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer, Fetc
         fids, st, ln = self.index.file_ids[a:b], self._starts[a:b], self._lengths[a:b]
         out = np.empty((int(ln.sum()) + pad * (b - a), self.feature_dim), np.float32)
         dst = np.cumsum(ln + pad) - ln - right                        # row of each utterance's frame 0
-        if self._native is not None and not self._remote:   # one C call per physical file: byte-swapped copies, no GIL
-            fd = self.feature_dim
-            for f in np.unique(fids).tolist():
-                m = fids == f
-                h = self.headers[f]
-                self._native.swap_copy(out, _i64(dst[m] * fd), self._maps.frames(self.files[f], h),
-                               _i64(st[m] * (4 * fd)), _i64(ln[m] * fd), h.byteorder != _NATIVE)
-        else:
-            for f, d, s, n in zip(fids.tolist(), dst.tolist(), st.tolist(), ln.tolist()):   # one copy per utterance
+        if not self._remote:                 # one read per run of utterances of a file (pread, no map)
+            self._read_frames(out, dst, fids, st, ln)
+        else:                                # utterances at URLs fetched as ranged GETs, local ones read
+            local = np.array([not is_remote(p) for p in self.files], bool)[fids]
+            if local.any():
+                self._read_frames(out, dst[local], fids[local], st[local], ln[local])
+            for f, d, s, n in zip(fids[~local].tolist(), dst[~local].tolist(), st[~local].tolist(),
+                                  ln[~local].tolist()):
                 out[d:d + n] = self._maps.frames(self.files[f], self.headers[f])[s:s + n]
-        for f in np.unique(fids).tolist():     # the pages copied out leave the process's memory
-            m = fids == f
-            lo = int(st[m].min())
-            self._maps.done(self.files[f], self.headers[f], lo, int((st[m] + ln[m]).max()) - lo)
         if pad:
             first = dst
             last = first + ln - 1
@@ -226,24 +222,37 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer, Fetc
 
     def _copy_utterances(self, out: np.ndarray, utts: np.ndarray, rows: np.ndarray) -> None:
         """Utterances ``utts`` (in any order) read to rows ``rows`` of ``out`` (float32, native
-        order): one C call per physical file, without the GIL, that reads each run of consecutive
-        utterances with ``pread`` straight into ``out`` and byte-swaps it there. No page of the
-        file is mapped, so nothing stays resident once delivered."""
+        order), as :meth:`_read_frames` reads them: nothing of the files stays resident once
+        delivered."""
+        self._read_frames(out, rows, self.index.file_ids[utts], self._starts[utts], self._lengths[utts])
+
+    def _read_frames(self, out: np.ndarray, rows: np.ndarray, fids: np.ndarray, starts: np.ndarray,
+                     lengths: np.ndarray) -> None:
+        """Frames ``starts[i] .. starts[i] + lengths[i] - 1`` of file ``fids[i]`` to rows ``rows[i]
+        ..`` of ``out`` (float32, native order, C-contiguous): one C call per physical file,
+        without the GIL, that reads each run of consecutive utterances with ``pread`` straight into
+        ``out`` and byte-swaps it there (a NumPy twin under CNTKIO_PURE_PYTHON). A file shorter
+        than its header says (cut after it was indexed) is a FormatError naming it."""
         fd = self.feature_dim
-        fids, st, ln = self.index.file_ids[utts], self._starts[utts], self._lengths[utts]
         files = np.unique(fids).tolist()
         for f in files:
             m = fids == f if len(files) > 1 else slice(None)
             h = self.headers[f]
-            handle = os.open(self.files[f], os.O_RDONLY)
+            path = self.files[f]
+            src = _i64(starts[m] * (4 * fd) + HEADER_BYTES)
             try:
-                self._native.pread_swap(out, _i64(rows[m] * fd), handle, _i64(st[m] * (4 * fd) + HEADER_BYTES),
-                                        _i64(ln[m] * fd), h.byteorder != _NATIVE)
+                handle = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                try:
+                    if self._native is not None:
+                        self._native.pread_swap(out, _i64(rows[m] * fd), handle, src, _i64(lengths[m] * fd),
+                                                h.byteorder != _NATIVE)
+                    else:
+                        _pread_rows(handle, out, rows[m], src, lengths[m], h.byteorder != _NATIVE)
+                finally:
+                    os.close(handle)
             except OSError as exc:
-                raise FormatError(f"reading frames failed: {exc}", file=self.files[f],
+                raise FormatError(f"reading frames failed: {exc}", file=path,
                                   expected=f"{h.num_frames} frames as its header says") from exc
-            finally:
-                os.close(handle)
 
     def _expand(self, padded: np.ndarray, win: np.ndarray) -> np.ndarray:
         """The context windows starting at rows ``win`` of a padded chunk: one row gather from a
@@ -379,7 +388,6 @@ class HTKFeatureDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer, Fetc
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
-        self._maps.close()
 
 
 class _Padded(np.ndarray):
@@ -396,6 +404,21 @@ class _Unread:
 
     def __init__(self, chunk: int) -> None:
         self.chunk = chunk
+
+
+def _pread_rows(handle: int, out: np.ndarray, rows: np.ndarray, offsets: np.ndarray, counts: np.ndarray,
+                swap: bool) -> None:
+    """The NumPy twin of the C core's ``pread_swap`` (rows of ``out`` from byte offsets)."""
+    for r, off, n in zip(rows.tolist(), offsets.tolist(), counts.tolist()):
+        block = out[r:r + n]
+        view, done = memoryview(block.reshape(-1).view(np.uint8)), 0
+        while done < len(view):
+            got = os.preadv(handle, [view[done:]], off + done)
+            if got <= 0:
+                raise OSError(f"the file ends before byte {off + len(view)} (it shrank after it was indexed?)")
+            done += got
+        if swap:
+            block.byteswap(inplace=True)
 
 
 def _i64(a: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""HTK parameter files: the 12-byte header and the float32 frames, memory-mapped once per file.
+"""HTK parameter files: the 12-byte header (features.py reads the frames with pread, never mapped).
 
 Header (HTK book, 5.10.1): i32 nSamples, i32 sampPeriod (100 ns units), i16 sampSize (bytes per
 frame), i16 parmKind, big-endian as HTK writes it; CNTK 2.7 also read a little-endian file the
@@ -10,16 +10,14 @@ compressed files (_C, 1024): cntkio does the same, with an error naming the file
 """
 from __future__ import annotations
 
-import mmap
 import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import FormatError
 
-__all__ = ["HTKHeader", "read_header", "FrameFiles", "KIND_NAMES", "QUALIFIER_C"]
+__all__ = ["HTKHeader", "read_header", "KIND_NAMES", "QUALIFIER_C"]
 
 HEADER_BYTES = 12
 KIND_NAMES = {6: "MFCC", 7: "FBANK", 9: "USER", 11: "PLP"}
@@ -100,53 +98,3 @@ def check_header(raw: bytes, size: int, path: str) -> HTKHeader:
                           expected="MFCC, FBANK, USER or PLP with sampPeriod > 0",
                           found=f"parmKind {h.parm_kind} ({h.kind_name}), sampPeriod {h.samp_period}")
     return h
-
-
-class FrameFiles:
-    """Memory maps of HTK files, opened once each and shared by every thread: ``frames(path)`` is
-    a read-only ``(nSamples, dim)`` float32 view (in the file's byte order) of the whole file.
-    ``done(path, first, count)`` tells that frames were copied out: their pages are dropped from
-    the mapping (``MADV_DONTNEED``; the page cache keeps them), so the process's resident memory
-    follows what is held, not what was ever read."""
-
-    def __init__(self) -> None:
-        self._maps: dict[str, np.ndarray] = {}
-        self._mmaps: dict[str, mmap.mmap] = {}
-        self._lock = threading.Lock()
-
-    def frames(self, path: str, header: HTKHeader) -> np.ndarray:
-        m = self._maps.get(path)
-        if m is not None:
-            return m
-        with self._lock:
-            m = self._maps.get(path)
-            if m is None:
-                if header.num_frames == 0:
-                    m = np.zeros((0, header.dim), np.float32)
-                else:
-                    with open(path, "rb") as f:
-                        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                    self._mmaps[path] = mm
-                    m = np.frombuffer(mm, dtype=header.byteorder + "f4", offset=HEADER_BYTES,
-                                      count=header.num_frames * header.dim).reshape(header.num_frames, header.dim)
-                self._maps[path] = m
-            return m
-
-    def done(self, path: str, header: HTKHeader, first: int, count: int) -> None:
-        mm = self._mmaps.get(path)
-        if mm is None or not hasattr(mmap, "MADV_DONTNEED") or count <= 0:
-            return
-        a = HEADER_BYTES + first * header.samp_size
-        b = a + count * header.samp_size
-        a = (a + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE   # whole pages inside the range only
-        b = b // mmap.PAGESIZE * mmap.PAGESIZE
-        if b > a:
-            try:
-                mm.madvise(mmap.MADV_DONTNEED, a, b - a)
-            except (OSError, ValueError):     # advice only
-                pass
-
-    def close(self) -> None:
-        with self._lock:
-            self._maps.clear()
-            self._mmaps.clear()     # the maps close when the last view of them goes

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import FormatError
 from ...remote import RemoteOptions, is_remote, open_object
-from .htkfile import HEADER_BYTES, FrameFiles, HTKHeader, check_header, read_header
+from .htkfile import HEADER_BYTES, HTKHeader, check_header, read_header
 
 __all__ = ["read_headers", "RemoteFrameFiles"]
 
@@ -49,22 +49,19 @@ class _RemoteFrames:
         return np.frombuffer(data, h.byteorder + "f4").reshape(-1, h.dim)
 
 
-class RemoteFrameFiles(FrameFiles):
-    """:class:`FrameFiles` where a path may be a URL: ``frames(url, header)`` is sliced to fetch a
-    frame range (local paths are mapped as before); ``prefetch`` starts fetching frame ranges."""
+class RemoteFrameFiles:
+    """The frames of feature files at URLs: ``frames(url, header)`` is sliced to fetch a frame
+    range; ``prefetch`` starts fetching frame ranges. (Local files are read with pread by the
+    deserializer, never through this.)"""
 
     def __init__(self, options: RemoteOptions) -> None:
-        super().__init__()
         self.options = options
 
     def frames(self, path: str, header: HTKHeader):
-        if not is_remote(path):
-            return super().frames(path, header)
         return _RemoteFrames(open_object(path, self.options), header)
 
-    def done(self, path: str, header: HTKHeader, first: int, count: int) -> None:
-        if not is_remote(path):
-            super().done(path, header, first, count)
+    def close(self) -> None:
+        """Nothing held: the objects are the store's (:func:`cntkio.remote.open_object`)."""
 
     def prefetch(self, path: str, header: HTKHeader, first: int, stop: int) -> None:
         """Start fetching frames ``first:stop`` of the file at ``path`` (no-op for a local file)."""

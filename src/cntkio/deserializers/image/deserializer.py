@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import threading
 import zipfile
+import zlib
 from typing import Any, Mapping
 
 import numpy as np
@@ -387,8 +388,9 @@ class ImageDataDeserializer(ImageCore):
             if path is None:
                 path = self.paths[i] = resolve_path(self._written[i], self.map_dir, self._cwd)
             data = self._read(path)
-        except (OSError, KeyError, zipfile.BadZipFile) as e:
-            return None, f"{where}: Cannot open file '{written}' ({shown(str(e))})"
+        except (OSError, KeyError, zipfile.BadZipFile, EOFError, zlib.error) as e:
+            # (EOFError, zlib.error: a zip archive cut short or damaged under the reader)
+            return None, f"{where}: Cannot open file '{written}' ({type(e).__name__}: {shown(str(e))})"
         try:
             img = self._decode(data) if data.size else None
         except self._cv2.error as e:            # e.g. a header claiming a huge size

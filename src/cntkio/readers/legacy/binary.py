@@ -30,8 +30,9 @@ of opening a file); a version 1 cache is rebuilt from its source. The records th
 parse are flagged in an ``invalid`` array so a cache read reports the same errors count as a
 text read.
 
-A file is written to a temporary name beside the target and renamed when complete. It is
-memory-mapped when read. The ``fingerprint`` (a hash of the stream definitions, the label
+A file is written to a temporary name beside the target and renamed when complete. It is read
+with ``pread`` (a file cut short by another process is a CacheError naming it, never SIGBUS);
+memory-mapped only where a config opts in (``cacheViews``, ``cacheMaps``). The ``fingerprint`` (a hash of the stream definitions, the label
 mappings and the precision) and the source file's size and modification time decide whether a
 cache may be used: a cache from another config, older than (or of another size than) its
 source, or truncated is rebuilt from the source; without the source it is an error naming the
@@ -53,7 +54,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..._log import get_logger
+from ...deserializers.ranges import SCRATCH, FileChangedError, FileRanges
 from ...errors import ConfigError
+from .binstats import STAT_NAMES, Stats as _Stats, section_stats
 
 __all__ = ["MAGIC", "VERSION", "BinaryFile", "BinaryCache", "BinaryFileWriter", "write_binary", "write_binaries",
            "open_or_build_cache", "CacheError", "section_stats", "rows_reader", "SectionMap", "MAP_MIN_BYTES",
@@ -79,7 +82,6 @@ _live_lock = threading.Lock()
 def _unmapped() -> None:
     with _live_lock:
         _live_maps[0] -= 1
-STAT_NAMES = ("sum", "count", "mean", "variance", "stdDev", "max", "min", "range", "rootMeanSquare")
 
 
 class CacheError(ConfigError):
@@ -90,32 +92,29 @@ def _align(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def section_stats(values: np.ndarray) -> dict[str, list[float]]:
-    """The spec's ``Stats`` of ``values[records, dim]``, per column."""
-    stats = _Stats(int(np.prod(np.shape(values)[1:])))
-    stats.add(values)
-    return stats.result()
-
-
 class BinaryFile:
-    """One binary file, memory-mapped: its header and its sections' arrays."""
+    """One binary file: its header and its sections' rows, read with ``pread`` (a file cut short
+    by another process is then a CacheError naming it, never SIGBUS). The whole file is also
+    mapped, read-only, when ``array`` is asked for (``cacheViews``) or runs are mapped
+    copy-on-write (``map_rows``, ``cacheMaps``): what a caller opts in to, as those mappings must
+    not see the file cut short while they live."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         try:
-            size = os.path.getsize(path)
+            self._src: FileRanges | None = FileRanges(path, what="binary file")
         except OSError as e:
             raise CacheError(f"binary file {path!r} cannot be opened: {e.strerror}") from e
-        if size < _PREFIX.size:
-            raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
+        size = self._src.size
+        self._fd = self._src.fileno() if hasattr(os, "preadv") else None
+        self._mm: mmap.mmap | None = None
+        self._map_lock = threading.Lock()
         self._arrays: dict[int, np.ndarray] = {}
         self._maps: dict[int, SectionMap] = {}
-        with open(path, "rb") as fh:
-            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        # rows read straight into a packer's buffer (read_rows): a pread copies from the page
-        # cache at read()'s speed, where copying out of the map first faults its pages in
-        self._fd = os.open(path, os.O_RDONLY) if hasattr(os, "preadv") else None
-        magic, version, _, hoff, hlen = _PREFIX.unpack_from(self._mm, 0)
+        if size < _PREFIX.size:
+            self.close()
+            raise CacheError(f"binary file {path!r} is truncated ({size} bytes, not even a header)")
+        magic, version, _, hoff, hlen = _PREFIX.unpack_from(self._bytes(0, _PREFIX.size), 0)
         if magic != MAGIC:
             self.close()
             raise CacheError(f"{path!r} is not a cntkio binary file (magic {magic!r})")
@@ -127,7 +126,7 @@ class BinaryFile:
             raise CacheError(f"binary file {path!r} is truncated: its header ends at byte {hoff + hlen}, "
                              f"the file has {size}")
         try:
-            self.header = json.loads(bytes(self._mm[hoff:hoff + hlen]).decode("utf-8"))
+            self.header = json.loads(self._bytes(hoff, hlen).decode("utf-8"))
         except (ValueError, RecursionError) as e:
             self.close()
             raise CacheError(f"binary file {path!r} has a damaged header: {e}") from e
@@ -141,7 +140,8 @@ class BinaryFile:
             raise CacheError(f"binary file {path!r} has a damaged header: {type(e).__name__}: {e}") from e
 
     def _check_header(self, hoff: int) -> None:
-        """The header's records and sections, each array within the data before the header."""
+        """The header's records and sections, each array within the data before the header, each
+        section holding the header's records of a byte at least (no file holds more records)."""
         path = self.path
         self.records = int(self.header["records"])
         if self.records < 0:
@@ -151,8 +151,15 @@ class BinaryFile:
             if x.get("stats") and int(x["stats"]["shape"][0]) != len(STAT_NAMES):
                 raise ValueError(f"section {x['name']!r}: statistics of {x['stats']['shape'][0]} rows, "
                                  f"not {len(STAT_NAMES)}")
-        for s in list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else []) + \
-                [dict(x["stats"], name=f"{x['name']} stats") for x in self.header["sections"] if x.get("stats")]:
+        per_record = list(self.header["sections"]) + ([self.header["invalid"]] if self.header.get("invalid") else [])
+        for s in per_record:
+            if int(np.prod([int(d) for d in s["shape"][1:]], dtype=object)) < 1:
+                raise ValueError(f"section {s.get('name', 'invalid')!r} has records of no value")
+            if int(s["shape"][0]) != self.records:
+                raise ValueError(f"section {s.get('name', 'invalid')!r} holds {s['shape'][0]} records, "
+                                 f"the header {self.records}")
+        for s in per_record + [dict(x["stats"], name=f"{x['name']} stats") for x in self.header["sections"]
+                               if x.get("stats")]:
             dt, shape, offset = np.dtype(s["dtype"]), [int(d) for d in s["shape"]], int(s["offset"])
             if dt.hasobject or dt.itemsize == 0 or min(shape, default=0) < 0 or offset < _ALIGN:
                 raise ValueError(f"section {s.get('name', 'invalid')!r}: dtype {dt}, shape {shape}, offset {offset}")
@@ -161,14 +168,40 @@ class BinaryFile:
                 raise CacheError(f"binary file {path!r} is truncated: section {s.get('name', 'invalid')!r} "
                                  f"ends at byte {need}, past the data ({hoff} bytes)")
 
+    def _bytes(self, offset: int, n: int) -> bytes:
+        src = self._src
+        if src is None:
+            raise CacheError(f"binary file {self.path!r} is closed")
+        try:
+            return src.read(offset, n).tobytes()
+        except FileChangedError as e:
+            raise CacheError(f"binary file {self.path!r} changed while it was read: {e.reason}") from e
+
+    def rows(self, entry: Mapping, a: int, b: int) -> np.ndarray:
+        """Rows ``[a, b)`` of a section as an array of their own, read from the file (into
+        memory of the readers' pool: no fresh page to fault in and zero per chunk)."""
+        shape, dtype = (b - a,) + tuple(int(d) for d in entry["shape"][1:]), np.dtype(entry["dtype"])
+        out = SCRATCH.take(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize).view(dtype).reshape(shape)
+        self.read_rows(entry, a, b, out)
+        return out
+
+    def _mapping(self) -> mmap.mmap:
+        with self._map_lock:
+            if self._mm is None:
+                if self._src is None:
+                    raise CacheError(f"binary file {self.path!r} is closed")
+                self._mm = mmap.mmap(self._src.fileno(), 0, access=mmap.ACCESS_READ)
+            return self._mm
+
     def array(self, entry: Mapping) -> np.ndarray:
-        """A section's whole array over the map (read-only), one object per section: the chunks'
-        slices of it share it as their base (the packer views a run across chunks through it)."""
+        """A section's whole array over the file's read-only map (``cacheViews``), one object per
+        section: the chunks' slices of it share it as their base (the packer views a run across
+        chunks through it)."""
         key = int(entry["offset"])
         arr = self._arrays.get(key)
         if arr is None:
             arr = self._arrays[key] = np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]),
-                                                 buffer=self._mm, offset=key)
+                                                 buffer=self._mapping(), offset=key)
         return arr
 
     def stats(self, entry: Mapping) -> dict[str, list[float]] | None:
@@ -177,31 +210,29 @@ class BinaryFile:
         where = entry.get("stats")
         if where is None:
             return None
-        arr = self.array(where)
+        arr = self.rows(where, 0, int(where["shape"][0]))
         return {k: arr[i].tolist() for i, k in enumerate(STAT_NAMES)}
 
-    def invalid(self) -> np.ndarray | None:
+    def invalid(self, a: int = 0, b: int | None = None) -> np.ndarray | None:
+        """The flags of records ``[a, b)`` that failed to parse (read from the file), or None
+        when none did."""
         inv = self.header.get("invalid")
-        return None if inv is None else self.array(inv)
+        if inv is None:
+            return None
+        return self.rows(inv, a, self.records if b is None else b)
 
     def read_rows(self, entry: Mapping, a: int, b: int, out: np.ndarray) -> None:
         """Rows ``[a, b)`` of a section into ``out`` (C-contiguous, the section's dtype and row
-        shape), read from the file at their offset (the map's copy where pread is missing)."""
-        fd = self._fd
-        if fd is None:
-            if self._mm is None:
-                raise CacheError(f"binary file {self.path!r} is closed")
-            np.copyto(out, self.array(entry)[a:b])
-            return
+        shape), read from the file at their offset."""
+        src = self._src
+        if src is None:
+            raise CacheError(f"binary file {self.path!r} is closed")
         row = int(np.prod(entry["shape"][1:], dtype=np.int64)) * np.dtype(entry["dtype"]).itemsize
-        view = memoryview(out.reshape(-1).view(np.uint8))
-        pos, end, done = int(entry["offset"]) + a * row, (b - a) * row, 0
-        while done < end:
-            got = os.preadv(fd, [view[done:]], pos + done)
-            if got <= 0:
-                raise CacheError(f"binary file {self.path!r} is truncated: section {entry['name']!r} "
-                                 f"ends before byte {pos + end}")
-            done += got
+        try:
+            src.read_into(out.reshape(-1).view(np.uint8), int(entry["offset"]) + a * row)
+        except FileChangedError as e:
+            raise CacheError(f"binary file {self.path!r} is truncated: section {entry.get('name')!r} "
+                             f"ends before byte {int(entry['offset']) + b * row} ({e.reason})") from e
 
     def section_map(self, entry: Mapping) -> "SectionMap":
         """The :class:`SectionMap` of a section (one object per section)."""
@@ -243,9 +274,10 @@ class BinaryFile:
         return arr.reshape((b - a,) + tuple(entry["shape"][1:]))
 
     def close(self) -> None:
-        fd, self._fd = getattr(self, "_fd", None), None
-        if fd is not None:
-            os.close(fd)
+        self._fd = None
+        src, self._src = getattr(self, "_src", None), None
+        if src is not None:
+            src.close()
         self._arrays = {}
         mm, self._mm = getattr(self, "_mm", None), None
         if mm is not None:
@@ -253,38 +285,6 @@ class BinaryFile:
                 mm.close()
             except BufferError:          # a view still alive; the map closes with it
                 pass
-
-
-class _Stats:
-    """The spec's statistics accumulated chunk by chunk (float64 sums, no copy of the section)."""
-
-    def __init__(self, dim: int) -> None:
-        self.n = 0
-        self.s = np.zeros(dim)
-        self.ss = np.zeros(dim)
-        self.mx = np.full(dim, -np.inf)
-        self.mn = np.full(dim, np.inf)
-
-    def add(self, values: np.ndarray) -> None:
-        v = np.asarray(values, np.float64).reshape(len(values), -1)
-        if not len(v):
-            return
-        self.n += len(v)
-        self.s += v.sum(0)
-        self.ss += (v * v).sum(0)
-        np.maximum(self.mx, v.max(0), out=self.mx)
-        np.minimum(self.mn, v.min(0), out=self.mn)
-
-    def result(self) -> dict[str, list[float]]:
-        if self.n == 0:
-            zero = [0.0] * len(self.s)
-            return {k: zero for k in STAT_NAMES}
-        mean = self.s / self.n
-        var = np.maximum(self.ss / self.n - mean * mean, 0.0)
-        return {"sum": self.s.tolist(), "count": [float(self.n)] * len(self.s), "mean": mean.tolist(),
-                "variance": var.tolist(), "stdDev": np.sqrt(var).tolist(), "max": self.mx.tolist(),
-                "min": self.mn.tolist(), "range": (self.mx - self.mn).tolist(),
-                "rootMeanSquare": np.sqrt(self.ss / self.n).tolist()}
 
 
 class BinaryFileWriter:
@@ -503,34 +503,36 @@ class BinaryCache:
         z = np.zeros(len(counts), np.int64)
         return z, z, np.array(counts, np.int64), z
 
-    def records_slice(self, a: int, b: int, views: bool = False):
-        """Records ``[a, b)``: ``({stream: values}, invalid, {stream: (read_rows, private_map)})``;
-        dense values stored as delivered are views of the map, with a ``read_rows(r0, r1, out)``
-        that reads their rows ``[r0, r1)`` from the file instead and a ``DenseStream.private_map``
-        (``(section map, a)``) that maps a run of them copy-on-write (``views``: neither; they are
-        handed out as read-only views, ``cacheViews = true``)."""
+    def records_slice(self, a: int, b: int, views: bool = False, maps: bool = False):
+        """Records ``[a, b)``: ``({stream: values}, invalid, {stream: (read_rows, private_map)})``,
+        every section's rows read from the file (``pread``). Opted in: ``views`` (``cacheViews``)
+        gives dense sections stored as delivered as read-only views of the file's map, ``maps``
+        (``cacheMaps``) as views of the map that carry a ``read_rows(r0, r1, out)`` reading their
+        rows from the file and a ``DenseStream.private_map`` (``(section map, a)``) mapping a run
+        of them copy-on-write. Mapped arrays fault (SIGBUS) if the file is cut short while they
+        live: the default reads."""
         out, readers = {}, {}
         invalid = np.zeros(b - a, bool)
         for bf in self.files.values():
-            inv = bf.invalid()
+            inv = bf.invalid(a, b)
             if inv is not None:
-                invalid |= inv[a:b].astype(bool)
+                invalid |= inv.astype(bool)
         for s in self.deser.streams:
-            entry = self.where[s.name].sections[s.name]
-            arr = self.where[s.name].array(entry)[a:b]
+            bf = self.where[s.name]
+            entry = bf.sections[s.name]
             if s.label_type == "category" and entry["sectionType"] == "labels":
-                ids = arr.astype(np.int64)
+                ids = bf.rows(entry, a, b).astype(np.int64)
                 onehot = np.zeros((b - a, s.label_dim), self.deser.dtype)
                 rows = np.flatnonzero(ids != NO_LABEL)
                 onehot[rows, ids[rows]] = 1
                 out[s.name] = onehot
-            elif arr.dtype == self.deser.dtype:   # a view of the map; the packer reads what it takes
-                out[s.name] = arr
+            elif np.dtype(entry["dtype"]) == self.deser.dtype and (views or maps):
+                out[s.name] = bf.array(entry)[a:b]       # a view of the map; the packer reads what it takes
                 if not views:
-                    bf = self.where[s.name]
                     readers[s.name] = (rows_reader(bf, entry, a), (bf.section_map(entry), a))
             else:
-                out[s.name] = arr.astype(self.deser.dtype)
+                arr = bf.rows(entry, a, b)
+                out[s.name] = arr if arr.dtype == self.deser.dtype else arr.astype(self.deser.dtype)
         return out, invalid, readers
 
     def close(self) -> None:

@@ -35,7 +35,8 @@ class BinaryReaderDeserializer(DeserializerBase):
     """The sections of one or more cntkio binary files as streams (module docstring).
 
     ``config``: ``{"file": path or [paths], "precision": "float" | "double", "recordsPerChunk": N
-    (0: chunks of about chunkSizeInBytes), "chunkSizeInBytes", "cacheViews": bool}``."""
+    (0: chunks of about chunkSizeInBytes), "chunkSizeInBytes", "cacheViews": bool, "cacheMaps": bool}``:
+    the files are read with pread unless a config opts in to mapped minibatches (legacy-readers.md)."""
 
     key_kind = "numeric"
 
@@ -50,6 +51,8 @@ class BinaryReaderDeserializer(DeserializerBase):
         chunk_bytes = to_int(config.get("chunkSizeInBytes", 32 << 20), "chunkSizeInBytes", minimum=1)
         #: cacheViews = true: minibatches may be read-only views of the files' maps
         self.views = to_bool(config.get("cacheViews", False), "cacheViews")
+        #: cacheMaps = true: runs of records handed out as copy-on-write maps of the files
+        self.maps = to_bool(config.get("cacheMaps", False), "cacheMaps")
         self.files: list[BinaryFile] = []
         self.entries: list[tuple[BinaryFile, dict]] = []
         try:
@@ -94,25 +97,27 @@ class BinaryReaderDeserializer(DeserializerBase):
         table = self.sequence_infos(chunk_id)
         invalid = np.zeros(b - a, bool)
         for bf in self.files:
-            inv = bf.invalid()
+            inv = bf.invalid(a, b)
             if inv is not None:
-                invalid |= inv[a:b].astype(bool)
+                invalid |= inv.astype(bool)
         offsets = np.arange(b - a + 1, dtype=np.int64)
         streams = {}
         for (bf, e), info in zip(self.entries, self._infos):
-            arr = bf.array(e)[a:b]
             if e["dtype"] == "uint32":
-                ids = arr.astype(np.int64)
+                ids = bf.rows(e, a, b).astype(np.int64)
                 values = np.zeros((b - a, info.sample_shape[0]), self.dtype)
                 rows = np.flatnonzero(ids != NO_LABEL)
                 values[rows, ids[rows]] = 1
-            elif arr.dtype == self.dtype:     # a view of the map; the packer reads what it takes
+            elif np.dtype(e["dtype"]) == self.dtype and (self.views or self.maps):
+                arr = bf.array(e)[a:b]        # a view of the map; the packer reads what it takes
                 streams[e["name"]] = (DenseStream(arr, offsets, shared=True) if self.views else
                                       DenseStream(arr, offsets, rows_reader(bf, e, a),
                                                   private_map=(bf.section_map(e), a)))
                 continue
             else:
-                values = arr.astype(self.dtype)
+                values = bf.rows(e, a, b)
+                if values.dtype != self.dtype:
+                    values = values.astype(self.dtype)
             streams[e["name"]] = DenseStream(values, offsets)
         return ChunkData(table, streams, invalid if invalid.any() else None)
 
@@ -151,8 +156,9 @@ class BinaryReaderAdapter:
         config = {"type": self.deserializer_type, "file": files,
                   "recordsPerChunk": block if randomize else 0,
                   "precision": "float" if spec.dtype == "float32" else "double"}
-        if sec.exists("cacheViews"):
-            config["cacheViews"] = sec.bool("cacheViews")
+        for key in ("cacheViews", "cacheMaps"):
+            if sec.exists(key):
+                config[key] = sec.bool(key)
         try:
             probe = BinaryReaderDeserializer(config)
         except ConfigError as e:

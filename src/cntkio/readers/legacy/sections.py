@@ -320,6 +320,8 @@ def cache_config(sec: Any, names: list[str]) -> dict:
     conf: dict[str, Any] = {"files": files}
     if sec.exists("cacheViews"):        # cntkio's: minibatches as read-only views of the cache
         conf["views"] = sec.bool("cacheViews")
+    if sec.exists("cacheMaps"):         # cntkio's: minibatches as copy-on-write maps of the cache
+        conf["maps"] = sec.bool("cacheMaps")
     # CNTK's BinaryWriter preallocated its file (wsize MB, wrecords records: too small was an
     # error) and viewed it through a window of windowSize; cntkio's files grow as they are written
     # and are memory-mapped whole (the OS pages in what the engine's window touches), so these are

@@ -43,6 +43,7 @@ from ..._log import get_logger
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
 from ...deserializers.base import DeserializerBase
 from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable
+from ...deserializers.ranges import FileRanges
 from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
@@ -258,8 +259,10 @@ class UCIFastDeserializer(DeserializerBase):
         self.trace_level = trace_level
         self._cache = None
         cache_conf = config.get("cache")
-        #: cacheViews = true: minibatches of the cache may be read-only views of its map
+        #: cacheViews = true: minibatches of the cache may be read-only views of its map;
+        #: cacheMaps = true: runs of it copy-on-write maps (both: the file mapped, opted in to)
         self._cache_views = bool(cache_conf and cache_conf.get("views"))
+        self._cache_maps = bool(cache_conf and cache_conf.get("maps"))
         if cache_conf:
             from .binary import open_or_build_cache
             self._cache = open_or_build_cache(self, cache_conf)
@@ -268,9 +271,14 @@ class UCIFastDeserializer(DeserializerBase):
             cache_bytes = self.chunk_bytes if "chunkSizeInBytes" in config else DEFAULT_CHUNK_SIZE_IN_BYTES
             self._chunks = self._cache.chunk_table(self.records_per_chunk, cache_bytes)
         else:
-            self._buf = _map(self.file)
-            b, e, c, f = index_records(self._buf, self.records_per_chunk, self.chunk_bytes)
+            buf = _map(self.file)          # indexed once; the chunks are then read with pread
+            try:
+                b, e, c, f = index_records(buf, self.records_per_chunk, self.chunk_bytes)
+            finally:
+                if not isinstance(buf, bytes):
+                    buf.close()
             self._chunks = (b, e, c, f)
+            self._src = FileRanges(self.file, what="UCIFastReader file")
         counts = self._chunks[2]
         self._first_key = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=self._first_key[1:])
@@ -335,7 +343,7 @@ class UCIFastDeserializer(DeserializerBase):
         readers: dict = {}
         if self._cache is not None:
             a, b = int(self._first_key[chunk_id]), int(self._first_key[chunk_id + 1])
-            arrays, invalid, readers = self._cache.records_slice(a, b, self._cache_views)
+            arrays, invalid, readers = self._cache.records_slice(a, b, self._cache_views, self._cache_maps)
         else:
             arrays, invalid = self.parse_chunk(chunk_id)
         offsets = np.arange(len(table) + 1, dtype=np.int64)
@@ -347,9 +355,13 @@ class UCIFastDeserializer(DeserializerBase):
         return ChunkData(table, streams, invalid if invalid is not None and invalid.any() else None)
 
     def parse_chunk(self, chunk_id: int, buf: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """Chunk ``chunk_id`` of the text: ``({stream: [n, out_dim]}, invalid[n])``."""
-        buf = self._buf if buf is None else buf
+        """Chunk ``chunk_id`` of the text: ``({stream: [n, out_dim]}, invalid[n])``, read with
+        ``pread`` (a file cut short meanwhile is a FileChangedError naming it, never SIGBUS), or
+        cut out of ``buf`` (the whole text) when given."""
         b, e, n, f = (int(x[chunk_id]) for x in self._chunks)
+        if buf is None:
+            buf = self._src.read(b, e - b)
+            b, e = 0, e - b
         values = {name: np.zeros((n, w), self.dtype) for name, w in self._outputs}
         spans = np.zeros((n, self._nspan, 2), np.int64)
         bad = np.zeros(n, np.uint8)
@@ -392,12 +404,9 @@ class UCIFastDeserializer(DeserializerBase):
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
-        buf = getattr(self, "_buf", None)
-        if buf is not None and not isinstance(buf, bytes):
-            try:
-                buf.close()
-            except BufferError:       # a chunk's view still alive: the map closes with it
-                pass
+        src = getattr(self, "_src", None)
+        if src is not None:
+            src.close()
 
 
 def _record_lines(buf: Any, begin: int, end: int, first_line: int, records: np.ndarray) -> list[int]:
