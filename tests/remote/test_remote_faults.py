@@ -71,11 +71,14 @@ def test_an_object_replaced_during_a_run_is_an_error_naming_it(s3, bucket, tmp_p
                 minibatches(ctf_source(str(tmp_path / "b.ctf"), max_sweeps=1)))
 
 
-def test_a_wrong_credential_gives_the_back_ends_message_with_the_url(s3, bucket, tmp_path):
+def test_a_wrong_credential_gives_the_back_ends_message_with_the_url(s3_auth, tmp_path):
     local = write_ctf(tmp_path / "a.ctf", n=20)
-    url = f"s3://{bucket}/a.ctf"
-    s3.upload(local, url)
-    keys = _quick(s3, tmp_path / "cache", secret="not-the-secret", skip_instance_cache=True)
+    s3_auth.make_bucket("creds")
+    url = "s3://creds/a.ctf"
+    s3_auth.upload(local, url)
+    right = _quick(s3_auth, tmp_path / "cache", skip_instance_cache=True)
+    assert len(minibatches(ctf_source(url, right, max_sweeps=1))) > 0     # the right secret reads it
+    keys = _quick(s3_auth, tmp_path / "cache", secret="not-the-secret", skip_instance_cache=True)
     with pytest.raises(RemoteDenied) as err:
         ctf_source(url, keys, max_sweeps=1)
     assert str(err.value).startswith(url + ": PermissionError:")
