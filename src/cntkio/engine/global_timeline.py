@@ -18,7 +18,6 @@ settings drops what was packed or parsed ahead.
 """
 from __future__ import annotations
 
-import logging
 
 import numpy as np
 
@@ -31,10 +30,11 @@ from .slotdata import sequence_arrays, sequences_arrays
 from .schedule import BatchScheduler
 from .walk import TimelineWalker
 from .window import ChunkWindow
+from .._log import get_logger
 
 __all__ = ["GlobalTimeline", "NO_END_POSITION"]
 
-log = logging.getLogger("cntkio.engine.reader")
+log = get_logger("engine.reader")
 
 #: The position a worker without data reports on an endless epoch (CNTK 2.7: 2^63 - 1), and the
 #: largest position a checkpoint may hold.

@@ -13,7 +13,6 @@ all invalid without counting them).
 """
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import Callable
 
@@ -23,10 +22,11 @@ from ..errors import MaxErrorsExceeded
 from ..streams import StreamInformation
 from ..tensor_ready import TensorLayout, TensorMinibatch
 from .packer import PackedBatch, group_by_chunk, pack_batch
+from .._log import get_logger
 
 __all__ = ["Handoff", "MAX_BATCH_MINIBATCHES"]
 
-log = logging.getLogger("cntkio.engine.handoff")
+log = get_logger("engine.handoff")
 
 #: Minibatches packed together at most (and about 16 MB of output at most).
 MAX_BATCH_MINIBATCHES = 256
@@ -167,9 +167,11 @@ class Handoff:
         invalid); more than ``max_errors`` in all raises CNTK's error, naming that reason."""
         if n_invalid:
             self.errors += n_invalid
-            if self.trace_level >= 1:
-                log.warning("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
-                            n_invalid, self.errors, self.max_errors)
+            # the warning once (its text is constant: cntkio._log shows it once), the counts as info
+            log.warning("invalid sequences are removed from the minibatches and counted against "
+                        "max_errors (%d allowed)", self.max_errors)
+            log.info("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
+                     n_invalid, self.errors, self.max_errors)
             if self.errors > self.max_errors:
                 raise MaxErrorsExceeded(
                     f"Number of invalid sequences '{self.errors}' in the input exceeded the specified maximum "
