@@ -44,13 +44,13 @@ from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open
 from ._params import get_bool, get_str, has, key_path, section
 from .checks import check_writable, load_command_model
 from .eval import EvalResult, evaluate
-from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
+from .fingerprint import FINGERPRINT_KEY, SETTINGS_KEY, check_final_model, check_resume, config_fingerprint, config_settings
 from .network import build_network
 from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
 from .sgd import SGDParams, config_error, set_dropout_rate
 from .train_loop import LearningRateState, TrainLoop
 
-__all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
+__all__ = ["train", "adapt", "TrainResult", "first_missing_epoch", "kl_targets"]
 
 _log = get_logger("actions.train")
 
@@ -107,7 +107,7 @@ class KLTargets:
         return (1.0 - self.weight) * y + self.weight * ref
 
 
-def _kl_targets(command, sgd_cfg, device, dtype) -> KLTargets | None:
+def kl_targets(command, sgd_cfg, device, dtype) -> KLTargets | None:
     """The KL adaptation of an adapt command (None without ``adaptationRegType=KL``)."""
     cfg = command if command.exists("adaptationRegType") else sgd_cfg
     reg = (get_str(cfg, "adaptationRegType", "none") or "none").lower()
@@ -172,11 +172,12 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     params = SGDParams.from_config(sgd_cfg, command)
     model_path = get_str(sgd_cfg, "modelPath")
     par_params = ParallelParams.from_config(command, sgd_cfg, dist.world_size, dtype == torch.float64)
-    kl = _kl_targets(command, sgd_cfg, device, dtype) if adapt else None       # checked before anything runs
+    kl = kl_targets(command, sgd_cfg, device, dtype) if adapt else None       # checked before anything runs
     make_mode = get_bool(command, "makeMode", True)
     start = first_missing_epoch(model_path, params.max_epochs) if make_mode else 0
     result = TrainResult(model_path=model_path, start_epoch=start + 1, max_epochs=params.max_epochs)
     if start >= params.max_epochs:
+        check_final_model(command, name, model_path, adapt)     # trained with these settings, or stop
         report(f"{name}: the final model {model_path} exists; no further training is necessary "
                "(makeMode=true)", dist=dist)
         return result
@@ -184,6 +185,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     if unwritable is not None:
         raise config_error(sgd_cfg, "modelPath", f"the model file cannot be written: {unwritable}")
     fingerprint = config_fingerprint(command, adapt)
+    settings = config_settings(command, adapt)
     check_resume(command, name, model_path, start, params.max_epochs, adapt)
 
     source = open_reader(command, "reader", name)
@@ -271,7 +273,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
             save_model(path, net, epoch=epoch + 1, optimizer=state, reader_checkpoint=checkpoint,
                        info={"command": name, "samples": res.samples,
                              "criteria": {k: v for k, v in res.averages.items()},
-                             FINGERPRINT_KEY: fingerprint})
+                             FINGERPRINT_KEY: fingerprint, SETTINGS_KEY: settings})
             _log.info("%s: saved %s", name, path)
         dist.barrier()
     return result

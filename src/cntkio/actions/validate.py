@@ -304,6 +304,10 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
             else:
                 net = run.models.get(path) or (_load_net(run, command, "originalModelFileName")
                                                 if os.path.exists(path) else None)
+                if net is not None and os.path.exists(path):       # KL adaptation's own keys
+                    from ..integrations.torch_backend import torch
+                    from .train import kl_targets
+                    run.attempt(kl_targets, command, sgd_cfg, torch.device("cpu"), torch.float32)
     else:
         net = _spec_network(run, command)
     inputs = network_inputs(net) if net is not None else None
@@ -314,9 +318,13 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
     if model_path is not None and params is not None:
         make_mode = run.attempt(get_bool, command, "makeMode", True)
         if make_mode:
+            from .fingerprint import check_final_model
             from .train import first_missing_epoch
             start = first_missing_epoch(model_path, params.max_epochs)
-            run.attempt(check_resume, command, name, model_path, start, params.max_epochs, action == "adapt")
+            if start >= params.max_epochs:
+                run.attempt(check_final_model, command, name, model_path, action == "adapt")
+            else:
+                run.attempt(check_resume, command, name, model_path, start, params.max_epochs, action == "adapt")
     if model_path is not None:
         run.models[model_path] = net     # written by this command (a later one reads it): no follow-on error
 
