@@ -142,16 +142,24 @@ class GlobalTimeline:
         at the epoch end."""
         key = (self.generation, budget, W, r)
         handoff = self.handoff
-        if not handoff.ready(key):
-            self.scheduler.refill(key, self.cursor, budget, W, r)
-        k, i, _, part, j, n_invalid = handoff.pop()
-        self.cursor = self.walker.normalize(k, i)
-        self.end_position = None
-        if part < 0:
-            self._drop_ahead()
-            self.window.clear()
-            return None
-        return part, j, n_invalid
+        while True:
+            if not handoff.ready(key):
+                self.scheduler.refill(key, self.cursor, budget, W, r)
+            k, i, _, part, j, n_invalid = handoff.pop()
+            self.cursor = self.walker.normalize(k, i)
+            self.end_position = None
+            if part < 0:
+                self._drop_ahead()
+                self.window.clear()
+                return None
+            if W == 1 and handoff.emptied(part, j):
+                # every sequence invalid (or dropped) in the middle of a sweep: counted against
+                # max_errors and the next minibatch taken (CNTK handed out an empty one, which a
+                # loop reads as the end of the data). Distributed workers keep their empty local
+                # minibatches: their minibatch count must agree.
+                handoff.count_invalid(n_invalid)
+                continue
+            return part, j, n_invalid
 
     def _drop_ahead(self, forget_settings: bool = False) -> None:
         """Drop what was packed or begun ahead (the only place that does)."""

@@ -8,8 +8,9 @@ made when it is handed out, and the queue holds tuples of numbers, so nothing qu
 enough to reach the garbage collector's oldest generation.
 
 Sequences that failed to load (``ChunkData.invalid``) are dropped here and counted against
-``max_errors`` when their minibatch is handed out (CNTK empties a minibatch whose sequences are
-all invalid without counting them).
+``max_errors`` when their minibatch is handed out. A minibatch whose sequences are all invalid is
+counted too and, in the middle of a sweep, not handed out (:meth:`Handoff.emptied`; CNTK's
+SequenceCleaner, ReaderUtil.h, counted it without the check and returned it empty).
 """
 from __future__ import annotations
 
@@ -96,8 +97,9 @@ class Handoff:
                 for j, n in enumerate(counts):
                     nb = int(bad[start:start + n].sum())
                     ng = int(gone[start:start + n].sum())
-                    if ng == n:  # CNTK empties the minibatch without counting
+                    if ng == n:  # emptied: counted (CNTK counted too, without the check: ReaderUtil.h)
                         keep[start:start + n] = False
+                        invalid[j] = nb
                     elif ng:
                         keep[start:start + n] = ~gone[start:start + n]
                         invalid[j] = nb
@@ -151,6 +153,12 @@ class Handoff:
 
     def last(self) -> tuple | None:
         return self.queue[-1] if self.queue else None
+
+    def emptied(self, part: int, j: int) -> bool:
+        """Whether minibatch ``j`` of packed part ``part`` lost every sequence (invalid or dropped)
+        and does not end a sweep: the reader goes on to the next one instead of handing it out."""
+        batch = self.parts[part]
+        return batch.bounds[j] == batch.bounds[j + 1] and not batch.end_of_sweep[j]
 
     def get(self, part: int, j: int, n_invalid: int):
         """The minibatch ``j`` of packed part ``part``, its dropped sequences counted."""
