@@ -33,7 +33,8 @@ class TrainLoop:
     the network, its optimizer, the reader, the SGD parameters, the parallel method, the device and
     dtype, the KL targets of ``adapt`` (None otherwise), and what the loop reports and checks with:
     the command's name, the reader section's key path (``reader_where``) with its streams'
-    ``dim`` values (``dims``, for errors that name file and line) and whether progress bars show."""
+    ``dim`` values (``dims``, for errors that name file and line), whether progress bars show, and
+    the reader section itself (``reader``: streams that disagree are located in its data files)."""
 
     name: str
     net: Any
@@ -48,6 +49,7 @@ class TrainLoop:
     reader_where: str = "reader"
     dims: dict | None = None
     progress: bool | None = None
+    reader: Any = None
 
     @classmethod
     def from_command(cls, command, name: str, **kw) -> "TrainLoop":
@@ -55,7 +57,7 @@ class TrainLoop:
         dtype, device, dist, par, kl)."""
         reader = command("reader") if command.exists("reader") else None
         return cls(name=name, reader_where=key_path(command, "reader"), dims=input_dim_values(reader, kw["net"]),
-                   progress=progress_enabled(command, kw["dist"]), **kw)
+                   progress=progress_enabled(command, kw["dist"]), reader=reader, **kw)
 
     def run_epoch(self, epoch: int, lr: float, *, limit: int = 0, quiet: bool = False, mb_size: int = 0,
                   par: Parallel | None = None) -> EvalResult:
@@ -93,7 +95,7 @@ class TrainLoop:
                 if mb:
                     t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
                     feed_layout(net, mb, feats, device)
-                    check_batch(net, t, where, dims=self.dims)
+                    check_batch(net, t, where, self.reader, dims=self.dims)
                     x, y = t[feats], t[labels]
                     if kl is not None and x.shape[0]:
                         y = kl(x, y)
