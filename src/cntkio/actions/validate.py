@@ -160,6 +160,13 @@ def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: d
         run.add(e)
         return
     dims: dict[str, tuple[int, str]] = {}
+    if any("image" in str(d.get("type", "")).lower() for d in spec.deserializers):
+        from ..transforms.ops import cv2_module
+        try:
+            cv2_module()        # images need OpenCV (an optional extra): said before any work
+        except CntkioError as e:
+            run.add(ConfigError(str(e), path=f"{name}.{key}", file=getattr(cfg, "file", None),
+                                line=getattr(cfg, "line", None)))
     tracked = spec.reader_type.lower() in _TRACKED_READERS
     if not tracked and isinstance(cfg, ConfigParameters):
         cfg.mark_all_used()      # a legacy reader translates its own section (files, caches, keys)
