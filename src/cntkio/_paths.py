@@ -24,7 +24,10 @@ def missing_file_text(what: str, path: str | os.PathLike) -> str:
     return f"{what} {os.fspath(path)} does not exist{relative_note(path)}"
 
 
-def missing_file_error(what: str, path: str | os.PathLike) -> FileNotFoundError:
+def missing_file_error(what: str, path: str | os.PathLike, detail: str = "") -> FileNotFoundError:
     """A FileNotFoundError (``errno`` ENOENT, ``filename`` the path) whose text names the path once:
-    ``[Errno 2] <what> does not exist (relative paths ...): '<path>'``."""
-    return FileNotFoundError(errno.ENOENT, f"{what} does not exist{relative_note(path)}", os.fspath(path))
+    ``[Errno 2] <what> does not exist (<detail>; relative paths ...): '<path>'``."""
+    note = relative_note(path)
+    if detail:
+        note = f" ({detail}; {note[2:-1]})" if note else f" ({detail})"
+    return FileNotFoundError(errno.ENOENT, f"{what} does not exist{note}", os.fspath(path))

@@ -207,7 +207,8 @@ def test_a_file_error_names_the_key_and_line_that_named_the_file_and_the_path_on
     with pytest.raises(FileNotFoundError) as err:
         build_reader(load_config([f"configFile={cfg}"])("r"))
     text = str(err.value)
-    assert text.startswith(f"{cfg}:3: r.file: CTF input file does not exist: ")
+    assert text.startswith(f"{cfg}:3: r.file: CTF input file does not exist (the 'file' of a "
+                           "CNTKTextFormatDeserializer): ")
     assert text.count(str(missing)) == 1
 
 

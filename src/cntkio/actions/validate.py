@@ -307,7 +307,7 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
         else:
             path = get_str(command, "originalModelFileName")
             if not os.path.exists(path) and path not in run.models and not run.may_write_models:
-                run.add(_error(command, "originalModelFileName", f"model file {path} does not exist"))
+                run.add(_error(command, "originalModelFileName", missing_file_text("model file", path)))
             else:
                 net = run.models.get(path) or (_load_net(run, command, "originalModelFileName")
                                                 if os.path.exists(path) else None)
@@ -407,8 +407,8 @@ def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) 
             net = run.models[path]
         elif not os.path.exists(path):
             if not run.may_write_models:
-                run.add(_error(command, "modelPath", f"model file {path} does not exist and no earlier command of "
-                                                     "this run writes it"))
+                run.add(_error(command, "modelPath", missing_file_text("model file", path) + " and no earlier "
+                                                     "command of this run writes it"))
             net = None
         else:
             net = _load_net(run, command, "modelPath")

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..integrations.torch_backend import torch
 
+from .._paths import missing_file_text
 from ..errors import CntkioError
 from .ndl.network import NDLNetwork
 from .simple import NetworkSpec, SimpleNetwork
@@ -126,7 +127,8 @@ def load_model(path: str, *, device: torch.device | str = "cpu", dtype: torch.dt
     """Read a model file written by :func:`save_model`; the network is moved to ``device`` and cast
     to ``dtype`` (default: the dtype it was saved in)."""
     if not os.path.exists(path):
-        raise ModelFileError(f"model file {path} does not exist (expected a file written by the train action)", path)
+        raise ModelFileError(missing_file_text("model file", path) + " (expected a file written by the train action)",
+                             path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # corrupt or foreign file

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
+from .._paths import missing_file_error
 from ..errors import ConfigError
 
 __all__ = ["config_args", "open_file", "open_config_readers", "progress", "emit", "fail"]
@@ -32,8 +33,10 @@ def file_format(path: str) -> str:
 def open_file(path: str, streams: Any = None):
     """A deserializer over one data file: CBF (its header names the streams) or CTF (the streams
     given as ``(name, alias, is_sparse, dim)``, or guessed from the file's first 4 MB)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "the input is a directory, not a file", os.fspath(path))
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
+        raise missing_file_error("input file", path)
     if file_format(path) == "cbf":
         from ..deserializers.cbf.deserializer import CNTKBinaryFormatDeserializer
         return CNTKBinaryFormatDeserializer({"file": os.fspath(path)})
