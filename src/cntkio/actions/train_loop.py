@@ -18,7 +18,7 @@ from ._common import (Dist, batch_tensors, epoch_minibatches, fmt_criteria, prog
                       sweep_total)
 from ._params import key_path
 from .checks import check_batch, input_dim_values, torch_errors
-from .eval import EvalResult
+from .eval import EvalResult, percent_nodes
 from .mbsearch import round_to_64, search_minibatch_size, sizing_bounds
 from .network import feed_layout
 from .parallel import Parallel, ParallelParams
@@ -122,7 +122,7 @@ class TrainLoop:
                 if show and n_mb % show == 0:
                     w = window.tolist()
                     report(f" Epoch[{epoch + 1} of {params.max_epochs}]-Minibatch[{first:4d}-{n_mb:4d}]: "
-                           + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2])), dist=dist)
+                           + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2]), percent_nodes(net)), dist=dist)
                     window.zero_()
                     first = n_mb + 1
                 if limit and acc[2].item() >= limit:
@@ -133,7 +133,8 @@ class TrainLoop:
             if bar is not None:
                 bar.close()
         a = acc.tolist()
-        res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb)
+        res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb,
+                         percent=percent_nodes(net))
         if res.samples == 0:
             raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")
         if quiet:

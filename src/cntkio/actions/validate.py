@@ -1,7 +1,7 @@
 """Validation before work: every command section a configuration will run, checked at once.
 
 ``cntkio configFile=...`` calls :func:`validate_commands` before the first command runs, and
-``cntkio validate configFile=...`` does only that. Each command section is resolved as its action
+``cntkio validate configFile=...`` (:mod:`cntkio.tools.validate`) does only that. Each command section is resolved as its action
 will read it and checked:
 
 * the settings (``precision``, ``deviceId``, ``traceLevel``) and the ``action`` name;
@@ -36,7 +36,7 @@ from ..errors import CntkioError, ConfigError
 from . import BUILTIN_ACTIONS, get_action
 from .checks import check_writable, network_inputs
 
-__all__ = ["ValidationError", "ValidationReport", "validate_commands", "validate_main", "ACTION_KEYS"]
+__all__ = ["ValidationError", "ValidationReport", "validate_commands", "ACTION_KEYS"]
 
 _log = get_logger("actions.validate")
 
@@ -490,31 +490,3 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
             raise run.problems[0]        # one problem: the error itself, as the action would raise it
         raise ValidationError(run.problems, unused if strict else [])
     return ValidationReport(run.problems, unused)
-
-
-def validate_main(argv: list[str], *, strict: bool = False) -> int:
-    """``cntkio validate configFile=... [--strict]``: validate, print the result, run nothing.
-    Exit status 0 when the run may start, 1 otherwise (the problems on stderr)."""
-    import sys
-    from ..config import load_config
-    if not argv or argv[0] in ("-h", "--help"):
-        sys.stdout.write("usage: cntkio validate configFile=FILE[+FILE...] [--strict] [name=value ...]\n\n"
-                         "Checks every command section the configuration would run (required keys, input files,\n"
-                         "writable outputs, reader streams against the network's inputs, makeMode resumes) and\n"
-                         "reports all problems at once; runs nothing. Keys nothing reads are warnings (--strict:\n"
-                         "errors). Exit status 0 when the run may start, 1 otherwise. See docs/config.md.\n")
-        return 0 if argv else 2
-    root = load_config(list(argv))
-    report = validate_commands(root, strict=strict, raise_errors=False, warn=False)
-    for u in report.unused:
-        sys.stderr.write(f"cntkio: {'error' if strict else 'warning'}: {u}\n")
-    for p in report.problems:
-        sys.stderr.write(f"cntkio: error: {p}\n")
-    bad = len(report.problems) + (len(report.unused) if strict else 0)
-    if bad:
-        sys.stderr.write(f"cntkio validate: {bad} problem{'s' if bad != 1 else ''} found\n")
-        return 1
-    sys.stdout.write("cntkio validate: no problems found"
-                     + (f" ({len(report.unused)} unused key{'s' if len(report.unused) != 1 else ''})"
-                        if report.unused else "") + "\n")
-    return 0

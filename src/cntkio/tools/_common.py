@@ -10,7 +10,8 @@ from typing import Any, Iterable, Sequence
 from .._paths import missing_file_error
 from ..errors import ConfigError
 
-__all__ = ["config_args", "open_file", "open_config_readers", "progress", "emit", "fail"]
+__all__ = ["config_args", "open_file", "open_config_readers", "progress", "emit", "fail", "stream_def",
+           "output_problem"]
 
 #: data files larger than this get a progress bar by default
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
@@ -114,6 +115,31 @@ def _plain(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)
+
+
+def stream_def(text: str) -> tuple[str, str, bool, int]:
+    """``--stream NAME:ALIAS:dense|sparse:DIM`` as ``(name, alias, is_sparse, dim)``."""
+    import argparse
+    parts = text.split(":")
+    if len(parts) != 4 or parts[2].lower() not in ("dense", "sparse") or not parts[3].isdigit() \
+            or int(parts[3]) < 1:
+        raise argparse.ArgumentTypeError(f"--stream {text!r}: expected NAME:ALIAS:dense|sparse:DIM")
+    return parts[0], parts[1], parts[2].lower() == "sparse", int(parts[3])
+
+
+def output_problem(path: str) -> str | None:
+    """Why an output file cannot be written at ``path`` (its folder is missing or not writable, or
+    it is a folder), named as the user wrote it; None when it can. Checked before any work, so that
+    an error never names the hidden temporary file the output is first written to."""
+    from .._paths import relative_note
+    if os.path.isdir(path):
+        return f"the output {path} is a folder"
+    folder = os.path.dirname(os.fspath(path)) or "."
+    if not os.path.isdir(folder):
+        return f"the output folder {folder} does not exist{relative_note(folder)}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the output folder {folder} is not writable"
+    return None
 
 
 def fail(tool: str, message: str, status: int = 1) -> int:
