@@ -240,5 +240,5 @@ def test_the_conformance_configs_give_no_unused_key_warning(tmp_path, monkeypatc
 
 def test_validate_help(capsys):
     assert main(["validate", "--help"]) == 0
-    assert capsys.readouterr().out.startswith("usage: cntkio validate configFile=FILE")
+    assert capsys.readouterr().out.startswith("usage: cntkio validate ")
     assert main(["validate"]) == 2

@@ -39,6 +39,7 @@ class EvalResult:
     samples: int = 0
     minibatches: int = 0
     percent: frozenset[str] | None = None
+    seconds: float = 0.0
 
     @property
     def averages(self) -> dict[str, float]:

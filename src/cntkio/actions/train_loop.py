@@ -34,7 +34,9 @@ class TrainLoop:
     dtype, the KL targets of ``adapt`` (None otherwise), and what the loop reports and checks with:
     the command's name, the reader section's key path (``reader_where``) with its streams'
     ``dim`` values (``dims``, for errors that name file and line), whether progress bars show, and
-    the reader section itself (``reader``: streams that disagree are located in its data files)."""
+    the reader section itself (``reader``: streams that disagree are located in its data files), and
+    the TensorBoard scalars' writer (``board``, :mod:`.board`, or None) with the minibatches trained
+    so far (``minibatches_done``, its step)."""
 
     name: str
     net: Any
@@ -50,6 +52,8 @@ class TrainLoop:
     dims: dict | None = None
     progress: bool | None = None
     reader: Any = None
+    board: Any = None
+    minibatches_done: int = 0
 
     @classmethod
     def from_command(cls, command, name: str, **kw) -> "TrainLoop":
@@ -123,6 +127,9 @@ class TrainLoop:
                     w = window.tolist()
                     report(f" Epoch[{epoch + 1} of {params.max_epochs}]-Minibatch[{first:4d}-{n_mb:4d}]: "
                            + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2]), percent_nodes(net)), dist=dist)
+                    if self.board is not None:
+                        self.board.window(self.minibatches_done + n_mb, dict(zip(crit_names, w[:2])), int(w[2]),
+                                          percent_nodes(net))
                     window.zero_()
                     first = n_mb + 1
                 if limit and acc[2].item() >= limit:
@@ -139,7 +146,8 @@ class TrainLoop:
             raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")
         if quiet:
             return res
-        secs = time.perf_counter() - t0
+        secs = res.seconds = time.perf_counter() - t0
+        self.minibatches_done += n_mb
         report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Training] {res}; "
                f"learningRatePerSample = {lr:.8g}; epochTime = {secs:.3f}s; "
                f"throughput = {res.samples / secs if secs > 0 else 0.0:.1f} samples/s", dist=dist)

@@ -49,8 +49,8 @@ _MODEL_READERS = {"test", "eval", "cv", "write", "testunroll", "dumpnode"}
 _COMMON = ("precision", "deviceId", "traceLevel", "numCPUThreads", "progressBar", "minibatchSize", "epochSize",
            "numMBsToShowResult")
 ACTION_KEYS: dict[str, tuple[str, ...]] = {
-    "train": _COMMON + ("makeMode", "forceResume", "cvReader", "dropoutRate"),
-    "adapt": _COMMON + ("makeMode", "forceResume", "cvReader", "originalModelFileName", "refNodeName",
+    "train": _COMMON + ("makeMode", "forceResume", "cvReader", "dropoutRate", "tensorBoardLogDir"),
+    "adapt": _COMMON + ("makeMode", "forceResume", "cvReader", "tensorBoardLogDir", "originalModelFileName", "refNodeName",
                         "adaptationRegType", "adaptationRegWeight"),
     # maxEpochs: CNTK's configs (the spec's first example too) set it in test sections, where it changes nothing
     "test": _COMMON + ("modelPath", "evalNodeNames", "maxEpochs"),
@@ -317,6 +317,10 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
                     run.attempt(kl_targets, command, sgd_cfg, torch.device("cpu"), torch.float32)
     else:
         net = _spec_network(run, command)
+    from .board import board_problem
+    bad_board = board_problem(command)          # tensorBoardLogDir: TensorBoard installed, writable
+    if bad_board is not None:
+        run.add(bad_board)
     inputs = network_inputs(net) if net is not None else None
     where = _network_where(command)
     _reader(run, command, name, "reader", inputs, where)
