@@ -278,12 +278,11 @@ def progress_enabled(cfg, dist: Dist) -> bool | None:
 
 
 def progress_bar(enabled: bool | None, **kwargs):
-    """A tqdm bar (``enabled`` None: only on a terminal), or None when it is off."""
-    if enabled is False:
-        return None
-    from tqdm import tqdm
-    return tqdm(disable=None if enabled is None else False, leave=False, dynamic_ncols=True,
-                unit=" samples", **kwargs)
+    """A tqdm bar on stderr (``enabled`` None: the run's progressBar, else only on a terminal), or
+    None when it is off (:mod:`cntkio._progress`)."""
+    from .._progress import bar
+    kwargs.setdefault("unit", " samples")
+    return bar(enabled, **kwargs)
 
 
 def sweep_total(source) -> int | None:

@@ -93,8 +93,13 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
         if directory:
             os.makedirs(directory, exist_ok=True)
 
+    from .. import _progress
+    from ._params import get_bool
     results = []
     with contextlib.ExitStack() as stack:
+        # progressBar of the run: the default of every bar, a reader's index build included
+        old_progress = _progress.set_default(get_bool(root, "progressBar") if root.exists("progressBar") else None)
+        stack.callback(_progress.set_default, old_progress)
         if log_file is not None:
             fh = stack.enter_context(open(log_file, "w", encoding="utf-8"))
             stack.enter_context(contextlib.redirect_stderr(fh))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._log import get_logger
+from ..._progress import bar
 from . import _reference
 
 __all__ = ["CTFIndex", "build_index", "index_options_digest", "read_cache", "write_cache",
@@ -106,11 +107,17 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
             base = off - off % mmap.ALLOCATIONGRANULARITY
             with mmap.mmap(f.fileno(), end - base, offset=base, access=mmap.ACCESS_READ) as m:
                 yield m, off - base
-        return _scan_windows(mapped, size, backend, aliases, skip_ids, defining_stream, chunk_size, window)
+        progress = bar(total=size, desc=f"index {os.path.basename(path)}", unit="B", unit_scale=True)
+        try:
+            return _scan_windows(mapped, size, backend, aliases, skip_ids, defining_stream, chunk_size, window,
+                                 progress)
+        finally:
+            if progress is not None:
+                progress.close()
 
 
 def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining_stream: int,
-                  chunk_size: int, window: int = SCAN_WINDOW) -> CTFIndex:
+                  chunk_size: int, window: int = SCAN_WINDOW, progress=None) -> CTFIndex:
     """Index ``size`` bytes read as windows of about ``window`` bytes: ``windows(off, end)`` is a
     context manager giving ``(buffer, start)``, bytes ``off:end`` at ``buffer[start:]`` (a buffer
     with ``rfind``: an mmap, bytes).
@@ -119,7 +126,7 @@ def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining
     dropped and the next window starts at its first byte (a sequence start is a line with an id,
     or any data line without ids). Keys without ids, line numbers and byte offsets are shifted to
     the file's; ids mode and encoding come from the first window; chunks are cut over the whole
-    file.
+    file. ``progress``: a tqdm bar over the bytes (cntkio._progress), or None.
     """
     parts: list[tuple] = []
     encoding = ids_mode = None
@@ -166,6 +173,8 @@ def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining
             line0 += int(idx.first_lines[keep]) - 1
             off += int(idx.starts[keep])
         w = window
+        if progress is not None:
+            progress.update(off - progress.n)
 
     def cat(k: int, dt) -> np.ndarray:
         return np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt)
