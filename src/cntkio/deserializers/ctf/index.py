@@ -93,7 +93,7 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
               window: int = SCAN_WINDOW) -> CTFIndex:
     """Index a file by scanning it in mapped windows of about ``window`` bytes (see
     ``_scan_windows``). The result equals one ``scan_index`` over the whole file
-    (tests/test_ctf_index.py)."""
+    (tests/deserializers/ctf/test_ctf_index.py)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size <= window:
