@@ -24,8 +24,9 @@ TENSORBOARD_KEY = "tensorBoardLogDir"
 
 
 def _writer_class():
+    from ..integrations.torch_backend import summary_writer_class
     try:
-        from torch.utils.tensorboard import SummaryWriter
+        SummaryWriter = summary_writer_class()
     except ImportError as e:
         raise MissingDependency(f"{TENSORBOARD_KEY} needs TensorBoard, which is not installed: "
                                 "pip install 'cntkio[tensorboard]'") from e
