@@ -157,7 +157,7 @@ class GlobalTimeline:
                 # max_errors and the next minibatch taken (CNTK handed out an empty one, which a
                 # loop reads as the end of the data). Distributed workers keep their empty local
                 # minibatches: their minibatch count must agree.
-                handoff.count_invalid(n_invalid)
+                handoff.count_invalid(n_invalid, handoff.reasons.get((part, j)))
                 continue
             return part, j, n_invalid
 

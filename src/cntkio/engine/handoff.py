@@ -97,11 +97,8 @@ class Handoff:
                 for j, n in enumerate(counts):
                     nb = int(bad[start:start + n].sum())
                     ng = int(gone[start:start + n].sum())
-                    if ng == n:  # emptied: counted (CNTK counted too, without the check: ReaderUtil.h)
-                        keep[start:start + n] = False
-                        invalid[j] = nb
-                    elif ng:
-                        keep[start:start + n] = ~gone[start:start + n]
+                    if ng:   # an emptied minibatch is counted too (CNTK counted it without the check: ReaderUtil.h)
+                        keep[start:start + n] = False if ng == n else ~gone[start:start + n]
                         invalid[j] = nb
                         if nb:
                             reasons[j] = _last_reason(chunks, sel_chunk, sel_index,
