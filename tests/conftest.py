@@ -15,3 +15,11 @@ def backend(request):
     """Each CTF parser module usable here: the pure-Python reference, and the C module when it
     is built; a test taking ``backend`` runs once per parser."""
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings():
+    """Each test sees each cntkio warning once (cntkio._log shows a warning's text once per run)."""
+    from cntkio._log import reset_warnings
+    reset_warnings()
+    yield

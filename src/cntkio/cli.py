@@ -3,22 +3,25 @@
 ::
 
     cntkio configFile=x.cntk [configFile=y.cntk | configFile=x.cntk+y.cntk] [--strict] [name=value ...]
-    cntkio validate configFile=x.cntk [--strict] [name=value ...]
+    cntkio validate configFile=x.cntk [--strict] [--json] [name=value ...]
     cntkio show-config configFile=x.cntk [name=value ...]
     cntkio show-network configFile=x.cntk [name=value ...]
     cntkio convert ctf2bin|bin2ctf|csv2ctf|svm2ctf|npz2ctf|ctf2npz IN OUT [options]
     cntkio inspect|bench FILE | configFile=x.cntk [name=value ...]
+    cntkio plot-log LOG [--output PNG]
     cntkio --help | --version
 
 Arguments are applied in order (later ones win, parameter sets merge); the configuration's
-``command=a:b`` names the sections to run and each section's ``action`` what to do.
+``command=a:b`` names the sections to run and each section's ``action`` what to do. Every tool
+has ``--help`` and, where it reports, ``--json`` (docs/tools.md); an error is one line on standard
+error (exit status 1, 2 for bad usage), and so is Ctrl-C (exit status 130).
 """
 from __future__ import annotations
 
 import sys
 from typing import Sequence
 
-__all__ = ["main", "usage"]
+__all__ = ["main", "usage", "TOOLS"]
 
 _DOCS = """\
 Documentation:
@@ -29,8 +32,9 @@ Documentation:
 """
 
 
-#: the command-line tools: subcommand -> module of cntkio.tools (docs/tools.md)
-_TOOLS = {"inspect": "inspect", "convert": "convert", "bench": "bench"}
+#: the command-line tools: subcommand -> module of cntkio.tools (docs/tools.md has a section each)
+TOOLS = {"inspect": "inspect", "convert": "convert", "bench": "bench", "show-config": "show_config",
+         "show-network": "show_network", "validate": "validate", "plot-log": "plot_log"}
 
 
 def usage() -> str:
@@ -45,14 +49,16 @@ def usage() -> str:
         "       cntkio inspect FILE | configFile=FILE [name=value ...]   (streams, sizes, lengths)",
         "       cntkio bench FILE | configFile=FILE [name=value ...]     (reading speed by stage)",
         "       cntkio show-config configFile=FILE [--format cntk|yaml|json]",
-        "       (each tool: --help, --json; docs/tools.md)",
+        "       cntkio plot-log LOG [--output PNG]                         (a training log's epochs as a PNG)",
+        "       (each tool: --help, and --json where it reports; docs/tools.md)",
         "       cntkio --help | --version",
         "",
         "Runs the sections named by the configuration's command=a:b, each through its action=...,",
         "like CNTK's `cntk configFile=...`. Later arguments override earlier ones; sec=[key=value]",
         "changes one key of a section. Top-level settings: command, precision (float|double),",
-        "deviceId (auto|cpu|-1|N|all|*N), traceLevel (0 errors, 1 warnings, 2 info),",
-        "stderr=PREFIX (log to PREFIX_<cmd1>_<cmd2>.log).",
+        "deviceId (auto|cpu|-1|N|all|*N), traceLevel (2 shows info lines; warnings show at every",
+        "level), progressBar (true|false; default: on a terminal), tensorBoardLogDir=DIR (TensorBoard",
+        "scalars of train), stderr=PREFIX (log to PREFIX_<cmd1>_<cmd2>.log).",
         "",
         "validate checks every command section (keys, files, output paths, reader streams against",
         "the network) and reports all problems at once; a run does so before its first command.",
@@ -85,20 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"cntkio {__version__}\n")
         return 0
     try:
-        if args[0] in ("show-config", "showConfig", "--show-config"):  # docs/tools.md
-            from .tools.show_config import main as show_config
-            return show_config(args[1:])
-        if args[0] in _TOOLS:  # docs/tools.md
+        tool = {"showConfig": "show-config", "--show-config": "show-config"}.get(args[0], args[0])
+        if tool in TOOLS:  # docs/tools.md
             import importlib
-            return importlib.import_module(f".tools.{_TOOLS[args[0]]}", __package__).main(args[1:])
-        if args[0] == "show-network":  # docs/ndl.md
-            from .actions.show_network import main as show_network
-            return show_network(args[1:])
+            return importlib.import_module(f".tools.{TOOLS[tool]}", __package__).main(args[1:])
         strict = "--strict" in args          # unused config keys are errors (docs/config.md)
         args = [a for a in args if a != "--strict"]
-        if args and args[0] == "validate":   # check every command section, run nothing
-            from .actions.validate import validate_main
-            return validate_main(args[1:], strict=strict)
+        if args and args[0] == "validate":   # cntkio --strict validate ...
+            from .tools.validate import main as validate
+            return validate(args[1:] + (["--strict"] if strict else []))
         for a in args:
             if "=" not in a:
                 sys.stderr.write(f"cntkio: error: argument {a!r} is not name=value "
@@ -113,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         sys.stderr.write(f"cntkio: error: {e}\n")
         return 1
+    except KeyboardInterrupt:           # Ctrl-C: one line, not a traceback (128 + SIGINT)
+        sys.stderr.write("cntkio: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

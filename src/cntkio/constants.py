@@ -43,7 +43,8 @@ LT_TUMBLING_KEYS: tuple[str, ...] = ("chunkPosition", "sweepIndex")
 
 
 class TraceLevel(enum.IntEnum):
-    """Verbosity of log messages: 0 errors, 1 warnings, 2 info."""
+    """Verbosity of log messages: info lines from 2 (Info); warnings and errors show at every
+    level (cntkio._log: traceLevel governs info and progress, not warnings)."""
 
     Error = 0
     Warning = 1

@@ -109,3 +109,8 @@ def raise_naming_output(e: OSError, path: "str | os.PathLike[str]", *, any_errno
     if e.filename is None and (any_errno or e.errno in _WRITE_ERRNOS):
         raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from e
     raise e
+
+
+class MissingDependency(CntkioError, ImportError):
+    """An optional package a feature needs is not installed; the message says what to install
+    (an ImportError too, so ``except ImportError`` still catches it)."""

@@ -71,7 +71,7 @@ class MinibatchSource:
         randomization_window_in_chunks: non-zero turns on a chunk-based window (default 128).
         randomization_window_in_samples: non-zero means a sample-based window.
         randomization_seed: sweep ``k`` is randomized with ``randomization_seed + k``.
-        trace_level: 0 errors, 1 warnings, 2 info (an int or ``TraceLevel``).
+        trace_level: 2 or more shows info lines; warnings show at every level (an int or ``TraceLevel``).
         multithreaded_deserializer: ``None`` = on for image deserializers; loads chunks on a pool.
         frame_mode: every sequence must be one sample.
         truncation_length: non-zero = truncated-BPTT packing with this many steps.

@@ -252,7 +252,7 @@ train = [
 
 
 def test_show_network_shows_the_recurrent_network(tmp_path):
-    from cntkio.actions.show_network import main
+    from cntkio.tools.show_network import main
     import io
     cfg = tmp_path / "s.cntk"
     cfg.write_text("command = t\nt = [ action = train\n"

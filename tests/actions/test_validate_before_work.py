@@ -7,8 +7,6 @@ import os
 
 import pytest
 
-from fakes import write_classes_ctf
-
 from cntkio.actions.fingerprint import FINGERPRINT_KEY
 from cntkio.networks import load_model
 from cntkio.actions.runner import run
@@ -18,72 +16,9 @@ from cntkio.config import load_config
 from cntkio.errors import CntkioError, ConfigError
 
 import paths
+from train_config import line_of as _line
 
 EXAMPLES = paths.REPO / "examples"
-
-
-CONFIG = """command = train:test
-deviceId = cpu
-traceLevel = 1
-modelPath = {model}
-train = [
-    action = train
-    SimpleNetworkBuilder = [
-        layerSizes = 4:8:3
-        trainingCriterion = CrossEntropyWithSoftmax
-        evalCriterion = ClassificationError
-    ]
-    SGD = [
-        minibatchSize = 8
-        learningRatesPerMB = 0.1
-        maxEpochs = {epochs}
-    ]
-    reader = [
-        readerType = CNTKTextFormatReader
-        file = {train}
-        randomize = false
-        input = [
-            features = [ dim = 4 ; format = dense ]
-            labels = [ dim = 3 ; format = dense ]
-        ]
-    ]
-]
-test = [
-    action = test
-    minibatchSize = 16
-    reader = [
-        readerType = CNTKTextFormatReader
-        file = {test}
-        input = [
-            features = [ dim = 4 ; format = dense ]
-            labels = [ dim = 3 ; format = dense ]
-        ]
-    ]
-]
-"""
-
-
-@pytest.fixture
-def setup(tmp_path):
-    write_classes_ctf(tmp_path / "train.ctf")
-    write_classes_ctf(tmp_path / "test.ctf", n=12, seed=1)
-
-    def write(epochs=2, model=None, **replace):
-        text = CONFIG.format(model=model or tmp_path / "out" / "m.dnn", epochs=epochs,
-                             train=tmp_path / "train.ctf", test=tmp_path / "test.ctf")
-        for old, new in replace.items():
-            assert old in text
-            text = text.replace(old, new)
-        p = tmp_path / f"c{len(written) or ''}.cntk"     # a new file each time
-        written.append(p)
-        p.write_text(text)
-        return p
-    written: list = []
-    return tmp_path, write
-
-
-def _line(path, text: str) -> int:
-    return next(i for i, l in enumerate(open(path).read().splitlines(), 1) if text in l)
 
 
 # --- friction 2: unused and misspelled keys --------------------------------------------------------------
@@ -272,7 +207,8 @@ def test_a_file_error_names_the_key_and_line_that_named_the_file_and_the_path_on
     with pytest.raises(FileNotFoundError) as err:
         build_reader(load_config([f"configFile={cfg}"])("r"))
     text = str(err.value)
-    assert text.startswith(f"{cfg}:3: r.file: CTF input file does not exist: ")
+    assert text.startswith(f"{cfg}:3: r.file: CTF input file does not exist (the 'file' of a "
+                           "CNTKTextFormatDeserializer): ")
     assert text.count(str(missing)) == 1
 
 
@@ -304,5 +240,5 @@ def test_the_conformance_configs_give_no_unused_key_warning(tmp_path, monkeypatc
 
 def test_validate_help(capsys):
     assert main(["validate", "--help"]) == 0
-    assert capsys.readouterr().out.startswith("usage: cntkio validate configFile=FILE")
+    assert capsys.readouterr().out.startswith("usage: cntkio validate ")
     assert main(["validate"]) == 2

@@ -191,7 +191,7 @@ def test_errors_exit_1_with_the_message(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("cntkio: error:") and "unknown action 'nope'" in err
     assert main([f"configFile={tmp_path / 'missing.cntk'}"]) == 1
-    assert "not found" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_a_bare_file_name_is_bad_usage(tmp_path, capsys):

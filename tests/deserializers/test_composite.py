@@ -111,9 +111,15 @@ def test_randomized_composite_keeps_streams_aligned():
         assert [int(perm[q]) for q in zs] == xs
 
 
-def test_trace_level_0_silences_the_drop_warning(caplog):
+def test_the_drop_warning_shows_at_trace_level_0_once(caplog):
+    """Dropped samples are about what the user's data holds: warned about at every trace level
+    (issue 31), once."""
     primary = FakeDeserializer([[1, 1]], keys=[1, 2])
     secondary = FakeDeserializer([[1]], keys=[2], names=("z", "w"))
     with caplog.at_level(logging.DEBUG, logger="cntkio"):
         comp = CompositeDeserializer([primary, secondary], trace_level=0)
-    assert comp.dropped_sequences == 1 and caplog.text == ""
+        CompositeDeserializer([primary, secondary], trace_level=0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert comp.dropped_sequences == 1
+    assert warnings == ["1 sequence(s) of the primary deserializer have no match by key in another "
+                        "deserializer and were dropped from the corpus"]

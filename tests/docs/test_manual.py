@@ -210,3 +210,13 @@ def test_the_public_api_is_annotated():
     assert missing_annotations(lambda a, b=1: a) == ["a", "b", "return"]
     unannotated = {where: m for where, f in funcs.items() if (m := missing_annotations(f))}
     assert unannotated == {}
+
+
+TEST_FILE = re.compile(r"(?<![\w/.])tests/[\w/-]+\.py")
+
+
+@pytest.mark.parametrize("path", PAGES + README, ids=lambda p: str(p.relative_to(paths.REPO)))
+def test_the_test_files_a_page_names_exist(path):
+    """A page that cites a test names a file that is there (issue 31: six had moved)."""
+    missing = [m for m in TEST_FILE.findall(path.read_text()) if not (paths.REPO / m).is_file()]
+    assert missing == []

@@ -280,10 +280,7 @@ def test_invalid_sequences_dropped_and_counted_against_max_errors():
         src.next_minibatch(3)
 
 
-def test_all_invalid_minibatch_is_emptied_without_the_check():
-    src = MinibatchSource(FakeDeserializer([[1] * 4], invalid={0}), randomize=False)
-    assert src.next_minibatch(1)[src.streams.x].num_sequences == 0
-    assert ids_of(src.next_minibatch(1)[src.streams.x]) == [1]
+# a minibatch whose sequences are all invalid: tests/engine/test_invalid_sequences.py
 
 
 # --- iteration, threads, close --------------------------------------------------------------------

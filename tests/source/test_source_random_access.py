@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 import pytest
+
+from cntkio._log import reset_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,6 +144,7 @@ def test_a_malformed_line_goes_through_chunk_loading_and_counts_once(tmp_path, c
     for ra in (True, False):
         cfg = config(path, 200, max_errors=1, traceLevel=1)
         caplog.clear()
+        reset_warnings()             # a warning's text shows once per run: each source run anew
         with caplog.at_level(logging.WARNING, logger="cntkio"):
             src = MinibatchSource(cfg, random_access=ra, **kw)
             reader = src._reader.policy

@@ -54,7 +54,7 @@ def test_inspect_the_digits_example(capsys):
     text = capsys.readouterr().out
     assert "360 sequences, 360 samples" in text and "labels: dense float32 shape (10,)" in text
     assert main(["inspect", str(DIGITS / "nothing.ctf")]) == 1
-    assert "nothing.ctf: no such file" in capsys.readouterr().err
+    assert "input file does not exist: '" in capsys.readouterr().err
 
 
 def test_bench_a_file_and_the_digits_config(capsys):

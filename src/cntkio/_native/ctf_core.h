@@ -2,7 +2,7 @@
  *
  * The format rules, the issue codes and the exact results are those of the pure-Python reference
  * parser, src/cntkio/deserializers/ctf/_reference.py (its docstring is the specification); the
- * differential tests (tests/test_ctf_native.py) hold the two to bitwise agreement.
+ * differential tests (tests/deserializers/ctf/test_ctf_native.py) hold the two to bitwise agreement.
  *
  *   ctf_scan_index(buf, size, aliases, ...)  -> ctf_index: keys, starts, first_lines, lengths,
  *                                               chunk_starts (one pass over the whole file)

@@ -4,7 +4,7 @@
  * (the full-range swap of RandomShuffleMT and the window shuffle of the local-timeline
  * randomizer) and the BlockRandomizer's in-window sequence swap loop with its acceptance rule.
  * Every function releases the GIL while it loops. The pure-Python twins live in
- * cntkio/engine/randomizer.py and must give the same numbers (tests/test_engine_randomizer.py).
+ * cntkio/engine/randomizer.py and must give the same numbers (tests/engine/test_engine_randomizer.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

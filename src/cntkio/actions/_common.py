@@ -241,12 +241,14 @@ def batch_tensors(minibatch: Mapping, names: list[str], dtype: torch.dtype, devi
 
 
 # --- output --------------------------------------------------------------------------------------
-def fmt_criteria(values: Mapping[str, float], count: int) -> str:
-    """CNTK's result text: ``name = value * samples`` per criterion, errors as a percentage."""
+def fmt_criteria(values: Mapping[str, float], count: int, percent: "frozenset[str] | set[str] | None" = None) -> str:
+    """CNTK's result text: ``name = value * samples`` per criterion, classification errors as a
+    percentage: the nodes in ``percent`` (:func:`cntkio.actions.eval.percent_nodes`, by the node's
+    operation), or without it, names with ``Error`` but not ``Square``."""
     parts = []
     for k, v in values.items():
         avg = v / count if count else float("nan")
-        if "Error" in k and "Square" not in k:
+        if (k in percent) if percent is not None else ("Error" in k and "Square" not in k):
             parts.append(f"{k} = {100.0 * avg:.3f}% * {count}")
         else:
             parts.append(f"{k} = {avg:.8f} * {count}")
@@ -276,12 +278,11 @@ def progress_enabled(cfg, dist: Dist) -> bool | None:
 
 
 def progress_bar(enabled: bool | None, **kwargs):
-    """A tqdm bar (``enabled`` None: only on a terminal), or None when it is off."""
-    if enabled is False:
-        return None
-    from tqdm import tqdm
-    return tqdm(disable=None if enabled is None else False, leave=False, dynamic_ncols=True,
-                unit=" samples", **kwargs)
+    """A tqdm bar on stderr (``enabled`` None: the run's progressBar, else only on a terminal), or
+    None when it is off (:mod:`cntkio._progress`)."""
+    from .._progress import bar
+    kwargs.setdefault("unit", " samples")
+    return bar(enabled, **kwargs)
 
 
 def sweep_total(source) -> int | None:

@@ -8,9 +8,12 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+import numpy as np
+
 from ..errors import CntkioError, ConfigError
 
-__all__ = ["check_writable", "network_inputs", "input_dim_values", "check_batch", "torch_errors", "load_command_model"]
+__all__ = ["check_writable", "network_inputs", "input_dim_values", "check_batch", "torch_errors", "load_command_model",
+           "locate_misaligned"]
 
 
 def check_writable(path: str) -> str | None:
@@ -84,7 +87,8 @@ def check_batch(net, tensors: dict, where: str, reader: Any = None, *, dims: dic
     """The features and labels of one minibatch against the network: their dimensions, and as
     many label samples as feature samples. A ConfigError names the streams, the nodes and both
     dimensions (``where``: the reader section's key path; ``dims``: :func:`input_dim_values`, or
-    ``reader``: that section, whose ``dim`` keys give the file and line)."""
+    ``reader``: that section, whose ``dim`` keys give the file and line, and, for streams that
+    disagree, the data files whose first such sequence :func:`locate_misaligned` names)."""
     inputs = network_inputs(net)
     for node, dim in inputs.items():
         t = tensors.get(node)
@@ -105,10 +109,78 @@ def check_batch(net, tensors: dict, where: str, reader: Any = None, *, dims: dic
     sizes = {n: int(t.shape[0]) for n, t in tensors.items() if n in inputs and t is not None}
     if len(set(sizes.values())) > 1:
         detail = ", ".join(f"{n!r}: {k} samples" for n, k in sizes.items())
+        first = locate_misaligned(reader, where, list(sizes)) if hasattr(reader, "exists") else None
         raise ConfigError(f"the streams of one minibatch have different numbers of samples ({detail}): "
-                          "features and labels are not aligned", path=where,
+                          "features and labels are not aligned"
+                          + (f"; the first sequence whose streams disagree: {first}" if first else ""), path=where,
                           hint="each sequence must carry as many label samples as feature samples "
                                "(a label per sequence needs a sequence-level criterion)")
+
+
+def _sample_counts(d, streams: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every sequence key of the deserializer ``d`` and, per stream of ``streams`` it delivers, the
+    sequence's sample count (all its chunks parsed: an error path)."""
+    keys, counts = [], {s: [] for s in streams}
+    names = {i.name for i in d.stream_infos()}
+    for c in d.chunk_infos():
+        data = d.get_chunk(c.id)
+        keys.append(np.asarray(data.sequences.keys))
+        for s in streams:
+            if s in names and s in data.streams:
+                counts[s].append(np.diff(np.asarray(data.streams[s].offsets)))
+    return (np.concatenate(keys) if keys else np.zeros(0, np.int64),
+            {s: np.concatenate(v) for s, v in counts.items() if v})
+
+
+def _where_sequence(d, key) -> str:
+    """``file:line`` of the sequence ``key`` of ``d`` (CTF: its index's first line), or the file and key."""
+    name = getattr(d, "filename", None) or getattr(d, "map_file", None) or getattr(d, "file", None) or type(d).__name__
+    index = getattr(d, "index", None)
+    lines, keys = getattr(index, "first_lines", None), getattr(index, "keys", None)
+    if lines is not None and keys is not None:
+        hit = np.flatnonzero(np.asarray(keys) == key)
+        if len(hit):
+            return f"{name}:{int(lines[hit[0]])}"
+    return f"{name}"
+
+
+def locate_misaligned(reader: Any, where: str, streams: list[str]) -> str | None:
+    """The data file, line and sample counts of the first sequence (in file order) whose ``streams``
+    have different numbers of samples, read again from the reader section ``reader`` (an error path:
+    every chunk is parsed); None when none is found or the reader cannot be read so."""
+    from .. import registry
+    from ..readers import reader_spec
+    try:
+        spec = reader_spec(reader, path=where)
+        kw = spec.source_kwargs
+        ds = [registry.build_deserializer(d, frame_mode=kw.get("frame_mode", False), trace_level=0)
+              for d in spec.deserializers]
+        per = [(d, *_sample_counts(d, streams)) for d in ds]
+    except (CntkioError, OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    owner = {s: (d, keys, c[s]) for d, keys, c in per for s in streams if s in c}
+    if len(owner) < 2:
+        return None
+    (d0, k0, c0), *others = [owner[s] for s in streams if s in owner]
+    bad = np.zeros(len(k0), bool)
+    for d1, k1, c1 in others:
+        if d1 is d0:
+            bad |= c0 != c1
+        else:
+            _, i0, i1 = np.intersect1d(k0, k1, return_indices=True)
+            bad[i0[c0[i0] != c1[i1]]] = True
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    key = k0[i]
+    parts = []
+    for s in streams:
+        if s in owner:
+            d, keys, c = owner[s]
+            j = np.flatnonzero(keys == key)
+            parts.append(f"{s!r} {int(c[j[0]]) if len(j) else 0} sample(s)")
+    files = list(dict.fromkeys(_where_sequence(d, key) for d, _, _ in (owner[s] for s in streams if s in owner)))
+    return f"{' and '.join(files)} (sequence id {key}: {', '.join(parts)})"
 
 
 def _describe(stream: str, tensor) -> str:

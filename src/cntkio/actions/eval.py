@@ -25,25 +25,45 @@ from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, fmt_
                       progress_bar, progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_int, get_list, key_path, minibatch_size
 
-__all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes"]
+__all__ = ["EvalResult", "evaluate", "test", "eval", "criterion_nodes", "percent_nodes"]
 
 _log = get_logger("actions.eval")
 
 
 @dataclass
 class EvalResult:
-    """Summed criteria over ``samples`` samples; :attr:`averages` divides by the count."""
+    """Summed criteria over ``samples`` samples; :attr:`averages` divides by the count; ``percent``:
+    the criteria printed as a percentage (:func:`percent_nodes`; None: by name)."""
 
     totals: dict[str, float] = field(default_factory=dict)
     samples: int = 0
     minibatches: int = 0
+    percent: frozenset[str] | None = None
+    seconds: float = 0.0
 
     @property
     def averages(self) -> dict[str, float]:
         return {k: (v / self.samples if self.samples else float("nan")) for k, v in self.totals.items()}
 
     def __str__(self) -> str:
-        return fmt_criteria(self.totals, self.samples)
+        return fmt_criteria(self.totals, self.samples, self.percent)
+
+
+_PERCENT_OPS = ("ClassificationError", "ClassificationErrorTopN")
+
+
+def percent_nodes(net) -> frozenset[str]:
+    """The criterion nodes printed as a percentage, as CNTK printed them: classification errors
+    (``ClassificationError``/``ErrorPrediction`` nodes, whatever their names: NDL's ``Err``,
+    BrainScript's ``errs``; SimpleNetworkBuilder's ``evalCriterion = ClassificationError``)."""
+    graph = getattr(net, "graph", None)
+    if graph is not None:
+        return frozenset(n for n, node in graph.nodes.items()
+                         if getattr(lookup(node.op), "name", node.op) in _PERCENT_OPS)
+    spec = getattr(net, "spec", None)
+    if getattr(spec, "eval_criterion", None) in _PERCENT_OPS:
+        return frozenset({net.eval_node_name})
+    return frozenset()
 
 
 def criterion_nodes(net: SimpleNetwork, names: list[str] | None, path: str = "evalNodeNames") -> list[str]:
@@ -109,8 +129,8 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
                     bar.update(int(x.shape[0]))
                 if show_every and n_mb % show_every == 0:
                     w = window.tolist()
-                    report(f" Minibatch[{first:4d}-{n_mb:4d}]: " + fmt_criteria(dict(zip(nodes, w[:-1])), int(w[-1])),
-                           dist=dist)
+                    report(f" Minibatch[{first:4d}-{n_mb:4d}]: " + fmt_criteria(dict(zip(nodes, w[:-1])), int(w[-1]),
+                                                                                percent_nodes(net)), dist=dist)
                     window.zero_()
                     first = n_mb + 1
     finally:
@@ -118,7 +138,8 @@ def evaluate(net: SimpleNetwork, minibatches, *, nodes: list[str], dtype: torch.
             bar.close()
     dist.all_reduce_(acc)
     a = acc.tolist()
-    return EvalResult(totals=dict(zip(nodes, a[:-1])), samples=int(round(a[-1])), minibatches=n_mb)
+    return EvalResult(totals=dict(zip(nodes, a[:-1])), samples=int(round(a[-1])), minibatches=n_mb,
+                      percent=percent_nodes(net))
 
 
 def _eval_command(command, name: str) -> EvalResult:

@@ -48,7 +48,7 @@ _LSTMS = ("LSTM", "CLASSLSTM", "CLSTM")
 #: Every key of a SimpleNetworkBuilder section that CNTK 2.7's builder read (and cntkio's
 #: ``randomSeedOffset``), in one table: key -> (the rnnTypes whose network uses it, None for all;
 #: why it has no effect elsewhere). A key set for a network that does not use it is accepted with
-#: one info line giving that reason (CNTK read it and built nothing from it); the keys of
+#: one warning giving that reason (CNTK read it and built nothing from it); the keys of
 #: :data:`_REFUSED` are refused instead when set to anything but their "off" value.
 SIMPLE_NETWORK_KEYS: dict[str, tuple[tuple[str, ...] | None, str]] = {
     "layerSizes": (_ALL, ""), "trainingCriterion": (_ALL, ""),
@@ -96,13 +96,13 @@ _REFUSED = {"constInputGateValue": ("false", "0"), "constForgetGateValue": ("fal
 
 
 def _announce_unused_keys(builder, rnn: str) -> None:
-    """One info line per key of :data:`SIMPLE_NETWORK_KEYS` that is set but has no effect on an
+    """One warning per key of :data:`SIMPLE_NETWORK_KEYS` that is set but has no effect on an
     ``rnn`` network (none is silently ignored)."""
     for key, (users, why) in SIMPLE_NETWORK_KEYS.items():
         if users is None or rnn in users or key in _REFUSED or not builder.exists(key):
             continue
-        _log.info("%s=%s is accepted and has no effect in cntkio for rnnType=%s: %s", key_path(builder, key),
-                  get_str(builder, key), rnn, why)
+        _log.warning("%s=%s is accepted and has no effect in cntkio for rnnType=%s: %s", key_path(builder, key),
+                     get_str(builder, key), rnn, why)
 
 
 

@@ -3,9 +3,11 @@
 ``run(argv)`` does what ``cntk configFile=x.cntk [name=value ...]`` does:
 
 1. load the configuration (layered files, includes, overrides, ``$var$``; :mod:`cntkio.config`);
-2. read and validate the top-level settings: ``traceLevel`` (log verbosity: 0 errors, 1 warnings,
-   2 info, 3+ debug; when absent, warnings are shown and each component's own level applies), ``precision`` (``float``/``double``, checked in every command section, where
-   it is usually written), ``deviceId`` (``auto``, ``cpu``, ``-1``, a GPU number, ``all``, ``*N``);
+2. read and validate the top-level settings: ``traceLevel`` (info and progress: 0 and 1 show
+   warnings, 2 adds info, 3+ debug; warnings about what the user wrote show at every level, each
+   once: :mod:`cntkio._log`), ``precision`` (``float``/``double``, checked in every command
+   section, where it is usually written), ``deviceId`` (``auto``, ``cpu``, ``-1``, a GPU number,
+   ``all``, ``*N``);
 3. with ``stderr=<prefix>``, send the log and standard error to ``<prefix>_<cmd1>_<cmd2>.log``
    (directories created, the file overwritten), as CNTK does;
 4. run the sections named by ``command=a:b`` in order, each through its ``action``
@@ -20,7 +22,7 @@ import sys
 import time
 from typing import Any, Iterable
 
-from .._log import get_logger, trace_level_to_logging
+from .._log import get_logger, reset_warnings, trace_level_to_logging
 from . import get_action
 from .settings import DeviceId, _trace_level, check_precision, parse_device_id
 
@@ -68,8 +70,8 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
     from .validate import validate_commands
 
     root = cfg.root if hasattr(cfg, "root") else cfg
-    # without a top-level traceLevel each component keeps its own (readers warn by default, as
-    # CNTK's readers do with their traceLevel default of 1); with one, it sets the log level
+    reset_warnings()         # each run shows each warning once
+    # traceLevel sets the level of the cntkio loggers: warnings show at every level
     trace = _trace_level(root("traceLevel")) if root.exists("traceLevel") else 1
     device = parse_device_id(root("deviceId")) if root.exists("deviceId") else DeviceId("auto")
     commands = command_sections(root)
@@ -91,8 +93,13 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
         if directory:
             os.makedirs(directory, exist_ok=True)
 
+    from .. import _progress
+    from ._params import get_bool
     results = []
     with contextlib.ExitStack() as stack:
+        # progressBar of the run: the default of every bar, a reader's index build included
+        old_progress = _progress.set_default(get_bool(root, "progressBar") if root.exists("progressBar") else None)
+        stack.callback(_progress.set_default, old_progress)
         if log_file is not None:
             fh = stack.enter_context(open(log_file, "w", encoding="utf-8"))
             stack.enter_context(contextlib.redirect_stderr(fh))

@@ -38,7 +38,7 @@ with the minibatch size, its Adagrad and RMSprop put epsilon elsewhere and know 
 multiplier nor the sign-adaptive step sizes; the tests check each rule against torch.optim where
 they coincide (classic momentum, Nesterov, AdaGrad without the multiplier).
 
-Every key of the section is declared in :data:`SGD_KEYS`: honoured, accepted with one info line
+Every key of the section is declared in :data:`SGD_KEYS`: honoured, accepted with one warning
 (an option about CNTK's memory management with no effect on the result), or refused with an
 error naming the key when set to a value that would change training in a way cntkio does not do.
 """
@@ -78,7 +78,7 @@ SGD_KEYS = (
     "doGradientCheck", "adaptationRegType", "adaptationRegWeight",
 )
 
-#: keys accepted with one info line: they steer CNTK's memory use or files, not the result
+#: keys accepted with one warning (at every traceLevel): they steer CNTK's memory use or files, not the result
 INFO_KEYS = {
     "maxTempMemSizeInSamplesForCNN": "PyTorch sizes its own convolution workspace",
     "numSubminibatches": "a minibatch is computed in one piece (the summed gradient is the same)",
@@ -103,11 +103,11 @@ _SEQUENCE_KEYS = ("hsmoothingWeight", "frameDropThresh", "doReferenceAlign", "se
                   "seqGammarWP", "seqGammarBMMIFactor", "seqGammarUsesMBR")
 
 
-#: SearchBeforeEpoch / autoAdjustMinibatch keys: read (an info line) when those are off
+#: SearchBeforeEpoch / autoAdjustMinibatch keys: read (a warning) when those are off
 _SEARCH_KEYS = ("numMiniBatch4LRSearch", "numBestSearchEpoch", "minibatchSizeTuningFrequency",
                 "minibatchSizeTuningMax", "minibatchSearchCriterionErrorMargin")
 
-#: keys accepted with an info line of their own (the sequence-training and search keys)
+#: keys accepted with a warning of their own (the sequence-training and search keys)
 NOTED_KEYS = _SEQUENCE_KEYS + _SEARCH_KEYS
 
 
@@ -261,11 +261,11 @@ class SGDParams:
                 raise _refused(sub, key, why)
         for key, why in INFO_KEYS.items():
             if cfg.exists(key):
-                _log.info("%s=%s is accepted and has no effect in cntkio: %s", key_path(cfg, key),
+                _log.warning("%s=%s is accepted and has no effect in cntkio: %s", key_path(cfg, key),
                           get_str(cfg, key), why)
         for key in _SEQUENCE_KEYS:
             if cfg.exists(key):
-                _log.info("%s is accepted and has no effect in cntkio: it applies to SequenceWithSoftmax "
+                _log.warning("%s is accepted and has no effect in cntkio: it applies to SequenceWithSoftmax "
                           "criteria (sequence training), which cntkio does not build", key_path(cfg, key))
         gut = get_str_lower(cfg, "gradUpdateType", "none") or "none"
         if gut not in GRAD_UPDATE_TYPES:
@@ -382,8 +382,8 @@ def _auto_adjust(cfg) -> AutoAdjust:
                  "minibatchSizeTuningMax", "minibatchSearchCriterionErrorMargin"}
     for key in _SEARCH_KEYS + ("numSamples4Search",):
         if sub.exists(key) and key not in used:
-            _log.info("%s is accepted and has no effect: it belongs to SearchBeforeEpoch/autoAdjustMinibatch, "
-                      "which this config does not use", key_path(sub, key))
+            _log.warning("%s is accepted and has no effect: it belongs to SearchBeforeEpoch/autoAdjustMinibatch, "
+                         "which this config does not use", key_path(sub, key))
     return a
 
 

@@ -44,13 +44,14 @@ from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open
 from ._params import get_bool, get_str, has, key_path, section
 from .checks import check_writable, load_command_model
 from .eval import EvalResult, evaluate
-from .fingerprint import FINGERPRINT_KEY, check_resume, config_fingerprint
+from .fingerprint import FINGERPRINT_KEY, SETTINGS_KEY, check_final_model, check_resume, config_fingerprint, config_settings
 from .network import build_network
 from .parallel import Parallel, ParallelParams, check_reader_split, describe as describe_parallel
 from .sgd import SGDParams, config_error, set_dropout_rate
+from .board import open_board
 from .train_loop import LearningRateState, TrainLoop
 
-__all__ = ["train", "adapt", "TrainResult", "first_missing_epoch"]
+__all__ = ["train", "adapt", "TrainResult", "first_missing_epoch", "kl_targets"]
 
 _log = get_logger("actions.train")
 
@@ -107,7 +108,7 @@ class KLTargets:
         return (1.0 - self.weight) * y + self.weight * ref
 
 
-def _kl_targets(command, sgd_cfg, device, dtype) -> KLTargets | None:
+def kl_targets(command, sgd_cfg, device, dtype) -> KLTargets | None:
     """The KL adaptation of an adapt command (None without ``adaptationRegType=KL``)."""
     cfg = command if command.exists("adaptationRegType") else sgd_cfg
     reg = (get_str(cfg, "adaptationRegType", "none") or "none").lower()
@@ -172,11 +173,12 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     params = SGDParams.from_config(sgd_cfg, command)
     model_path = get_str(sgd_cfg, "modelPath")
     par_params = ParallelParams.from_config(command, sgd_cfg, dist.world_size, dtype == torch.float64)
-    kl = _kl_targets(command, sgd_cfg, device, dtype) if adapt else None       # checked before anything runs
+    kl = kl_targets(command, sgd_cfg, device, dtype) if adapt else None       # checked before anything runs
     make_mode = get_bool(command, "makeMode", True)
     start = first_missing_epoch(model_path, params.max_epochs) if make_mode else 0
     result = TrainResult(model_path=model_path, start_epoch=start + 1, max_epochs=params.max_epochs)
     if start >= params.max_epochs:
+        check_final_model(command, name, model_path, adapt)     # trained with these settings, or stop
         report(f"{name}: the final model {model_path} exists; no further training is necessary "
                "(makeMode=true)", dist=dist)
         return result
@@ -184,6 +186,7 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     if unwritable is not None:
         raise config_error(sgd_cfg, "modelPath", f"the model file cannot be written: {unwritable}")
     fingerprint = config_fingerprint(command, adapt)
+    settings = config_settings(command, adapt)
     check_resume(command, name, model_path, start, params.max_epochs, adapt)
 
     source = open_reader(command, "reader", name)
@@ -205,8 +208,22 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
     opt = params.make_optimizer(net.parameters())
     par = Parallel(par_params, dist, [p for p in net.parameters() if p.requires_grad], opt)
     describe_parallel(par.p, dist, name)
+    board = open_board(command, dist.is_main)       # tensorBoardLogDir: TensorBoard scalars
     loop = TrainLoop.from_command(command, name, net=net, opt=opt, source=source, params=params, dtype=dtype,
                                   device=device, dist=dist, par=par, kl=kl)
+    loop.board = board
+    try:
+        _epochs(command, name, loop, lr_state=_lr_state(params, start, resumed, opt, par, source, dist, name),
+                result=result, fingerprint=fingerprint, settings=settings)
+    finally:
+        if board is not None:
+            board.close()
+    return result
+
+
+def _lr_state(params, start, resumed, opt, par, source, dist, name) -> LearningRateState:
+    """The learning-rate state at epoch ``start``, with the resumed model file's SGD, parallel,
+    reader and random state restored."""
     lr_state = LearningRateState()
     lr_state.prev_mb = params.mb_size(start)            # CNTK's start value; a checkpoint's replaces it
     if resumed is not None:
@@ -219,6 +236,16 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         _restore_reader(source, resumed.reader_checkpoint, dist, name)
         if resumed.rng_state is not None:
             torch.set_rng_state(resumed.rng_state)
+    return lr_state
+
+
+def _epochs(command, name: str, loop: TrainLoop, *, lr_state: LearningRateState, result: TrainResult,
+            fingerprint: dict, settings: dict) -> None:
+    """The epochs from ``result.start_epoch``: learning rate, minibatch size, the epoch, the cvReader,
+    the model file."""
+    net, opt, params, dist, par, source = loop.net, loop.opt, loop.params, loop.dist, loop.par, loop.source
+    device, dtype, board = loop.device, loop.dtype, loop.board
+    start, model_path = result.start_epoch - 1, result.model_path
     cv_source = open_reader(command, "cvReader", name) if has(command, "cvReader") else None
 
     lr_adjustment = 1.0                                  # the last SearchBeforeEpoch rate over the rate before it
@@ -247,6 +274,8 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
         par.start_epoch(epoch)
         res = loop.run_epoch(epoch, lr, mb_size=mb_size)
         par.end_epoch(epoch)
+        if board is not None:
+            board.epoch(epoch + 1, res, lr)
         if par.active(epoch) and par.p.method == "dataparallelsgd":
             report(f"{name}: epoch {epoch + 1}: this process sent {par.bytes_sent} gradient bytes "
                    f"(gradientBits={par.p.gradient_bits})", dist=dist)
@@ -260,6 +289,8 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
                           dist=dist, where=key_path(command, "cvReader"))
             result.validation.append(cv)
             report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Validate] {cv}", dist=dist)
+            if board is not None:
+                board.validate(epoch + 1, cv)
         rolled_back = lr_state.after_epoch(params, epoch, res, cv, net, opt, model_path, device, dtype, dist, name)
         checkpoint = _gather_checkpoint(source, dist)
         par_states = _gather_object(par.state_dict(), dist)
@@ -271,10 +302,9 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
             save_model(path, net, epoch=epoch + 1, optimizer=state, reader_checkpoint=checkpoint,
                        info={"command": name, "samples": res.samples,
                              "criteria": {k: v for k, v in res.averages.items()},
-                             FINGERPRINT_KEY: fingerprint})
+                             FINGERPRINT_KEY: fingerprint, SETTINGS_KEY: settings})
             _log.info("%s: saved %s", name, path)
         dist.barrier()
-    return result
 
 
 def _mean_var_norm(net: SimpleNetwork, command, name: str, dtype, device, dist: Dist) -> None:

@@ -18,7 +18,7 @@ from ._common import (Dist, batch_tensors, epoch_minibatches, fmt_criteria, prog
                       sweep_total)
 from ._params import key_path
 from .checks import check_batch, input_dim_values, torch_errors
-from .eval import EvalResult
+from .eval import EvalResult, percent_nodes
 from .mbsearch import round_to_64, search_minibatch_size, sizing_bounds
 from .network import feed_layout
 from .parallel import Parallel, ParallelParams
@@ -33,7 +33,10 @@ class TrainLoop:
     the network, its optimizer, the reader, the SGD parameters, the parallel method, the device and
     dtype, the KL targets of ``adapt`` (None otherwise), and what the loop reports and checks with:
     the command's name, the reader section's key path (``reader_where``) with its streams'
-    ``dim`` values (``dims``, for errors that name file and line) and whether progress bars show."""
+    ``dim`` values (``dims``, for errors that name file and line), whether progress bars show, and
+    the reader section itself (``reader``: streams that disagree are located in its data files), and
+    the TensorBoard scalars' writer (``board``, :mod:`.board`, or None) with the minibatches trained
+    so far (``minibatches_done``, its step)."""
 
     name: str
     net: Any
@@ -48,6 +51,9 @@ class TrainLoop:
     reader_where: str = "reader"
     dims: dict | None = None
     progress: bool | None = None
+    reader: Any = None
+    board: Any = None
+    minibatches_done: int = 0
 
     @classmethod
     def from_command(cls, command, name: str, **kw) -> "TrainLoop":
@@ -55,7 +61,7 @@ class TrainLoop:
         dtype, device, dist, par, kl)."""
         reader = command("reader") if command.exists("reader") else None
         return cls(name=name, reader_where=key_path(command, "reader"), dims=input_dim_values(reader, kw["net"]),
-                   progress=progress_enabled(command, kw["dist"]), **kw)
+                   progress=progress_enabled(command, kw["dist"]), reader=reader, **kw)
 
     def run_epoch(self, epoch: int, lr: float, *, limit: int = 0, quiet: bool = False, mb_size: int = 0,
                   par: Parallel | None = None) -> EvalResult:
@@ -93,7 +99,7 @@ class TrainLoop:
                 if mb:
                     t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
                     feed_layout(net, mb, feats, device)
-                    check_batch(net, t, where, dims=self.dims)
+                    check_batch(net, t, where, self.reader, dims=self.dims)
                     x, y = t[feats], t[labels]
                     if kl is not None and x.shape[0]:
                         y = kl(x, y)
@@ -120,7 +126,10 @@ class TrainLoop:
                 if show and n_mb % show == 0:
                     w = window.tolist()
                     report(f" Epoch[{epoch + 1} of {params.max_epochs}]-Minibatch[{first:4d}-{n_mb:4d}]: "
-                           + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2])), dist=dist)
+                           + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2]), percent_nodes(net)), dist=dist)
+                    if self.board is not None:
+                        self.board.window(self.minibatches_done + n_mb, dict(zip(crit_names, w[:2])), int(w[2]),
+                                          percent_nodes(net))
                     window.zero_()
                     first = n_mb + 1
                 if limit and acc[2].item() >= limit:
@@ -131,12 +140,14 @@ class TrainLoop:
             if bar is not None:
                 bar.close()
         a = acc.tolist()
-        res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb)
+        res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb,
+                         percent=percent_nodes(net))
         if res.samples == 0:
             raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")
         if quiet:
             return res
-        secs = time.perf_counter() - t0
+        secs = res.seconds = time.perf_counter() - t0
+        self.minibatches_done += n_mb
         report(f"Finished Epoch[{epoch + 1} of {params.max_epochs}]: [Training] {res}; "
                f"learningRatePerSample = {lr:.8g}; epochTime = {secs:.3f}s; "
                f"throughput = {res.samples / secs if secs > 0 else 0.0:.1f} samples/s", dist=dist)

@@ -22,7 +22,7 @@ import time
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
-from .eval import EvalResult, criterion_nodes
+from .eval import EvalResult, criterion_nodes, percent_nodes
 from .checks import check_batch, load_command_model, torch_errors
 from ._common import (batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
                       resolve_dtype)
@@ -90,7 +90,8 @@ def test_unroll(section, name: str = "testUnroll") -> EvalResult:
         n_mb += 1
     dist.all_reduce_(acc)
     a = acc.tolist()
-    result = EvalResult(totals=dict(zip(nodes, a[:-1])), samples=int(round(a[-1])), minibatches=n_mb)
+    result = EvalResult(totals=dict(zip(nodes, a[:-1])), samples=int(round(a[-1])), minibatches=n_mb,
+                        percent=percent_nodes(net))
     line = f"Final Results: Minibatch[1-{n_mb}]: {result}; time = {time.perf_counter() - start:.3f}s"
     report(line, dist=dist)
     if out_path and dist.is_main:

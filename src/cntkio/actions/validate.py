@@ -1,7 +1,7 @@
 """Validation before work: every command section a configuration will run, checked at once.
 
 ``cntkio configFile=...`` calls :func:`validate_commands` before the first command runs, and
-``cntkio validate configFile=...`` does only that. Each command section is resolved as its action
+``cntkio validate configFile=...`` (:mod:`cntkio.tools.validate`) does only that. Each command section is resolved as its action
 will read it and checked:
 
 * the settings (``precision``, ``deviceId``, ``traceLevel``) and the ``action`` name;
@@ -31,11 +31,12 @@ from typing import Any
 from .._log import get_logger
 from ..config import ConfigParameters
 from ..config.usage import UnusedKey, unused_keys
+from .._paths import missing_file_text
 from ..errors import CntkioError, ConfigError
 from . import BUILTIN_ACTIONS, get_action
 from .checks import check_writable, network_inputs
 
-__all__ = ["ValidationError", "ValidationReport", "validate_commands", "validate_main", "ACTION_KEYS"]
+__all__ = ["ValidationError", "ValidationReport", "validate_commands", "ACTION_KEYS"]
 
 _log = get_logger("actions.validate")
 
@@ -48,8 +49,8 @@ _MODEL_READERS = {"test", "eval", "cv", "write", "testunroll", "dumpnode"}
 _COMMON = ("precision", "deviceId", "traceLevel", "numCPUThreads", "progressBar", "minibatchSize", "epochSize",
            "numMBsToShowResult")
 ACTION_KEYS: dict[str, tuple[str, ...]] = {
-    "train": _COMMON + ("makeMode", "forceResume", "cvReader", "dropoutRate"),
-    "adapt": _COMMON + ("makeMode", "forceResume", "cvReader", "originalModelFileName", "refNodeName",
+    "train": _COMMON + ("makeMode", "forceResume", "cvReader", "dropoutRate", "tensorBoardLogDir"),
+    "adapt": _COMMON + ("makeMode", "forceResume", "cvReader", "tensorBoardLogDir", "originalModelFileName", "refNodeName",
                         "adaptationRegType", "adaptationRegWeight"),
     # maxEpochs: CNTK's configs (the spec's first example too) set it in test sections, where it changes nothing
     "test": _COMMON + ("modelPath", "evalNodeNames", "maxEpochs"),
@@ -73,6 +74,8 @@ _TRACKED_READERS = {"compositedatareader", "cntktextformatreader"}
 
 #: keys naming input files in a deserializer's configuration
 _FILE_KEYS = ("file", "scpFile", "mlfFile", "mlfFileList", "mapFile", "labelMappingFile")
+#: keys naming input files in a legacy reader's translation (its label mapping file may be written)
+_LEGACY_FILE_KEYS = ("file", "scpFile", "mlfFile", "mlfFileList", "mapFile")
 
 
 class ValidationError(ConfigError):
@@ -122,7 +125,8 @@ class _Run:
         self.may_write_models = False           # an earlier command writes model files of its own (MEL)
 
     def add(self, err: Exception) -> None:
-        self.problems.append(err)
+        if all(str(err) != str(p) for p in self.problems):     # a value read by two commands: once
+            self.problems.append(err)
 
     def attempt(self, fn, *args, **kw):
         try:
@@ -156,6 +160,13 @@ def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: d
         run.add(e)
         return
     dims: dict[str, tuple[int, str]] = {}
+    if any("image" in str(d.get("type", "")).lower() for d in spec.deserializers):
+        from ..transforms.ops import cv2_module
+        try:
+            cv2_module()        # images need OpenCV (an optional extra): said before any work
+        except CntkioError as e:
+            run.add(ConfigError(str(e), path=f"{name}.{key}", file=getattr(cfg, "file", None),
+                                line=getattr(cfg, "line", None)))
     tracked = spec.reader_type.lower() in _TRACKED_READERS
     if not tracked and isinstance(cfg, ConfigParameters):
         cfg.mark_all_used()      # a legacy reader translates its own section (files, caches, keys)
@@ -164,6 +175,14 @@ def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: d
             f = d.get(fk)
             if isinstance(f, str) and f and not os.path.exists(f):
                 run.add(_file_error(cfg, fk, f, i, spec))
+        if not tracked and not d.get("cache"):   # a legacy reader's input files (not one that may read its cache)
+            for fk, f in _input_files(d):
+                if not os.path.exists(f):
+                    v = _find_value(cfg, fk, f)
+                    run.add(ConfigError(missing_file_text("input file", f),
+                                        path=getattr(v, "path", None) or f"{spec.path}.{fk}",
+                                        file=getattr(v, "file", None) or getattr(cfg, "file", None),
+                                        line=getattr(v, "line", None)))
         for stream, entry in (d.get("input") or {}).items():
             if isinstance(entry, dict) and "dim" in entry:
                 try:
@@ -208,6 +227,35 @@ def _dim_where(cfg, stream: str, i: int, spec) -> str:
     return f"{getattr(v, 'file', '') or ''}|{getattr(v, 'line', '') or ''}"
 
 
+def _input_files(tree) -> list[tuple[str, str]]:
+    """``(key, path)`` of every input file a legacy reader's translated deserializer names."""
+    out: list[tuple[str, str]] = []
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            if k in _LEGACY_FILE_KEYS and isinstance(v, str) and v:
+                out.append((k, v))
+            elif isinstance(v, (dict, list)):
+                out += _input_files(v)
+    elif isinstance(tree, list):
+        for v in tree:
+            out += _input_files(v)
+    return out
+
+
+def _find_value(cfg, key: str, text: str):
+    """The ConfigValue of a key named ``key`` whose text is ``text``, anywhere in the section ``cfg``."""
+    if not isinstance(cfg, ConfigParameters):
+        return None
+    for name, value in cfg.items():
+        if isinstance(value, ConfigParameters):
+            found = _find_value(value, key, text)
+            if found is not None:
+                return found
+        elif name.lower() == key.lower() and str(value).strip().strip('"') == text:
+            return value
+    return None
+
+
 def _file_error(cfg, fk: str, f: str, i: int, spec) -> ConfigError:
     node = cfg
     try:
@@ -218,7 +266,7 @@ def _file_error(cfg, fk: str, f: str, i: int, spec) -> ConfigError:
     except ConfigError:
         pass
     v = _value(node, fk)
-    return ConfigError(f"input file {f} does not exist", path=getattr(v, "path", None) or f"{spec.path}.{fk}",
+    return ConfigError(missing_file_text("input file", f), path=getattr(v, "path", None) or f"{spec.path}.{fk}",
                        file=getattr(v, "file", None), line=getattr(v, "line", None))
 
 
@@ -227,8 +275,21 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
     from .fingerprint import check_resume
     from .parallel import ParallelParams
     from .sgd import SGDParams
+    from .sgd import INFO_KEYS, NOTED_KEYS, SGD_KEYS
+    from .validate_values import ADJUST_VALUES, SGD_VALUES, check_values
     sgd_cfg = run.attempt(section, command, "SGD", required=False) or command
-    params = run.attempt(SGDParams.from_config, sgd_cfg, command)
+    adjust = sgd_cfg("AutoAdjust") if sgd_cfg.exists_current("AutoAdjust") else sgd_cfg
+    bad = check_values(sgd_cfg, SGD_VALUES) + check_values(adjust, ADJUST_VALUES)
+    params = None
+    if bad:            # every bad value, each once; the checks across keys need good values
+        for e in bad:
+            run.add(e)
+        for key in (*SGD_KEYS, *INFO_KEYS, *NOTED_KEYS):
+            sgd_cfg.exists(key)          # read by SGDParams.from_config: not "not used"
+        if adjust is not sgd_cfg:
+            adjust.mark_all_used()
+    else:
+        params = run.attempt(SGDParams.from_config, sgd_cfg, command)
     run.attempt(ParallelParams.from_config, command, sgd_cfg, 1, False)
     model_path = None
     if not sgd_cfg.exists("modelPath"):
@@ -246,12 +307,20 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
         else:
             path = get_str(command, "originalModelFileName")
             if not os.path.exists(path) and path not in run.models and not run.may_write_models:
-                run.add(_error(command, "originalModelFileName", f"model file {path} does not exist"))
+                run.add(_error(command, "originalModelFileName", missing_file_text("model file", path)))
             else:
                 net = run.models.get(path) or (_load_net(run, command, "originalModelFileName")
                                                 if os.path.exists(path) else None)
+                if net is not None and os.path.exists(path):       # KL adaptation's own keys
+                    from ..integrations.torch_backend import torch
+                    from .train import kl_targets
+                    run.attempt(kl_targets, command, sgd_cfg, torch.device("cpu"), torch.float32)
     else:
         net = _spec_network(run, command)
+    from .board import board_problem
+    bad_board = board_problem(command)          # tensorBoardLogDir: TensorBoard installed, writable
+    if bad_board is not None:
+        run.add(bad_board)
     inputs = network_inputs(net) if net is not None else None
     where = _network_where(command)
     _reader(run, command, name, "reader", inputs, where)
@@ -260,10 +329,15 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
     if model_path is not None and params is not None:
         make_mode = run.attempt(get_bool, command, "makeMode", True)
         if make_mode:
+            from .fingerprint import check_final_model
             from .train import first_missing_epoch
             start = first_missing_epoch(model_path, params.max_epochs)
-            run.attempt(check_resume, command, name, model_path, start, params.max_epochs, action == "adapt")
-        run.models[model_path] = net
+            if start >= params.max_epochs:
+                run.attempt(check_final_model, command, name, model_path, action == "adapt")
+            else:
+                run.attempt(check_resume, command, name, model_path, start, params.max_epochs, action == "adapt")
+    if model_path is not None:
+        run.models[model_path] = net     # written by this command (a later one reads it): no follow-on error
 
 
 def _network_where(command) -> str | None:
@@ -337,8 +411,8 @@ def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) 
             net = run.models[path]
         elif not os.path.exists(path):
             if not run.may_write_models:
-                run.add(_error(command, "modelPath", f"model file {path} does not exist and no earlier command of "
-                                                     "this run writes it"))
+                run.add(_error(command, "modelPath", missing_file_text("model file", path) + " and no earlier "
+                                                     "command of this run writes it"))
             net = None
         else:
             net = _load_net(run, command, "modelPath")
@@ -356,11 +430,12 @@ def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) 
                 if command.exists("modelPath") else None)
 
 
-def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_errors: bool = True) -> ValidationReport:
+def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_errors: bool = True,
+                      warn: bool = True) -> ValidationReport:
     """Check every command section of ``root``'s ``command`` list (module docstring). With
     ``raise_errors``, a :class:`ValidationError` listing every problem is raised when there are
     any (with ``strict``, unused keys count as problems); otherwise they come back in the report.
-    Unused keys are logged as warnings unless ``strict``."""
+    Unused keys are logged as warnings unless ``strict`` or not ``warn`` (the caller prints them)."""
     from ..config import command_sections
     from .sgd import SGD_KEYS
     from .parallel import PARALLEL_KEYS
@@ -378,6 +453,7 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
             run.add(_error(root, "stderr", f"the log file cannot be written: {why}"))
     for key in ("traceLevel", "deviceId", "precision", "numCPUThreads", "progressBar"):
         root.exists(key)
+    from .validate_values import ACTION_VALUES, check_values
     for cmd in commands:
         _settings(run, cmd.name, cmd.section)
         for action in cmd.actions:
@@ -389,6 +465,8 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
                                     line=getattr(v, "line", None), hint=e.hint))
                 continue
             low = action.lower()
+            for e in check_values(cmd.section, ACTION_VALUES.get(low, {})):
+                run.add(e)
             if low in _TRAINING:
                 _training(run, cmd.section, cmd.name, low)
             elif low in _MODEL_READERS:
@@ -408,7 +486,7 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
             if cmd.section.exists_current(key) and isinstance(cmd.section(key), ConfigParameters):
                 cmd.section(key).mark_all_used()
     unused = unused_keys(root, [c.section for c in commands], known=(*SGD_KEYS, *PARALLEL_KEYS))
-    if not strict:
+    if warn and not strict:
         for u in unused:
             _log.warning("%s", u)
     if raise_errors and (run.problems or (strict and unused)):
@@ -416,31 +494,3 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
             raise run.problems[0]        # one problem: the error itself, as the action would raise it
         raise ValidationError(run.problems, unused if strict else [])
     return ValidationReport(run.problems, unused)
-
-
-def validate_main(argv: list[str], *, strict: bool = False) -> int:
-    """``cntkio validate configFile=... [--strict]``: validate, print the result, run nothing.
-    Exit status 0 when the run may start, 1 otherwise (the problems on stderr)."""
-    import sys
-    from ..config import load_config
-    if not argv or argv[0] in ("-h", "--help"):
-        sys.stdout.write("usage: cntkio validate configFile=FILE[+FILE...] [--strict] [name=value ...]\n\n"
-                         "Checks every command section the configuration would run (required keys, input files,\n"
-                         "writable outputs, reader streams against the network's inputs, makeMode resumes) and\n"
-                         "reports all problems at once; runs nothing. Keys nothing reads are warnings (--strict:\n"
-                         "errors). Exit status 0 when the run may start, 1 otherwise. See docs/config.md.\n")
-        return 0 if argv else 2
-    root = load_config(list(argv))
-    report = validate_commands(root, strict=strict, raise_errors=False)
-    for u in report.unused:
-        sys.stderr.write(f"cntkio: {'error' if strict else 'warning'}: {u}\n")
-    for p in report.problems:
-        sys.stderr.write(f"cntkio: error: {p}\n")
-    bad = len(report.problems) + (len(report.unused) if strict else 0)
-    if bad:
-        sys.stderr.write(f"cntkio validate: {bad} problem{'s' if bad != 1 else ''} found\n")
-        return 1
-    sys.stdout.write("cntkio validate: no problems found"
-                     + (f" ({len(report.unused)} unused key{'s' if len(report.unused) != 1 else ''})"
-                        if report.unused else "") + "\n")
-    return 0

@@ -26,8 +26,8 @@ from ..integrations.torch_backend import torch
 from ..errors import ConfigError
 from .checks import check_batch, load_command_model, torch_errors
 from .network import build_brainscript_network, has_brainscript, feed_layout
-from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, report, resolve_device,
-                      resolve_dtype)
+from ._common import (Dist, batch_tensors, dist_context, epoch_minibatches, open_reader, progress_bar,
+                      progress_enabled, report, resolve_device, resolve_dtype, sweep_total)
 from ._params import get_int, get_list, get_str, has, key_path, minibatch_size
 from ._params import section as get_section
 
@@ -146,8 +146,19 @@ def _write_through(writer, net, source, names, need, feats, labels, section, nam
 
 def _node_arrays(net, source, names, need, feats, labels, section, dtype, device, mb_size, epoch_size,
                  name="write"):
-    """Per minibatch of one epoch, ``{node: NumPy values [samples, ...]}`` of the nodes ``names``."""
+    """Per minibatch of one epoch, ``{node: NumPy values [samples, ...]}`` of the nodes ``names`` (a
+    progress bar over the samples: ``progressBar``, or on a terminal)."""
     net.eval()
+    bar = progress_bar(progress_enabled(section, Dist()), total=epoch_size or sweep_total(source), desc=name)
+    try:
+        yield from _node_values(net, source, names, need, feats, labels, section, dtype, device, mb_size,
+                                epoch_size, name, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _node_values(net, source, names, need, feats, labels, section, dtype, device, mb_size, epoch_size, name, bar):
     with torch.no_grad():
         for mb in epoch_minibatches(source, minibatch_size=mb_size, epoch_size=epoch_size, epoch=0, dist=Dist()):
             t = batch_tensors(mb, need, dtype, device, required=need, where=key_path(section, "reader"))
@@ -157,6 +168,8 @@ def _node_arrays(net, source, names, need, feats, labels, section, dtype, device
                 values = net.nodes(t[feats])
             if labels in t:
                 values[labels] = t[labels]
+            if bar is not None:
+                bar.update(int(t[feats].shape[0]))
             yield {n: _node_value(values, n, mb, section).detach().cpu().numpy() for n in names}
 
 

@@ -96,8 +96,11 @@ def _apply_arguments(root: ConfigParameters, ctx: ParseContext, argv, base_dir: 
                 piece = piece.strip()
                 path = to_path(piece, "configFile", base_dir, file="<command line>", line=index)
                 if not os.path.isfile(path):
-                    raise ConfigError(f"configuration file {piece!r} not found (looked for {path})",
-                                      path="configFile", file="<command line>", line=index)
+                    raise ConfigError(f"configuration file {piece} does not exist" + (
+                        "" if os.path.isabs(piece) else
+                        f" (relative paths are taken from the working directory, {base_dir})"
+                        if os.path.abspath(base_dir) == os.getcwd() else f" (looked for {path})"),
+                        path="configFile", file="<command line>", line=index)
                 real = os.path.realpath(path)
                 if real in ctx.included:
                     raise ConfigError(f"configuration file {piece!r} is given more than once",

@@ -14,12 +14,11 @@ supports it), so the randomizers and packers see one protocol whatever the numbe
 """
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..streams import StreamInformation
+from .._log import get_logger
 from .base import DeserializerBase
 from .protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, FetchAheadDeserializer,
                        RandomAccessDeserializer, SequenceTable, SparseStream, SweepDependentDeserializer,
@@ -28,7 +27,7 @@ from .protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, FetchAhe
 
 __all__ = ["CompositeDeserializer", "RECONCILE_ERROR", "describe"]
 
-log = logging.getLogger("cntkio.deserializers.composite")
+log = get_logger("deserializers.composite")
 
 RECONCILE_ERROR = ("Could not reconcile data between different deserializers. "
                    "Keys of logical sequences do not match.")
@@ -203,7 +202,7 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
                                 else SequenceTable(table.keys if keep is None else table.keys[keep], lengths))
         self._chunk_ids = np.asarray(self._chunks, np.int64)
         self.dropped_sequences = dropped
-        if dropped and self.trace_level >= 1:
+        if dropped:             # a warning at every trace level (cntkio._log)
             log.warning("%d sequence(s) of the primary deserializer have no match by key in another "
                         "deserializer and were dropped from the corpus", dropped)
         if not self._chunks:

@@ -15,11 +15,11 @@ exit hooks run in ordinary code, where joining is safe.
 from __future__ import annotations
 
 import atexit
-import logging
 import queue
 import threading
+from .._log import get_logger
 
-_log = logging.getLogger("cntkio.engine")
+_log = get_logger("engine")
 
 _queue: "queue.SimpleQueue[object]" = queue.SimpleQueue()
 _lock = threading.Lock()

@@ -18,7 +18,6 @@ settings drops what was packed or parsed ahead.
 """
 from __future__ import annotations
 
-import logging
 
 import numpy as np
 
@@ -31,10 +30,11 @@ from .slotdata import sequence_arrays, sequences_arrays
 from .schedule import BatchScheduler
 from .walk import TimelineWalker
 from .window import ChunkWindow
+from .._log import get_logger
 
 __all__ = ["GlobalTimeline", "NO_END_POSITION"]
 
-log = logging.getLogger("cntkio.engine.reader")
+log = get_logger("engine.reader")
 
 #: The position a worker without data reports on an endless epoch (CNTK 2.7: 2^63 - 1), and the
 #: largest position a checkpoint may hold.
@@ -142,16 +142,24 @@ class GlobalTimeline:
         at the epoch end."""
         key = (self.generation, budget, W, r)
         handoff = self.handoff
-        if not handoff.ready(key):
-            self.scheduler.refill(key, self.cursor, budget, W, r)
-        k, i, _, part, j, n_invalid = handoff.pop()
-        self.cursor = self.walker.normalize(k, i)
-        self.end_position = None
-        if part < 0:
-            self._drop_ahead()
-            self.window.clear()
-            return None
-        return part, j, n_invalid
+        while True:
+            if not handoff.ready(key):
+                self.scheduler.refill(key, self.cursor, budget, W, r)
+            k, i, _, part, j, n_invalid = handoff.pop()
+            self.cursor = self.walker.normalize(k, i)
+            self.end_position = None
+            if part < 0:
+                self._drop_ahead()
+                self.window.clear()
+                return None
+            if W == 1 and handoff.emptied(part, j):
+                # every sequence invalid (or dropped) in the middle of a sweep: counted against
+                # max_errors and the next minibatch taken (CNTK handed out an empty one, which a
+                # loop reads as the end of the data). Distributed workers keep their empty local
+                # minibatches: their minibatch count must agree.
+                handoff.count_invalid(n_invalid, handoff.reasons.get((part, j)))
+                continue
+            return part, j, n_invalid
 
     def _drop_ahead(self, forget_settings: bool = False) -> None:
         """Drop what was packed or begun ahead (the only place that does)."""

@@ -8,12 +8,12 @@ made when it is handed out, and the queue holds tuples of numbers, so nothing qu
 enough to reach the garbage collector's oldest generation.
 
 Sequences that failed to load (``ChunkData.invalid``) are dropped here and counted against
-``max_errors`` when their minibatch is handed out (CNTK empties a minibatch whose sequences are
-all invalid without counting them).
+``max_errors`` when their minibatch is handed out. A minibatch whose sequences are all invalid is
+counted too and, in the middle of a sweep, not handed out (:meth:`Handoff.emptied`; CNTK's
+SequenceCleaner, ReaderUtil.h, counted it without the check and returned it empty).
 """
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import Callable
 
@@ -23,10 +23,11 @@ from ..errors import MaxErrorsExceeded
 from ..streams import StreamInformation
 from ..tensor_ready import TensorLayout, TensorMinibatch
 from .packer import PackedBatch, group_by_chunk, pack_batch
+from .._log import get_logger
 
 __all__ = ["Handoff", "MAX_BATCH_MINIBATCHES"]
 
-log = logging.getLogger("cntkio.engine.handoff")
+log = get_logger("engine.handoff")
 
 #: Minibatches packed together at most (and about 16 MB of output at most).
 MAX_BATCH_MINIBATCHES = 256
@@ -96,10 +97,8 @@ class Handoff:
                 for j, n in enumerate(counts):
                     nb = int(bad[start:start + n].sum())
                     ng = int(gone[start:start + n].sum())
-                    if ng == n:  # CNTK empties the minibatch without counting
-                        keep[start:start + n] = False
-                    elif ng:
-                        keep[start:start + n] = ~gone[start:start + n]
+                    if ng:   # an emptied minibatch is counted too (CNTK counted it without the check: ReaderUtil.h)
+                        keep[start:start + n] = False if ng == n else ~gone[start:start + n]
                         invalid[j] = nb
                         if nb:
                             reasons[j] = _last_reason(chunks, sel_chunk, sel_index,
@@ -152,6 +151,12 @@ class Handoff:
     def last(self) -> tuple | None:
         return self.queue[-1] if self.queue else None
 
+    def emptied(self, part: int, j: int) -> bool:
+        """Whether minibatch ``j`` of packed part ``part`` lost every sequence (invalid or dropped)
+        and does not end a sweep: the reader goes on to the next one instead of handing it out."""
+        batch = self.parts[part]
+        return batch.bounds[j] == batch.bounds[j + 1] and not batch.end_of_sweep[j]
+
     def get(self, part: int, j: int, n_invalid: int):
         """The minibatch ``j`` of packed part ``part``, its dropped sequences counted."""
         self.count_invalid(n_invalid, self.reasons.get((part, j)))
@@ -167,9 +172,11 @@ class Handoff:
         invalid); more than ``max_errors`` in all raises CNTK's error, naming that reason."""
         if n_invalid:
             self.errors += n_invalid
-            if self.trace_level >= 1:
-                log.warning("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
-                            n_invalid, self.errors, self.max_errors)
+            # the warning once (its text is constant: cntkio._log shows it once), the counts as info
+            log.warning("invalid sequences are removed from the minibatches and counted against "
+                        "max_errors (%d allowed)", self.max_errors)
+            log.info("%d invalid sequence(s) removed from the minibatch (%d so far, max_errors %d)",
+                     n_invalid, self.errors, self.max_errors)
             if self.errors > self.max_errors:
                 raise MaxErrorsExceeded(
                     f"Number of invalid sequences '{self.errors}' in the input exceeded the specified maximum "

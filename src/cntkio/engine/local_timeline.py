@@ -30,7 +30,6 @@ truncated-BPTT slots to their checkpoints, as for the global timeline.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,10 +42,11 @@ from .packer import check_frame_mode, pack_sequences
 from .slotdata import sequence_arrays
 from .prefetch import ChunkCache
 from .randomizer import full_range_shuffle, window_shuffle
+from .._log import get_logger
 
 __all__ = ["LocalTimeline", "LTNoRandomizer", "LTTumblingWindowRandomizer"]
 
-log = logging.getLogger("cntkio.engine.local_timeline")
+log = get_logger("engine.local_timeline")
 
 
 @dataclass

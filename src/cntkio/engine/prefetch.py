@@ -13,17 +13,17 @@ never joined from the garbage collector), or at interpreter exit.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import logging
 import os
 import threading
 from typing import Callable, Iterable
 
 from ..deserializers.protocol import ChunkData, Deserializer
 from . import heap
+from .._log import get_logger
 
 __all__ = ["ChunkCache", "Prefetcher", "default_pool_size"]
 
-log = logging.getLogger("cntkio.engine.prefetch")
+log = get_logger("engine.prefetch")
 
 
 def default_pool_size() -> int:

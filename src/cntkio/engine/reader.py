@@ -23,7 +23,6 @@ starts when the group has ended (:meth:`Reader._form_group`).
 """
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import Any, Protocol, cast
 
@@ -33,10 +32,11 @@ from ..constants import TBPTT_KEY, TBPTT_SWEEP_END_KEY
 from ..streams import StreamInformation
 from .packer import TruncatedSlots, check_frame_mode
 from .walk import worker_budget
+from .._log import get_logger
 
 __all__ = ["Reader", "WindowPolicy", "GlobalTimelinePolicy", "GROUP_LOOKAHEAD", "TBPTT_PENDING_KEY"]
 
-log = logging.getLogger("cntkio.engine.reader")
+log = get_logger("engine.reader")
 
 #: grouped sentences: sequences read ahead, per parallel row, while looking for a group's
 #: sentences of the same length (held until a later group takes them)
@@ -296,7 +296,7 @@ class Reader:
         if self.group_lengths:
             return self._next_grouped(local_slots, W, r)
         dropped = self.slots.resize(local_slots)
-        if any(dropped) and self.trace_level >= 1:
+        if any(dropped):        # a warning at every trace level (cntkio._log)
             log.warning("truncated BPTT: the number of parallel sequences went down to %d; the rest of "
                         "the sequences in the dropped slots is discarded", local_slots)
         for s in range(local_slots):

@@ -27,28 +27,27 @@ cntk-ctf-behaviours 10-20). It holds no chunk and reads no data:
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
+from .._log import get_logger
 from .ordering import RandomOrderingRandomizer
 from .randomizer import (BlockRandomizer, Counting, InOrderTimeline, NoRandomizer, RollingTimeline,
                          RollingWindowRandomizer, StreamedTimeline, Stride, Timeline)
 
 __all__ = ["TimelineWalker", "Plan", "worker_budget"]
 
-log = logging.getLogger("cntkio.engine.walk")
+log = get_logger("engine.walk")
 
 
 def worker_budget(size: int, workers: int, rank: int, trace_level: int = 1) -> int:
     """A worker's share of a minibatch of ``size`` samples (2.3): at least 1."""
     budget = size // workers + (1 if rank < size % workers else 0)
-    if budget < 1:
-        if trace_level >= 1:
-            log.warning("minibatch size %d is smaller than the number of workers %d; each worker "
-                        "reads at least one sequence", size, workers)
+    if budget < 1:      # a warning at every trace level (cntkio._log), once
+        log.warning("minibatch size %d is smaller than the number of workers %d; each worker "
+                    "reads at least one sequence", size, workers)
         budget = 1
     return budget
 

@@ -13,4 +13,11 @@ import torch
 import torch.distributed as distributed
 from torch import nn
 
-__all__ = ["torch", "nn", "distributed"]
+__all__ = ["torch", "nn", "distributed", "summary_writer_class"]
+
+
+def summary_writer_class():
+    """torch's ``torch.utils.tensorboard.SummaryWriter`` (it needs the ``tensorboard`` package, the
+    ``tensorboard`` extra; imported on first use only): ImportError when it is missing."""
+    from torch.utils.tensorboard import SummaryWriter
+    return SummaryWriter

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..integrations.torch_backend import torch
 
+from .._paths import missing_file_text
 from ..errors import CntkioError
 from .ndl.network import NDLNetwork
 from .simple import NetworkSpec, SimpleNetwork
@@ -103,15 +104,36 @@ def save_model(path: str, network: SimpleNetwork | NDLNetwork, *, epoch: int, op
             os.remove(tmp)
 
 
+def _foreign(path: str, err: Exception) -> str:
+    """What a file torch.load refused looks like, in a few words (torch's own text, with its advice
+    about ``weights_only``, is kept as the chained exception)."""
+    import zipfile
+    if zipfile.is_zipfile(path):
+        if "weights_only" in str(err) or "Unpickler" in str(err):
+            return "a PyTorch file holding Python objects, e.g. a pickled module"
+        return f"a zip archive torch.load cannot read: {str(err).splitlines()[0][:200]}"
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not head:
+        return "an empty file"
+    try:
+        text = head.decode("utf-8")
+        return f"a text file starting {text.splitlines()[0][:40]!r}"
+    except UnicodeDecodeError:
+        return f"a binary file torch.load cannot read ({type(err).__name__})"
+
+
 def load_model(path: str, *, device: torch.device | str = "cpu", dtype: torch.dtype | None = None) -> ModelFile:
     """Read a model file written by :func:`save_model`; the network is moved to ``device`` and cast
     to ``dtype`` (default: the dtype it was saved in)."""
     if not os.path.exists(path):
-        raise ModelFileError(f"model file {path} does not exist (expected a file written by the train action)", path)
+        raise ModelFileError(missing_file_text("model file", path) + " (expected a file written by the train action)",
+                             path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # corrupt or foreign file
-        raise ModelFileError(f"model file {path} is not a cntkio model file ({type(e).__name__}: {e})", path) from e
+        raise ModelFileError(f"model file {path} is not a cntkio model file ({_foreign(path, e)}; cntkio's "
+                             "model files are written by the train action)", path) from e
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ModelFileError(f"model file {path} is not a cntkio model file (expected format {FORMAT!r}, found "
                              f"{payload.get('format') if isinstance(payload, dict) else type(payload).__name__})",

@@ -7,9 +7,11 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
+from .._paths import missing_file_error
 from ..errors import ConfigError
 
-__all__ = ["config_args", "open_file", "open_config_readers", "progress", "emit", "fail"]
+__all__ = ["config_args", "open_file", "open_config_readers", "progress", "emit", "fail", "stream_def",
+           "output_problem"]
 
 #: data files larger than this get a progress bar by default
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
@@ -32,8 +34,10 @@ def file_format(path: str) -> str:
 def open_file(path: str, streams: Any = None):
     """A deserializer over one data file: CBF (its header names the streams) or CTF (the streams
     given as ``(name, alias, is_sparse, dim)``, or guessed from the file's first 4 MB)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "the input is a directory, not a file", os.fspath(path))
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
+        raise missing_file_error("input file", path)
     if file_format(path) == "cbf":
         from ..deserializers.cbf.deserializer import CNTKBinaryFormatDeserializer
         return CNTKBinaryFormatDeserializer({"file": os.fspath(path)})
@@ -111,6 +115,31 @@ def _plain(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)
+
+
+def stream_def(text: str) -> tuple[str, str, bool, int]:
+    """``--stream NAME:ALIAS:dense|sparse:DIM`` as ``(name, alias, is_sparse, dim)``."""
+    import argparse
+    parts = text.split(":")
+    if len(parts) != 4 or parts[2].lower() not in ("dense", "sparse") or not parts[3].isdigit() \
+            or int(parts[3]) < 1:
+        raise argparse.ArgumentTypeError(f"--stream {text!r}: expected NAME:ALIAS:dense|sparse:DIM")
+    return parts[0], parts[1], parts[2].lower() == "sparse", int(parts[3])
+
+
+def output_problem(path: str) -> str | None:
+    """Why an output file cannot be written at ``path`` (its folder is missing or not writable, or
+    it is a folder), named as the user wrote it; None when it can. Checked before any work, so that
+    an error never names the hidden temporary file the output is first written to."""
+    from .._paths import relative_note
+    if os.path.isdir(path):
+        return f"the output {path} is a folder"
+    folder = os.path.dirname(os.fspath(path)) or "."
+    if not os.path.isdir(folder):
+        return f"the output folder {folder} does not exist{relative_note(folder)}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the output folder {folder} is not writable"
+    return None
 
 
 def fail(tool: str, message: str, status: int = 1) -> int:

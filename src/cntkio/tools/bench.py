@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Sequence
 
-from ._common import add_common, config_args, emit, fail, open_config_readers, open_file, progress
+from ._common import add_common, config_args, emit, fail, open_config_readers, open_file, progress, stream_def
 
 __all__ = ["main", "bench_file", "bench_config"]
 
@@ -212,7 +212,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    from ..deserializers.cbf.cli import _stream
     from ..errors import CntkioError
 
     try:
@@ -225,7 +224,7 @@ def main(argv: Sequence[str]) -> int:
         if config_args(args.target):
             results = bench_config(args.target, args.section, args.minibatch_size, args.sweeps, args.progress)
         elif len(args.target) == 1:
-            streams = [_stream(s) for s in args.stream] or None
+            streams = [stream_def(s) for s in args.stream] or None
             results = {args.target[0]: bench_file(args.target[0], streams, args.minibatch_size or 256,
                                                   args.randomize, args.sweeps, args.progress)}
         else:

@@ -35,7 +35,7 @@ import numpy as np
 from ..deserializers.protocol import DenseStream, SparseStream
 from ..errors import ConfigError, FormatError, raise_naming_output
 from ..remote import is_remote
-from ._common import add_common, fail, open_file, progress
+from ._common import add_common, fail, open_file, output_problem, progress, stream_def
 from .ctf_text import write_ctf
 
 __all__ = ["main", "csv_to_ctf", "svmlight_to_ctf", "npz_to_ctf", "ctf_to_npz"]
@@ -346,13 +346,24 @@ _NEW = ("csv2ctf", "svm2ctf", "npz2ctf", "ctf2npz")
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cntkio convert", description="Convert data files: CTF <-> CBF "
-                                "(ctf2bin, bin2ctf: see 'cntkio convert ctf2bin --help'), CSV, "
-                                "svmlight and .npz -> CTF, CTF -> .npz or a scipy CSR .npz.")
+                                "(ctf2bin, bin2ctf), CSV, svmlight and .npz -> CTF, CTF -> .npz or a scipy "
+                                "CSR .npz. Each direction has its own --help.")
     common = argparse.ArgumentParser(add_help=False)
     add_common(common, "print the summary as JSON")
     sub = p.add_subparsers(dest="direction", required=True)
-    sub.add_parser("ctf2bin", help="CTF -> CBF", add_help=False)
-    sub.add_parser("bin2ctf", help="CBF -> CTF", add_help=False)
+    a = sub.add_parser("ctf2bin", help="CTF -> CBF", parents=[common])
+    a.add_argument("input")
+    a.add_argument("output")
+    a.add_argument("--chunk-size", type=int, default=None,
+                   help="bytes per CBF chunk (default 32 MiB); 0 keeps the CTF reader's chunks")
+    a.add_argument("--header", help="CNTK ctf2bin.py header file: one 'name alias dense|sparse dim' a line")
+    a.add_argument("--stream", action="append", default=[], metavar="NAME:ALIAS:FORMAT:DIM",
+                   help="a stream definition (repeatable); without --header/--stream the streams are "
+                        "guessed from the file")
+    a.add_argument("--precision", choices=["float", "double"], default="float")
+    b = sub.add_parser("bin2ctf", help="CBF -> CTF (for inspection)", parents=[common])
+    b.add_argument("input")
+    b.add_argument("output")
     c = sub.add_parser("csv2ctf", help="CSV -> CTF, one sequence per row", parents=[common])
     c.add_argument("input")
     c.add_argument("output")
@@ -396,16 +407,19 @@ def main(argv: Sequence[str]) -> int:
             return with_urls(argv, main)
         except (CntkioError, OSError) as e:
             return fail("convert", str(e))
-    direction = next((a for a in argv if not a.startswith("-")), None)
-    if direction in ("ctf2bin", "bin2ctf"):  # the CBF converters keep their own options
-        from ..deserializers.cbf.cli import main as cbf_main
-        return cbf_main(argv)
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    why = output_problem(args.output)
+    if why is not None:
+        return fail("convert", why)
     try:
-        if args.direction == "csv2ctf":
+        if args.direction in ("ctf2bin", "bin2ctf"):
+            info = _cbf(args)
+            if isinstance(info, int):
+                return info
+        elif args.direction == "csv2ctf":
             if args.label_dim is not None and args.label_column is None:
                 return fail("convert", "--label-dim needs --label-column", 2)
             info = _with_bar(lambda bar: csv_to_ctf(args.input, args.output, label_column=args.label_column,
@@ -419,9 +433,8 @@ def main(argv: Sequence[str]) -> int:
         elif args.direction == "npz2ctf":
             info = _with_bar(lambda bar: npz_to_ctf(args.input, args.output, bar), args)
         else:
-            from ..deserializers.cbf.cli import _stream
             try:
-                streams = [_stream(s) for s in args.stream] or None
+                streams = [stream_def(s) for s in args.stream] or None
             except argparse.ArgumentTypeError as e:
                 return fail("convert", str(e), 2)
             info = ctf_to_npz(args.input, args.output, streams=streams, csr=args.csr,
@@ -429,9 +442,33 @@ def main(argv: Sequence[str]) -> int:
     except (CntkioError, OSError) as e:
         return fail("convert", str(e))
     info["output"] = args.output
-    emit(info, args.json, f"{args.output}: {info['sequences']} sequences, {info['samples']} samples; streams "
-         + ", ".join(s if isinstance(s, str) else f"{s[0]} ({s[1]}, dim {s[2]})" for s in info["streams"]))
+    if args.direction == "bin2ctf":
+        text = f"{args.output}: {info['sequences']} sequences; streams {', '.join(info['streams'])}"
+    else:
+        text = (f"{args.output}: {info['sequences']} sequences, {info['samples']} samples"
+                + (f" in {info['chunks']} chunks" if args.direction == "ctf2bin" else "") + "; streams "
+                + ", ".join(s if isinstance(s, str) else f"{s[0]} ({s[1]}, dim {s[2]})" for s in info["streams"]))
+    emit(info, args.json, text)
     return 0
+
+
+def _cbf(args):
+    """ctf2bin / bin2ctf (:mod:`cntkio.deserializers.cbf.convert`): the summary, or an exit status."""
+    from ..deserializers.cbf.convert import bin2ctf, ctf2bin
+    from ..deserializers.cbf.writer import DEFAULT_CHUNK_SIZE
+    if args.direction == "bin2ctf":
+        return bin2ctf(args.input, args.output, progress=args.progress)
+    try:
+        streams = [stream_def(s) for s in args.stream] or None
+    except argparse.ArgumentTypeError as e:
+        return fail("convert", str(e), 2)
+    if streams and args.header:
+        return fail("convert", "give --header or --stream, not both", 2)
+    if args.chunk_size is not None and args.chunk_size < 0:
+        return fail("convert", "--chunk-size must be >= 0", 2)
+    chunk = DEFAULT_CHUNK_SIZE if args.chunk_size is None else (args.chunk_size or None)
+    return ctf2bin(args.input, args.output, streams, header=args.header, chunk_size=chunk,
+                   precision=args.precision, progress=args.progress)
 
 
 def _with_bar(run, args):

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._common import add_common, config_args, emit, fail, open_config_readers, open_file, progress
+from ._common import add_common, config_args, emit, fail, open_config_readers, open_file, progress, stream_def
 
 __all__ = ["main", "inspect_deserializer", "length_histogram"]
 
@@ -137,7 +137,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     from ..errors import CntkioError
-    from ..deserializers.cbf.cli import _stream
 
     try:
         args = _parser().parse_args(list(argv))
@@ -149,7 +148,7 @@ def main(argv: Sequence[str]) -> int:
         if config_args(args.target):
             opened = open_config_readers(args.target, args.section)
         elif len(args.target) == 1:
-            streams = [_stream(s) for s in args.stream] or None
+            streams = [stream_def(s) for s in args.stream] or None
             opened = [(args.target[0], [open_file(args.target[0], streams)])]
         else:
             return fail("inspect", "give one data file, or configFile=FILE [name=value ...]", 2)

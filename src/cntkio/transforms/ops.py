@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._log import get_logger
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError, MissingDependency
 from ..values import to_bool, to_choice, to_float, to_int, to_pair, to_range, to_str
 
 __all__ = ["Crop", "Scale", "Mean", "Color", "Intensity", "Transpose", "build_crop", "build_scale",
@@ -33,12 +33,13 @@ _log = get_logger("transforms")
 
 
 def cv2_module():
-    """OpenCV (the ``image`` extra: ``pip install cntkio[image]``), with a clear error when absent."""
+    """OpenCV (the ``image`` extra: ``pip install cntkio[image]``); a MissingDependency saying what to
+    install when absent (tests/transforms/test_missing_opencv.py)."""
     try:
         import cv2
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("cntkio's image deserializers and transforms need OpenCV: "
-                          "pip install opencv-python-headless (or cntkio[image])") from e
+    except ImportError as e:
+        raise MissingDependency("the image deserializers and transforms need OpenCV, which is not installed: "
+                                "pip install 'cntkio[image]' (the package opencv-python-headless)") from e
     return cv2
 
 

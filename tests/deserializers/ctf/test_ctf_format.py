@@ -442,7 +442,7 @@ def test_file_with_no_declared_input(tmp_path, backend):
 def test_missing_file(tmp_path, backend):
     config = {"type": "CNTKTextFormatDeserializer", "file": str(tmp_path / "nope.ctf"),
               "input": {"x": dense(1)}}
-    with pytest.raises(FileNotFoundError, match="CTF input file does not exist: .*nope.ctf"):
+    with pytest.raises(FileNotFoundError, match=r"CTF input file does not exist \(the 'file' of a .*\): '.*nope.ctf'"):
         CNTKTextFormatDeserializer(config, backend=backend)
 
 

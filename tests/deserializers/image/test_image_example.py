@@ -17,7 +17,7 @@ def test_the_shapes_example_trains_and_tests(tmp_path, monkeypatch, capsys):
     assert main([f"configFile={paths.REPO / 'examples' / 'images' / 'shapes.cntk'}", f"outDir={tmp_path}"]) == 0
     out = capsys.readouterr()
     text = out.out + out.err
-    final = re.search(r"Final Results: Minibatch\[1-1\]: Err = ([0-9.]+) \* 80", text)
+    final = re.search(r"Final Results: Minibatch\[1-1\]: Err = ([0-9.]+)% \* 80", text)
     assert final, text[-2000:]
-    assert float(final.group(1)) <= 0.05            # 4 shapes in 80 test images: learnt
+    assert float(final.group(1)) <= 5.0             # 4 shapes in 80 test images: learnt
     assert (tmp_path / "shapes.dnn").exists()

@@ -10,7 +10,7 @@ import pytest
 
 from cntkio.networks import load_model
 from cntkio.actions.runner import run
-from cntkio.actions.show_network import main as show_network
+from cntkio.tools.show_network import main as show_network
 import paths
 
 EX = os.path.join(str(paths.REPO), "examples", "brainscript")

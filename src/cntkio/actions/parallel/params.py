@@ -59,9 +59,9 @@ class ParallelParams:
         if p.sync_perf_stats < 0:
             raise config_error(pt, "syncPerfStats", f"must be >= 0, found {p.sync_perf_stats}")
         if pt.exists("distributedMBReading") and not get_bool(pt, "distributedMBReading"):
-            _log.info("%s=false is accepted and has no effect: cntkio's readers always read distributed "
-                      "(each process its partition), which gives the same minibatches",
-                      key_path(pt, "distributedMBReading"))
+            _log.warning("%s=false is accepted and has no effect: cntkio's readers always read distributed "
+                         "(each process its partition), which gives the same minibatches",
+                         key_path(pt, "distributedMBReading"))
         if method == "dataparallelsgd":
             sub = pt("DataParallelSGD") if pt.exists("DataParallelSGD") else pt
             full = 64 if double else 32

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..._paths import missing_file_error
 from ..._log import TraceLogger
 from ...errors import ConfigError, FormatError
 from ...remote import remote_for
@@ -106,8 +107,7 @@ class CNTKBinaryFormatDeserializer(DeserializerBase, FetchAheadDeserializer):
                 buf.close()
             return
         if self._src is None and not os.path.exists(self.filename):
-            raise FileNotFoundError(2, f"CBF input file does not exist: {self.filename!r} "
-                                       "(the 'file' of a CNTKBinaryFormatDeserializer)", self.filename)
+            raise missing_file_error("CBF input file", self.filename, "the 'file' of a CNTKBinaryFormatDeserializer")
         if self._src is None and os.path.isdir(self.filename):
             raise IsADirectoryError(21, f"CBF input is a directory, not a file: {self.filename!r}",
                                     self.filename)

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..._paths import missing_file_error
 from ..._log import TraceLogger
 from ..._native import native
 from ...constants import DEFAULT_CHUNK_SIZE_IN_BYTES
@@ -199,8 +200,7 @@ class CNTKTextFormatDeserializer(DeserializerBase, RandomAccessDeserializer, Rem
         self._data: bytes | None = None
         self._remote = remote_for(self.filename, config, "CTF input file")  # a URL: cntkio.remote
         if self._remote is None and not os.path.exists(self.filename):
-            raise FileNotFoundError(2, f"CTF input file does not exist: {self.filename!r} "
-                                       "(the 'file' of a CNTKTextFormatDeserializer)", self.filename)
+            raise missing_file_error("CTF input file", self.filename, "the 'file' of a CNTKTextFormatDeserializer")
         if self._remote is None and os.path.isdir(self.filename):
             raise IsADirectoryError(21, f"CTF input is a directory, not a file: {self.filename!r}",
                                     self.filename)

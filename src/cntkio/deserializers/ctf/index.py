@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._log import get_logger
+from ..._progress import bar
 from ..ranges import FileRanges
 from . import _reference
 
@@ -92,7 +93,8 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
               window: int = SCAN_WINDOW) -> CTFIndex:
     """Index a file by scanning it in windows of about ``window`` bytes (see ``_scan_windows``),
     each read with pread (a file cut short meanwhile is a FileChangedError naming it, never
-    SIGBUS). The result equals one ``scan_index`` over the whole file (tests/test_ctf_index.py)."""
+    SIGBUS). The result equals one ``scan_index`` over the whole file
+    (tests/deserializers/ctf/test_ctf_index.py)."""
     src = FileRanges(path, what="CTF file")
     try:
         size = src.size
@@ -104,13 +106,19 @@ def scan_file(path: str, backend, aliases, skip_ids: bool, defining_stream: int,
             buf = bytearray(end - off)
             src.read_into(buf, off)
             yield buf, 0
-        return _scan_windows(read, size, backend, aliases, skip_ids, defining_stream, chunk_size, window)
+        progress = bar(total=size, desc=f"index {os.path.basename(path)}", unit="B", unit_scale=True)
+        try:
+            return _scan_windows(read, size, backend, aliases, skip_ids, defining_stream, chunk_size, window,
+                                 progress)
+        finally:
+            if progress is not None:
+                progress.close()
     finally:
         src.close()
 
 
 def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining_stream: int,
-                  chunk_size: int, window: int = SCAN_WINDOW) -> CTFIndex:
+                  chunk_size: int, window: int = SCAN_WINDOW, progress=None) -> CTFIndex:
     """Index ``size`` bytes read as windows of about ``window`` bytes: ``windows(off, end)`` is a
     context manager giving ``(buffer, start)``, bytes ``off:end`` at ``buffer[start:]`` (a buffer
     with ``rfind``: a bytearray, an mmap, bytes).
@@ -119,7 +127,7 @@ def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining
     dropped and the next window starts at its first byte (a sequence start is a line with an id,
     or any data line without ids). Keys without ids, line numbers and byte offsets are shifted to
     the file's; ids mode and encoding come from the first window; chunks are cut over the whole
-    file.
+    file. ``progress``: a tqdm bar over the bytes (cntkio._progress), or None.
     """
     parts: list[tuple] = []
     encoding = ids_mode = None
@@ -166,6 +174,8 @@ def _scan_windows(windows, size: int, backend, aliases, skip_ids: bool, defining
             line0 += int(idx.first_lines[keep]) - 1
             off += int(idx.starts[keep])
         w = window
+        if progress is not None:
+            progress.update(off - progress.n)
 
     def cat(k: int, dt) -> np.ndarray:
         return np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dt)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._paths import relative_note
 from ...errors import FormatError
 from ...remote import is_remote, open_object, read_path, resolve
 
@@ -127,7 +128,7 @@ def parse_image_map(map_file: str, label_dim: int | None, numeric_keys: bool = T
     try:
         data = read_path(map_file, config)
     except OSError as e:
-        raise FormatError(f"Could not open map file {map_file}: {e.strerror or e}", file=map_file) from e
+        raise FormatError(f"Could not open map file: {e.strerror or e}{relative_note(map_file)}", file=map_file) from e
     lines = _split_lines(data)
     n_lines = len(lines)
     keys = np.empty(n_lines, np.uint64 if numeric_keys else object)
@@ -224,7 +225,7 @@ def index_base64_map(map_file: str, label_dim: int | None, chunk_size: int,
     try:
         f = open(map_file, "rb")
     except OSError as e:
-        raise FormatError(f"Could not open map file {map_file}: {e.strerror}", file=map_file) from e
+        raise FormatError(f"Could not open map file: {e.strerror}{relative_note(map_file)}", file=map_file) from e
     with f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:

@@ -40,6 +40,10 @@ def build_graph(source: str, *, dropout_rate: float = 0.0, file: str | None = No
     if "\n" not in source and os.path.isfile(source):
         path = os.path.abspath(source)
         text, file, base_dir = read_source(path), path, base_dir or os.path.dirname(path)
+    elif "\n" not in source and not re.search(r"[={(\[]", source):
+        # one line with no member and no expression: a file name, not BrainScript text
+        from ..._paths import missing_file_error
+        raise missing_file_error("BrainScript file", source)
     else:
         text = source
     ev, rec = evaluate_network(text, file=file or "<brainscript>", line=line, col=col,

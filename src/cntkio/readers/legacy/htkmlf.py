@@ -24,7 +24,7 @@ forms give the same minibatches. Sections may also sit under ``input = [...]`` a
   (``randomize`` = N frames or ``auto``) is cntkio's rolling window over the frames in corpus order
   (each delivered less than N/2 positions from its corpus position; ``auto``: the whole sweep;
   :func:`cntkio.engine.randomizer.rolling_order`), read from the feature files by offset (no page
-  file as CNTK wrote); ``unigram`` (lattice-based training only) is accepted with an info line;
+  file as CNTK wrote); ``unigram`` (lattice-based training only) is accepted with a warning;
 * ``readAhead``,
   ``minibatchMode`` and ``verbosity``: read by the legacy readers' shared options;
 * ``truncated``/``truncationLength`` for recurrent models; ``nbrUttsInEachRecurrentIter`` is
@@ -50,7 +50,7 @@ TYPE_NAME = "HTKMLFReaderDeserializer"
 ROLLING_WINDOW_AUTO = RANDOMIZE_AUTO
 log = logging.getLogger("cntkio.readers.htkmlf")
 
-#: old-HTKMLFReader keys accepted with one info line (they change no minibatch), with why
+#: old-HTKMLFReader keys accepted with one warning (they change no minibatch), with why
 _INFO_READER_KEYS = {
     "unigram": "the unigram language model (ARPA) CNTK loaded only to map the MLF's word sequences for "
                "lattice-based sequence training (MMI); it changes no frame label, and cntkio reads no lattices",
@@ -130,7 +130,7 @@ class HTKMLFAdapter:
                 if not os.path.isfile(path):     # CNTK read the file: a missing one was its error too
                     raise sec.error(key, f"the file {path!r} does not exist",
                                     "give the unigram language model's path, or remove the key")
-                log.info("%s=%s is accepted and has no effect in cntkio: %s", sec.key_path(key), path, why)
+                log.warning("%s=%s is accepted and has no effect in cntkio: %s", sec.key_path(key), path, why)
         if sec.exists("addEnergy") and sec.int("addEnergy", minimum=0) != 0:
             # the spec: energy elements added with rollingWindow; CNTK 2.7's reader never read the key
             # (its rolling-window source was built with 0 energy elements), so neither does cntkio

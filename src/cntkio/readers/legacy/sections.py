@@ -166,8 +166,8 @@ def apply_parallel_sequences(sec: Any, spec: Any, *, always_truncated: bool) -> 
         kw.pop("parallel_sequences", None)
         return 0
     if kw.get("frame_mode"):
-        _log.info("%s = %d has no effect in frame mode (frames are delivered one by one, as in CNTK)",
-                  sec.key_path(key), n)
+        _log.warning("%s = %d has no effect in frame mode (frames are delivered one by one, as in CNTK)",
+                     sec.key_path(key), n)
         kw.pop("parallel_sequences", None)
         return n
     truncated = always_truncated or bool(kw.get("truncation_length")) or sec.bool("truncated", False)
