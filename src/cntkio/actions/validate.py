@@ -173,11 +173,11 @@ def _reader(run: _Run, command: ConfigParameters, name: str, key: str, inputs: d
     for i, d in enumerate(spec.deserializers):
         for fk in _FILE_KEYS if tracked else ():
             f = d.get(fk)
-            if isinstance(f, str) and f and not os.path.exists(f):
+            if isinstance(f, str) and f and not _exists(f):
                 run.add(_file_error(cfg, fk, f, i, spec))
         if not tracked and not d.get("cache"):   # a legacy reader's input files (not one that may read its cache)
             for fk, f in _input_files(d):
-                if not os.path.exists(f):
+                if not _exists(f):
                     v = _find_value(cfg, fk, f)
                     run.add(ConfigError(missing_file_text("input file", f),
                                         path=getattr(v, "path", None) or f"{spec.path}.{fk}",
@@ -225,6 +225,13 @@ def _dim_where(cfg, stream: str, i: int, spec) -> str:
     except ConfigError:
         v = None
     return f"{getattr(v, 'file', '') or ''}|{getattr(v, 'line', '') or ''}"
+
+
+def _exists(path: str) -> bool:
+    """A local input file exists; a URL is not asked for here (its reader names a missing object
+    when it opens it, with the section's storageOptions)."""
+    from ..remote import is_remote, local_path
+    return is_remote(path) or os.path.exists(local_path(path))
 
 
 def _input_files(tree) -> list[tuple[str, str]]:

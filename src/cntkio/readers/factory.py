@@ -26,6 +26,7 @@ from .._log import get_logger
 from ..constants import (DEFAULT_CHUNK_SIZE_IN_BYTES, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
                          LEGACY_RANDOMIZATION_WINDOW_IN_BYTES, RANDOMIZE_AUTO)
 from ..errors import ConfigError, FormatError, NotImplementedInCntkio
+from .legacy.urls import remote_keys
 from .section import Section, as_section
 
 __all__ = ["ReaderSpec", "reader_spec", "build_reader", "resolve_window", "make_source", "reader_input_names",
@@ -52,11 +53,6 @@ _CTF_OPTIONS = {
     "skipSequenceIds": "bool", "maxErrors": "int", "traceLevel": "int", "chunkSizeInBytes": "int",
     "keepDataInMemory": "bool", "cacheIndex": "bool", "numChunksToCache": "int",
 }
-
-
-# how URLs are read (cntkio.remote.options): a deserializer's own section or an enclosing one
-_REMOTE_OPTIONS = ("storageOptions", "cacheDir", "cacheLimit", "remoteInFlight", "remoteRetries",
-                   "remoteRetryDelay", "remotePartSize")
 
 
 class UnsupportedReaderError(ConfigError, NotImplementedInCntkio):
@@ -197,10 +193,8 @@ def _deserializer_config(dsec: Section, spec: ReaderSpec, *, legacy: bool,
                     entry["transforms"] = _transforms(isec, type_name, factory)
                 config["input"][name] = entry
                 spec.stream_names.append(name)
-    for key in _REMOTE_OPTIONS:   # object stores (docs/remote.md): from this section or an enclosing one
-        if key not in config and dsec.exists(key):
-            config[key] = (dsec.section(key, inherit=True).to_dict() if key == "storageOptions"
-                           else dsec.str(key))
+    for key, value in remote_keys(dsec).items():   # object stores (docs/remote.md): from this section or
+        config.setdefault(key, value)                 # an enclosing one
     config["precision"] = "float" if spec.dtype == "float32" else "double"
     return config
 

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...remote import local_copy
+from ...remote import is_remote, local_copy, read_path, resolve
 from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
 from ...values import to_bool, to_int, to_path
@@ -40,21 +40,26 @@ BINARY_TYPE_NAME = "HTKMLFBinaryDeserializer"
 log = logging.getLogger("cntkio.deserializers.htk")
 
 
-def mlf_paths(spec: Mapping, name: str) -> list[str]:
+def mlf_paths(spec: Mapping, name: str, config: Mapping | None = None) -> list[str]:
     """The MLF files of a stream, as CNTK's ConfigHelper took them: ``mlfFile`` (one file, or a
     list from Python), else ``mlfFileList``: an array ``("a.mlf":"b.mlf")`` (or a Python list), or
-    a text file listing the MLF files one a line (a string without ``:``)."""
+    a text file listing the MLF files one a line (a string without ``:``, or a URL: read with the
+    remote options of ``config``, the relative paths it lists taken from its folder)."""
     if option(spec, None, "mlfFile", "mlf", "file") is not None:
         return paths_of(spec, ("mlfFile", "mlf", "file"), f"input.{name}.mlfFile")
     value = option(spec, None, "mlfFileList")
-    if isinstance(value, str) and ":" not in value and not value.startswith("("):
+    if isinstance(value, str) and (":" not in value or is_remote(value)) and not value.startswith("("):
         listing = to_path(value, f"input.{name}.mlfFileList")
-        try:
-            with open(listing, encoding="utf-8") as f:
-                files = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
-        except OSError as e:
-            raise FormatError(f"cannot open the mlfFileList file (a list of MLF files, one a line): {e.strerror}",
-                              file=listing) from e
+        if is_remote(listing):   # a list at a URL (its errors name it): relative paths from its folder
+            files = [resolve(listing, ln.strip()) for ln in
+                     read_path(listing, config).decode("utf-8", "surrogateescape").splitlines() if ln.strip()]
+        else:
+            try:
+                with open(listing, encoding="utf-8") as f:
+                    files = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+            except OSError as e:
+                raise FormatError(f"cannot open the mlfFileList file (a list of MLF files, one a line): "
+                                  f"{e.strerror}", file=listing) from e
         if not files:
             raise FormatError("the mlfFileList file lists no MLF file", file=listing)
         return files
@@ -78,7 +83,7 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
         target_file = option(spec, None, "labelToTargetMappingFile")
         self.phone_boundaries = to_bool(option(spec, config, "phoneBoundaries", "phone_boundaries", default=False),
                                         f"input.{name}.phoneBoundaries")
-        mlfs = [local_copy(p, config) for p in mlf_paths(spec, name)]   # at URLs: copies in cacheDir
+        mlfs = [local_copy(p, config) for p in mlf_paths(spec, name, config)]   # at URLs: copies in cacheDir
         self.numeric_keys = numeric_keys_of(config, spec)
         self.mlf = idx = self._index(name, spec, config, mlfs)
         if target_file is not None:     # CNTK's old HTKMLFReader: labels delivered as target vectors

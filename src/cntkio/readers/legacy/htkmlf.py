@@ -33,13 +33,13 @@ forms give the same minibatches. Sections may also sit under ``input = [...]`` a
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Mapping
 
 from ...constants import RANDOMIZE_AUTO
 from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_mlf
 from ...deserializers.composite import CompositeDeserializer
 from .sections import PARALLEL_KEYS, apply_parallel_sequences, apply_shared_options
+from .urls import exists, remote_keys
 
 __all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]
 
@@ -104,10 +104,9 @@ class HTKMLFAdapter:
                             "labelMappingFile = ...])")
         feats, labels = [], []
         for name, s in found:
-            if _is_labels(s):
-                labels.append(self._labels(name, s))
-            else:
-                feats.append(self._features(name, s))
+            part = self._labels(name, s) if _is_labels(s) else self._features(name, s)
+            part.update(remote_keys(s))   # URLs (docs/remote.md): the sub-section's keys, else the reader's
+            (labels if _is_labels(s) else feats).append(part)
         if not feats:
             raise sec.error("features", "an HTKMLFReader section needs a feature section with scpFile")
         # CNTK's config sections are a map ordered by name (case-insensitive): its first feature
@@ -127,7 +126,7 @@ class HTKMLFAdapter:
         for key, why in _INFO_READER_KEYS.items():
             if sec.has_local(key):
                 path = sec.str(key)
-                if not os.path.isfile(path):     # CNTK read the file: a missing one was its error too
+                if not exists(path, remote_keys(sec)):   # CNTK read the file: a missing one was its error too
                     raise sec.error(key, f"the file {path!r} does not exist",
                                     "give the unigram language model's path, or remove the key")
                 log.warning("%s=%s is accepted and has no effect in cntkio: %s", sec.key_path(key), path, why)
