@@ -89,3 +89,53 @@ def test_htkmlfreader_with_a_wrong_url_names_it(s3, bucket, tmp_path):
     ]"""
     with pytest.raises(FileNotFoundError, match=f"s3://{bucket}/htk/missing.mlf"):
         read_config(text)
+
+
+# --- UCIFastReader -------------------------------------------------------------------------------
+
+def _uci_files(folder, n=300):
+    rng = np.random.default_rng(3)
+    labels = ["cat", "dog", "eel"]
+    (folder / "data.txt").write_text("".join(f"{labels[int(rng.integers(0, 3))]} " +
+                                             " ".join(f"{v:.3f}" for v in rng.random(4)) + "\n" for _ in range(n)))
+    (folder / "labels.map").write_text("eel\ncat\ndog\n")
+
+
+def _uci_config(base, remote="", extra=""):
+    return f"""
+    reader = [
+        readerType = UCIFastReader
+        file = "{base}data.txt"
+        randomize = 50
+        {remote}
+        {extra}
+        features = [ dim = 4 ; start = 1 ]
+        labels = [ dim = 1 ; start = 0 ; labelDim = 3 ; labelMappingFile = "{base}labels.map" ]
+    ]"""
+
+
+def test_ucifastreader_data_and_label_map_in_a_bucket_equal_the_local_read(s3, bucket, tmp_path):
+    _uci_files(tmp_path)
+    for name in ("data.txt", "labels.map"):
+        s3.upload(str(tmp_path / name), f"s3://{bucket}/uci/{name}")
+    want = read_config(_uci_config(f"{tmp_path}/"))
+    got = read_config(_uci_config(f"s3://{bucket}/uci/", storage_section(s3, tmp_path)))
+    assert_same(got, want)
+    assert len(list((tmp_path / "cache" / "files").iterdir())) == 2   # each copied once, by URL and ETag
+    # a local binary cache (wfile) of a text at a URL: built on the first read, used on the second
+    cached = _uci_config(f"s3://{bucket}/uci/", storage_section(s3, tmp_path),
+                         f'writerType = BinaryReader ; wfile = "{tmp_path / "uci.bin"}"')
+    assert_same(read_config(cached), want)
+    assert_same(read_config(cached), want)
+
+
+def test_ucifastreader_wrong_url_names_it_and_a_cache_at_a_url_is_refused(s3, bucket, tmp_path):
+    _uci_files(tmp_path)
+    s3.upload(str(tmp_path / "labels.map"), f"s3://{bucket}/uci/labels.map")
+    with pytest.raises(ConfigError, match=f"s3://{bucket}/uci/data.txt"):
+        read_config(_uci_config(f"s3://{bucket}/uci/", storage_section(s3, tmp_path)))
+    s3.upload(str(tmp_path / "data.txt"), f"s3://{bucket}/uci/data.txt")
+    with pytest.raises(ConfigError, match=f"binary cache file 's3://{bucket}/c.bin' is a URL") as err:
+        read_config(_uci_config(f"s3://{bucket}/uci/", storage_section(s3, tmp_path),
+                                f'writerType = BinaryReader ; wfile = "s3://{bucket}/c.bin"'))
+    assert err.value.path.endswith("wfile")

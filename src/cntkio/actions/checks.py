@@ -19,7 +19,11 @@ __all__ = ["check_writable", "network_inputs", "input_dim_values", "check_batch"
 def check_writable(path: str) -> str | None:
     """Why a file cannot be written at ``path`` (None when it can): its directory, or the nearest
     existing ancestor that would be created from, must be a writable directory; an existing
-    ``path`` must be a writable file."""
+    ``path`` must be a writable file. A URL (other than ``file://``) is not written: cntkio's
+    outputs are local files (docs/remote.md)."""
+    from ..values import is_url
+    if is_url(path) and not path.lower().startswith("file://"):
+        return f"{path} is a URL: cntkio writes its outputs to local files only, never to an object store"
     full = os.path.abspath(path)
     if os.path.isdir(full):
         return f"{path} is a directory"

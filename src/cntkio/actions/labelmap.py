@@ -20,6 +20,7 @@ import numpy as np
 
 from .._log import get_logger
 from ..errors import ConfigError
+from ..readers.legacy.urls import refuse_url
 from ._common import Dist, dist_context, epoch_minibatches, open_reader, report, stream_samples, _stream_name
 from ._params import get_str, has, key_path, minibatch_size, section as get_section
 
@@ -75,6 +76,7 @@ def create_label_map(section, name: str = "createLabelMap") -> str:
         raise ConfigError("no labelMappingFile to write", path=key_path(reader, "labelMappingFile"),
                           hint="set labelMappingFile in the label input, the reader or at the root")
     out_path = get_str(lookup, "labelMappingFile")
+    refuse_url(out_path, key_path(lookup, "labelMappingFile"), "label mapping file")   # written locally only
     if has(reader, "readerType") and get_str(reader, "readerType").lower() == "ucifastreader":
         # UCIFastReader's label column holds the raw labels: their distinct values (readers/legacy)
         from ..readers.legacy.ucifast import write_label_map

@@ -426,14 +426,6 @@ def fingerprint(deser: Any) -> str:
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _source_state(path: str) -> dict | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return {"file": os.path.basename(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
 def _read_chunk_rows(bf: BinaryFile, entry: Mapping, first: int, r0: int, r1: int, out: np.ndarray) -> None:
     bf.read_rows(entry, first + r0, first + r1, out)
 
@@ -585,7 +577,7 @@ def open_or_build_cache(deser: Any, conf: Mapping) -> BinaryCache:
     """The cache of a UCIFastReader deserializer: opened when valid, else (re)built from the text."""
     from .textparse import index_records
     files: dict[str, str] = dict(conf["files"])
-    source = _source_state(deser.file)
+    source = deser.source_state()     # a URL's: its size and version, nothing fetched
     if all(os.path.exists(p) for p in files.values()):
         try:
             cache = BinaryCache(deser, files)
@@ -605,8 +597,8 @@ def open_or_build_cache(deser: Any, conf: Mapping) -> BinaryCache:
         missing = [p for p in files.values() if not os.path.exists(p)]
         raise ConfigError(f"the UCIFastReader data file {deser.file!r} does not exist, nor its binary "
                           f"cache {missing[0]!r}", path="file")
-    with open(deser.file, "rb") as fh:
-        size = os.path.getsize(deser.file)
+    with open(deser.data_path(), "rb") as fh:      # a URL: its copy in <cacheDir>/files/
+        size = os.path.getsize(fh.name)
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     try:
         chunks = index_records(buf, 0, deser.chunk_bytes)

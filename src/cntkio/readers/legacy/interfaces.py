@@ -28,6 +28,7 @@ from ..factory import make_source, reader_spec, resolve_window
 from ..section import as_section
 from .binary import write_binary
 from .sections import info_once
+from .urls import refuse_url
 
 log = get_logger("readers.legacy.interfaces")
 
@@ -356,6 +357,7 @@ class BinaryDataWriter:
                      else "float32")
             self._sections[n] = {"name": n, "sectionType": kind, "dtype": dtype,
                                  "shape": [] if dtype == "uint32" else [dim]}
+            refuse_url(path, s.key_path("wfile"), "writer output file")
             self._files[n] = path
         self._wrecords = None
         for key in ("wsize", "wrecords", "windowSize"):          # see sections.cache_config

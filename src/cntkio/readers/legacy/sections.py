@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._log import get_logger
+from .urls import refuse_url, remote_keys
 
 _log = get_logger("readers.legacy")
 
@@ -254,6 +255,7 @@ class UCIFastAdapter:
         config["precision"] = "float" if spec.dtype == "float32" else "double"
         if sec.has_local("writerType"):
             config["cache"] = cache_config(sec, names)
+        config.update(remote_keys(sec))      # a file at a URL (docs/remote.md): from here or outwards
         return config
 
     def source_options(self, sec: Any, spec: Any) -> None:
@@ -313,6 +315,8 @@ def cache_config(sec: Any, names: list[str]) -> dict:
     if sec.has_local("wfile"):
         for name in names:
             files.setdefault(name, sec.str("wfile", inherit=False))
+    for name, path in files.items():    # the cache is written, then memory-mapped: a local file
+        refuse_url(path, f"{name}.wfile", "binary cache file")
     missing = [n for n in names if n not in files]
     if missing:
         raise sec.error("wfile", f"writerType is set but no wfile names the cache of {', '.join(missing)}",

@@ -46,9 +46,11 @@ from ...deserializers.protocol import ChunkData, ChunkInfo, DenseStream, Sequenc
 from ...deserializers.ranges import FileRanges
 from ...errors import ConfigError, FormatError
 from ...streams import StreamInformation
+from ...remote import is_remote, local_path, open_object, remote_options
 from ...values import to_bool, to_choice, to_int, to_str
 from .sections import UCIFastAdapter
 from .textparse import index_records, parse_records
+from .urls import REMOTE_KEYS, exists, local_file, refuse_url, remote_keys
 
 __all__ = ["UCIFastDeserializer", "UCIStream", "build", "read_label_mapping", "label_values",
            "write_label_map", "DESERIALIZER_TYPE"]
@@ -81,11 +83,12 @@ class UCIStream:
         return self.label_dim if self.label_type == "category" else self.dim
 
 
-def read_label_mapping(path: str, option: str = "labelMappingFile") -> list[str]:
+def read_label_mapping(path: str, option: str = "labelMappingFile", remote: Mapping | None = None) -> list[str]:
     """The labels of a mapping file, one per line (line number = id; blank lines ignored at the
-    end only). A duplicate label is an error naming both lines."""
+    end only). A duplicate label is an error naming both lines. A URL is read from its copy in the
+    cache folder (``remote``: the object-store keys)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(local_file(path, remote, option, "label mapping file"), encoding="utf-8") as fh:
             lines = [ln.strip() for ln in fh.read().splitlines()]
     except FileNotFoundError as e:
         raise ConfigError(f"label mapping file {path!r} does not exist", path=option,
@@ -210,7 +213,8 @@ def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
     ssec = sec.section(key)
     s = UCIStream(stream, ssec.int("dim", 1, inherit=False, minimum=1), ssec.int("start", 0, inherit=False, minimum=0),
                   "category")
-    labels = label_values(ssec.str("file"), s)
+    refuse_url(out_path, "labelMappingFile", "label mapping file")
+    labels = label_values(local_file(ssec.str("file"), remote_keys(ssec), "file", "the UCIFastReader data file"), s)
     if ssec.has_local("labelDim") and len(labels) > ssec.int("labelDim", inherit=False):
         raise ssec.error("labelDim", f"the data holds {len(labels)} distinct labels, more than labelDim = "
                          f"{ssec.int('labelDim', inherit=False)}")
@@ -241,14 +245,17 @@ class UCIFastDeserializer(DeserializerBase):
 
     def __init__(self, config: Mapping, trace_level: int = 1, **_source_options: Any) -> None:
         self.file = to_str(config.get("file"), "file")
-        if not os.path.exists(self.file) and not config.get("cache"):
+        #: the object-store keys (a URL is copied once into <cacheDir>/files/: the text is indexed whole)
+        self._remote = {k: config[k] for k in REMOTE_KEYS if k in config}
+        self._local = None if is_remote(self.file) else local_path(self.file)
+        if not config.get("cache") and not os.path.exists(self.data_path()):
             raise ConfigError(f"the UCIFastReader data file {self.file!r} does not exist", path="file")
         precision = to_choice(config.get("precision", "float"), "precision", ("float", "double"))
         self.dtype = np.float32 if precision == "float" else np.float64
         self.records_per_chunk = to_int(config.get("recordsPerChunk", 0), "recordsPerChunk", minimum=0)
         self.chunk_bytes = to_int(config.get("chunkSizeInBytes", UCI_CHUNK_SIZE_IN_BYTES),
                                   "chunkSizeInBytes", minimum=1)
-        self.streams = [_stream(name, spec, self.file) for name, spec in dict(config.get("streams") or {}).items()]
+        self.streams = [_stream(name, spec, self) for name, spec in dict(config.get("streams") or {}).items()]
         self.streams = [s for s in self.streams if s.label_type != "none"]
         if not self.streams:
             raise ConfigError("a UCIFastReader section needs at least one sub-section with dim (and "
@@ -271,17 +278,38 @@ class UCIFastDeserializer(DeserializerBase):
             cache_bytes = self.chunk_bytes if "chunkSizeInBytes" in config else DEFAULT_CHUNK_SIZE_IN_BYTES
             self._chunks = self._cache.chunk_table(self.records_per_chunk, cache_bytes)
         else:
-            buf = _map(self.file)          # indexed once; the chunks are then read with pread
+            buf = _map(self.data_path())   # indexed once; the chunks are then read with pread
             try:
                 b, e, c, f = index_records(buf, self.records_per_chunk, self.chunk_bytes)
             finally:
                 if not isinstance(buf, bytes):
                     buf.close()
             self._chunks = (b, e, c, f)
-            self._src = FileRanges(self.file, what="UCIFastReader file")
+            self._src = FileRanges(self.data_path(), what="UCIFastReader file")
         counts = self._chunks[2]
         self._first_key = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=self._first_key[1:])
+
+    def data_path(self) -> str:
+        """The local file of the text: the file itself, or for a URL its copy in ``<cacheDir>/files/``,
+        named by URL, size and ETag (fetched on the first call)."""
+        if self._local is None:
+            self._local = local_file(self.file, self._remote, "file", "the UCIFastReader data file")
+        return self._local
+
+    def source_state(self) -> dict | None:
+        """What a binary cache records of its source (None when it does not exist): a local file's
+        name, size and modification time; a URL's size and version (asked for, nothing fetched)."""
+        if is_remote(self.file):
+            if not exists(self.file, self._remote):
+                return None
+            obj = open_object(self.file, remote_options(self._remote))
+            return {"file": self.file, "size": obj.size, "version": obj.version}
+        try:
+            st = os.stat(self.file)
+        except OSError:
+            return None
+        return {"file": os.path.basename(self.file), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
     # --- columns --------------------------------------------------------------------------------
     def _plan_columns(self) -> None:
@@ -318,7 +346,7 @@ class UCIFastDeserializer(DeserializerBase):
         columns takes at least ``2 * ncols - 1`` bytes (a digit, a space), so a dim no record of
         the file could have is an error, not arrays sized by it."""
         try:
-            size = os.path.getsize(self.file)
+            size = os.path.getsize(self._local or "")
         except OSError:
             return                     # read from its cache only (checked there)
         if 2 * ncols - 1 > size:
@@ -431,7 +459,9 @@ def _map(path: str):
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _stream(name: str, spec: Mapping, data_file: str | None = None) -> UCIStream:
+def _stream(name: str, spec: Mapping, deser: "UCIFastDeserializer | None" = None) -> UCIStream:
+    """One stream's section; ``deser``: the deserializer whose data makes a missing label map
+    (``allowMapCreation``) and whose object-store keys read a mapping file at a URL."""
     dim = to_int(spec.get("dim"), f"{name}.dim", minimum=1)
     start = to_int(spec.get("start", 0), f"{name}.start", minimum=0)
     is_label = any(k in spec for k in ("labelDim", "labelType", "labelMappingFile", "labelMapping"))
@@ -457,14 +487,16 @@ def _stream(name: str, spec: Mapping, data_file: str | None = None) -> UCIStream
                                   f"{s.label_dim}", path=f"{name}.labelDim")
         elif mf is not None:
             s.mapping_file = to_str(mf, f"{name}.labelMappingFile")
-            if (data_file is not None and not os.path.exists(s.mapping_file)
+            remote = deser._remote if deser is not None else None
+            if (deser is not None and not exists(s.mapping_file, remote)
                     and to_bool(spec.get("allowMapCreation", False), f"{name}.allowMapCreation")):
+                refuse_url(s.mapping_file, f"{name}.labelMappingFile", "label mapping file")
                 # CNTK's allowMapCreation = true: the map is made from the data, its labels in the
                 # order of first appearance (UCIFastReader.cpp:420-428; CNTK wrote it after the
                 # first pass, cntkio before it: the same file)
-                _write_lines(s.mapping_file, label_values(data_file, s))
-                _log.info("%s: label mapping file %s written from %s", name, s.mapping_file, data_file)
-            s.mapping = read_label_mapping(s.mapping_file, f"{name}.labelMappingFile")
+                _write_lines(s.mapping_file, label_values(deser.data_path(), s))
+                _log.info("%s: label mapping file %s written from %s", name, s.mapping_file, deser.file)
+            s.mapping = read_label_mapping(s.mapping_file, f"{name}.labelMappingFile", remote)
             if len(s.mapping) > s.label_dim:
                 raise ConfigError(f"the label mapping file {s.mapping_file!r} lists {len(s.mapping)} labels, "
                                   f"more than labelDim = {s.label_dim}", path=f"{name}.labelDim")
