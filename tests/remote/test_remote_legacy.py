@@ -139,3 +139,60 @@ def test_ucifastreader_wrong_url_names_it_and_a_cache_at_a_url_is_refused(s3, bu
         read_config(_uci_config(f"s3://{bucket}/uci/", storage_section(s3, tmp_path),
                                 f'writerType = BinaryReader ; wfile = "s3://{bucket}/c.bin"'))
     assert err.value.path.endswith("wfile")
+
+
+# --- LMSequenceReader, LUSequenceReader ------------------------------------------------------------
+
+def _read_section(section: dict):
+    return minibatches(build_reader(section, max_sweeps=1), size=16)
+
+
+def test_lmsequencereader_corpus_vocabulary_and_word_classes_in_a_bucket_equal_the_local_read(
+        s3, bucket, remote_keys, tmp_path):
+    rng = np.random.default_rng(5)
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog"]
+    (tmp_path / "c.txt").write_text("".join(" ".join(rng.choice(words, int(rng.integers(2, 7)))) + " </s>\n"
+                                            for _ in range(60)))
+    (tmp_path / "words.txt").write_text("</s>\n" + "\n".join(words) + "\n")
+    (tmp_path / "classes.txt").write_text("".join(f"{i}\t1\t{w}\t{min(i, 3) // 2}\n"
+                                                  for i, w in enumerate(["</s>"] + words)))
+    s3.upload(str(tmp_path), f"s3://{bucket}/lm")
+
+    def section(base, vocab, keys=None):
+        return {"readerType": "LMSequenceReader", "file": f"{base}c.txt", "randomize": "10", **vocab(base),
+                "labelIn": {"labelDim": "8", "beginSequence": "</s>", "endSequence": "</s>"},
+                "labels": {"labelType": "NextWord", "labelDim": "8"}, **(keys or {})}
+
+    for vocab in (lambda b: {"wordclass": f"{b}classes.txt"}, lambda b: {}):
+        want = _read_section(section(f"{tmp_path}/", vocab))
+        assert_same(_read_section(section(f"s3://{bucket}/lm/", vocab, remote_keys)), want)
+    with_map = section(f"s3://{bucket}/lm/", lambda b: {}, remote_keys)
+    with_map["labelIn"]["labelMappingFile"] = f"s3://{bucket}/lm/words.txt"
+    local = section(f"{tmp_path}/", lambda b: {})
+    local["labelIn"]["labelMappingFile"] = f"{tmp_path}/words.txt"
+    assert_same(_read_section(with_map), _read_section(local))
+    with pytest.raises(ConfigError, match=f"s3://{bucket}/lm/nowhere.txt"):
+        _read_section(section(f"s3://{bucket}/lm/", lambda b: {"wordclass": f"{b}nowhere.txt"}, remote_keys))
+
+
+def test_lusequencereader_corpus_token_files_and_word_map_in_a_bucket_equal_the_local_read(
+        s3, bucket, remote_keys, tmp_path):
+    (tmp_path / "a.txt").write_text("BOS O\ni O\nwant O\nto O\nfly O\nfrom O\nboston B-city\nEOS O\n\n"
+                                    "BOS O\nshow O\ncheap B-cost\nflights O\nEOS O\n" * 5)
+    (tmp_path / "in.txt").write_text("BOS\nEOS\ni\nwant\nto\nfly\nfrom\nboston\nshow\nflights\n<unk>\n")
+    (tmp_path / "out.txt").write_text("O\nB-city\nB-cost\n")
+    (tmp_path / "map.txt").write_text("boston <unk>\nshow show\n")
+    s3.upload(str(tmp_path), f"s3://{bucket}/lu")
+
+    def section(base, keys=None):
+        return {"readerType": "LUSequenceReader", "file": f"{base}a.txt", "randomize": "None", "unk": "<unk>",
+                "wordContext": "0:1", "wordmap": f"{base}map.txt",
+                "labelIn": {"token": f"{base}in.txt", "beginSequence": "BOS", "endSequence": "EOS",
+                            "usewordmap": "true"},
+                "labels": {"token": f"{base}out.txt"}, **(keys or {})}
+
+    assert_same(_read_section(section(f"s3://{bucket}/lu/", remote_keys)), _read_section(section(f"{tmp_path}/")))
+    wrong = section(f"s3://{bucket}/lu/", remote_keys)
+    wrong["labels"]["token"] = f"s3://{bucket}/lu/missing.txt"
+    with pytest.raises(ConfigError, match=f"token file 's3://{bucket}/lu/missing.txt' does not exist"):
+        _read_section(wrong)

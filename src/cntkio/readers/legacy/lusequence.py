@@ -40,6 +40,7 @@ from ...values import to_bool, to_choice, to_int, to_str
 from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
 from .sequence import SentenceCorpus, _as_dict, one_hot_sparse
+from .urls import REMOTE_KEYS, local_file, remote_keys
 from .vocab import lookup, read_token_file, read_word_map, tokenize_file
 
 __all__ = ["LUSequenceDeserializer", "LUSequenceAdapter", "build", "DESERIALIZER_TYPE"]
@@ -65,9 +66,12 @@ class LUSequenceDeserializer(SentenceCorpus):
         self.dtype = np.float32 if precision == "float" else np.float64
         inp, out = dict(config["input"]), dict(config["output"])
         self.in_name, self.out_name = str(inp["name"]), str(out["name"])
-        self.in_vocab = read_token_file(to_str(inp.get("token"), f"{self.in_name}.token"), f"{self.in_name}.token")
+        # files at URLs (docs/remote.md): read whole, so copied once into <cacheDir>/files/
+        self._remote = remote = {k: config[k] for k in REMOTE_KEYS if k in config}
+        self.in_vocab = read_token_file(to_str(inp.get("token"), f"{self.in_name}.token"), f"{self.in_name}.token",
+                                        remote)
         self.out_vocab = read_token_file(to_str(out.get("token"), f"{self.out_name}.token"),
-                                         f"{self.out_name}.token")
+                                         f"{self.out_name}.token", remote)
         self.in_dim = to_int(inp.get("labelDim", len(self.in_vocab)), f"{self.in_name}.labelDim", minimum=1)
         self.out_dim = to_int(out.get("labelDim", len(self.out_vocab)), f"{self.out_name}.labelDim", minimum=1)
         for name, vocab, dim in ((self.in_name, self.in_vocab, self.in_dim), (self.out_name, self.out_vocab, self.out_dim)):
@@ -83,7 +87,7 @@ class LUSequenceDeserializer(SentenceCorpus):
         if to_bool(inp.get("usewordmap", False), f"{self.in_name}.usewordmap"):
             if not config.get("wordmap"):
                 raise ConfigError("usewordmap is true but no wordmap file is given", path="wordmap")
-            self.word_map = read_word_map(to_str(config["wordmap"], "wordmap"), "wordmap")
+            self.word_map = read_word_map(to_str(config["wordmap"], "wordmap"), "wordmap", remote)
         self.unk_id = -1
         if config.get("unk") is not None:
             unk = str(config["unk"])
@@ -110,7 +114,8 @@ class LUSequenceDeserializer(SentenceCorpus):
             if errors <= _LOG_ERRORS:
                 _log.warning("%s:%d: %s (%s)", self.file, line, what, outcome)
 
-        words, numbers, counts = tokenize_file(self.file)
+        words, numbers, counts = tokenize_file(local_file(self.file, self._remote, "file", "the corpus"), "file",
+                                               self.file)
         nonblank = np.flatnonzero(counts)
         if not len(nonblank):
             raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
@@ -227,6 +232,7 @@ class LUSequenceAdapter:
         randomize, block = randomize_option(sec, auto_epoch_blocks=False)
         config["sentencesPerChunk"] = block if randomize else 0
         spec.stream_names.extend([in_name, out_name])
+        config.update(remote_keys(sec))         # files at URLs: the keys from here or outwards
         return config
 
     def source_options(self, sec: Any, spec: Any) -> None:

@@ -36,7 +36,6 @@ error with file, line and word. Ids must be below each section's ``labelDim``.
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Mapping
 
 import numpy as np
@@ -49,6 +48,7 @@ from ...streams import StreamInformation
 from ...values import to_choice, to_int, to_str
 from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
+from .urls import REMOTE_KEYS, exists, local_file, remote_keys
 from .vocab import WordClasses, lookup, read_token_file, tokenize_file
 
 __all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
@@ -127,14 +127,18 @@ class SequenceDeserializer(SentenceCorpus):
         self.begin = to_str(config.get("beginSequence", "</s>"), "beginSequence")
         self.end = to_str(config.get("endSequence", "</s>"), "endSequence")
         unk = config.get("unk")
-        self.classes = WordClasses(to_str(config["wordclass"], "wordclass")) if config.get("wordclass") else None
+        # files at URLs (docs/remote.md): read whole, so copied once into <cacheDir>/files/
+        remote = {k: config[k] for k in REMOTE_KEYS if k in config}
+        self.classes = WordClasses(to_str(config["wordclass"], "wordclass"), "wordclass", remote) \
+            if config.get("wordclass") else None
+        self._path = local_file(self.file, remote, "file", "the corpus")
         try:
-            open(self.file, "rb").close()
+            open(self._path, "rb").close()
         except OSError as e:
             raise ConfigError(f"the corpus {self.file!r} cannot be read: {e.strerror}", path="file") from e
         mapping = config.get("labelMappingFile")
         self.mapping_file = None if mapping is None else to_str(mapping, f"{self.in_name}.labelMappingFile")
-        if self.mapping_file is not None and not os.path.exists(self.mapping_file):
+        if self.mapping_file is not None and not exists(self.mapping_file, remote):
             _log.warning("%s.labelMappingFile %s does not exist: the vocabulary is built from the corpus (as "
                          "CNTK's LMSequenceReader built it on the fly)", self.in_name, self.mapping_file)
             self.mapping_file = None
@@ -147,7 +151,7 @@ class SequenceDeserializer(SentenceCorpus):
             if self.classes is not None:
                 raise ConfigError("labelMappingFile and wordclass both give the vocabulary; give one",
                                   path=f"{self.in_name}.labelMappingFile")
-            self.vocab = read_token_file(self.mapping_file, f"{self.in_name}.labelMappingFile")
+            self.vocab = read_token_file(self.mapping_file, f"{self.in_name}.labelMappingFile", remote)
             self._check_symbols()
         elif self.classes is not None:
             self.vocab = self.classes.words
@@ -182,7 +186,7 @@ class SequenceDeserializer(SentenceCorpus):
         sentence lengths and line numbers; without a wordclass file the vocabulary is built from
         the corpus's words (and the begin, end and unk symbols), ids by falling count, ties by the
         words' text. The per-sentence checks are array operations on the ids."""
-        words, numbers, line_counts = tokenize_file(self.file)
+        words, numbers, line_counts = tokenize_file(self._path, "file", self.file)
         keep = np.flatnonzero(line_counts)
         if not len(keep):
             raise ConfigError(f"the corpus {self.file!r} holds no sentence", path="file")
@@ -217,7 +221,7 @@ class SequenceDeserializer(SentenceCorpus):
                 bad = np.unique(sent_of[missing])
                 for k in bad[:_LOG_ERRORS].tolist():
                     line = int(lines[k])
-                    word = next(w for w in _line_text(self.file, line).split() if w not in self.vocab)
+                    word = next(w for w in _line_text(self._path, line).split() if w not in self.vocab)
                     errors.append(f"{self.file}:{line}: word {word!r} is not in the vocabulary and the "
                                   f"vocabulary has no unk word")
                 invalid[bad] = True
@@ -303,6 +307,7 @@ class SequenceAdapter:
         randomize, block = randomize_option(sec, auto_epoch_blocks=False)
         config["sentencesPerChunk"] = block if randomize else 0
         spec.stream_names.extend([in_name, out_name])
+        config.update(remote_keys(sec))         # files at URLs: the keys from here or outwards
         return config
 
     def source_options(self, sec: Any, spec: Any) -> None:

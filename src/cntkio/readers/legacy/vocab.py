@@ -11,22 +11,25 @@ from __future__ import annotations
 import io
 import mmap
 from itertools import repeat
+from typing import Mapping
 
 import numpy as np
 
 from ..._native import native
 from ...errors import ConfigError
+from .urls import local_file
 
 __all__ = ["read_token_file", "read_word_map", "WordClasses", "PyTokenTable", "token_table", "tokenize_file",
            "lookup"]
 
 
-def read_token_file(path: str, option: str) -> dict[str, int]:
-    """A token file: one token per line (first field), line order = id. Duplicates are errors."""
+def read_token_file(path: str, option: str, remote: Mapping | None = None) -> dict[str, int]:
+    """A token file: one token per line (first field), line order = id. Duplicates are errors.
+    A URL is read from its copy in the cache folder (``remote``: the object-store keys)."""
     out: dict[str, int] = {}
     first_line: dict[str, int] = {}
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(local_file(path, remote, option, "token file"), encoding="utf-8")
     except FileNotFoundError as e:
         raise ConfigError(f"token file {path!r} does not exist", path=option) from e
     with fh:
@@ -45,11 +48,11 @@ def read_token_file(path: str, option: str) -> dict[str, int]:
     return out
 
 
-def read_word_map(path: str, option: str) -> dict[str, str]:
-    """A word map file: ``word mapped`` per line."""
+def read_word_map(path: str, option: str, remote: Mapping | None = None) -> dict[str, str]:
+    """A word map file: ``word mapped`` per line (a URL: read from its copy in the cache folder)."""
     out: dict[str, str] = {}
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(local_file(path, remote, option, "word map file"), encoding="utf-8")
     except FileNotFoundError as e:
         raise ConfigError(f"word map file {path!r} does not exist", path=option) from e
     with fh:
@@ -68,11 +71,11 @@ class WordClasses:
     numbered by ``index``; the words of a class must be consecutive ids (as CNTK's class-based
     output layer requires), which gives each class its id range ``[begin, end)``."""
 
-    def __init__(self, path: str, option: str = "wordclass") -> None:
+    def __init__(self, path: str, option: str = "wordclass", remote: Mapping | None = None) -> None:
         words: dict[str, int] = {}
         classes: dict[int, int] = {}
         try:
-            fh = open(path, encoding="utf-8")
+            fh = open(local_file(path, remote, option, "word class file"), encoding="utf-8")
         except FileNotFoundError as e:
             raise ConfigError(f"word class file {path!r} does not exist", path=option) from e
         with fh:
@@ -159,14 +162,16 @@ def token_table():
     return mod.TokenTable() if mod is not None else PyTokenTable()
 
 
-def tokenize_file(path: str, option: str = "file") -> tuple[list[str], np.ndarray, np.ndarray]:
+def tokenize_file(path: str, option: str = "file", name: str | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
     """``(words, numbers, counts)`` of a UTF-8 text file: its distinct whitespace-separated tokens in
     order of first appearance, each token's number (int32, an index into ``words``) in file order,
-    and the tokens of each line (int64; blank lines 0). Errors name the file and line."""
+    and the tokens of each line (int64; blank lines 0). Errors name the file (``name``: the URL the
+    local ``path`` is a copy of) and line."""
+    shown = name or path
     try:
         fh = open(path, "rb")
     except OSError as e:
-        raise ConfigError(f"the corpus {path!r} cannot be read: {e.strerror}", path=option) from e
+        raise ConfigError(f"the corpus {shown!r} cannot be read: {e.strerror}", path=option) from e
     with fh:
         size = fh.seek(0, 2)
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
@@ -174,7 +179,7 @@ def tokenize_file(path: str, option: str = "file") -> tuple[list[str], np.ndarra
     try:
         numbers, counts, words = table.intern(buf)
     except ValueError as e:
-        raise ConfigError(f"{path}:{str(e)[5:]}", path=option) from e
+        raise ConfigError(f"{shown}:{str(e)[5:]}", path=option) from e
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
