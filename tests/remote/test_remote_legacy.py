@@ -196,3 +196,40 @@ def test_lusequencereader_corpus_token_files_and_word_map_in_a_bucket_equal_the_
     wrong["labels"]["token"] = f"s3://{bucket}/lu/missing.txt"
     with pytest.raises(ConfigError, match=f"token file 's3://{bucket}/lu/missing.txt' does not exist"):
         _read_section(wrong)
+
+
+# --- BinaryReader ----------------------------------------------------------------------------------
+
+def _binary_files(s3, bucket, tmp_path):
+    """A BinaryReader file (features and category labels of the UCI data, written as UCIFastReader's
+    binary cache) locally and in the bucket."""
+    _uci_files(tmp_path)
+    read_config(_uci_config(f"{tmp_path}/", extra=f'writerType = BinaryReader ; wfile = "{tmp_path / "m.bin"}"'))
+    s3.upload(str(tmp_path / "m.bin"), f"s3://{bucket}/bin/m.bin")
+    return str(tmp_path / "m.bin"), f"s3://{bucket}/bin/m.bin"
+
+
+def test_binaryreader_file_in_a_bucket_is_read_by_ranged_gets_and_equals_the_local_read(
+        s3, bucket, remote_keys, tmp_path):
+    from cntkio.remote import open_object, remote_options
+    local, url = _binary_files(s3, bucket, tmp_path)
+    want = _read_section({"readerType": "BinaryReader", "file": local, "randomize": "30"})
+    for file in (url, f"({url})"):       # one URL, and an array of one: the ':' of a URL splits no array
+        got = _read_section({"readerType": "BinaryReader", "file": file, "randomize": "30", **remote_keys})
+        assert_same(got, want)
+    obj = open_object(url, remote_options(remote_keys))
+    assert 0 < obj.fetched < 2 * obj.size     # ranges (each fetched once, the second sweep from the cache)
+    assert not (tmp_path / "cache" / "files").exists()          # never copied whole
+    with pytest.raises(ConfigError, match=f"s3://{bucket}/bin/nothing.bin"):
+        _read_section({"readerType": "BinaryReader", "file": f"s3://{bucket}/bin/nothing.bin", **remote_keys})
+
+
+def test_binaryreader_object_replaced_during_a_run_is_an_error_naming_it(s3, bucket, remote_keys, tmp_path):
+    from cntkio.remote import ObjectChanged
+    local, url = _binary_files(s3, bucket, tmp_path)
+    src = build_reader({"readerType": "BinaryReader", "file": url, "randomize": "10", **remote_keys}, max_sweeps=1)
+    assert src.next_minibatch(10)
+    s3.upload(str(tmp_path / "data.txt"), url)          # another object at the URL
+    with pytest.raises(ObjectChanged, match=url):
+        while src.next_minibatch(10):
+            pass

@@ -99,14 +99,14 @@ class BinaryFile:
     copy-on-write (``map_rows``, ``cacheMaps``): what a caller opts in to, as those mappings must
     not see the file cut short while they live."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, src: Any = None) -> None:
+        self.path = path      # src: the ranges of a file at a URL (binremote.py); None: the local file
         try:
-            self._src: FileRanges | None = FileRanges(path, what="binary file")
+            self._src: Any = src if src is not None else FileRanges(path, what="binary file")
         except OSError as e:
             raise CacheError(f"binary file {path!r} cannot be opened: {e.strerror}") from e
         size = self._src.size
-        self._fd = self._src.fileno() if hasattr(os, "preadv") else None
+        self._fd = self._src.fileno() if hasattr(os, "preadv") and src is None else None
         self._mm: mmap.mmap | None = None
         self._map_lock = threading.Lock()
         self._arrays: dict[int, np.ndarray] = {}
@@ -167,6 +167,11 @@ class BinaryFile:
             if need > hoff:
                 raise CacheError(f"binary file {path!r} is truncated: section {s.get('name', 'invalid')!r} "
                                  f"ends at byte {need}, past the data ({hoff} bytes)")
+
+    @property
+    def source(self) -> Any:
+        """The byte ranges read: a local file's :class:`FileRanges`, a URL's ``ObjectRanges``."""
+        return self._src
 
     def _bytes(self, offset: int, n: int) -> bytes:
         src = self._src

@@ -24,7 +24,9 @@ from ...errors import ConfigError
 from ...streams import StreamInformation
 from ...values import to_array, to_bool, to_choice, to_int, to_str
 from .binary import NO_LABEL, BinaryFile, CacheError, rows_reader
+from .binremote import ObjectRanges, open_binary, row_span
 from .sections import apply_shared_options, block_source_options, info_once, randomize_option
+from .urls import REMOTE_KEYS, path_list, remote_keys
 
 __all__ = ["BinaryReaderDeserializer", "build", "DESERIALIZER_TYPE"]
 
@@ -42,7 +44,7 @@ class BinaryReaderDeserializer(DeserializerBase):
 
     def __init__(self, config: Mapping, trace_level: int = 1, **_source_options: Any) -> None:
         raw = config.get("file")
-        paths = [to_str(p, "file") for p in (raw if isinstance(raw, (list, tuple)) else to_array(raw, "file"))]
+        paths = path_list([to_str(p, "file") for p in (raw if isinstance(raw, (list, tuple)) else to_array(raw, "file"))])
         if not paths:
             raise ConfigError("BinaryReader needs file = one binary file or an array of them", path="file")
         precision = to_choice(config.get("precision", "float"), "precision", ("float", "double"))
@@ -55,9 +57,11 @@ class BinaryReaderDeserializer(DeserializerBase):
         self.maps = to_bool(config.get("cacheMaps", False), "cacheMaps")
         self.files: list[BinaryFile] = []
         self.entries: list[tuple[BinaryFile, dict]] = []
+        #: the object-store keys: a file at a URL is read by ranged GETs (binremote.py)
+        remote = {k: config[k] for k in REMOTE_KEYS if k in config}
         try:
             for p in paths:
-                self.files.append(BinaryFile(p))
+                self.files.append(open_binary(p, remote))
             first = self.files[0]
             for bf in self.files:
                 if bf.records != first.records:
@@ -108,7 +112,7 @@ class BinaryReaderDeserializer(DeserializerBase):
                 values = np.zeros((b - a, info.sample_shape[0]), self.dtype)
                 rows = np.flatnonzero(ids != NO_LABEL)
                 values[rows, ids[rows]] = 1
-            elif np.dtype(e["dtype"]) == self.dtype and (self.views or self.maps):
+            elif np.dtype(e["dtype"]) == self.dtype and (self.views or self.maps) and not _at_url(bf):
                 arr = bf.array(e)[a:b]        # a view of the map; the packer reads what it takes
                 streams[e["name"]] = (DenseStream(arr, offsets, shared=True) if self.views else
                                       DenseStream(arr, offsets, rows_reader(bf, e, a),
@@ -120,6 +124,19 @@ class BinaryReaderDeserializer(DeserializerBase):
                     values = values.astype(self.dtype)
             streams[e["name"]] = DenseStream(values, offsets)
         return ChunkData(table, streams, invalid if invalid.any() else None)
+
+    def fetches_ahead(self) -> bool:
+        """Whether a file is at a URL (the engine then names the chunks it loads next)."""
+        return any(_at_url(bf) for bf in self.files)
+
+    def fetch_ahead(self, chunk_ids: list[int]) -> None:
+        """Start the ranged GETs of these chunks' rows and invalid flags (the ranges get_chunk reads)."""
+        for c in chunk_ids:
+            a, b = self._bounds[c], self._bounds[c + 1]
+            for bf, e in self.entries:
+                if _at_url(bf):
+                    inv = bf.header.get("invalid")
+                    bf.source.prefetch([row_span(e, a, b)] + ([row_span(inv, a, b)] if inv else []))
 
     def label_mapping(self, name: str) -> list[str] | None:
         """The label mapping stored with section ``name`` (None when it has none)."""
@@ -141,6 +158,10 @@ class BinaryReaderDeserializer(DeserializerBase):
         self.files = []
 
 
+def _at_url(bf: BinaryFile) -> bool:
+    return isinstance(bf.source, ObjectRanges)
+
+
 class BinaryReaderAdapter:
     """``readerType = BinaryReader`` section -> ``BinaryReaderDeserializer`` config."""
 
@@ -151,11 +172,11 @@ class BinaryReaderAdapter:
         if sec.exists("windowSize"):
             info_once("windowSize", "%s = %d: the binary file is memory-mapped whole; the engine holds only "
                       "its randomization window", sec.key_path("windowSize"), sec.int("windowSize", minimum=0))
-        files = [str(x) for x in sec.list("file")]
+        files = path_list([str(x) for x in sec.list("file")])      # a URL's ':' splits no array
         randomize, block = randomize_option(sec)
         config = {"type": self.deserializer_type, "file": files,
                   "recordsPerChunk": block if randomize else 0,
-                  "precision": "float" if spec.dtype == "float32" else "double"}
+                  "precision": "float" if spec.dtype == "float32" else "double", **remote_keys(sec)}
         for key in ("cacheViews", "cacheMaps"):
             if sec.exists(key):
                 config[key] = sec.bool(key)

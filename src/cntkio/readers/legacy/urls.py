@@ -5,12 +5,13 @@ It never writes to an object store and never reads a URL other than through :mod
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from ...errors import ConfigError, NotImplementedInCntkio
 from ...values import is_url
 
-__all__ = ["REMOTE_KEYS", "remote_keys", "local_file", "refuse_url", "exists", "URLNotWritable"]
+__all__ = ["REMOTE_KEYS", "remote_keys", "local_file", "refuse_url", "exists", "path_list", "URLNotWritable"]
 
 #: the keys of :mod:`cntkio.remote.options`, as a config spells them
 REMOTE_KEYS = ("storageOptions", "cacheDir", "cacheLimit", "remoteInFlight", "remoteRetries",
@@ -67,3 +68,18 @@ def refuse_url(path: Any, option: str, what: str) -> None:
         raise URLNotWritable(f"{what} {path!r} is a URL: cntkio writes {what}s to local files only, never "
                              "to an object store", path=option,
                              hint="name a local file (upload it afterwards if it must live in the store)")
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+")
+
+
+def path_list(items: list[str]) -> list[str]:
+    """A config array of paths with its URLs whole again: ``file = s3://b/x.bin`` is split at its
+    ``:`` as any array is (``s3``, ``//b/x.bin``); a scheme followed by a ``//...`` item is one URL."""
+    out: list[str] = []
+    for x in items:
+        if out and x.startswith("//") and _SCHEME.fullmatch(out[-1]):
+            out[-1] += ":" + x
+        else:
+            out.append(x)
+    return out
