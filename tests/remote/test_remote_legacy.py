@@ -233,3 +233,46 @@ def test_binaryreader_object_replaced_during_a_run_is_an_error_naming_it(s3, buc
     with pytest.raises(ObjectChanged, match=url):
         while src.next_minibatch(10):
             pass
+
+
+# --- ImageReader (the legacy section: one ImageDeserializer) --------------------------------------
+
+def test_legacy_imagereader_section_with_its_map_in_a_bucket_equals_the_local_read(s3, bucket, tmp_path):
+    cv2 = pytest.importorskip("cv2")
+    rng = np.random.default_rng(1)
+    for i in range(6):
+        cv2.imwrite(str(tmp_path / f"im{i}.png"), rng.integers(0, 256, (5 + i, 6, 3), dtype=np.uint8))
+    (tmp_path / "map.txt").write_text("".join(f"im{i}.png\t{i % 4}\n" for i in range(6)))
+    s3.upload(str(tmp_path), f"s3://{bucket}/img")
+
+    def section(base, remote=""):
+        return f"""
+        reader = [
+            readerType = "ImageReader"
+            file = "{base}map.txt"
+            randomize = "none"
+            {remote}
+            features = [ width = 4 ; height = 4 ; channels = 3 ; cropType = Center ; interpolations = linear ]
+            labels = [ labelDim = 4 ]
+        ]"""
+    want = read_config(section(f"{tmp_path}/"))
+    assert_same(read_config(section(f"s3://{bucket}/img/", storage_section(s3, tmp_path))), want)
+
+
+# --- files cntkio writes: never at a URL ---------------------------------------------------------
+
+def test_writers_and_created_maps_at_a_url_are_refused_by_name(s3, bucket, tmp_path):
+    from cntkio.actions.checks import check_writable
+    from cntkio.legacy import DataWriter
+    from cntkio.readers.legacy.urls import URLNotWritable
+    with pytest.raises(URLNotWritable, match="writer output file 's3://b/out.bin' is a URL") as err:
+        DataWriter({"writerType": "BinaryReader",
+                    "features": {"dim": "3", "sectionType": "data", "wfile": "s3://b/out.bin"}})
+    assert err.value.path.endswith("features.wfile")
+    _uci_files(tmp_path)
+    made = _uci_config(f"{tmp_path}/", storage_section(s3, tmp_path)).replace(
+        f'labelMappingFile = "{tmp_path}/labels.map"',
+        f'labelMappingFile = "s3://{bucket}/new.map" ; allowMapCreation = true')
+    with pytest.raises(ConfigError, match=f"labelMappingFile: label mapping file 's3://{bucket}/new.map' is a URL"):
+        read_config(made)    # the map is missing: CNTK would write it, cntkio will not write to a store
+    assert "is a URL" in check_writable("gs://b/model.dnn") and check_writable(str(tmp_path / "m.dnn")) is None

@@ -25,7 +25,7 @@ from .. import registry
 from .._log import get_logger
 from ..constants import (DEFAULT_CHUNK_SIZE_IN_BYTES, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
                          LEGACY_RANDOMIZATION_WINDOW_IN_BYTES, RANDOMIZE_AUTO)
-from ..errors import ConfigError, FormatError, NotImplementedInCntkio
+from ..errors import ConfigError, FormatError, NotImplementedInCntkio, RemoteError
 from .legacy.urls import remote_keys
 from .section import Section, as_section
 
@@ -357,6 +357,9 @@ def _named_file_error(e: OSError, config: Any, dconf: dict, spec: ReaderSpec, pa
     if e.filename is not None and str(e.filename) not in reason:
         reason += f": {e.filename}"
     prefix = f"{where}:{line}: " if where and line else (f"{where}: " if where else "")
+    if isinstance(e, RemoteError):    # an object store's error: its URL and range, the key before its reason
+        return type(e)(f"{prefix}{_join(_dpath(spec, path, i), key)}: {e.reason}", url=e.url, begin=e.begin,
+                       end=e.end)
     err = type(e)(f"{prefix}{_join(_dpath(spec, path, i), key)}: {reason}")
     err.errno = e.errno
     return err
