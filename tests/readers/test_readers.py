@@ -624,3 +624,21 @@ def test_an_undefined_variable_elsewhere_in_the_file_does_not_stop_this_reader()
         ]"""))
     spec = reader_spec(cfg("train")("reader"))
     assert spec.dtype == "float64" and spec.deserializers[0]["file"] == "d.txt"
+
+
+def test_an_object_store_error_of_a_deserializer_keeps_its_url_and_range_with_the_config_key():
+    from cntkio import registry
+    from cntkio.errors import RemoteError
+
+    def factory(config, **kw):
+        raise RemoteError("ConnectTimeoutError: no answer (after 6 attempts)", url="s3://b/a.ctf", begin=0, end=64)
+    registry.register_deserializer("RemoteFailingTestDeserializer", factory)
+    try:
+        with pytest.raises(RemoteError) as err:
+            build_reader(reader_of('reader = [ deserializers = ([ type = RemoteFailingTestDeserializer ; '
+                                   'file = "s3://b/a.ctf" ]) ]'))
+    finally:
+        registry._DESERIALIZERS.pop("RemoteFailingTestDeserializer")
+    assert (err.value.url, err.value.begin, err.value.end) == ("s3://b/a.ctf", 0, 64)
+    assert str(err.value) == ("s3://b/a.ctf bytes 0-64: <config>:1: reader.deserializers[0].file: ConnectTimeoutError: "
+                              "no answer (after 6 attempts)")
