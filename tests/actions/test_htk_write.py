@@ -132,6 +132,9 @@ def test_dataset_processing_errors(tmp_path, model):
     cfg.write_text(text.replace("type = scaledLogLikelihood", "type = logit"))
     with pytest.raises(ConfigError, match="type"):
         run([f"configFile={cfg}"])
+    cfg.write_text(text.replace(f"path = {tmp_path / 'out'}/raw", "path = s3://b/raw"))   # outputs: local only
+    with pytest.raises(ConfigError, match="HTK output folder 's3://b/raw' is a URL"):
+        run([f"configFile={cfg}"])
 
 
 def test_simple_network_with_need_prior_writes_scaled_log_likelihood(tmp_path):

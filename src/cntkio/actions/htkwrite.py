@@ -30,6 +30,7 @@ import numpy as np
 from ..integrations.torch_backend import torch
 
 from .._log import get_logger
+from ..remote import is_remote
 from ..deserializers.htk.writer import HTKOutputWriter, scp_utterances
 from ..errors import CntkioError
 from .checks import check_batch, load_command_model, torch_errors
@@ -100,6 +101,10 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
         if kind not in ("", "real", "scaledloglikelihood"):
             raise err("type", f"unknown output type {get_str(sub, 'type')!r} (expected scaledLogLikelihood or none)")
         prior = _prior(net, err, "type") if kind == "scaledloglikelihood" else None
+        for key, what in (("path", "HTK output folder"), ("scpFile", "output SCP file")):   # local files only
+            if sub.exists_current(key) and is_remote(get_str(sub, key)):
+                raise err(key, f"{what} {get_str(sub, key)!r} is a URL: cntkio writes {what}s to local files "
+                          "only, never to an object store")
         writer = HTKOutputWriter(get_str(sub, "path"), get_str(sub, "ext", "mfc"), get_str(sub, "scpFile", None))
         outputs.append((out_name, node, get_int(sub, "dim", 0), prior, writer, sub))
 
