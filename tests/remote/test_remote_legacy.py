@@ -261,7 +261,7 @@ def test_legacy_imagereader_section_with_its_map_in_a_bucket_equals_the_local_re
 
 # --- files cntkio writes: never at a URL ---------------------------------------------------------
 
-def test_writers_and_created_maps_at_a_url_are_refused_by_name(s3, bucket, tmp_path):
+def test_writers_and_created_maps_at_a_url_are_refused_by_name(s3, bucket, tmp_path, capsys):
     from cntkio.actions.checks import check_writable
     from cntkio.legacy import DataWriter
     from cntkio.readers.legacy.urls import URLNotWritable
@@ -276,3 +276,10 @@ def test_writers_and_created_maps_at_a_url_are_refused_by_name(s3, bucket, tmp_p
     with pytest.raises(ConfigError, match=f"labelMappingFile: label mapping file 's3://{bucket}/new.map' is a URL"):
         read_config(made)    # the map is missing: CNTK would write it, cntkio will not write to a store
     assert "is a URL" in check_writable("gs://b/model.dnn") and check_writable(str(tmp_path / "m.dnn")) is None
+    (tmp_path / "c.cntk").write_text(f"""
+        command = makeMap
+        labelMappingFile = "s3://{bucket}/labels.map"
+        train = [ {_uci_config(f"{tmp_path}/").replace(f'labelMappingFile = "{tmp_path}/labels.map"', "")} ]
+        makeMap = [ action = createLabelMap ; section = train ]""")
+    assert main([f"configFile={tmp_path / 'c.cntk'}"]) != 0
+    assert f"labelMappingFile: label mapping file 's3://{bucket}/labels.map' is a URL" in capsys.readouterr().err
