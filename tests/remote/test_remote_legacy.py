@@ -127,6 +127,13 @@ def test_ucifastreader_data_and_label_map_in_a_bucket_equal_the_local_read(s3, b
                          f'writerType = BinaryReader ; wfile = "{tmp_path / "uci.bin"}"')
     assert_same(read_config(cached), want)
     assert_same(read_config(cached), want)
+    # createLabelMap's labels of a data file at a URL (written to a local file)
+    from cntkio.readers.legacy.ucifast import write_label_map
+    def made(base, remote=""):
+        reader = parse_config(textwrap.dedent(_uci_config(base, remote)))("reader")
+        return write_label_map(reader, "labels", str(tmp_path / "made.map"))
+    assert made(f"s3://{bucket}/uci/", storage_section(s3, tmp_path)) == made(f"{tmp_path}/")
+    assert sorted((tmp_path / "made.map").read_text().split()) == ["cat", "dog", "eel"]
 
 
 def test_ucifastreader_wrong_url_names_it_and_a_cache_at_a_url_is_refused(s3, bucket, tmp_path):

@@ -163,11 +163,11 @@ class _LabelTable:
         return out
 
 
-def label_values(path: str, stream: UCIStream) -> list[str]:
+def label_values(path: str, stream: UCIStream, name: str | None = None) -> list[str]:
     """The distinct label texts of ``stream``'s column in ``path``, in the order they first appear:
     what ``createLabelMap`` writes. CNTK's UCIFastReader gave a label its id when it first saw it
     and wrote the map by id (UCIFastReader.cpp:146-154 and 222-233), so line ``i`` of the map is
-    the ``i``-th distinct label of the file."""
+    the ``i``-th distinct label of the file. Errors name ``name`` (the URL ``path`` is a copy of)."""
     with open(path, "rb") as fh:
         buf = fh.read()
     begin, end, count, first = index_records(buf, 0, DEFAULT_CHUNK_SIZE_IN_BYTES)
@@ -183,7 +183,7 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
         if errors:
             rec, line, col, code = errors[0]
             raise FormatError(f"too few columns for the label column {stream.start} of {stream.name!r}",
-                              file=path, line=line, expected=f"at least {ncols} columns", found=str(col))
+                              file=name or path, line=line, expected=f"at least {ncols} columns", found=str(col))
         lengths = spans[:, 0, 1] - spans[:, 0, 0]
         width = int(lengths.max()) if n else 1
         data = np.frombuffer(buf, np.uint8)
@@ -197,7 +197,7 @@ def label_values(path: str, stream: UCIStream) -> list[str]:
     try:
         return [k.decode("utf-8") for k, _ in sorted(found.items(), key=lambda kv: kv[1])]
     except UnicodeDecodeError as e:
-        raise FormatError(f"a label of {stream.name!r} is not UTF-8 text ({e.reason})", file=path,
+        raise FormatError(f"a label of {stream.name!r} is not UTF-8 text ({e.reason})", file=name or path,
                           found=repr(e.object)) from e
 
 
@@ -214,7 +214,8 @@ def write_label_map(reader: Any, stream: str, out_path: str) -> list[str]:
     s = UCIStream(stream, ssec.int("dim", 1, inherit=False, minimum=1), ssec.int("start", 0, inherit=False, minimum=0),
                   "category")
     refuse_url(out_path, "labelMappingFile", "label mapping file")
-    labels = label_values(local_file(ssec.str("file"), remote_keys(ssec), "file", "the UCIFastReader data file"), s)
+    data = ssec.str("file")
+    labels = label_values(local_file(data, remote_keys(ssec), "file", "the UCIFastReader data file"), s, data)
     if ssec.has_local("labelDim") and len(labels) > ssec.int("labelDim", inherit=False):
         raise ssec.error("labelDim", f"the data holds {len(labels)} distinct labels, more than labelDim = "
                          f"{ssec.int('labelDim', inherit=False)}")
@@ -494,7 +495,7 @@ def _stream(name: str, spec: Mapping, deser: "UCIFastDeserializer | None" = None
                 # CNTK's allowMapCreation = true: the map is made from the data, its labels in the
                 # order of first appearance (UCIFastReader.cpp:420-428; CNTK wrote it after the
                 # first pass, cntkio before it: the same file)
-                _write_lines(s.mapping_file, label_values(deser.data_path(), s))
+                _write_lines(s.mapping_file, label_values(deser.data_path(), s, deser.file))
                 _log.info("%s: label mapping file %s written from %s", name, s.mapping_file, deser.file)
             s.mapping = read_label_mapping(s.mapping_file, f"{name}.labelMappingFile", remote)
             if len(s.mapping) > s.label_dim:
