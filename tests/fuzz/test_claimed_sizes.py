@@ -114,4 +114,6 @@ def test_a_small_file_claiming_huge_sizes(case, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["outcome"].startswith(want), out["outcome"]
-    assert out["after_mb"] - out["before_mb"] < 200 and out["after_mb"] < 500, out
+    # the parser's own growth; the absolute bound leaves room for what the baseline holds (torch alone
+    # is ~450-510 MB of RSS after import, by version and extras: a 500 MB bound failed on 507 MB)
+    assert out["after_mb"] - out["before_mb"] < 200 and out["after_mb"] < 1000, out
