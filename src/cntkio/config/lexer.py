@@ -51,7 +51,7 @@ BS_COMMENT = r"#[^\n]*|//[^\n]*|/\*(?:.|\n)*?\*/"
 #: a number: ``1``, ``1.5``, ``.5``, ``1e-3``; ``1..3`` is 1, ``..``, 3
 BS_NUMBER = r"(?:\d+\.(?!\.)\d*|(?<!\.)\.\d+|\d+)(?:[eE][+-]?\d+)?"
 BS_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-BS_OPERATOR = r"=>|==|!=|<=|>=|&&|\|\||\.\.|\.\*|\*\*|[-+*/%!<>=:.,;(){}\[\]]"
+BS_OPERATOR = r"=>|==|!=|<=|>=|&&|\[\||\|\]|\|\||>>|<<|\.\.|\.\*|\*\*|[-+*/%!<>=:.,;(){}\[\]]"
 #: one BrainScript token (its group name is the kind; ``ws``, ``nl`` and ``comment`` are dropped)
 BS_TOKEN = re.compile(
     r"(?P<ws>[ \t\r\f]+)|(?P<nl>\n)|(?P<comment>" + BS_COMMENT + r")|(?P<num>" + BS_NUMBER + r")"

@@ -29,6 +29,7 @@ from .ndl.graph import GROUPS, TAG_GROUPS, Graph, NodeDef
 from .ndl.network import NDLNetwork
 from .ndl.parser import Assign, Call, ExprStmt, Loc, MacroDef, NDLError, Num, Ref, Str, parse_ndl
 from .ndl.sources import load_macro_file, load_macros, read_ndl_file
+from .ndl.variables import Variables, resolve_variables
 from .nodes import lookup
 from .simple import SimpleNetwork
 
@@ -516,14 +517,20 @@ def _arity(node: NodeDef) -> int:
     return len(op.node_args) if op is not None and not op.variadic else len(node.inputs)
 
 
-def run_mel(text_or_path: str, *, macros: list[str] | None = None, file: str | None = None) -> MelScript:
-    """Run a MEL script (text, or the path of a file); ``macros`` are NDL macro files."""
+def run_mel(text_or_path: str, *, macros: list[str] | None = None, file: str | None = None,
+            variables: Variables | None = None) -> MelScript:
+    """Run a MEL script (text, or the path of a file); ``macros`` are NDL macro files;
+    ``variables`` replace ``$name$`` in the script (CNTK's edit action, Source/ActionsLib/TrainActions.cpp:265)
+    and in the macro files (which CNTK's edit read as written, TrainActions.cpp:262: a difference
+    that only makes more files work)."""
     if file is None and "\n" not in text_or_path and os.path.isfile(text_or_path):
         file = text_or_path
         text_or_path = read_text(file)
+    if variables is not None:
+        text_or_path = resolve_variables(text_or_path, variables, file or "<mel>")
     script = MelScript()
     for p in macros or []:
-        load_macro_file(script.macros, p)
+        load_macro_file(script.macros, p, variables=variables)
     script.run(parse_ndl(text_or_path, file=file or "<mel>"))
     for m in script.models.values():
         script._settle(m)

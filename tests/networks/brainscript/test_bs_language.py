@@ -78,7 +78,12 @@ def test_undefined_name_names_the_near_one_and_the_place():
 
 def test_wrong_argument_counts_and_unknown_parameters():
     e = _error("f(x, y) = x\nr = f(1, 2, 3)")
-    assert "f takes 2 arguments (x, y), found 3" in str(e) and str(e).startswith("t.bs:2:")
+    assert "f takes 2 positional arguments (x, y), found 3" in str(e) and str(e).startswith("t.bs:2:")
+    # optional parameters are passed by name only (CNTK's ConfigLambda), and may stand between positional ones
+    e = _error("f(x, y=1) = x + y\nr = f(1, 2)")
+    assert "f takes 1 positional arguments (x), found 2" in str(e) and "optional parameters are named: y" in e.hint
+    assert value("f(x, y=10, z) = x + y + z\nr = f(1, 2)") == 13
+    assert value("f(x, y=10, z) = x + y + z\nr = f(1, y=0, 2)") == 3
     e = _error("f(x, y) = x\nr = f(1)")
     assert "needs its parameter 'y'" in str(e)
     e = _error("r = DenseLayer{10, activaton=ReLU}")

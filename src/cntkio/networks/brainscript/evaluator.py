@@ -67,10 +67,11 @@ _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator
           "%": operator.mod, "**": operator.pow, ".*": operator.mul}
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
         ">=": operator.ge}
-#: node operators: ``a op b`` with a node on either side
-_NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times", "/": "ElementDivide"}
-#: comparisons with a node operand are nodes (CNTK's EvaluateNodeOp, BrainScriptEvaluator.cpp:357-363)
-_CMP_NODES = {"<": "Less", "==": "Equal", ">": "Greater", ">=": "GreaterEqual", "!=": "NotEqual", "<=": "LessEqual"}
+#: node operators: ``a op b`` with a node on either side; comparisons with a node operand are nodes
+#: (CNTK's EvaluateNodeOp, BrainScriptEvaluator.cpp:357-363)
+_NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times", "/": "ElementDivide",
+             "<": "Less", "==": "Equal", ">": "Greater", ">=": "GreaterEqual", "!=": "NotEqual",
+             "<=": "LessEqual", "&&": "ElementTimes"}
 
 
 class Evaluator:
@@ -211,7 +212,10 @@ class Evaluator:
             named = {k: self._arg(a, env) for k, a in e.named.items()}
             return self.call(fn, pos, named, e.loc)
         if isinstance(e, S.BinOp):
-            return self.binop(e.op, self.eval(e.a, env, path), self.eval(e.b, env, path), e.loc)
+            a = self.eval(e.a, env, path)
+            if e.op in ("&&", "||") and isinstance(a, bool) and a == (e.op == "||"):
+                return a                # short-circuit, as CNTK's BoolOp (BrainScriptEvaluator.cpp)
+            return self.binop(e.op, a, self.eval(e.b, env, path), e.loc)
         if isinstance(e, S.Unary):
             v = self.eval(e.a, env, path)
             if e.op == "!":             # on a node: element-wise (BS.Boolean.Not)
@@ -275,10 +279,15 @@ class Evaluator:
                 raise BrainScriptError(f"{fn.name} has no parameter {k!r}", loc,
                                        hint=near(k, fn.params) or f"its parameters: {', '.join(fn.params) or 'none'}")
             names[k] = t
-        free = [p for p in fn.params if p not in names]     # positional arguments fill the others, in order
+        # positional arguments fill the parameters without a default that are not named, in order
+        # (CNTK's ConfigLambda: optional parameters are passed by name only)
+        free = [p for p in fn.params if p not in names and p not in fn.defaults]
         if len(pos) > len(free):
-            raise BrainScriptError(f"{fn.name} takes {len(fn.params)} arguments ({', '.join(fn.params)}), "
-                                   f"found {len(pos) + len(names)}", loc)
+            need = [p for p in fn.params if p not in fn.defaults]
+            raise BrainScriptError(f"{fn.name} takes {len(need)} positional arguments ({', '.join(need) or 'none'}), "
+                                   f"found {len(pos)}", loc,
+                                   hint=f"optional parameters are named: {', '.join(fn.defaults)}" if fn.defaults
+                                   else None)
         for p, t in zip(free, pos):
             names[p] = t
         scope = Scope(names, fn.env)
@@ -292,12 +301,21 @@ class Evaluator:
 
     # --- operators --------------------------------------------------------------------------
     def binop(self, op: str, a: Any, b: Any, loc: Loc | None) -> Any:
+        if op == ">>":                  # F >> G: G(F(...)), with F's parameters
+            if not (isinstance(a, Function) and isinstance(b, Function)):
+                raise BrainScriptError(f"'>>' composes two functions, found {type_name(a)} and {type_name(b)}", loc)
+            return self._compose(a, b)
+        if op == "<<":                  # array << n: the array without its first n elements
+            if not (isinstance(a, Array) and _num(b)):
+                raise BrainScriptError(f"'<<' shifts an array by a number, found {type_name(a)} and {type_name(b)}",
+                                       loc)
+            return Array(a.items[int(b):])
+        if isinstance(a, BNode) or isinstance(b, BNode):
+            return self._node_op(op, a, b, loc)
         if op in ("&&", "||"):
             x, y = self.boolean(a, loc), self.boolean(b, loc)
             return (x and y) if op == "&&" else (x or y)
         if op in _CMP:
-            if isinstance(a, BNode) or isinstance(b, BNode):     # a comparison node, as CNTK
-                return self.node(_CMP_NODES[op], [self.as_node(a, loc, op), self.as_node(b, loc, op)], loc=loc)
             if type(a) is not type(b) and not (_num(a) and _num(b)):
                 raise BrainScriptError(f"'{op}' compares {type_name(a)} with {type_name(b)}", loc)
             if op not in ("==", "!=") and not (_num(a) or isinstance(a, str)):
@@ -310,16 +328,34 @@ class Evaluator:
             return int(v) if op == "/" and float(v).is_integer() and isinstance(a, int) and isinstance(b, int) and a % b == 0 else v
         if op == "+" and isinstance(a, str) and isinstance(b, str):
             return a + b
-        if isinstance(a, BNode) or isinstance(b, BNode):
-            if op == "*" and (_num(a) or _num(b)):
-                op = ".*"
-            if op == "/" and _num(b):
-                return self.node("ElementTimes", [a, self.constant(1.0 / b, loc)], loc=loc)
-            node_op = _NODE_OPS.get(op)
-            if node_op is None:
-                raise BrainScriptError(f"'{op}' is not defined for nodes (use the node functions)", loc)
-            return self.node(node_op, [self.as_node(a, loc, op), self.as_node(b, loc, op)], loc=loc)
         raise BrainScriptError(f"'{op}' is not defined for {type_name(a)} and {type_name(b)}", loc)
+
+    def _node_op(self, op: str, a: Any, b: Any, loc: Loc | None) -> BNode:
+        """An operator with a node on one side: a node (CNTK's EvaluateNodeOp,
+        BrainScriptEvaluator.cpp): ``*`` with a number and ``.*`` are ElementTimes, ``*`` of two
+        nodes Times; ``x / number`` scales, ``1 / x`` is Reciprocal; comparisons give 1 or 0;
+        ``&&`` is ElementTimes; a boolean operand is the constant 1 or 0."""
+        if op == "*" and (_num(a) or _num(b)):
+            op = ".*"
+        if op == "/" and _num(b):
+            return self.node("ElementTimes", [a, self.constant(1.0 / b, loc)], loc=loc)
+        if op == "/" and _num(a) and a == 1:
+            return self.node("Reciprocal", [b], loc=loc)
+        node_op = _NODE_OPS.get(op)
+        if node_op is None:
+            raise BrainScriptError(f"'{op}' is not defined for nodes (use the node functions)", loc)
+        return self.node(node_op, [self._operand(a, loc, op), self._operand(b, loc, op)], loc=loc)
+
+    def _operand(self, v: Any, loc: Loc | None, op: str) -> BNode:
+        if isinstance(v, bool):
+            return self.constant(1.0 if v else 0.0, loc)
+        return self.as_node(v, loc, op)
+
+    def _compose(self, f: Function, g: Function) -> Function:
+        def call(ev, pos, named, loc):
+            y = ev.call(f, pos, named, loc)
+            return ev.call(g, [Thunk.of(y)], {}, loc)
+        return Function(f"{f.name} >> {g.name}", list(f.params), builtin=call)
 
     def boolean(self, v: Any, loc: Loc | None) -> bool:
         if isinstance(v, bool):

@@ -2,25 +2,27 @@
 
 Tokens (from the lexical layer shared with the config language, :mod:`cntkio.config.lexer`):
 numbers, strings (``"..."`` or ``'...'``), names, operators; comments are ``#`` and ``//`` to the
-end of the line and ``/* ... */``. Line breaks only matter in one place: a ``(``, ``{`` or
-``[`` that starts a line begins a new record member rather than calling the expression before it.
+end of the line and ``/* ... */``. Line breaks do not end an expression (as in CNTK's parser): a
+``(`` on the next line calls the expression before it (``Sequential`` then ``(`` ... ``)``).
 
 Grammar (lowest precedence first)::
 
     expr     := lambda | 'if' expr 'then' expr 'else' expr | 'new' NAME expr | array
     lambda   := (NAME | '(' NAME, ... ')') '=>' expr
-    array    := or (':' or)*                       # a : b : c is an array
+    array    := compose (':' compose)*              # a : b : c is an array
+    compose  := or (('>>'|'<<') or)*                # f >> g: g(f(x)); array << n: drop n
     or       := and ('||' and)*;  and := cmp ('&&' cmp)*
     cmp      := add (('=='|'!='|'<'|'<='|'>'|'>=') add)?
     add      := mul (('+'|'-') mul)*;  mul := unary (('*'|'/'|'.*'|'%'|'**') unary)*
     unary    := ('-'|'+'|'!') unary | postfix
     postfix  := primary ('.' NAME | '(' args ')' | '{' args '}' | '[' expr ']')*
     primary  := NUMBER | STRING | 'true' | 'false' | NAME | '(' expr ')' | record
+              | '[|' (expr (';' expr)*)? '|]'                # an array, of any length
               | 'array' '[' expr '..' expr ']' '(' lambda ')'
     record   := '{' member* '}' | '[' member* ']'
     member   := NAME ('(' params ')' | '{' params '}' | '[' NAME ':' expr '..' expr ']')? '=' expr
               | 'include' STRING
-    params   := NAME (',' NAME)* (',' NAME '=' expr)*      # defaults make optional parameters
+    params   := param (',' param)*;  param := NAME ('=' expr)?   # a default: an optional parameter
 
 Every node carries its :class:`Loc` (file, line, column) for the evaluator's errors.
 """
@@ -158,7 +160,7 @@ class RecordLit(Node):
     members: list
 
 
-_PREC = [("||",), ("&&",), ("==", "!=", "<", "<=", ">", ">="), ("+", "-"), ("*", "/", ".*", "%", "**")]
+_PREC = [(">>", "<<"), ("||",), ("&&",), ("==", "!=", "<", "<=", ">", ">="), ("+", "-"), ("*", "/", ".*", "%", "**")]
 
 
 class _Parser:
@@ -237,11 +239,11 @@ class _Parser:
         names, defaults = [], {}
         while not self.is_op(close):
             n = self.name().text
-            if self.is_op("="):
+            if n in names:
+                raise self.err(f"a parameter other than {n!r} (it is named twice)")
+            if self.is_op("="):         # optional (named) parameters may stand between positional ones
                 self.i += 1
                 defaults[n] = self.expr()
-            elif defaults:
-                raise self.err(f"a default value for parameter {n!r} (it follows optional ones)")
             names.append(n)
             if not self.is_op(close):
                 self.take(",")
@@ -326,11 +328,11 @@ class _Parser:
             if self.is_op("."):
                 self.i += 1
                 e = Member(tok.loc, e, self.name().text)
-            elif self.is_op("(", "{") and not tok.line_start:
-                self.i += 1
+            elif self.is_op("(", "{"):      # also on the next line: CNTK's parser does not stop at a
+                self.i += 1                  # line break (BrainScriptParser.cpp, ParseExpression)
                 args, named = self.args(")" if tok.text == "(" else "}")
                 e = Call(tok.loc, e, args, named, tok.text == "{")
-            elif self.is_op("[") and not tok.line_start:
+            elif self.is_op("["):
                 self.i += 1
                 idx = self.expr()
                 self.take("]")
@@ -381,6 +383,17 @@ class _Parser:
             e = self.expr()
             self.take(")")
             return e
+        if self.is_op("[|"):                # [| a ; b |]: an array of any length (CNTK's F# syntax)
+            self.i += 1
+            items = []
+            if not self.is_op("|]"):
+                while True:
+                    items.append(self.expr())
+                    if not self.is_op(";"):
+                        break
+                    self.i += 1
+            self.take("|]")
+            return ArrayLit(tok.loc, items)
         if self.is_op("{", "["):
             close = "}" if tok.text == "{" else "]"
             self.i += 1

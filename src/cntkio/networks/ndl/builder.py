@@ -18,6 +18,7 @@ from .graph import Graph
 from .network import NDLNetwork
 from .parser import NDLError, parse_ndl
 from .sources import NDLFile, config_statements, load_macro_file, load_macros, read_ndl_file
+from .variables import Variables, config_variables, resolve_variables
 
 __all__ = ["build", "build_graph", "build_from_config", "split_paths"]
 
@@ -39,19 +40,30 @@ def _names(v) -> list[str]:
     return [str(p) for p in v]
 
 
+def _variables(v: Variables | dict | None) -> Variables | None:
+    if isinstance(v, dict):
+        table = {str(k).lower(): str(x) for k, x in v.items()}
+        return lambda name: table.get(name.lower())
+    return v
+
+
 def build_graph(source: str | NDLFile, *, run: str | Iterable[str] | None = None,
                 load: str | Iterable[str] | None = None, macros: str | Iterable[str] | None = None,
-                library: MacroLibrary | None = None) -> Graph:
-    """The :class:`Graph` of NDL ``source`` (a file path, NDL text, or a parsed file)."""
+                library: MacroLibrary | None = None, variables: Variables | dict | None = None) -> Graph:
+    """The :class:`Graph` of NDL ``source`` (a file path, NDL text, or a parsed file);
+    ``variables`` (a dict, or ``name -> value or None``) replace ``$name$`` in the texts, as the
+    config's variables do in CNTK."""
     lib = library if library is not None else MacroLibrary()
+    look = _variables(variables)
     for path in split_paths(macros):
-        load_macro_file(lib, path)
+        load_macro_file(lib, path, variables=look)
     if isinstance(source, NDLFile):
         f = source
     elif "\n" not in source and os.path.isfile(source):
-        f = read_ndl_file(source)
+        f = read_ndl_file(source, variables=look)
     else:
-        f = NDLFile(parse_ndl(source, file="<string>"), "<string>")
+        text = resolve_variables(source, look, "<string>") if look is not None else source
+        f = NDLFile(parse_ndl(text, file="<string>"), "<string>")
     for name in _names(load) or f.load:
         load_macros(lib, f.section(name), f"load section {name}")
     for m in f.macros:
@@ -73,12 +85,13 @@ def build_graph(source: str | NDLFile, *, run: str | Iterable[str] | None = None
 
 def build(source: str, *, run: str | Iterable[str] | None = None, load: str | Iterable[str] | None = None,
           macros: str | Iterable[str] | None = None, dtype: torch.dtype = torch.float32,
-          seed_offset: int = 0, device: torch.device | str | None = None) -> NDLNetwork:
+          seed_offset: int = 0, device: torch.device | str | None = None,
+          variables: Variables | dict | None = None) -> NDLNetwork:
     """An NDL network as a ``torch.nn.Module``: ``source`` is NDL text or the path of an NDL file;
     ``run``/``load`` name its sections (``"a:b"`` or a list; they override the file's own),
-    ``macros`` are macro files (CNTK's ``ndlMacros``)."""
+    ``macros`` are macro files (CNTK's ``ndlMacros``), ``variables`` replace ``$name$``."""
     base = os.path.dirname(os.path.abspath(source)) if "\n" not in source and os.path.isfile(source) else None
-    net = NDLNetwork(build_graph(source, run=run, load=load, macros=macros), dtype,
+    net = NDLNetwork(build_graph(source, run=run, load=load, macros=macros, variables=variables), dtype,
                      seed_offset=seed_offset, base_dir=base)
     return net.to(device) if device is not None else net
 
@@ -92,13 +105,15 @@ def build_from_config(builder: ConfigParameters, *, dtype: torch.dtype = torch.f
     def get(key):
         return str(builder(key)) if builder.exists(key) else None
     lib = MacroLibrary()
+    variables = config_variables(builder)       # $name$ in the files: NDLNetworkBuilder.h:498, 536
     for p in split_paths(get("ndlMacros")):
-        load_macro_file(lib, p, where=f"{path}.ndlMacros")
+        load_macro_file(lib, p, where=f"{path}.ndlMacros", variables=variables)
     run, load = _names(get("run")), _names(get("load"))
     seed = int(builder("randomSeedOffset").as_int()) if builder.exists("randomSeedOffset") else 0
     desc = get("networkDescription")
     if desc:
-        f = read_ndl_file(desc, what="networkDescription file", where=f"{path}.networkDescription")
+        f = read_ndl_file(desc, what="networkDescription file", where=f"{path}.networkDescription",
+                          variables=variables)
         graph = build_graph(f, run=run or None, load=load or None, library=lib)
         return NDLNetwork(graph, dtype, seed_offset=seed, base_dir=os.path.dirname(os.path.abspath(desc)))
     if not run:

@@ -106,6 +106,12 @@ class Scope:
     def has(self, key: str) -> bool:
         return key in self.vals or key in self.defs
 
+    def _chain(self):
+        s: Scope | None = self
+        while s is not None:
+            yield s
+            s = s.parent
+
     def get(self, key: str, loc: Loc) -> Any:
         if key in self.vals:
             return self.vals[key]
@@ -131,8 +137,9 @@ class Scope:
         if owner is not None:
             value = owner.get(parts[0].lower(), loc)
         else:
-            if self.fallback is not None:
-                hit = self.fallback(name)
+            fallback = next((s.fallback for s in self._chain() if s.fallback is not None), None)
+            if fallback is not None:        # MEL: the model's nodes, seen from nested sections too
+                hit = fallback(name)
                 if hit is not None:
                     return hit
             if soft and len(parts) == 1:

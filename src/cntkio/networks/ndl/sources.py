@@ -16,6 +16,7 @@ from ...config.parser import read_text
 from ...errors import ConfigError
 from .evaluator import MacroLibrary
 from .parser import Assign, Block, ListExpr, Loc, MacroDef, NDLError, Ref, Str, parse_ndl, parse_span
+from .variables import Variables, resolve_variables
 
 __all__ = ["NDLFile", "read_ndl_file", "config_statements", "load_macros", "section_names"]
 
@@ -58,11 +59,16 @@ def section_names(expr) -> list[str]:
     raise NDLError("run/load: expected section names (a:b)", getattr(expr, "loc", None))
 
 
-def read_ndl_file(path: str, *, what: str = "NDL file", where: str | None = None) -> NDLFile:
-    """Parse an NDL file (a located ConfigError when it is missing)."""
+def read_ndl_file(path: str, *, what: str = "NDL file", where: str | None = None,
+                  variables: Variables | None = None) -> NDLFile:
+    """Parse an NDL file (a located ConfigError when it is missing), its ``$name$`` replaced with
+    ``variables`` first (CNTK's LoadConfigFileAndResolveVariables; ``ndl/variables.py``)."""
     if not os.path.isfile(path):
         raise ConfigError(f"{what} {path} does not exist", path=where)
-    return NDLFile(parse_ndl(read_text(path), file=path), path)
+    text = read_text(path)
+    if variables is not None:
+        text = resolve_variables(text, variables, path)
+    return NDLFile(parse_ndl(text, file=path), path)
 
 
 def config_statements(section: ConfigParameters) -> list:
@@ -128,9 +134,11 @@ def load_macros(library: MacroLibrary, statements: list, where: str) -> None:
                            f"the statement {getattr(st, 'name', '')!r}", st.loc)
 
 
-def load_macro_file(library: MacroLibrary, path: str, where: str | None = None) -> None:
-    """``ndlMacros``: the macros of a file (its ``load`` sections if it names them, else all)."""
-    f = read_ndl_file(path, what="ndlMacros file", where=where)
+def load_macro_file(library: MacroLibrary, path: str, where: str | None = None,
+                    variables: Variables | None = None) -> None:
+    """``ndlMacros``: the macros of a file (its ``load`` sections if it names them, else all),
+    its ``$name$`` replaced with ``variables`` first."""
+    f = read_ndl_file(path, what="ndlMacros file", where=where, variables=variables)
     for m in f.macros:
         library.add(m)
     names = f.load or list(f.sections)
