@@ -75,7 +75,7 @@ def test_atis_network_builds_with_three_inputs_and_learns():
     net = cntkio.brainscript.build(ATIS)
     g = net.graph.groups
     assert g["feature"] == ["featuresPW", "featuresCW", "featuresNW"] and g["label"] == ["labels"]
-    assert net.shapes["features"] == (60,) and net.shapes["LSTMoutput"] == (24,)
+    assert net.shapes["features"] == (60,) and net.shapes["W"] == (5, 24) and net.shapes["outputs"] == (5,)
     gen = torch.Generator().manual_seed(1)
     opt = torch.optim.Adam(net.parameters(), lr=0.01)
     for _ in range(60):

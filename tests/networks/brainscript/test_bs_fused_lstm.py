@@ -65,16 +65,21 @@ def test_fused_lstm_equals_nn_lstm_with_cntk_gate_order():
         lstm.bias_hh_l0.zero_()
     starts = [0, 3, 5, 9]
     for s, e in zip(starts, starts[1:] + [10]):
-        want = lstm(x[s:e].unsqueeze(1))[0].squeeze(1)
+        state = (torch.full((1, 1, 4), 0.1), torch.full((1, 1, 4), 0.1))   # CNTK's state before a sequence
+        want = lstm(x[s:e].unsqueeze(1), state)[0].squeeze(1)
         torch.testing.assert_close(got[s:e], want, rtol=1e-5, atol=1e-6)
 
 
+#: CNTK's LSTMBlock in a recurrence written out, as RecurrentLSTMLayer builds it in CNTK.core.bs
+BLOCK = ("x = Input{5}\nlstm = BS.RNNs.LSTMBlock{4}\n"
+         "r = { prev = BS.RNNs.PreviousHC(state) ; state = lstm(x, prev) }.state\n")
+
+
 def test_a_loop_whose_cell_is_read_runs_step_by_step():
-    text = ("x = Input{5}\nr = BS.RNNs.RecurrentLSTMP(4, x)\nz = DenseLayer{3}(Splice(r.h : r.c))\n" + HEAD)
-    net = build(text)
+    net = build(BLOCK + "z = DenseLayer{3}(Splice(r.h : r.c))\n" + HEAD)
     net.fuse_lstm = True
     assert _fused_loops(net, ("ce",)) == 0
-    only_h = build("x = Input{5}\nr = BS.RNNs.RecurrentLSTMP(4, x)\nz = DenseLayer{3}(r.h)\n" + HEAD)
+    only_h = build(BLOCK + "z = DenseLayer{3}(r.h)\n" + HEAD)
     assert _fused_loops(only_h, ("ce",)) == 1
     # asking for a node inside the loop also takes the step loop
     inner = [n for n in only_h.loops[0] if only_h.graph.nodes[n].op == "Sigmoid"][0]

@@ -53,8 +53,13 @@ def test_function_returning_a_record():
     assert value("m(x) = { a = x; b = a * 2 }.b\nr = m(4)") == 8
 
 
-def test_bs_namespaces_resolve_builtins():
-    assert value("r = BS.Constants.Zero + Max(1, 2)") == 2
+def test_bs_namespaces_resolve_the_library_as_cntk_core_bs_does():
+    assert value("r = BS.Constants.False + Max(1, 2)") == 2
+    assert value("r = BS.Constants.IsNone(None) && IsSameObject(BS.Constants.None, None)") is True
+    assert value("r = Length(_ConcatArrays(Repeat(2, 7), 1:2))") == 4
+    assert value("r = IsSameObject(CNTK2.Identity, CNTK2.Pass) && IsSameObject(Less, CNTK2.Less)") is True
+    e = _error("r = IsFirst(Input{3})")          # BS.Loop.IsFirst: not a top-level name in CNTK
+    assert "undefined name 'IsFirst'" in str(e)
 
 
 def test_include_is_read_beside_the_including_file(tmp_path):

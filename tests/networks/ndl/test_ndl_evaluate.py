@@ -278,7 +278,7 @@ def test_sections_of_a_file_see_its_top_level_variables(tmp_path):
     ("W = Parameter(2, needGradient=maybe)", "needGradient: expected a boolean"),
     ("W = Parameter(2.5)", r"node W \(Parameter\): expected an integer, found 2.5"),
     ("x = Input(3)\nW = RowSlice(x, 1, 2)", r"argument 1 \(startIndex\) must be a number, found node x"),
-    ("W = Parameter(2, init=bogus)", "init: expected uniform, gaussian, fixedValue, zero or fromFile"),
+    ("W = Parameter(2, init=bogus)", "init: expected one of uniform, uniform1, gaussian, normal, xavier"),
 ])
 def test_bad_optional_values(text, message):
     import re

@@ -7,12 +7,12 @@
    made under and their type (``model.W``, ``z.Times``), each name once.
 3. Inferred dimensions (``Inferred``, 0: a layer's input dimension) are filled from the first
    use of the parameter (``Times``, ``Convolution``, ``BatchNormalization``, element-wise).
+   A parameter's CNTK dimensions (``cntkDims``) are completed then, for its fan-in and fan-out.
 4. The graph becomes an ``NDLNetwork`` (the node library's network; model files, MEL and the
-   actions are the same as NDL's); glorot/he initialisations are then applied.
+   actions are the same as NDL's), which initialises the parameters (``nodes/init.py``).
 """
 from __future__ import annotations
 
-import math
 import os
 
 from ...integrations.torch_backend import torch
@@ -20,9 +20,9 @@ from ..ndl.graph import Graph, NodeDef
 from ..ndl.network import NDLNetwork
 from ..nodes import NodeError, lookup
 from ..nodes.base import numel
-from . import layers, load, recurrent, sequences  # noqa: F401  (they register the layers)
+from . import functions, images, layers, load, recurrent, refused, scalars  # noqa: F401  (they register the library)
 from .evaluator import Evaluator, deep_recursion
-from .library import builtins
+from .library import install
 from .syntax import BrainScriptError, Loc, parse_expression, parse_record_body
 from .values import Array, BNode, Record, Thunk, type_name
 
@@ -40,7 +40,8 @@ def evaluate_network(text: str, *, file: str = "<brainscript>", line: int = 1, c
     """Evaluate a network: the members of a record (``expression=False``, a ``.bs`` file or the
     inside of ``BrainScriptNetworkBuilder = {...}``), or an expression giving a record
     (``new ComputationNetwork {...}``)."""
-    ev = Evaluator(builtins(), base_dir=base_dir)
+    ev = Evaluator(base_dir=base_dir)
+    install(ev)
     ev.dim_of = dim_of
     with deep_recursion():
         if expression:
@@ -89,9 +90,8 @@ def _graph_of(ev: Evaluator, rec: Record, groups: dict, roots: list, dropout_rat
         attrs = dict(n.attrs)
         if attrs.pop("bsDropout", False):
             attrs["dropoutRate"] = float(dropout_rate)
-        if n.init is not None:
-            attrs["bsInit"] = n.init["kind"]
-            attrs["bsFan"] = _fan(n, names)
+        if "cntkDims" in attrs:
+            attrs["cntkDims"] = _complete(attrs, names[id(n)], n)
         g.add(NodeDef(names[id(n)], n.op, [names[id(i)] for i in n.inputs], attrs, n.grad, n.lr_mult, n.where))
     for group, members in groups.items():
         for m in members:
@@ -234,16 +234,22 @@ def _infer(nodes: list[BNode], names: dict[int, str]) -> dict[int, tuple]:
             if n.attrs["rows"] == 0:
                 src = n.inputs[0]
                 if id(src) not in shapes:
-                    raise BrainScriptError(f"{n.op} {names[id(n)]}: its dimension cannot be inferred (its input is "
-                                           "computed from it); give it, e.g. PastValue(dim, x)", _loc(n))
-                n.attrs["rows"] = numel(shapes[id(src)])
+                    rows = _upstream_rows(src, names)
+                    if rows is None:
+                        continue    # in a loop: from its first use (_fill), as CNTK's validation infers it
+                    n.attrs["rows"] = rows
+                else:
+                    n.attrs["rows"] = numel(shapes[id(src)])
             shapes[id(n)], sample[id(n)] = (n.attrs["rows"],), True
             done.add(id(n))
             continue
         for k, i in enumerate(n.inputs):
             if id(i) not in shapes:
                 _fill(n, k, i, shapes, names)
-                shapes[id(i)], sample[id(i)] = _call_infer(i, [], [], names)
+                if lookup(i.op).kind == "delay":
+                    shapes[id(i)], sample[id(i)] = (i.attrs["rows"],), True
+                else:
+                    shapes[id(i)], sample[id(i)] = _call_infer(i, [], [], names)
         shapes[id(n)], sample[id(n)] = _call_infer(n, [shapes[id(i)] for i in n.inputs],
                                                    [sample[id(i)] for i in n.inputs], names)
     for n in pending:
@@ -252,6 +258,26 @@ def _infer(nodes: list[BNode], names: dict[int, str]) -> dict[int, tuple]:
             raise BrainScriptError(f"{n.op} {names[id(n)]}: declared dimension {n.attrs['rows']} but its input "
                                    f"{names[id(src)]} has dimensions {list(shapes[id(src)])}", _loc(n))
     return shapes
+
+
+def _upstream_rows(src: BNode, names: dict[int, str]) -> int | None:
+    """The values per sample of ``src`` from what it reads (not through delay nodes), or None when
+    they depend on a delay whose dimension is not known yet (a loop)."""
+    seen: dict[int, BNode] = {}
+    stack = [src]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        if lookup(n.op).kind == "delay":
+            if n.attrs["rows"] == 0:
+                return None
+            continue
+        stack.extend(i for i in n.inputs if isinstance(i, BNode))
+    nodes = list(seen.values())
+    shapes = _infer(nodes, {id(n): names.get(id(n), n.name or n.hint or n.op) for n in nodes})
+    return numel(shapes[id(src)]) if id(src) in shapes else None
 
 
 def _call_infer(n: BNode, shapes, sample, names):
@@ -263,19 +289,36 @@ def _call_infer(n: BNode, shapes, sample, names):
 
 def _fill(user: BNode, k: int, p: BNode, shapes: dict, names) -> None:
     """Parameter ``p`` (input ``k`` of ``user``) has inferred dimensions: take them from ``user``'s
-    other inputs."""
+    other inputs; so does a delay node in a loop (``PastValue (0, h)`` read by ``H * dh``)."""
+    if lookup(p.op).kind == "delay":
+        others = [shapes.get(id(i)) for i in user.inputs]
+        rows = 0
+        if user.op == "Times" and k == 1 and others[0] is not None and len(others[0]) == 2:
+            rows = others[0][1]
+        elif user.op in ("Plus", "Minus", "ElementTimes", "ElementDivide") and others[1 - k] is not None:
+            rows = numel(others[1 - k])
+        if rows <= 0:
+            raise BrainScriptError(f"{p.op} {names[id(p)]}: its dimension cannot be inferred (its input is computed "
+                                   f"from it, and its first use {names[id(user)]} ({user.op}) does not tell it); "
+                                   "give it, e.g. PastValue(dim, x)", _loc(p))
+        p.attrs["rows"] = rows
+        return
     if lookup(p.op).kind != "param":
         raise BrainScriptError(f"{names[id(user)]}: input {names[id(p)]} has no value yet", _loc(user))
     others = [shapes.get(id(i)) for i in user.inputs]
     why = f"its first use, {names[id(user)]} ({user.op}), does not tell them"
-    if user.op in ("Times", "TransposeTimes") and k == 0 and others[1] is not None:
+    if user.op == "Times" and k == 0 and others[1] is not None:
         _set_param(p, p.attrs["rows"], numel(others[1]), names, why)
     elif user.op == "Convolution" and k == 0 and others[1] is not None:
         if len(others[1]) != 3:
             raise BrainScriptError(f"{names[id(user)]}: a convolution needs an image input (w:h:c), found dimensions "
                                    f"{list(others[1])}", _loc(user))
-        kw, kh = p.attrs.get("bsConv", [user.attrs["kernelWidth"], user.attrs["kernelHeight"]])
-        _set_param(p, p.attrs["rows"], others[1][0] * kw * kh, names, why)
+        a = user.attrs
+        kern = a.get("kernelShape")
+        kw, kh = (kern[0], kern[1]) if isinstance(kern, list) else (a["kernelWidth"], a["kernelHeight"])
+        _set_param(p, p.attrs["rows"], others[1][0] * int(kw) * int(kh), names, why)
+    elif user.op == "TransposeTimes" and k == 0 and others[1] is not None:
+        _set_param(p, numel(others[1]), p.attrs["cols"], names, why)
     elif user.op == "BatchNormalization" and k >= 1 and others[0] is not None:
         x = others[0]
         _set_param(p, x[0] if user.attrs.get("spatial") else numel(x), 1, names, why)
@@ -285,44 +328,21 @@ def _fill(user: BNode, k: int, p: BNode, shapes: dict, names) -> None:
         _set_param(p, p.attrs["rows"], p.attrs["cols"], names, why)
 
 
-def _fan(n: BNode, names) -> list[int]:
-    rows, cols = int(n.attrs["rows"]), int(n.attrs["cols"])
-    fan = n.init.get("fan")
-    if isinstance(fan, tuple) and fan[0] == "conv":
-        return [cols, rows * fan[1]]
-    return [cols, rows]
-
-
-def reinitialize(net: NDLNetwork, seed_offset: int = 0) -> None:
-    """The glorot/he initialisations of the BrainScript layers (from each parameter's fan-in and
-    fan-out; ``initValueScale`` scales them)."""
-    k = 0
-    for name, node in net.graph.nodes.items():
-        kind = node.attrs.get("bsInit")
-        if lookup(node.op).kind == "param":
-            k += 1
-        if not kind:
-            continue
-        fan_in, fan_out = node.attrs.get("bsFan", [1, 1])
-        scale = float(node.attrs.get("initValueScale", 1.0))
-        gen = torch.Generator().manual_seed(1000003 * (k + int(seed_offset)) + 17)
-        t = net.tensor(name)
-        if kind in ("glorotuniform", "xavier"):
-            lim = scale * math.sqrt(6.0 / (fan_in + fan_out))
-            v = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * lim
-        elif kind == "glorotnormal":
-            v = torch.randn(t.shape, generator=gen, dtype=torch.float64) * scale * math.sqrt(2.0 / (fan_in + fan_out))
-        elif kind == "heuniform":
-            v = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * scale * math.sqrt(6.0 / fan_in)
-        else:
-            v = torch.randn(t.shape, generator=gen, dtype=torch.float64) * scale * math.sqrt(2.0 / fan_in)
-        with torch.no_grad():
-            t.copy_(v.to(t.dtype))
+def _complete(attrs: dict, name: str, n: BNode) -> list[int]:
+    """CNTK's dimensions of a parameter with its inferred one (a 0) filled from its [rows, cols]."""
+    dims = list(attrs["cntkDims"])
+    total = int(attrs["rows"]) * int(attrs["cols"])
+    zeros = [i for i, d in enumerate(dims) if d == 0]
+    known = numel([d for d in dims if d])
+    if len(zeros) == 1 and known and total % known == 0:
+        dims[zeros[0]] = total // known
+    elif zeros or numel(dims) != total:
+        dims = [int(attrs["rows"]), int(attrs["cols"])]      # fans of the matrix as held
+    return dims
 
 
 def network_of(graph: Graph, *, dtype=torch.float32, seed_offset: int = 0, base_dir: str | None = None) -> NDLNetwork:
     net = NDLNetwork(graph, dtype, seed_offset=seed_offset, base_dir=base_dir, kernel_layout=True)
-    reinitialize(net, seed_offset)
     with torch.no_grad():           # the trained values of BS.Network.Load's nodes
         for name, (t, computed) in getattr(graph, "loaded", {}).items():
             dst = net.tensor(name)

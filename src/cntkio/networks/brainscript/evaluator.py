@@ -77,11 +77,13 @@ _NODE_OPS = {"+": "Plus", "-": "Minus", ".*": "ElementTimes", "*": "Times", "/":
 class Evaluator:
     """Evaluates BrainScript in a global scope of built-ins (``library.builtins``)."""
 
-    def __init__(self, builtins: dict[str, Any], *, base_dir: str | None = None) -> None:
+    def __init__(self, builtins: dict[str, Any] | None = None, *, base_dir: str | None = None) -> None:
         self.paths: list[str] = []
         self.base_dir = base_dir
         self.nodes: list[BNode] = []
-        self.globals = Scope({k: Thunk.of(v, k) for k, v in builtins.items()}, None)
+        self.globals = Scope({k: Thunk.of(v, k) for k, v in (builtins or {}).items()}, None)
+        #: the scopes of the library's namespaces ("" the top, "BS.RNNs", "CNTK2"...): library.install
+        self.namespaces: dict[str, Scope] = {"": self.globals}
         self.depth = 0
         self.included: list[str] = []
         #: ``node.dim`` (set by the builder: shape inference over what the node reads)
@@ -117,10 +119,10 @@ class Evaluator:
     def record(self, lit: S.RecordLit, env: Scope, path: str) -> Record:
         members: dict[str, Thunk] = {}
         scope = Scope(members, env)
-        self._members(lit.members, scope, members, path)
+        self.define_members(lit.members, scope, members, path)
         return Record(members, path, lit.loc)
 
-    def _members(self, items: list, scope: Scope, members: dict, path: str) -> None:
+    def define_members(self, items: list, scope: Scope, members: dict, path: str) -> None:
         for m in items:
             if isinstance(m, S.Include):
                 self._include(m, scope, members, path)
@@ -168,7 +170,7 @@ class Evaluator:
         self.included.append(found)
         try:
             body = S.parse_record_body(text, found)
-            self._members(body.members, scope, members, path)
+            self.define_members(body.members, scope, members, path)
         finally:
             self.included.pop()
 
@@ -273,6 +275,14 @@ class Evaluator:
     def call(self, fn: Function, pos: list[Thunk], named: dict[str, Thunk], loc: Loc | None) -> Any:
         if fn.builtin is not None:
             return fn.builtin(self, pos, named, loc)
+        names = self.bind(fn, pos, named, loc)
+        if fn.impl is not None:
+            return fn.impl(self, names, loc)
+        return self.eval(fn.body, Scope(names, fn.env), self.hint)
+
+    def bind(self, fn: Function, pos: list[Thunk], named: dict[str, Thunk], loc: Loc | None) -> dict[str, Thunk]:
+        """The arguments of a call by parameter name; a parameter not given is its default, computed
+        on first use in a scope that sees the other arguments."""
         names: dict[str, Thunk] = {}
         for k, t in named.items():
             if k not in fn.params:
@@ -290,14 +300,15 @@ class Evaluator:
                                    else None)
         for p, t in zip(free, pos):
             names[p] = t
-        scope = Scope(names, fn.env)
+        scope = Scope(names, fn.env if fn.impl is None else self.namespaces.get(fn.ns, self.globals))
         for p in fn.params:
             if p not in names:
                 if p not in fn.defaults:
                     raise BrainScriptError(f"{fn.name} needs its parameter {p!r} ({len(fn.params)} parameters: "
                                            f"{', '.join(fn.params)})", loc)
-                names[p] = Thunk(self._later(fn.defaults[p], scope, self.hint), self.hint, loc, p, names=False)
-        return self.eval(fn.body, scope, self.hint)
+                t = names[p] = Thunk(self._later(fn.defaults[p], scope, self.hint), self.hint, loc, p, names=False)
+                t.default = True
+        return names
 
     # --- operators --------------------------------------------------------------------------
     def binop(self, op: str, a: Any, b: Any, loc: Loc | None) -> Any:

@@ -14,7 +14,7 @@ from ...errors import CntkioError
 from ..mel import MelModel
 from ..modelfile import load_model
 from ..nodes import lookup
-from .library import define
+from .library import builtin
 from .syntax import BrainScriptError
 from .values import BNode, Record, Thunk
 
@@ -38,9 +38,9 @@ def _tree(names: dict[str, BNode], path: str) -> Record:
     return Record(members, path)
 
 
-@define("Load", ("modelPath",), aliases=("LoadModel",))
+@builtin("BS.Network.Load (pathName)")
 def _Load(ev, a, loc):
-    path = str(a["modelPath"])
+    path = str(a["pathName"])
     if not os.path.isabs(path) and loc is not None and not os.path.exists(path):
         beside = os.path.join(os.path.dirname(loc.file), path)
         path = beside if os.path.exists(beside) else path

@@ -33,13 +33,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.lexer import tokenize_brainscript
-from ..ndl.parser import Loc, NDLError
+from ..ndl.parser import Loc, NDLError, NDLRefusal
 
-__all__ = ["BrainScriptError", "Loc", "tokenize", "parse_record_body", "parse_expression", "Node"]
+__all__ = ["BrainScriptError", "BrainScriptRefusal", "Loc", "Assign", "RecordLit", "tokenize", "parse_record_body", "parse_expression", "Node"]
 
 
 class BrainScriptError(NDLError):
     """An error in BrainScript text or its evaluation: ``file:line:column: message``."""
+
+
+class BrainScriptRefusal(BrainScriptError, NDLRefusal):
+    """A function of CNTK's BrainScript library that cntkio does not build (``library.refuse``)."""
 
 
 @dataclass

@@ -21,7 +21,7 @@ class Thunk:
     """A value computed on first use: ``compute()`` gives it; ``path`` is the record member path
     it computes for: it names the node it holds (``names``) and prefixes the nodes made on the way."""
 
-    __slots__ = ("compute", "state", "value", "path", "loc", "what", "names")
+    __slots__ = ("compute", "state", "value", "path", "loc", "what", "names", "default")
 
     def __init__(self, compute: Callable[[], Any] | None = None, path: str = "", loc: Loc | None = None,
                  what: str = "", value: Any = None, names: bool = True) -> None:
@@ -30,6 +30,7 @@ class Thunk:
         self.value = value
         self.path, self.loc, self.what = path, loc, what
         self.names = names          # a record member names the node it holds; an argument does not
+        self.default = False        # the default value of a parameter not given in the call
 
     @classmethod
     def of(cls, value: Any, path: str = "") -> "Thunk":
@@ -89,13 +90,17 @@ class Array:
 
 class Function:
     """A function: a lambda or ``f(x) = ...`` member (``params``, ``defaults`` as expressions,
-    ``body``, the scope it was written in), or a built-in (``builtin(ev, pos, named, loc)`` with
-    thunk arguments)."""
+    ``body``, the scope it was written in); a built-in of the library (``impl(ev, args, loc)``
+    with its arguments bound by the same rules, its defaults read in the scope of its namespace
+    ``ns``, e.g. ``BS.RNNs``); or a function made by a built-in (``builtin(ev, pos, named, loc)``
+    with the thunks of the call's arguments)."""
 
     def __init__(self, name: str, params: list[str], defaults: dict | None = None, body=None, env=None,
-                 builtin: Callable | None = None, loc: Loc | None = None) -> None:
+                 builtin: Callable | None = None, loc: Loc | None = None, impl: Callable | None = None,
+                 ns: str = "") -> None:
         self.name, self.params, self.defaults = name, params, defaults or {}
         self.body, self.env, self.builtin, self.loc = body, env, builtin, loc
+        self.impl, self.ns = impl, ns
 
     def __repr__(self) -> str:
         return f"<function {self.name}>"

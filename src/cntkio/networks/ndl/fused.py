@@ -4,7 +4,7 @@
 time. When the loop's nodes are exactly the LSTM that BrainScript's ``RecurrentLSTMLayer`` (and
 ``BS.RNNs.RecurrentLSTMP``) builds, without peepholes or stabilisers::
 
-    dh = PastValue(h)   dc = PastValue(c)          (both timeStep 1, default 0; or both FutureValue)
+    dh = PastValue(h)   dc = PastValue(c)          (both timeStep 1; or both FutureValue)
     z  = Plus(a, Times(H, dh))                      a = W·x + b, computed outside the loop
     it = Sigmoid(RowSlice(0·C, C, z))   g = Tanh(RowSlice(1·C, C, z))
     ft = Sigmoid(RowSlice(2·C, C, z))   ot = Sigmoid(RowSlice(3·C, C, z))
@@ -13,7 +13,7 @@ time. When the loop's nodes are exactly the LSTM that BrainScript's ``RecurrentL
 
 the network computes it with ``torch.lstm`` (the ATen kernel of ``nn.LSTM``; cuDNN on a GPU) on
 the minibatch's sequences packed by decreasing length, the gate rows reordered to torch's
-(input, forget, cell, output). The values are the same as the step loop's (to rounding); only the
+(input, forget, cell, output), the state before each sequence the delays' defaultHiddenActivity. The values are the same as the step loop's (to rounding); only the
 loop's output ``h`` is produced, so the fused path is taken only when nothing else reads a node of
 the loop, and not with truncated BPTT's carried state (the step loop handles both).
 """
@@ -46,6 +46,8 @@ class FusedLSTM:
     cell: int
     out: int
     backwards: bool
+    h0: float = 0.0         # the state before each sequence (the delays' defaultHiddenActivity)
+    c0: float = 0.0
 
 
 def match_lstm(graph, members: list[str], shapes: dict, sample: dict) -> FusedLSTM | None:
@@ -59,11 +61,13 @@ def match_lstm(graph, members: list[str], shapes: dict, sample: dict) -> FusedLS
     delays = [m for m in members if lookup(nodes[m].op).kind == "delay"]
     if len(delays) != 2 or op(delays[0]) != op(delays[1]):
         return None
+    start = {}
     for d in delays:
         a = nodes[d].attrs
         try:
             step = as_int(a.get("delayTime") if a.get("delayTime", 1) != 1 else a.get("timeStep", 1), "timeStep")
-            if step != 1 or as_float(a.get("defaultHiddenActivity", 0.1), "default") != 0.0:
+            start[d] = as_float(a.get("defaultHiddenActivity", 0.1), "default")
+            if step != 1:
                 return None
         except Exception:
             return None
@@ -130,7 +134,7 @@ def match_lstm(graph, members: list[str], shapes: dict, sample: dict) -> FusedLS
     matched = {z, t, it, g, ft, ot, c, p, q, tc, dh, dc, *users[z], hh[0], h}
     if matched != inside:
         return None
-    return FusedLSTM(a, H, P, h, cell, out, op(dh) == "FutureValue")
+    return FusedLSTM(a, H, P, h, cell, out, op(dh) == "FutureValue", start[dh], start[dc])
 
 
 _ORDER_CACHE: dict = {}
@@ -175,8 +179,8 @@ def run_lstm(f: FusedLSTM, x: torch.Tensor, W: torch.Tensor | None, b: torch.Ten
     if P is not None:
         params.append(P)
     seqs = int(batch_sizes[0])
-    h0 = x.new_zeros(1, seqs, f.out)
-    c0 = x.new_zeros(1, seqs, f.cell)
+    h0 = x.new_full((1, seqs, f.out), f.h0)
+    c0 = x.new_full((1, seqs, f.cell), f.c0)
     out = torch.lstm(data, batch_sizes, (h0, c0), params, True, 1, 0.0, training, False)[0]
     back = torch.empty_like(order)
     back[order] = ar

@@ -15,14 +15,14 @@ attributes, and the special-node groups (features, labels, criteria, evaluation,
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ...integrations.torch_backend import nn, torch
 from ..nodes import NodeError, lookup
-from ..nodes.base import as_float, as_int, numel
+from ..nodes.base import as_float, numel
 from ..nodes.basic import operand_view
+from ..nodes.init import initial_value
 from .carry import SequenceCarry
 from .compiled import Plan, compile_plan
 from .fused import fused_loops, run_fused
@@ -218,8 +218,11 @@ class GraphNetwork(nn.Module):
             if len(dirs) > 1:
                 raise node_error(g.nodes[delays[0]], "a loop mixes PastValue and FutureValue nodes")
             self.loops.append(comp)
-        # dependency order with the delay nodes' inputs cut (they are read one step late)
-        cut = {n: ([] if lookup(node.op).kind == "delay" else list(node.inputs)) for n, node in g.nodes.items()}
+        # dependency order with the inputs of the delay nodes of loops cut (they are read one step
+        # late); a delay outside a loop reads its input once it is computed
+        looped = {m for comp in self.loops for m in comp}
+        cut = {n: ([] if lookup(node.op).kind == "delay" and n in looped else list(node.inputs))
+               for n, node in g.nodes.items()}
         order, state = [], {}
         for root in g.nodes:
             if root in state:
@@ -309,39 +312,10 @@ class GraphNetwork(nn.Module):
                         self.tensor(i).requires_grad_(False)
 
     def _init_param(self, node: NodeDef, shape: tuple, seed: int) -> torch.Tensor:
-        a = node.attrs
-        init = str(a.get("init", "uniform")).lower()
-        scale = as_float(a.get("initValueScale", 1.0), "initValueScale")
-        s = as_int(a.get("randomSeed", -1), "randomSeed")
-        gen = torch.Generator().manual_seed(s if s >= 0 else seed)
-        if init == "uniform":
-            return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * (0.05 * scale)
-        if init == "gaussian":
-            return torch.randn(shape, generator=gen, dtype=torch.float64) * (0.2 * scale / math.sqrt(shape[1]))
-        if init == "fixedvalue":
-            return torch.full(shape, as_float(a.get("value", 0.0), "value"), dtype=torch.float64)
-        if init == "zero":
-            return torch.zeros(shape, dtype=torch.float64)
-        return self._from_file(node, shape)
-
-    def _from_file(self, node: NodeDef, shape: tuple) -> torch.Tensor:
-        import os
-        path = str(node.attrs.get("initFromFilePath", ""))
-        if not path:
-            raise node_error(node, "init=fromFile needs initFromFilePath=\"file\"")
-        if not os.path.isabs(path) and self._base_dir:
-            path = os.path.join(self._base_dir, path)
         try:
-            with open(path, encoding="utf-8") as f:
-                rows = [[float(v) for v in line.split()] for line in f if line.strip()]
-        except OSError as e:
-            raise node_error(node, f"cannot read initFromFilePath {path}: {e.strerror}") from e
-        except ValueError as e:
-            raise node_error(node, f"{path}: expected numbers separated by spaces ({e})") from e
-        if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
-            found = f"{len(rows)} rows of {sorted({len(r) for r in rows})} values"
-            raise node_error(node, f"{path} must hold {shape[0]} rows of {shape[1]} values, found {found}")
-        return torch.tensor(rows, dtype=torch.float64)
+            return initial_value(node.attrs, shape, seed, self._base_dir)
+        except NodeError as e:
+            raise node_error(node, str(e)) from e
 
     def tensor(self, name: str) -> torch.Tensor:
         """The tensor of a parameter, constant or pre-computed node (as held: see layout.py)."""

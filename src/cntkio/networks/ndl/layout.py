@@ -45,13 +45,8 @@ def _wanted(user, k: int, shape: tuple, shapes: dict, sample: dict) -> tuple | N
             return (n,)
         return None
     if user.op == "Convolution" and k == 0 and len(user.inputs) == 2:
-        a = user.attrs
-        image = shapes[user.inputs[1]]
-        try:
-            want = (int(a["outputChannels"]), int(image[0]), int(a["kernelHeight"]), int(a["kernelWidth"]))
-        except (KeyError, TypeError, ValueError, IndexError):
-            return None
-        return want if numel(want) == n else None
+        want = lookup(user.op).held_weights(user.attrs, shapes[user.inputs[1]])
+        return want if want is not None and numel(want) == n else None
     if user.op == "BatchNormalization" and 1 <= k <= 4 and shape[0] == n:
         return (n,)
     return None

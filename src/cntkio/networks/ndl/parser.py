@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ...config.text import (Text, find_top, is_group, is_quoted, match, split, strip_span)
-from ...errors import ConfigError
+from ...errors import ConfigError, NotImplementedInCntkio
 
-__all__ = ["NDLError", "Loc", "Num", "Str", "Ref", "Call", "ListExpr", "Block", "Assign", "MacroDef",
+__all__ = ["NDLError", "NDLRefusal", "Loc", "Num", "Str", "Ref", "Call", "ListExpr", "Block", "Assign", "MacroDef",
            "ExprStmt", "parse_ndl", "parse_span", "parse_expression"]
 
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.(?:[A-Za-z_][\w]*|\*))*\Z|[A-Za-z_*][\w*]*(?:\.[\w*]+)*\Z")
@@ -42,6 +42,11 @@ class NDLError(ConfigError):
         if loc is not None:
             text = f"{file or '<ndl>'}:{line}:{loc.col}: {message}" + (f" ({hint})" if hint else "")
             self.args = (text,)
+
+
+class NDLRefusal(NDLError, NotImplementedInCntkio):
+    """A function of CNTK's network languages that cntkio does not build: ``file:line:column:``,
+    the function's name and why."""
 
 
 @dataclass(frozen=True)

@@ -3,20 +3,30 @@ from __future__ import annotations
 
 from ...integrations.torch_backend import torch
 from .base import NodeError, Op, as_float, as_int, numel, register
+from .init import KINDS
 
 # --- inputs, parameters, constants -------------------------------------------------------------
 
 
 @register
 class Input(Op):
+    """``Input(rows)``: ``rows`` values per sample; ``tensorShape`` (CNTK's order, e.g. BrainScript's
+    ``Input {(3:4)}``) holds them as that tensor (held reversed, the first axis the fastest)."""
     name, aliases = "Input", ("InputValue",)
     positional, min_args = ("rows", "cols"), 1
+    optional = {"tensorShape": None}
     kind = "input"
 
     def infer(self, attrs, shapes, sample):
         rows = as_int(attrs["rows"], "Input rows")
         if rows <= 0:
             raise NodeError(f"Input rows must be > 0, found {rows}")
+        dims = attrs.get("tensorShape")
+        if dims:
+            shape = tuple(reversed([as_int(d, "Input shape") for d in dims]))
+            if numel(shape) != rows:
+                raise NodeError(f"Input: shape {list(dims)} does not hold {rows} values")
+            return shape, True
         return (rows,), True
 
     def compile(self, attrs, shapes, sample):
@@ -53,13 +63,15 @@ class ImageInput(Op):
 
 @register
 class Parameter(Op):
-    """A learnable ``[rows, cols]`` matrix. ``init``: uniform (default; ``±0.05·initValueScale``),
-    gaussian (std ``0.2·initValueScale/sqrt(cols)``), fixedValue (``value``), zero, fromFile
-    (``initFromFilePath``, a text matrix)."""
+    """A learnable ``[rows, cols]`` matrix, initialised by ``init`` (any of CNTK's initializers,
+    ``nodes/init.py``; uniform ``±0.05·initValueScale`` by default). ``cntkDims``,
+    ``initFilterRank`` and ``initOutputRank`` give the fan-in and fan-out as CNTK computed them
+    (default: fanIn = cols, fanOut = rows)."""
     name, aliases = "Parameter", ("LearnableParameter",)
     positional, min_args = ("rows", "cols"), 1
     optional = {"init": "uniform", "initValueScale": 1.0, "value": 0.0, "initFromFilePath": "",
-                "randomSeed": -1}
+                "randomSeed": -1, "initFromLiteral": "", "initFilterRank": 0, "initOutputRank": 1,
+                "initOnCPUOnly": True, "kernelWidth": 0, "kernelHeight": 0}
     kind = "param"
 
     def infer(self, attrs, shapes, sample):
@@ -67,9 +79,8 @@ class Parameter(Op):
         cols = as_int(attrs.get("cols", 1), "Parameter cols")
         if rows <= 0 or cols <= 0:
             raise NodeError(f"Parameter dimensions must be > 0, found [{rows}, {cols}]")
-        init = str(attrs["init"]).lower()
-        if init not in ("uniform", "gaussian", "fixedvalue", "zero", "fromfile"):
-            raise NodeError(f"init: expected uniform, gaussian, fixedValue, zero or fromFile, found {attrs['init']!r}")
+        if str(attrs["init"]).lower() not in KINDS:
+            raise NodeError(f"init: expected one of {', '.join(KINDS.values())}, found {attrs['init']!r}")
         return (rows, cols), False
 
 
@@ -267,7 +278,9 @@ for _n, _f, _a in (("Negate", torch.neg, ()), ("Abs", torch.abs, ()), ("Exp", to
                    ("Log", torch.log, ()), ("Cos", torch.cos, ()), ("Sin", torch.sin, ()),
                    ("Sigmoid", torch.sigmoid, ()), ("Tanh", torch.tanh, ()),
                    ("RectifiedLinear", torch.relu, ("ReLU",)), ("Sqrt", torch.sqrt, ()),
-                   ("Square", torch.square, ())):
+                   ("Square", torch.square, ()), ("Acos", torch.acos, ()), ("Asin", torch.asin, ()),
+                   ("Asinh", torch.asinh, ()), ("Atanh", torch.atanh, ()), ("Cosh", torch.cosh, ()),
+                   ("Sinh", torch.sinh, ()), ("StopGradient", torch.Tensor.detach, ())):
     _unary(_n, _f, _a)
 
 

@@ -56,10 +56,29 @@ class SquareError(_Criterion):
 
 @register
 class Logistic(_Criterion):
-    """``-sum(y·log p + (1-y)·log(1-p))`` of probabilities ``p``."""
+    """``-sum(y·log p + (1-y)·log(1-p))`` of probabilities ``p``; with a third input, each sample's
+    term weighted by it (CNTK's WeightedLogistic)."""
     name = "Logistic"
+    positional = node_args = ("labels", "prediction", "weights")
+    min_args = 2
     fn = staticmethod(lambda y, p: nn.functional.binary_cross_entropy(torch.clamp(p, 1e-38, 1 - 1e-7), y,
                                                                        reduction="sum"))
+
+    def infer(self, attrs, shapes, sample):
+        if len(shapes) == 3 and numel(shapes[2]) != 1:
+            raise NodeError(f"WeightedLogistic: the weights must be one value per sample, found dimensions "
+                            f"{list(shapes[2])}")
+        return super().infer(attrs, shapes[:2], sample[:2])
+
+    def compile(self, attrs, shapes, sample):
+        if len(shapes) == 2:
+            return super().compile(attrs, shapes, sample)
+
+        def weighted(y, p, w):
+            terms = nn.functional.binary_cross_entropy(torch.clamp(_flat(p), 1e-38, 1 - 1e-7), _flat(y),
+                                                       reduction="none")
+            return (terms * w.reshape(-1, 1)).sum().reshape(1, 1)
+        return weighted
 
 
 @register

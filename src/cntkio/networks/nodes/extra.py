@@ -222,3 +222,78 @@ class ConstantLike(Op):
         rows, value = as_int(attrs["rows"], "rows"), float(attrs["value"])
         return lambda x: torch.full((x.shape[0], rows), value, dtype=torch.get_default_dtype() if not
                                     x.is_floating_point() else x.dtype, device=x.device)
+
+
+@register
+class KhatriRaoProduct(Op):
+    """Per sample, every product of a value of ``a`` with a value of ``b`` (the Kronecker product of
+    the two vectors, ``a``'s index the slower): CNTK's KhatriRaoProduct of two matrices, column by
+    column."""
+    name, aliases = "KhatriRaoProduct", ("ColumnwiseCrossProduct",)
+    positional = node_args = ("a", "b")
+
+    def infer(self, attrs, shapes, sample):
+        if sample[0] != sample[1]:
+            raise NodeError("KhatriRaoProduct: both inputs must have a value per sample, or neither")
+        return (numel(shapes[0]) * numel(shapes[1]),), sample[0]
+
+    def compile(self, attrs, shapes, sample):
+        if sample[0]:
+            return lambda a, b: (a.reshape(a.shape[0], -1, 1) * b.reshape(b.shape[0], 1, -1)).reshape(a.shape[0], -1)
+        return lambda a, b: (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(-1)
+
+
+@register
+class TransposeDimensions(Op):
+    """``TransposeDimensions(x, axis1, axis2)``: two axes of each sample swapped (CNTK's order:
+    axis 1 the fastest; an axis beyond the rank is one of dimension 1). A matrix (not per sample)
+    swaps its rows and columns (axes 1 and 2)."""
+    name = "TransposeDimensions"
+    positional, node_args = ("input", "axis1", "axis2"), ("input",)
+
+    def _plan(self, attrs, shape, per):
+        a1, a2 = as_int(attrs["axis1"], "axis1"), as_int(attrs["axis2"], "axis2")
+        if a1 < 1 or a2 < 1:
+            raise NodeError(f"TransposeDimensions: axes are 1, 2, ... (static axes), found {a1} and {a2}")
+        if not per:
+            if {a1, a2} not in ({1, 2}, {1}, {2}) or len(shape) > 2:
+                raise NodeError("TransposeDimensions: a value that is not per sample transposes as a matrix "
+                                "(axes 1 and 2)")
+            s = tuple(shape) if len(shape) == 2 else (shape[0], 1)
+            return s, (s[1], s[0]) if a1 != a2 else s, None
+        r = max(len(shape), a1, a2)
+        full = (1,) * (r - len(shape)) + tuple(shape)
+        p1, p2 = r - a1, r - a2
+        out = list(full)
+        out[p1], out[p2] = out[p2], out[p1]
+        return full, tuple(out), (p1 + 1, p2 + 1)
+
+    def infer(self, attrs, shapes, sample):
+        return self._plan(attrs, shapes[0], sample[0])[1], sample[0]
+
+    def compile(self, attrs, shapes, sample):
+        full, out, dims = self._plan(attrs, shapes[0], sample[0])
+        if dims is None:
+            return (lambda x: x.reshape(full).T) if out != full or attrs["axis1"] != attrs["axis2"] else \
+                (lambda x: x.reshape(full))
+        return lambda x: x.reshape(x.shape[0], *full).transpose(*dims)
+
+
+@register
+class ReconcileDynamicAxis(Op):
+    """``ReconcileDynamicAxis(data, layout)``: ``data`` on the sequence layout of ``layout``. In
+    cntkio every per-sample value of a minibatch is on the reader's one layout, so per-sample data
+    is itself; a value that is not per sample is repeated for every sample of ``layout``."""
+    name, aliases = "ReconcileDynamicAxis", ("ReconcileMBLayout",)
+    positional = node_args = ("data", "layout")
+
+    def infer(self, attrs, shapes, sample):
+        if not sample[1]:
+            raise NodeError("ReconcileDynamicAxis: the layout input must have a value per sample")
+        return tuple(shapes[0]), True
+
+    def compile(self, attrs, shapes, sample):
+        if sample[0]:
+            return lambda d, lay: d
+        shape = tuple(shapes[0])
+        return lambda d, lay: d.reshape(1, *shape).expand(lay.shape[0], *shape)
