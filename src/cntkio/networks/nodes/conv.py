@@ -282,7 +282,7 @@ class BatchNormalization(Op):
         def fn(x, g, b, m, v, count=None, training=False):
             n = x.shape[0]
             momentum = 1.0 if tc == 0 else (0.0 if math.isinf(tc) else -math.expm1(-n / tc))
-            if count is not None and training and n > 1:
+            if count is not None and training and n > 1 and count.device.type != "meta":
                 if seen["zero"] is None:
                     seen["zero"] = bool(count.reshape(-1)[0] == 0)
                 if seen["zero"]:

@@ -113,8 +113,8 @@ def initial_value(attrs: dict, shape: tuple, seed: int, base_dir: str | None = N
         path = str(attrs.get("initFromFilePath", ""))
         if not path:
             raise NodeError("init=fromFile needs initFromFilePath=\"file\"")
-        if not os.path.isabs(path) and base_dir:
-            path = os.path.join(base_dir, path)
+        if not os.path.isabs(path) and not os.path.exists(path) and base_dir:
+            path = os.path.join(base_dir, path)     # CNTK opens it from the current directory; then beside the NDL
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
@@ -123,8 +123,8 @@ def initial_value(attrs: dict, shape: tuple, seed: int, base_dir: str | None = N
         return _from_rows(read_matrix(text, path), shape, path)
     dims = [int(d) for d in attrs.get("cntkDims") or shape]
     if init == "bilinear":
-        kw = as_int(attrs.get("kernelWidth", dims[0]), "kernelWidth")
-        kh = as_int(attrs.get("kernelHeight", dims[1] if len(dims) > 1 else dims[0]), "kernelHeight")
+        kw = as_int(attrs.get("kernelWidth") or dims[0], "kernelWidth")
+        kh = as_int(attrs.get("kernelHeight") or (dims[1] if len(dims) > 1 else dims[0]), "kernelHeight")
         return _bilinear(shape, dims, kw, kh)
     fan_in, fan_out = fans(dims, as_int(attrs.get("initFilterRank", 0), "initFilterRank"),
                            as_int(attrs.get("initOutputRank", 1), "initOutputRank"))
