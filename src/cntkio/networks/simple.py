@@ -44,6 +44,14 @@ LAYER_TYPES = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "rectifiedlinear": 
 _CANONICAL_LAYER = {"sigmoid": "Sigmoid", "tanh": "Tanh", "rectifiedlinear": "RectifiedLinear",
                     "relu": "RectifiedLinear"}
 TRAINING_CRITERIA = ("CrossEntropyWithSoftmax", "CrossEntropy", "SquareError", "Logistic")
+#: criteria CNTK's SimpleNetworkBuilder names that cntkio does not build, with why
+REFUSED_CRITERIA = {
+    "noisecontrastiveestimation": "noise-contrastive estimation needs the NCE LSTM (rnnType=NCELSTM), which cntkio "
+                                  "does not build",
+    "sequencewithsoftmax": "sequence training needs lattices (the lattice reader), which cntkio does not have",
+    "latticesequencewithsoftmax": "sequence training needs lattices (the lattice reader), which cntkio does not "
+                                  "have",
+}
 EVAL_CRITERIA = ("ClassificationError", "ErrorPrediction", *TRAINING_CRITERIA)
 
 def _canonical(name: str, choices: tuple[str, ...], key: str) -> str:
@@ -89,6 +97,14 @@ class NetworkSpec:
                               "layers", path="SimpleNetworkBuilder.layerTypes",
                               hint="give one type for all hidden layers or one per hidden layer")
         self.layer_types = [_CANONICAL_LAYER[t.lower()] for t in types]
+        for key in ("trainingCriterion", "evalCriterion"):
+            v = str(self.training_criterion if key == "trainingCriterion" else self.eval_criterion)
+            if v.lower() == "classcrossentropywithsoftmax":
+                raise ConfigError(f"{key}=classCrossEntropyWithSoftmax needs word classes: rnnType CLASSLSTM, "
+                                  "CLASSLM or CLSTM (this network is rnnType=SIMPLENET)",
+                                  path=f"SimpleNetworkBuilder.{key}")
+            if v.lower() in REFUSED_CRITERIA:
+                raise NotImplementedInCntkio(f"SimpleNetworkBuilder.{key}={v}: {REFUSED_CRITERIA[v.lower()]}")
         self.training_criterion = _canonical(self.training_criterion, TRAINING_CRITERIA,
                                              "SimpleNetworkBuilder.trainingCriterion")
         ev = _canonical(self.eval_criterion, EVAL_CRITERIA, "SimpleNetworkBuilder.evalCriterion")

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError, NotImplementedInCntkio
 from ..integrations.torch_backend import torch
+from .simple import REFUSED_CRITERIA
 
 __all__ = ["RNN_TYPES", "RecurrentSpec", "recurrent_ndl", "build_recurrent"]
 
@@ -68,9 +69,13 @@ REFUSED_RNN_TYPES = {
            "could select its CRF criterion (trainingCriterion did not accept CRF)",
 }
 _ACTS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "rectifiedlinear": "RectifiedLinear", "relu": "RectifiedLinear"}
+# CNTK's names, matched without regard to case (SimpleNetworkBuilder.cpp, ParseTrainingCriterionString and
+# ParseEvalCriterionString: EqualCI)
 _TRAIN = {"crossentropywithsoftmax": "CrossEntropyWithSoftmax", "crossentropy": "CrossEntropy",
-          "squareerror": "SquareError", "logistic": "Logistic"}
+          "squareerror": "SquareError", "logistic": "Logistic",
+          "classcrossentropywithsoftmax": "ClassCrossEntropyWithSoftmax"}
 _EVAL = {**_TRAIN, "classificationerror": "ClassificationError", "errorprediction": "ClassificationError"}
+_CLASS_BASED = ("CLASSLSTM", "CLASSLM", "CLSTM")
 
 
 @dataclass
@@ -116,6 +121,9 @@ class RecurrentSpec:
                 raise ConfigError(f"unknown layerTypes entry {t!r}", path=f"{self.path}.layerTypes",
                                   hint="one of Sigmoid, Tanh, RectifiedLinear")
         self.layer_types = [_ACTS[str(t).lower()] for t in (self.layer_types or ["Sigmoid"])]
+        for key, v in (("trainingCriterion", self.training_criterion), ("evalCriterion", self.eval_criterion)):
+            if str(v).lower() in REFUSED_CRITERIA:
+                raise NotImplementedInCntkio(f"{self.path}.{key}={v}: {REFUSED_CRITERIA[str(v).lower()]}")
         if str(self.training_criterion).lower() not in _TRAIN:
             raise ConfigError(f"unknown trainingCriterion {self.training_criterion!r}",
                               path=f"{self.path}.trainingCriterion", hint="one of " + ", ".join(_TRAIN.values()))
@@ -124,6 +132,10 @@ class RecurrentSpec:
                               hint="one of " + ", ".join(sorted(set(_EVAL.values()))))
         self.training_criterion = _TRAIN[str(self.training_criterion).lower()]
         self.eval_criterion = _EVAL[str(self.eval_criterion).lower()]
+        for key, v in (("trainingCriterion", self.training_criterion), ("evalCriterion", self.eval_criterion)):
+            if v == "ClassCrossEntropyWithSoftmax" and self.rnn_type not in _CLASS_BASED:
+                raise ConfigError(f"{key}=classCrossEntropyWithSoftmax needs word classes: rnnType "
+                                  f"{' or '.join(_CLASS_BASED)} (found {self.rnn_type})", path=f"{self.path}.{key}")
         order = self.lookup_table_order = int(self.lookup_table_order)
         if order < 0:
             raise ConfigError(f"lookupTableOrder must be >= 0, found {order}", path=f"{self.path}.lookupTableOrder")
@@ -301,7 +313,7 @@ def recurrent_ndl(spec: RecurrentSpec) -> str:
     s, w = spec, _Writer(spec)
     L = s.layer_sizes
     hidden = len(L) - 2
-    class_based = s.rnn_type in ("CLASSLSTM", "CLASSLM", "CLSTM")
+    class_based = s.rnn_type in _CLASS_BASED
     w(f"features = Input({L[0]}, tag=feature)")
     w(f"labels = Input({4 if class_based else L[-1]}, tag=label)")
     x = "features"

@@ -19,7 +19,7 @@ from ...integrations.torch_backend import torch
 from ..ndl.graph import Graph, NodeDef
 from ..ndl.network import NDLNetwork
 from ..nodes import NodeError, lookup
-from ..nodes.base import numel
+from ..nodes.base import dims_from_use, numel
 from . import functions, images, layers, load, recurrent, refused, scalars  # noqa: F401  (they register the library)
 from .evaluator import Evaluator, deep_recursion
 from .library import install
@@ -307,25 +307,11 @@ def _fill(user: BNode, k: int, p: BNode, shapes: dict, names) -> None:
         raise BrainScriptError(f"{names[id(user)]}: input {names[id(p)]} has no value yet", _loc(user))
     others = [shapes.get(id(i)) for i in user.inputs]
     why = f"its first use, {names[id(user)]} ({user.op}), does not tell them"
-    if user.op == "Times" and k == 0 and others[1] is not None:
-        _set_param(p, p.attrs["rows"], numel(others[1]), names, why)
-    elif user.op == "Convolution" and k == 0 and others[1] is not None:
-        if len(others[1]) != 3:
-            raise BrainScriptError(f"{names[id(user)]}: a convolution needs an image input (w:h:c), found dimensions "
-                                   f"{list(others[1])}", _loc(user))
-        a = user.attrs
-        kern = a.get("kernelShape")
-        kw, kh = (kern[0], kern[1]) if isinstance(kern, list) else (a["kernelWidth"], a["kernelHeight"])
-        _set_param(p, p.attrs["rows"], others[1][0] * int(kw) * int(kh), names, why)
-    elif user.op == "TransposeTimes" and k == 0 and others[1] is not None:
-        _set_param(p, numel(others[1]), p.attrs["cols"], names, why)
-    elif user.op == "BatchNormalization" and k >= 1 and others[0] is not None:
-        x = others[0]
-        _set_param(p, x[0] if user.attrs.get("spatial") else numel(x), 1, names, why)
-    elif user.op in ("Plus", "Minus", "ElementTimes") and others[1 - k] is not None:
-        _set_param(p, numel(others[1 - k]), 1, names, why)
-    else:
-        _set_param(p, p.attrs["rows"], p.attrs["cols"], names, why)
+    if user.op == "Convolution" and k == 0 and others[1] is not None and len(others[1]) != 3:
+        raise BrainScriptError(f"{names[id(user)]}: a convolution needs an image input (w:h:c), found dimensions "
+                               f"{list(others[1])}", _loc(user))
+    rows, cols = dims_from_use(user.op, user.attrs, k, others, p.attrs["rows"], p.attrs["cols"])
+    _set_param(p, rows, cols, names, why)
 
 
 def _complete(attrs: dict, name: str, n: BNode) -> list[int]:

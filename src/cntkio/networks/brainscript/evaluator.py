@@ -13,8 +13,9 @@ import sys
 from typing import Any
 
 from . import syntax as S
-from .syntax import BrainScriptError, Loc
+from .syntax import BrainScriptError, BrainScriptRefusal, Loc
 from ..nodes import lookup
+from ..nodes.refused import refusal
 from .values import Array, BNode, Function, Record, Thunk, near, type_name
 
 __all__ = ["Evaluator", "Scope", "deep_recursion"]
@@ -255,13 +256,44 @@ class Evaluator:
                 return obj.get(self.integer(i, e.index.loc), self, e.loc)
             raise BrainScriptError(f"'[...]': expected an array, found {type_name(obj)}", e.loc)
         if isinstance(e, S.New):
+            if e.cls == "ComputationNode":
+                return self._new_node(self.eval(e.body, env, path), e.loc)
             if e.cls != "ComputationNetwork":
-                raise BrainScriptError(f"new {e.cls}: expected new ComputationNetwork", e.loc)
+                raise BrainScriptError(f"new {e.cls}: expected new ComputationNetwork or new ComputationNode", e.loc)
             v = self.eval(e.body, env, path)
             if not isinstance(v, Record):
                 raise BrainScriptError(f"new ComputationNetwork: expected a record {{ ... }}, found {type_name(v)}", e.loc)
             return v
         raise BrainScriptError(f"cannot evaluate {type(e).__name__}", getattr(e, "loc", None))
+
+    def _new_node(self, rec: Any, loc: Loc | None) -> BNode:
+        """``new ComputationNode [ operation = 'Plus' ; inputs = (a : b) ; ... ]``: a node of the node
+        library by CNTK's operation name, its other members the attributes the node type reads (CNTK
+        ignores the others, as here)."""
+        if not isinstance(rec, Record):
+            raise BrainScriptError(f"new ComputationNode: expected a record [ operation = ... ], found "
+                                   f"{type_name(rec)}", loc)
+        if "operation" not in rec.members:
+            raise BrainScriptError("new ComputationNode: the record has no member 'operation'", loc)
+        name = rec.get("operation", self, loc)
+        r = refusal(str(name))
+        if r is not None:
+            raise BrainScriptRefusal(f"{r[0]} is not supported by cntkio: {r[1]}", loc)
+        op = lookup(str(name))
+        if op is None:
+            raise BrainScriptError(f"new ComputationNode: unknown operation {name!r}", loc)
+        ins = rec.get("inputs", self, loc) if "inputs" in rec.members else Array([])
+        nodes = [self.as_node(v, loc, str(name)) for v in (ins.values(self) if isinstance(ins, Array) else [ins])]
+        attrs = {}
+        for k in rec.members:
+            if k not in ("operation", "inputs", "tag") and op.accepts(k):
+                v = rec.get(k, self, loc)
+                attrs[k] = v.values(self) if isinstance(v, Array) else v
+        n = self.node(op.name, nodes, attrs, loc)
+        tag = rec.get("tag", self, loc) if "tag" in rec.members else ""
+        if tag:
+            n.tags.append(str(tag))
+        return n
 
     def _gen(self, fn: Function, i: int, loc: Loc):
         return lambda: self.call(fn, [Thunk.of(i)], {}, loc)

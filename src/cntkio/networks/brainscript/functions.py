@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .library import NONE, alias, as_node, builtin, dims_of, is_none, num, param, value
-from .syntax import BrainScriptError
+from .syntax import BrainScriptError, BrainScriptRefusal
 from .values import Array, BNode, type_name
 
 __all__: list[str] = []
@@ -251,8 +251,8 @@ def _Softmax(ev, a, loc):
 # --- reductions -----------------------------------------------------------------------------------
 def _axis_reduce(ev, x, k, how, loc, name):
     if k < 0:
-        raise BrainScriptError(f"{name}: axis={k} (over a sequence) is not supported by cntkio; static axes "
-                               "1, 2, ... are", loc)
+        raise BrainScriptRefusal(f"{name}: axis={k} (over a sequence) is not supported by cntkio; static axes "
+                                 "1, 2, ... are", loc)
     return ev.node("AxisReduce", [x], {"axis": k, "reduction": how}, loc)
 
 
@@ -331,6 +331,9 @@ def _PerDimMVDeN(ev, a, loc):
          "disableRegularization=false, imageLayout='CHW', tag='')")
 def _BatchNormalization(ev, a, loc):
     ins = [_node(ev, a[k], loc, "BatchNormalization") for k in ("input", "scale", "bias", "runMean", "runVariance")]
+    # CNTK.core.bs: without runCount, a parameter of one value, 0 at first, not trained
+    ins.append(param(ev, [1], loc, value=0, lr_mult=0) if is_none(a["runCount"]) else
+               _node(ev, a["runCount"], loc, "BatchNormalization"))
     return ev.node("BatchNormalization", ins, {"spatial": bool(a["spatial"]),
                                                "normalizationTimeConstant": float(a["normalizationTimeConstant"]),
                                                "blendTimeConstant": float(a["blendTimeConstant"]),
@@ -345,7 +348,7 @@ def _RowStack(ev, a, loc):
     nodes = [_node(ev, x, loc, "Splice") for x in items]
     k = int(a["axis"])
     if k < 1:
-        raise BrainScriptError(f"Splice: axis={k} is not supported by cntkio (the static axes 1, 2, ... only)", loc)
+        raise BrainScriptRefusal(f"Splice: axis={k} is not supported by cntkio (the static axes 1, 2, ... only)", loc)
     return ev.node("RowStack", nodes, loc=loc) if k == 1 else ev.node("AxisSplice", nodes, {"axis": k}, loc)
 
 
@@ -358,8 +361,8 @@ def _Splice(ev, a, loc):
 
 def slice_node(ev, x, b, e, k, loc) -> BNode:
     if k < 1:
-        raise BrainScriptError(f"Slice: axis={k} (the sequence axis) makes sequences of another length (a new "
-                               "dynamic axis), which cntkio does not support; static axes 1, 2, ... are", loc)
+        raise BrainScriptRefusal(f"Slice: axis={k} (the sequence axis) is not supported by cntkio: it makes sequences "
+                                 "of another length (a new dynamic axis); static axes 1, 2, ... are", loc)
     x = _node(ev, x, loc, "Slice")
     if k == 1 and 0 <= b < e:
         return ev.node("RowSlice", [x], {"startIndex": b, "numRows": e - b}, loc)
@@ -436,7 +439,7 @@ def _ReconcileDynamicAxis(ev, a, loc):
 def delay(ev, past: bool, dims, x, step, initial, default, loc) -> BNode:
     """``PastValue``/``FutureValue``: ``x`` is a thunk (a loop may close through the node)."""
     if not is_none(initial):
-        raise BrainScriptError(f"{'PastValue' if past else 'FutureValue'}: initialState (a node giving the value "
+        raise BrainScriptRefusal(f"{'PastValue' if past else 'FutureValue'}: initialState (a node giving the value "
                                "before the sequence) is not supported by cntkio; defaultHiddenActivation (a "
                                "number) is", loc)
     d = dims_of(dims, loc, "PastValue")

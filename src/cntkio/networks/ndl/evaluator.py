@@ -21,12 +21,16 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ... import values
+from ..._log import get_logger
 from ...errors import ConfigError
 from ..nodes import NodeError, lookup, op_names
 from .graph import GROUPS, TAG_GROUPS, Graph, NodeDef
 from .parser import (Assign, Block, Call, ExprStmt, ListExpr, Loc, MacroDef, NDLError, Num, Ref, Str)
+from .special import add_run_count, image_parameter, refuse_if_refused
 
 __all__ = ["MacroLibrary", "Evaluator", "NodeVal", "Instance"]
+
+_log = get_logger("networks.ndl")
 
 #: special-node array names (statement names) -> group
 ARRAY_NAMES = {k: v for k, v in TAG_GROUPS.items() if k.endswith("nodes")}
@@ -239,8 +243,11 @@ class Evaluator:
         macro = self.macros.get(c.fn)
         if macro is not None:
             return self.instantiate(scope, macro, c, name)
+        if c.fn.lower() == "imageparameter":
+            return image_parameter(self, scope, c, name)
         op = lookup(c.fn)
         if op is None:
+            refuse_if_refused(c.fn, c.loc)
             names = op_names() + [m.name for m in self.macros.macros.values()]
             low = {n.lower(): n for n in names}
             near = [low[n] for n in difflib.get_close_matches(c.fn.lower(), list(low), n=3, cutoff=0.6)]
@@ -271,6 +278,11 @@ class Evaluator:
                 except ConfigError as err:
                     raise NDLError(f"{k}: {err.reason}", c.kwlocs.get(k, c.loc)) from err
                 node.grad = node.grad and node.lr_mult != 0
+            elif not op.accepts(k):
+                # CNTK's NDL reads the optional parameters a function knows and ignores the others
+                # (NDLNetworkBuilder.cpp: GetOptionalParameter by name; e.g. LookupTable(..., init=...))
+                _log.warning("%s: %s has no optional parameter %r; ignored, as CNTK's NDL does", c.kwlocs.get(k, c.loc),
+                             c.fn, k)
             else:
                 named[k] = v
         pos: list[Any] = []
@@ -291,8 +303,9 @@ class Evaluator:
                 v = self.value(scope, e, f"{name}.{role}", e.loc)
                 while isinstance(v, Instance):
                     v = v.result
-                if isinstance(v, NodeVal) or isinstance(v, list):
-                    raise NDLError(f"{c.fn}: argument {i + 1} ({role}) must be a number, found {_describe(v)}", e.loc)
+                if isinstance(v, NodeVal) or (isinstance(v, list) and not _plain_list(v)):
+                    raise NDLError(f"{c.fn}: argument {i + 1} ({role}) must be a number (or a list of numbers), "
+                                   f"found {_describe(v)}", e.loc)
                 pos.append(v)
         try:
             inputs, attrs = op.bind(pos, named)
@@ -300,6 +313,8 @@ class Evaluator:
             raise NDLError(str(err), c.loc) from err
         node.inputs = [i for i in inputs if i is not None]
         node.attrs = attrs
+        if op.name == "BatchNormalization" and len(node.inputs) == 5:
+            add_run_count(self, node)
         if op.kind in ("input", "constant", "precompute"):
             node.grad = False
         if delay_expr is not None:
@@ -344,6 +359,11 @@ class Evaluator:
                 raise NDLError(f"tag={tag}: the value of macro {m.name} is not a node", c.loc)
             self.apply_tag(tag, r.name, c.loc)
         return inst
+
+
+def _plain_list(v: list) -> bool:
+    """A list of numbers, strings or booleans (an NDL array such as ``{kW, kH, inMap}``)."""
+    return all(isinstance(x, (int, float, str, bool)) for x in v)
 
 
 def _flag(v, key: str, loc: Loc) -> bool:

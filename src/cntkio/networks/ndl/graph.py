@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 
 from ...integrations.torch_backend import nn, torch
 from ..nodes import NodeError, lookup
-from ..nodes.base import as_float, numel
+from ..nodes.base import as_float, as_int, dims_from_use, numel
 from ..nodes.basic import operand_view
 from ..nodes.init import initial_value
 from .carry import SequenceCarry
@@ -246,9 +246,17 @@ class GraphNetwork(nn.Module):
         g = self.graph
         self.shapes: dict[str, tuple] = {}
         self.sample: dict[str, bool] = {}
+        later: set[str] = set()             # parameters with a 0 dimension: from their first use
         for n in self.order:
             node = g.nodes[n]
             op = lookup(node.op)
+            if op.kind == "param" and 0 in (node.attrs.get("rows"), node.attrs.get("cols", 1)):
+                later.add(n)
+                continue
+            for k, i in enumerate(node.inputs if op.kind != "delay" else []):
+                if i in later:
+                    self._infer_from_use(node, k, g.nodes[i])
+                    later.discard(i)
             if op.kind == "delay":
                 ins, flags = [None], [True]
             else:
@@ -266,6 +274,18 @@ class GraphNetwork(nn.Module):
                     raise node_error(node, f"declared {list(self.shapes[n])} but its input {src} has "
                                      f"dimensions {list(self.shapes[src])}"
                                      + ("" if self.sample[src] else " and is not a per-sample value"))
+
+    def _infer_from_use(self, user: NodeDef, k: int, p: NodeDef) -> None:
+        """Fill the 0 dimensions of parameter ``p`` from ``user``, which reads it as input ``k``."""
+        a = p.attrs
+        others = [self.shapes.get(i) for i in user.inputs]
+        rows, cols = dims_from_use(user.op, user.attrs, k, others, as_int(a["rows"], "rows"),
+                                   as_int(a.get("cols", 1), "cols"))
+        if rows <= 0 or cols <= 0:
+            raise node_error(p, f"its dimensions [{a['rows']}, {a.get('cols', 1)}] cannot be inferred: its first "
+                                f"use, {user.name} ({user.op}), does not tell them")
+        a["rows"], a["cols"] = rows, cols
+        self.shapes[p.name], self.sample[p.name] = lookup(p.op).infer(a, [], [])
 
     # --- tensors ---------------------------------------------------------------------------
     def _owner(self, path: str) -> tuple[nn.Module, str]:

@@ -24,10 +24,28 @@ class NDLSpec:
         self.label_node = self.label_nodes[0] if self.label_nodes else None
         self.training_criterion = self.criterion_nodes[0] if self.criterion_nodes else None
         self.apply_mean_var_norm = False
+        if self.label_node is None and self.training_criterion is not None:
+            # no label node (an auto-encoder: SquareError(featOut, ...) of two feature inputs, CNTK's
+            # TIMIT ae.ndl): CNTK feeds every input by its stream's name and needs none; the actions
+            # take the other input the criterion reads as the one they give the "labels" role
+            read = _inputs_read(graph, self.training_criterion)
+            others = [n for n in read if n != self.feature_node]
+            self.label_node = others[0] if others else None
 
     def to_dict(self) -> dict:
         return {"feature_nodes": self.feature_nodes, "label_nodes": self.label_nodes,
                 "criterion_nodes": self.criterion_nodes, "eval_nodes": self.eval_nodes}
+
+
+def _inputs_read(graph: Graph, node: str) -> list[str]:
+    """The input nodes ``node`` reads, in the graph's order."""
+    seen, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(graph.nodes[n].inputs)
+    return [n for n, d in graph.nodes.items() if n in seen and lookup(d.op).kind == "input"]
 
 
 class NDLNetwork(GraphNetwork):
@@ -66,7 +84,8 @@ class NDLNetwork(GraphNetwork):
     def check_trainable(self, where: str) -> None:
         """A trained network needs feature, label and criterion nodes."""
         s = self.spec
-        for what, nodes, tag in (("feature", s.feature_nodes, "feature"), ("label", s.label_nodes, "label"),
+        for what, nodes, tag in (("feature", s.feature_nodes, "feature"),
+                                 ("label", [s.label_node] if s.label_node else [], "label"),
                                  ("criterion", s.criterion_nodes, "criterion")):
             if not nodes:
                 raise ConfigError(f"the network has no {what} node", path=where,
@@ -147,7 +166,11 @@ class NDLNetwork(GraphNetwork):
         feeds = {self.spec.feature_node: self._x if self._pred else out, self.spec.label_node: labels}
         if self._pred is not None:
             feeds[self._pred] = out
-        return self._eval(feeds, (node,))[node].reshape(())
+        # a criterion of more than one value (a value per sample, e.g. rmse = Sqrt (sqerr / dim)) is summed:
+        # CNTK sums it over the minibatch when it accumulates it (Source/SGDLib/Criterion.h, Accumulate:
+        # "an implicit reduction") and back-propagates from a gradient of ones (ComputationNetworkEvaluation.cpp,
+        # SetRootGradientToScalarOne), the gradient of that sum
+        return self._eval(feeds, (node,))[node].sum()
 
     def criterion(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._crit(self.spec.training_criterion, out, labels)

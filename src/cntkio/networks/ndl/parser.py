@@ -10,7 +10,8 @@ separators (``;`` or line breaks outside brackets). A statement is
 * a bare call ``Name(args)``: a command (MEL scripts).
 
 An expression is a number, a quoted string, a (dotted) name, a call ``Name(positional..., key=value...)``
-whose arguments are expressions, ``(a, b)`` a list, or ``[ ... ]`` a section. Every piece keeps
+whose arguments are expressions (``{a, b, c}`` there is a list, as ``(a, b)``), ``(a, b)`` a list, or
+``[ ... ]`` a section. Every piece keeps
 its file, line and column for error messages.
 """
 from __future__ import annotations
@@ -249,14 +250,28 @@ class _P:
                                    f"{_short(text[a:b])!r}", a)
                 if key.lower() in {k.lower() for k in kwargs}:
                     raise self.err(f"{fn}: parameter {key!r} given twice", a)
-                kwargs[key] = self.expression(eq + 1, b)
+                kwargs[key] = self.argument(eq + 1, b)
                 kwlocs[key] = self.loc(a)
             else:
                 if kwargs:
                     raise self.err(f"{fn}: a positional argument after the optional parameters "
                                    f"({', '.join(kwargs)})", a)
-                args.append(self.expression(a, b))
+                args.append(self.argument(a, b))
         return Call(fn, args, kwargs, loc, kwlocs)
+
+    def argument(self, s: int, e: int):
+        """An argument of a call: an expression, where ``{a, b, c}`` (or ``[a, b]``) is a list, an
+        NDL array (CNTK's ndlTypeArray: kernel shapes, strides; NetworkDescriptionLanguage.h,
+        ParseVariable)."""
+        s, e = strip_span(self.src.text, s, e)
+        if s < e and self.src.text[s] in "[{" and is_group(self.src, s, e):
+            items = []
+            for a, b in split(self.src, s + 1, e - 1, ","):
+                a, b = strip_span(self.src.text, a, b)
+                if a < b:
+                    items.append(self.expression(a, b))
+            return ListExpr(items, self.loc(s))
+        return self.expression(s, e)
 
 
 def _short(s: str) -> str:

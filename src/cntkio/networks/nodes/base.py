@@ -62,6 +62,11 @@ class Op:
         """The names of ``count`` positional arguments (optional ones drop from the middle)."""
         return self.positional[:count]
 
+    def accepts(self, key: str) -> bool:
+        """True when ``key`` names one of the op's parameters (or a generic one: tag, ...)."""
+        k = key.lower()
+        return k in _GENERIC or any(k == p.lower() for p in (*self.optional, *self.positional))
+
     def _named(self, named: dict[str, Any]) -> dict[str, Any]:
         attrs = dict(self.optional)
         known = {k.lower(): k for k in list(self.optional) + list(self.positional)}
@@ -144,3 +149,26 @@ def as_float(v, what: str) -> float:
 
 def as_bool(v, what: str) -> bool:
     return _conv(values.to_bool, v, what)
+
+
+def dims_from_use(user_op: str, user_attrs: dict, k: int, others: list, rows: int, cols: int) -> tuple[int, int]:
+    """The ``[rows, cols]`` of a parameter whose 0 dimensions are inferred from its first use, input
+    ``k`` of a ``user_op`` node whose other inputs have the shapes ``others`` (None: not known): a
+    0 keeps its place when the use does not tell it (CNTK infers them in validation, from the node
+    that reads the parameter: ``Times(W, x)`` gives W's columns, a convolution its filters', an
+    element-wise node or a batch normalisation the other input's values)."""
+    other = others[1 - k] if len(others) == 2 and k in (0, 1) else None
+    if user_op == "Times" and k == 0 and others[1] is not None:
+        return rows, (cols or numel(others[1]))
+    if user_op == "TransposeTimes" and k == 0 and others[1] is not None:
+        return (rows or numel(others[1])), cols
+    if user_op == "Convolution" and k == 0 and others[1] is not None and len(others[1]) == 3:
+        kern = user_attrs.get("kernelShape")
+        kw, kh = (kern[0], kern[1]) if isinstance(kern, list) else (user_attrs["kernelWidth"], user_attrs["kernelHeight"])
+        return rows, (cols or int(others[1][0]) * int(kw) * int(kh))
+    if user_op == "BatchNormalization" and k >= 1 and others[0] is not None:
+        x = others[0]
+        return (rows or (int(x[0]) if user_attrs.get("spatial") else numel(x))), (cols or 1)
+    if user_op in ("Plus", "Minus", "ElementTimes", "ElementDivide", "DiagTimes") and other is not None:
+        return (rows or numel(other)), (cols or 1)
+    return rows, cols

@@ -43,7 +43,7 @@ class SparseInput(Input):
 class ImageInput(Op):
     """An image per sample, held as ``[channels, height, width]`` (``imageLayout=cudnn``, CNTK's
     ``[W x H x C]``, is that order in memory; ``HWC`` data is permuted once on input)."""
-    name = "ImageInput"
+    name, aliases = "ImageInput", ("Image",)
     positional, min_args = ("imageWidth", "imageHeight", "imageChannels", "numImages"), 3
     optional = {"imageLayout": "cudnn"}
     kind = "input"
@@ -86,7 +86,7 @@ class Parameter(Op):
 
 @register
 class Constant(Op):
-    name = "Constant"
+    name, aliases = "Constant", ("Const",)
     positional, min_args = ("value", "rows", "cols"), 1
     kind = "constant"
 
@@ -176,21 +176,31 @@ class Minus(_Binary):
 
 @register
 class ElementTimes(_Binary):
-    name, aliases, fn = "ElementTimes", ("ElementProduct",), staticmethod(torch.mul)
+    name, aliases, fn = "ElementTimes", ("ElementProduct", "ColumnElementTimes", "RowElementTimes"), staticmethod(torch.mul)
 
 
 @register
 class Scale(_Binary):
-    """``Scale(s, M)``: the scalar ``s`` (a 1x1 parameter or constant) times ``M``."""
+    """``Scale(s, M)``: the scalar ``s`` times ``M``. CNTK 2 builds Scale as an ElementTimes
+    (Source/ComputationNetworkLib/ComputationNetworkBuilder.cpp: ``L"Scale"`` makes an
+    ElementTimesNode), so the scalar may be either input (``Scale(features, featScale)``) and any
+    two inputs that broadcast are multiplied element by element."""
     name, positional, node_args = "Scale", ("scalar", "matrix"), ("scalar", "matrix")
+    fn = staticmethod(torch.mul)
 
     def infer(self, attrs, shapes, sample):
-        if sample[0] or numel(shapes[0]) != 1:
-            raise NodeError(f"Scale: the first input must be a 1x1 scalar, found dimensions {list(shapes[0])}")
-        return tuple(shapes[1]), sample[1]
+        if not sample[0] and numel(shapes[0]) == 1:
+            return tuple(shapes[1]), sample[1]
+        if not sample[1] and numel(shapes[1]) == 1:
+            return tuple(shapes[0]), sample[0]
+        return super().infer(attrs, shapes, sample)
 
     def compile(self, attrs, shapes, sample):
-        return lambda s, m: s.reshape(()) * m
+        if not sample[0] and numel(shapes[0]) == 1:
+            return lambda s, m: s.reshape(()) * m
+        if not sample[1] and numel(shapes[1]) == 1:
+            return lambda m, s: m * s.reshape(())
+        return super().compile(attrs, shapes, sample)
 
 
 @register
@@ -275,12 +285,13 @@ def _unary(name, fn, aliases=()):
 
 
 for _n, _f, _a in (("Negate", torch.neg, ()), ("Abs", torch.abs, ()), ("Exp", torch.exp, ()),
-                   ("Log", torch.log, ()), ("Cos", torch.cos, ()), ("Sin", torch.sin, ()),
+                   ("Log", torch.log, ()), ("Cos", torch.cos, ("Cosine",)), ("Sin", torch.sin, ()),
                    ("Sigmoid", torch.sigmoid, ()), ("Tanh", torch.tanh, ()),
                    ("RectifiedLinear", torch.relu, ("ReLU",)), ("Sqrt", torch.sqrt, ()),
                    ("Square", torch.square, ()), ("Acos", torch.acos, ()), ("Asin", torch.asin, ()),
                    ("Asinh", torch.asinh, ()), ("Atanh", torch.atanh, ()), ("Cosh", torch.cosh, ()),
-                   ("Sinh", torch.sinh, ()), ("StopGradient", torch.Tensor.detach, ())):
+                   ("Sinh", torch.sinh, ()), ("StopGradient", torch.Tensor.detach, ()),
+                   ("Pass", lambda x: x, ())):
     _unary(_n, _f, _a)
 
 

@@ -91,7 +91,7 @@ class ClassificationError(_Criterion):
 @register
 class CosDistance(Op):
     """The cosine of the angle between the two inputs, per sample."""
-    name = "CosDistance"
+    name, aliases = "CosDistance", ("CosDist",)
     positional = node_args = ("a", "b")
 
     def infer(self, attrs, shapes, sample):
@@ -135,8 +135,7 @@ class ClassBasedCrossEntropyWithSoftmax(Op):
     costs ``-log softmax(classLogPost)[class] - log softmax_{j in class}(h·W[:, j])[word]``.
     The word scores are computed for the whole vocabulary and masked to each sample's class
     (the same value as CNTK's per-class slices, without their speed)."""
-    name = "ClassBasedCrossEntropyWithSoftmax"
-    aliases = ("CBCEWithSM",)
+    name, aliases = "ClassBasedCrossEntropyWithSoftmax", ("CBCEWithSM",)
     positional = node_args = ("labels", "input", "weights", "classLogPost")
     criterion = True
 

@@ -297,3 +297,19 @@ class ReconcileDynamicAxis(Op):
             return lambda d, lay: d
         shape = tuple(shapes[0])
         return lambda d, lay: d.reshape(1, *shape).expand(lay.shape[0], *shape)
+
+
+@register
+class Diagonal(Op):
+    """``Diagonal(M)``: the diagonal of the square matrix ``M`` (not per sample) as a row ``[1, n]``."""
+    name = "Diagonal"
+    positional = node_args = ("input",)
+
+    def infer(self, attrs, shapes, sample):
+        s = tuple(shapes[0])
+        if sample[0] or len(s) != 2 or s[0] != s[1]:
+            raise NodeError(f"Diagonal: the input must be a square matrix (not per sample), found dimensions {list(s)}")
+        return (1, s[0]), False
+
+    def compile(self, attrs, shapes, sample):
+        return lambda m: m.diagonal().reshape(1, -1)

@@ -1,0 +1,57 @@
+"""NDL functions that are not one node of the node library: ``ImageParameter`` (a parameter with
+image dimensions), the run count CNTK adds to ``BatchNormalization``, and the functions cntkio
+refuses by name. It never parses text."""
+from __future__ import annotations
+
+from ..nodes.refused import refusal
+from .graph import NodeDef
+from .parser import Call, Loc, NDLRefusal, Num
+
+__all__ = ["refuse_if_refused", "image_parameter", "add_run_count"]
+
+
+def refuse_if_refused(fn: str, loc: Loc) -> None:
+    """Raise the refusal of a CNTK function cntkio does not build (``nodes/refused.py``)."""
+    r = refusal(fn)
+    if r is not None:
+        raise NDLRefusal(f"{r[0]} is not supported by cntkio: {r[1]}", loc)
+
+
+def image_parameter(ev, scope, c: Call, name: str):
+    """``ImageParameter(w, h, c)`` or ``ImageParameter(out, w, h, c)`` with ``imageLayout``: a
+    Parameter of CNTK's dimensions ``[w, h, c]`` (``[c, w, h]`` for HWC) after ``out``
+    (NDLNetworkBuilder.cpp, ProcessTensorShapeParameters with isImage), held as ``[c, w·h]``
+    (a bias per channel of cntkio's ``[c, h, w]`` images) or ``[out, w·h·c]``."""
+    from .parser import NDLError
+    if len(c.args) not in (3, 4):
+        raise NDLError(f"ImageParameter takes 3 (width, height, channels) or 4 (rows, width, height, channels) "
+                       f"arguments, found {len(c.args)}", c.loc)
+    dims = []
+    for e in c.args:
+        v = ev.value(scope, e, name, e.loc)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or int(v) != v or v <= 0:
+            raise NDLError(f"ImageParameter: dimensions must be numbers > 0, found {v!r}", e.loc)
+        dims.append(int(v))
+    kw = dict(c.kwargs)
+    layout = kw.pop("imageLayout", None)
+    layout_name = str(ev.value(scope, layout, name, layout.loc, soft=True)) if layout is not None else "HWC"
+    w, h, ch = dims[-3:]
+    image = [w, h, ch] if layout_name.lower() in ("cudnn", "chw") else [ch, w, h]
+    cntk = dims[:-3] + image
+    rows, cols = (ch, w * h) if len(dims) == 3 else (dims[0], w * h * ch)
+    call = Call("Parameter", [Num(float(rows), c.loc), Num(float(cols), c.loc)], kw, c.loc, dict(c.kwlocs))
+    out = ev.call(scope, call, name)
+    ev.graph.nodes[out.name].attrs["cntkDims"] = cntk
+    return out
+
+
+def add_run_count(ev, node: NodeDef) -> None:
+    """CNTK's NDL gives a BatchNormalization of five inputs a sixth, ``<name>.run_sample_count``
+    (NDLNetworkBuilder.cpp): the samples seen, 0 at first, so that the first minibatch's
+    statistics replace the running ones."""
+    name = f"{node.name}.run_sample_count"
+    ev.graph.add(NodeDef(name, "Parameter", [], {"rows": 1, "cols": 1, "init": "fixedValue", "value": 0.0},
+                         grad=False, lr_mult=0.0, where=node.where))
+    node.inputs.append(name)
+
+
