@@ -63,7 +63,7 @@ def _Format(ev, a, loc):
             return ("%" + f + ("f" if f and f[-1].isdigit() else "")) % v if f else _show(v)
         return ("%" + f + "s") % v if f else _show(v)
     except (TypeError, ValueError) as e:
-        raise BrainScriptError(f"Format: {f!r} is not a format for {_show(v)} ({e})", loc) from None
+        raise BrainScriptError(f"Format: {f!r} is not a format for {_show(v)} ({e})", loc) from e
 
 
 @builtin("Replace (s, from, to)")

@@ -76,7 +76,7 @@ def resolve_variables(text: str, variables: Variables, file: str, first_line: in
             try:
                 value = variables(name)
             except LookupError as e:
-                raise NDLError(f"${name}$: {e.args[0]}", loc) from None
+                raise NDLError(f"${name}$: {e.args[0]}", loc) from e
             if value is None:
                 raise NDLError(f"undefined variable ${name}$", loc,
                                hint=f"CNTK replaces $name$ in NDL and MEL files with the config's variables: "

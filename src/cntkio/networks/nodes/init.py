@@ -80,7 +80,7 @@ def read_matrix(text: str, where: str) -> list[list[float]]:
     try:
         return [[float(v) for v in line.split()] for line in text.splitlines() if line.strip()]
     except ValueError as e:
-        raise NodeError(f"{where}: expected numbers separated by spaces ({e})") from None
+        raise NodeError(f"{where}: expected numbers separated by spaces ({e})") from e
 
 
 def _from_rows(rows: list[list[float]], shape: tuple, where: str) -> torch.Tensor:
@@ -119,7 +119,7 @@ def initial_value(attrs: dict, shape: tuple, seed: int, base_dir: str | None = N
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            raise NodeError(f"cannot read initFromFilePath {path}: {e.strerror}") from None
+            raise NodeError(f"cannot read initFromFilePath {path}: {e.strerror}") from e
         return _from_rows(read_matrix(text, path), shape, path)
     dims = [int(d) for d in attrs.get("cntkDims") or shape]
     if init == "bilinear":
