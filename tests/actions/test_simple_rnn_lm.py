@@ -59,8 +59,8 @@ def test_lblm_criterion_on_a_hand_computed_case():
         net.tensor("W1").zero_()                    # every output 0: softmax uniform over 4 words
     x = torch.eye(4, dtype=torch.float64)[[0, 2, 1]]
     y = torch.eye(4, dtype=torch.float64)[[2, 1, 3]]
-    out = net.evaluate({"features": x, "labels": y}, ["CrossEntropyWithSoftmaxCriterion"], **_one_seq(3))
-    assert out["CrossEntropyWithSoftmaxCriterion"].item() == pytest.approx(3 * math.log(4), rel=1e-12)
+    out = net.evaluate({"features": x, "labels": y}, ["CrossEntropyWithSoftmax"], **_one_seq(3))
+    assert out["CrossEntropyWithSoftmax"].item() == pytest.approx(3 * math.log(4), rel=1e-12)
 
 
 def test_lblm_with_an_embedding_uses_cntks_names():
@@ -98,8 +98,8 @@ def test_nplm_criterion_on_a_hand_computed_case():
         net.tensor("W1").zero_()
     x = torch.eye(5, dtype=torch.float64)[[0, 1]]
     y = torch.eye(5, dtype=torch.float64)[[1, 2]]
-    out = net.evaluate({"features": x, "labels": y}, ["CrossEntropyWithSoftmaxCriterion"], **_one_seq(2))
-    assert out["CrossEntropyWithSoftmaxCriterion"].item() == pytest.approx(2 * math.log(5), rel=1e-12)
+    out = net.evaluate({"features": x, "labels": y}, ["CrossEntropyWithSoftmax"], **_one_seq(2))
+    assert out["CrossEntropyWithSoftmax"].item() == pytest.approx(2 * math.log(5), rel=1e-12)
 
 
 # --- CLSTM --------------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ train = [
 test = [ action = test ; reader = {READER.format(tmp_path / 'test.ctf', 'false')} ]
 """)
     (_, _, train), (_, _, test) = run([f"configFile={cfg}"])
-    crit = [e.averages["CrossEntropyWithSoftmaxCriterion"] for e in train.epochs]
+    crit = [e.averages["CrossEntropyWithSoftmax"] for e in train.epochs]
     assert crit[0] > crit[-1]
     assert test.averages["EvalClassificationError"] < 0.05       # chance is 0.75 or worse
 

@@ -128,3 +128,14 @@ def test_simple_network_builder_criteria_by_cntks_names_in_any_case():
         NetworkSpec(layer_sizes=[4, 3, 2], layer_types=["Sigmoid"], training_criterion="noiseContrastiveEstimation")
     assert NetworkSpec(layer_sizes=[4, 3, 2], layer_types=["sigmoid"],
                        training_criterion="crossentropywithsoftmax").training_criterion == "CrossEntropyWithSoftmax"
+
+
+def test_simple_network_builder_lstm_criterion_named_as_cntk_names_it():
+    # Tests/EndToEndTests/Examples/Text/Miscellaneous/SLU/baseline.cpu.txt:302:
+    # "Training criterion:   CrossEntropyWithSoftmax = CrossEntropyWithSoftmax", no other evaluation node
+    same = build_recurrent(RecurrentSpec(rnn_type="LSTM", layer_sizes=[5, 4, 3], training_criterion="crossentropywithsoftmax",
+                                         eval_criterion="crossentropywithsoftmax"))
+    assert same.spec.criterion_nodes == ["CrossEntropyWithSoftmax"] and same.spec.eval_nodes == ["CrossEntropyWithSoftmax"]
+    other = build_recurrent(RecurrentSpec(rnn_type="LSTM", layer_sizes=[5, 4, 3], training_criterion="SquareError",
+                                          eval_criterion="ErrorPrediction"))
+    assert other.spec.criterion_nodes == ["SquareError"] and other.spec.eval_nodes == ["EvalClassificationError"]

@@ -367,8 +367,15 @@ def recurrent_ndl(spec: RecurrentSpec) -> str:
     w("PosteriorProb = Softmax(outputs)")
     if crit == "Logistic" or ev == "Logistic":
         w("SigmoidOfOutputs = Sigmoid(outputs)")
-    w(f"{crit}Criterion = {crit}(labels, {pred.get(crit, 'outputs')}, tag=criterion)")
-    w(f"Eval{ev} = {ev}(labels, {pred.get(ev, 'outputs')}, tag=eval)")
+    # CNTK's names (SimpleNetworkBuilder.cpp, AddTrainAndEvalCriterionNodes, 1670-1770): the criterion
+    # is named by its type; an evaluation criterion of the same type is that node (in both groups),
+    # another is named by its type too, ClassificationError as EvalClassificationError
+    w(f"{crit} = {crit}(labels, {pred.get(crit, 'outputs')}, tag=criterion)")
+    if ev == crit:
+        w(f"evaluationNodes = ({crit})")
+    else:
+        w(f"{'EvalClassificationError' if ev == 'ClassificationError' else ev} = {ev}(labels, "
+          f"{pred.get(ev, 'outputs')}, tag=eval)")
     if s.need_prior:
         w("Prior = Mean(labels)")
         w("LogOfPrior = Log(Prior)")
