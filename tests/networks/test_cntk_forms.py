@@ -139,3 +139,26 @@ def test_simple_network_builder_lstm_criterion_named_as_cntk_names_it():
     other = build_recurrent(RecurrentSpec(rnn_type="LSTM", layer_sizes=[5, 4, 3], training_criterion="SquareError",
                                           eval_criterion="ErrorPrediction"))
     assert other.spec.criterion_nodes == ["SquareError"] and other.spec.eval_nodes == ["EvalClassificationError"]
+
+
+def test_ndl_load_sections_hold_the_networks_variables_and_nodes(tmp_path):
+    # Tests/EndToEndTests/Examples/Image/Deprecated/MNIST/02_Convolution_ndl/02_Convolution.ndl: load = ndlMnistMacros,
+    # a section of variables and nodes (imageW, features, labels) that the run section reads
+    p = tmp_path / "net.ndl"
+    p.write_text("load = macros\nrun = DNN\nmacros = [\n  dim = 3\n  features = Input(dim, tag=feature)\n"
+                 "  Double(x) = Plus(x, x)\n]\nDNN = [\n  z = Double(features, tag=output)\n]\n")
+    net = ndl_build(str(p))
+    assert net.shapes["z"] == (3,) and net.spec.feature_nodes == ["features"]
+    assert net.evaluate({"features": torch.tensor([[1.0, 2.0, 3.0]])}, ["z"])["z"].tolist() == [[2.0, 4.0, 6.0]]
+
+
+def test_ndl_error_prediction_with_a_top_n_input():
+    # Tests/EndToEndTests/BatchNormalization/NonSpatial/01_OneHidden.ndl:32: ErrorPrediction(labels, ol, Const(5))
+    net = ndl_build("labels = Input(4, tag=label)\nz = Input(4)\ne1 = ErrorPrediction(labels, z)\n"
+                    "e2 = ErrorPrediction(labels, z, Const(2), tag=eval)\n")
+    y = torch.tensor([[0, 0, 1.0, 0], [1.0, 0, 0, 0]])
+    z = torch.tensor([[0.1, 0.5, 0.3, 0.0], [0.1, 0.2, 0.3, 0.4]])
+    v = net.evaluate({"labels": y, "z": z}, ["e1", "e2"])
+    assert v["e1"].item() == 2 and v["e2"].item() == 1         # the first sample's label is second best
+    with pytest.raises(NDLError, match=r"argument 3 \(topN\) must be a constant"):
+        ndl_build("labels = Input(4)\nz = Input(4)\ne = ErrorPrediction(labels, z, z)\n")

@@ -64,20 +64,21 @@ def build_graph(source: str | NDLFile, *, run: str | Iterable[str] | None = None
     else:
         text = resolve_variables(source, look, "<string>") if look is not None else source
         f = NDLFile(parse_ndl(text, file="<string>"), "<string>")
+    loaded: list = []                 # the load sections' statements, run first (as CNTK's FileParse)
     for name in _names(load) or f.load:
-        load_macros(lib, f.section(name), f"load section {name}")
+        load_macros(lib, f.section(name), f"load section {name}", keep=loaded)
     for m in f.macros:
         lib.add(m)
     run_names = _names(run) or f.run
     outer = None
     if run_names:
-        statements = [st for n in run_names for st in f.section(n)]
+        statements = loaded + [st for n in run_names for st in f.section(n)]
         outer = f.loose               # the file's top-level variables, seen by its sections
     else:
         if f.sections and not f.loose:
             raise NDLError(f"{f.file}: which section to run? (sections: {', '.join(s.name for s in f.sections.values())})",
                            hint="give run=<section> (in the file or the NDLNetworkBuilder)")
-        statements = f.loose
+        statements = loaded + f.loose
     ev = Evaluator(macros=lib)
     ev.run(statements, outer=outer)
     return ev.graph
@@ -119,9 +120,10 @@ def build_from_config(builder: ConfigParameters, *, dtype: torch.dtype = torch.f
     if not run:
         raise ConfigError("NDLNetworkBuilder needs networkDescription=<file> or run=<section>", path=path,
                           hint="e.g. run=ndlMacroUse naming a section of NDL statements")
+    loaded: list = []
     for name in load:
-        load_macros(lib, config_statements(_section(builder, name, path)), f"load section {name}")
-    statements = [st for name in run for st in config_statements(_section(builder, name, path))]
+        load_macros(lib, config_statements(_section(builder, name, path)), f"load section {name}", keep=loaded)
+    statements = loaded + [st for name in run for st in config_statements(_section(builder, name, path))]
     ev = Evaluator(macros=lib)
     ev.run(statements)
     return NDLNetwork(ev.graph, dtype, seed_offset=seed)

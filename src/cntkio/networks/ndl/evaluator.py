@@ -26,7 +26,7 @@ from ...errors import ConfigError
 from ..nodes import NodeError, lookup, op_names
 from .graph import GROUPS, TAG_GROUPS, Graph, NodeDef
 from .parser import (Assign, Block, Call, ExprStmt, ListExpr, Loc, MacroDef, NDLError, Num, Ref, Str)
-from .special import add_run_count, image_parameter, refuse_if_refused
+from .special import add_run_count, image_parameter, is_top_n_error, refuse_if_refused, top_n_error
 
 __all__ = ["MacroLibrary", "Evaluator", "NodeVal", "Instance"]
 
@@ -245,6 +245,8 @@ class Evaluator:
             return self.instantiate(scope, macro, c, name)
         if c.fn.lower() == "imageparameter":
             return image_parameter(self, scope, c, name)
+        if is_top_n_error(c):
+            return top_n_error(self, scope, c, name)
         op = lookup(c.fn)
         if op is None:
             refuse_if_refused(c.fn, c.loc)

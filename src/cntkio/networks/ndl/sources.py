@@ -122,13 +122,19 @@ def _one_group(text: str) -> bool:
     return False
 
 
-def load_macros(library: MacroLibrary, statements: list, where: str) -> None:
-    """Register the macros of a loaded section (a load section holds macro definitions only)."""
+def load_macros(library: MacroLibrary, statements: list, where: str, *, keep: list | None = None) -> None:
+    """Register the macros of a loaded section. A macro file's section holds macro definitions only;
+    with ``keep`` (a ``load`` section of the network's own file or config), its other statements are
+    appended there: CNTK parses the load sections into the same script as the run sections, first
+    (NetworkDescriptionLanguage.h:712-731, FileParse), so their variables and nodes are the network's
+    (the Deprecated MNIST/CIFAR-10 NDL files' ``ndlMnistMacros``: imageW, features, labels, ...)."""
     for st in statements:
         if isinstance(st, MacroDef):
             library.add(st)
-        elif isinstance(st, Assign) and isinstance(st.expr, Block):
+        elif isinstance(st, Assign) and isinstance(st.expr, Block) and keep is None:
             load_macros(library, st.expr.statements, where)
+        elif keep is not None:
+            keep.append(st)
         else:
             raise NDLError(f"{where}: a macro section holds macro definitions (Name(params) = ...), found "
                            f"the statement {getattr(st, 'name', '')!r}", st.loc)

@@ -1,13 +1,13 @@
 """NDL functions that are not one node of the node library: ``ImageParameter`` (a parameter with
-image dimensions), the run count CNTK adds to ``BatchNormalization``, and the functions cntkio
-refuses by name. It never parses text."""
+image dimensions), the run count CNTK adds to ``BatchNormalization``, ``ErrorPrediction`` with a
+third (topN) input, and the functions cntkio refuses by name. It never parses text."""
 from __future__ import annotations
 
 from ..nodes.refused import refusal
 from .graph import NodeDef
 from .parser import Call, Loc, NDLRefusal, Num
 
-__all__ = ["refuse_if_refused", "image_parameter", "add_run_count"]
+__all__ = ["refuse_if_refused", "image_parameter", "add_run_count", "top_n_error", "is_top_n_error"]
 
 
 def refuse_if_refused(fn: str, loc: Loc) -> None:
@@ -55,3 +55,32 @@ def add_run_count(ev, node: NodeDef) -> None:
     node.inputs.append(name)
 
 
+
+
+def is_top_n_error(c: Call) -> bool:
+    return c.fn.lower() in ("errorprediction", "classificationerror") and len(c.args) == 3
+
+
+def top_n_error(ev, scope, c: Call, name: str):
+    """``ErrorPrediction(labels, z, topN)``: CNTK's ClassificationErrorNode with a third input reads
+    its top-N count from that input's value (Source/ComputationNetworkLib/EvaluationNodes.h:75-81,
+    ``m_topK = Input(2)->Get00Element()``), e.g. ``top5Errs = ErrorPrediction(labels, ol, Const(5))``
+    (Tests/EndToEndTests/BatchNormalization/NonSpatial/01_OneHidden.ndl:32). cntkio reads the value
+    of that constant when the network is built."""
+    from .evaluator import Instance, NodeVal
+    from .parser import NDLError
+    e = c.args[2]
+    v = ev.value(scope, e, f"{name}.topN", e.loc)
+    while isinstance(v, Instance):
+        v = v.result
+    if isinstance(v, NodeVal):
+        d = ev.graph.nodes[v.name]
+        if d.op != "Constant":
+            raise NDLError(f"{c.fn}: argument 3 (topN) must be a constant (e.g. Const(5)), found node {v.name} "
+                           f"({d.op})", e.loc)
+        v = d.attrs.get("value")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
+        raise NDLError(f"{c.fn}: argument 3 (topN) must be a whole number >= 1, found {v!r}", e.loc)
+    call = Call("ClassificationErrorTopN", list(c.args[:2]), {**c.kwargs, "topN": Num(float(int(v)), e.loc)},
+                c.loc, dict(c.kwlocs))
+    return ev.call(scope, call, name)
