@@ -162,3 +162,16 @@ def test_ndl_error_prediction_with_a_top_n_input():
     assert v["e1"].item() == 2 and v["e2"].item() == 1         # the first sample's label is second best
     with pytest.raises(NDLError, match=r"argument 3 \(topN\) must be a constant"):
         ndl_build("labels = Input(4)\nz = Input(4)\ne = ErrorPrediction(labels, z, z)\n")
+
+
+def test_an_auto_encoder_whose_criterion_reads_the_features_only():
+    # Examples/Image/GettingStarted/07_Deconvolution_BS.cntk: rmse of the features and their reconstruction,
+    # featureNodes only; the features also take the "labels" role (the same stream is fed)
+    net = bs_build("features = Input {4}\nz = DenseLayer {4} (features)\nerr = z - features\n"
+                   "rmse = Sqrt (ReduceMean (err .* err))\n"
+                   "featureNodes = (features) ; criterionNodes = (rmse) ; evaluationNodes = (rmse) ; outputNodes = (z)\n")
+    assert net.spec.label_nodes == [] and net.spec.label_node == "features"
+    net.check_trainable("train")
+    x = torch.rand(3, 4)
+    z = x @ net.tensor("z.W").reshape(4, 4).T + net.tensor("z.b").reshape(-1)
+    torch.testing.assert_close(net.criterion(net(x), x), ((z - x) ** 2).mean(1).sqrt().sum())

@@ -27,10 +27,12 @@ class NDLSpec:
         if self.label_node is None and self.training_criterion is not None:
             # no label node (an auto-encoder: SquareError(featOut, ...) of two feature inputs, CNTK's
             # TIMIT ae.ndl): CNTK feeds every input by its stream's name and needs none; the actions
-            # take the other input the criterion reads as the one they give the "labels" role
             read = _inputs_read(graph, self.training_criterion)
+            # take the other input the criterion reads as the one they give the "labels" role; a criterion
+            # that reads the features only (07_Deconvolution_BS.cntk: rmse of the features and their
+            # reconstruction) gets the features in that role too: the value fed is the same stream
             others = [n for n in read if n != self.feature_node]
-            self.label_node = others[0] if others else None
+            self.label_node = others[0] if others else (self.feature_node if self.feature_node in read else None)
 
     def to_dict(self) -> dict:
         return {"feature_nodes": self.feature_nodes, "label_nodes": self.label_nodes,
