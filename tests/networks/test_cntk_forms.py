@@ -175,3 +175,16 @@ def test_an_auto_encoder_whose_criterion_reads_the_features_only():
     x = torch.rand(3, 4)
     z = x @ net.tensor("z.W").reshape(4, 4).T + net.tensor("z.b").reshape(-1)
     torch.testing.assert_close(net.criterion(net(x), x), ((z - x) ** 2).mean(1).sqrt().sum())
+
+
+def test_a_bias_tensor_of_one_value_per_channel_adds_to_each_channel():
+    # Tests/EndToEndTests/Image/QuickE2E/cntk.cntk:24-26: convB = ParameterTensor((1 : 1 : outMap)); conv + convB
+    net = bs_build("x = ImageInput(6, 6, 2, imageLayout=\"cudnn\")\nconvW = Parameter(3, 2*3*3)\n"
+                   "c = Convolution(convW, x, (3 : 3 : 2), mapDims=3, stride=(1 : 1 : 2), autoPadding=false, "
+                   "imageLayout=\"cudnn\")\nconvB = ParameterTensor((1 : 1 : 3), init=\"fixedValue\", value=0)\n"
+                   "z = c + convB\n")
+    with torch.no_grad():
+        net.tensor("convB").copy_(torch.tensor([1.0, 2.0, 3.0]).reshape(net.tensor("convB").shape))
+    v = net.evaluate({"x": torch.rand(2, 2, 6, 6)}, ["c", "z"])
+    assert v["z"].shape == (2, 3, 4, 4)
+    torch.testing.assert_close(v["z"] - v["c"], torch.tensor([1.0, 2.0, 3.0]).reshape(1, 3, 1, 1).expand(2, 3, 4, 4))

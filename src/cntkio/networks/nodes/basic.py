@@ -111,7 +111,9 @@ def operand_view(shape, target):
         return t if numel(s) == numel(t) else s
     if numel(s) == 1:
         return ()
-    if len(t) == 3 and s == (t[0],):
+    if len(t) == 3 and tuple(d for d in s if d != 1) == (t[0],):
+        # a bias per channel of an image: [C] or CNTK's (1:1:C) tensor, held as [1, C]
+        # (Tests/EndToEndTests/Image/QuickE2E/cntk.cntk: convB = ParameterTensor((1 : 1 : outMap)))
         return (t[0], 1, 1)
     if numel(s) == numel(t):
         return t
