@@ -188,3 +188,20 @@ def test_a_bias_tensor_of_one_value_per_channel_adds_to_each_channel():
     v = net.evaluate({"x": torch.rand(2, 2, 6, 6)}, ["c", "z"])
     assert v["z"].shape == (2, 3, 4, 4)
     torch.testing.assert_close(v["z"] - v["c"], torch.tensor([1.0, 2.0, 3.0]).reshape(1, 3, 1, 1).expand(2, 3, 4, 4))
+
+
+def test_a_criterion_written_with_transpose_times_of_two_sequences():
+    # Tests/EndToEndTests/Speech/LSTM/cntk.cntk:149,169-170: Times (W, x, inferInputRankToMap=0);
+    # ce = SumElements (ReduceLogSum (z) - TransposeTimes (labels, z)); err with Hardmax
+    net = bs_build("labels = Input{4}\nx = Input{3}\nW = ParameterTensor{(4:0)}\n"
+                   "z = Times (W, x, inferInputRankToMap=0)\n"
+                   "ce = SumElements (ReduceLogSum (z) - TransposeTimes (labels, z), tag='criterion')\n"
+                   "err = SumElements (BS.Constants.One - TransposeTimes (labels, Hardmax (z)), tag='evaluation')\n"
+                   "featureNodes = (x) ; labelNodes = (labels)\n")
+    y, x = torch.tensor([[0, 1.0, 0, 0], [0, 0, 0, 1.0]]), torch.rand(2, 3)
+    v = net.evaluate({"x": x, "labels": y}, ["z", "ce", "err"])
+    z = v["z"]
+    torch.testing.assert_close(v["ce"].reshape(()), (torch.logsumexp(z, -1) - (y * z).sum(-1)).sum())
+    assert v["err"].item() == (z.argmax(-1) != y.argmax(-1)).sum().item()
+    with pytest.raises(NotImplementedInCntkio, match="inferInputRankToMap above 0"):
+        bs_build("x = Input{3}\nW = ParameterTensor{(4:0)}\nz = Times (W, x, inferInputRankToMap=1)\n")

@@ -204,9 +204,11 @@ for _sig, _o in (("CNTK2.Plus (_, y, tag='')", "Plus"), ("CNTK2.Minus (_, y, tag
 
 @builtin("CNTK2.Times (x, y, outputRank=1, inferInputRankToMap=-1, tag='')")
 def _Times(ev, a, loc):
-    if int(a["outputRank"]) != 1 or int(a["inferInputRankToMap"]) != -1:
-        raise BrainScriptError("Times: outputRank other than 1 and inferInputRankToMap are not supported by cntkio "
-                               "(a product over all of the sample's values is)", loc)
+    # cntkio's Times reduces over all of a sample's axes: CNTK's inferInputRankToMap=0 ("reduce over all
+    # input axes", Source/ComputationNetworkLib/LinearAlgebraNodes.h:996-1006), the same as -1 on a vector
+    if int(a["outputRank"]) != 1 or int(a["inferInputRankToMap"]) not in (-1, 0):
+        raise BrainScriptRefusal("Times: outputRank other than 1 and inferInputRankToMap above 0 are not supported by "
+                                 "cntkio (a product over all of the sample's values is)", loc)
     return _op(ev, "Times", [a["x"], a["y"]], loc, "Times")
 
 

@@ -258,10 +258,18 @@ class TransposeTimes(Times):
     name = "TransposeTimes"
 
     def infer(self, attrs, shapes, sample):
+        if sample[0] and sample[1]:
+            # two per-sample vectors: their dot product per sample (CNTK's TransposeTimes of [N] and [N] is
+            # [1]; Tests/EndToEndTests/Speech/LSTM/cntk.cntk:169: TransposeTimes (labels, z))
+            if numel(shapes[0]) != numel(shapes[1]):
+                raise NodeError(f"TransposeTimes: the inputs' dimensions {list(shapes[0])} and {list(shapes[1])} differ")
+            return (1,), True
         a = tuple(shapes[0]) if len(shapes[0]) == 2 else (shapes[0][0], 1)
         return super().infer(attrs, [(a[1], a[0]), shapes[1]], sample)
 
     def compile(self, attrs, shapes, sample):
+        if sample[0] and sample[1]:
+            return lambda a, b: (a.reshape(a.shape[0], -1) * b.reshape(b.shape[0], -1)).sum(-1, keepdim=True)
         if sample[1]:
             return lambda a, b: b.reshape(b.shape[0], -1) @ a.reshape(a.shape[0], -1)
         a2 = tuple(shapes[0]) if len(shapes[0]) == 2 else (shapes[0][0], 1)
