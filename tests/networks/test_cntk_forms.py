@@ -205,3 +205,12 @@ def test_a_criterion_written_with_transpose_times_of_two_sequences():
     assert v["err"].item() == (z.argmax(-1) != y.argmax(-1)).sum().item()
     with pytest.raises(NotImplementedInCntkio, match="inferInputRankToMap above 0"):
         bs_build("x = Input{3}\nW = ParameterTensor{(4:0)}\nz = Times (W, x, inferInputRankToMap=1)\n")
+
+
+def test_a_delay_dimension_is_inferred_through_a_scalar_stabilizer():
+    # Tests/EndToEndTests/Speech/LSTM/cntk.cntk:100-103: H(h) = WeightParam (cellDim, outputDim) * Stabilize (h),
+    # Stabilize = beta .* h with a scalar beta; dh = PastValue of the layer's output (dimension inferred)
+    net = bs_build("x = Input{3}\nbeta = Exp (BS.Parameters.BiasParam ((1)))\nH = BS.Parameters.WeightParam (5, 4)\n"
+                   "dh = PastValue (0, h)\n"
+                   "h = Sigmoid (Times (ParameterTensor{(4:3)}, x) + Times (ParameterTensor{(4:5)}, H * (beta .* dh)))\n")
+    assert net.shapes["dh"] == (4,) and net.shapes["h"] == (4,)

@@ -226,6 +226,11 @@ def _infer(nodes: list[BNode], names: dict[int, str]) -> dict[int, tuple]:
                 work.pop()
                 order.append(v)
     pending = [n for n in order if lookup(n.op).kind == "delay"]
+    users: dict[int, list[tuple[BNode, int]]] = {}
+    for n in order:
+        if lookup(n.op).kind != "delay":
+            for k, i in enumerate(n.inputs):
+                users.setdefault(id(i), []).append((n, k))
     for n in order:
         op = lookup(n.op)
         if op.kind == "param" and (n.attrs["rows"] == 0 or n.attrs["cols"] == 0):
@@ -245,7 +250,7 @@ def _infer(nodes: list[BNode], names: dict[int, str]) -> dict[int, tuple]:
             continue
         for k, i in enumerate(n.inputs):
             if id(i) not in shapes:
-                _fill(n, k, i, shapes, names)
+                _fill(n, k, i, shapes, names, users)
                 if lookup(i.op).kind == "delay":
                     shapes[id(i)], sample[id(i)] = (i.attrs["rows"],), True
                 else:
@@ -287,16 +292,46 @@ def _call_infer(n: BNode, shapes, sample, names):
         raise BrainScriptError(f"{names[id(n)]} ({n.op}): {e}", _loc(n)) from e
 
 
-def _fill(user: BNode, k: int, p: BNode, shapes: dict, names) -> None:
+#: nodes whose value has the dimensions of their (first) input
+_SAME_DIMS = {"Sigmoid", "Tanh", "RectifiedLinear", "Exp", "Log", "Negate", "Abs", "Sqrt", "Square", "Pass",
+              "Dropout", "StopGradient", "Reciprocal", "Softmax", "LogSoftmax", "Hardmax", "ElementTimes", "Plus",
+              "Minus", "ElementDivide"}
+
+
+def _delay_rows(user: BNode, k: int, shapes: dict, users: dict, depth: int = 0) -> int:
+    """The values per sample of input ``k`` of ``user`` as its use tells them (0: it does not):
+    ``Times(W, d)`` gives W's columns, an element-wise node its other input's values; an
+    element-wise node with a scalar (``beta .* dh``, CNTK's Stabilize) or a unary one passes the
+    question to the nodes that read it, as CNTK's validation infers the dimensions of a loop."""
+    ins = user.inputs
+    if user.op == "Times" and k == 1:
+        w = ins[0]
+        s = shapes.get(id(w))
+        if s is not None and len(s) == 2:
+            return int(s[1])
+        if lookup(w.op).kind == "param" and int(w.attrs.get("cols") or 0) > 0:
+            return int(w.attrs["cols"])
+        return 0
+    if user.op not in _SAME_DIMS or depth > 32:
+        return 0
+    if len(ins) == 2 and user.op in ("Plus", "Minus", "ElementTimes", "ElementDivide"):
+        o = shapes.get(id(ins[1 - k]))
+        if o is not None and numel(o) != 1:
+            return numel(o)
+    for u, j in users.get(id(user), []):
+        r = _delay_rows(u, j, shapes, users, depth + 1)
+        if r > 0:
+            return r
+    if len(ins) == 2 and shapes.get(id(ins[1 - k])) is not None:
+        return numel(shapes[id(ins[1 - k])])
+    return 0
+
+
+def _fill(user: BNode, k: int, p: BNode, shapes: dict, names, users: dict | None = None) -> None:
     """Parameter ``p`` (input ``k`` of ``user``) has inferred dimensions: take them from ``user``'s
     other inputs; so does a delay node in a loop (``PastValue (0, h)`` read by ``H * dh``)."""
     if lookup(p.op).kind == "delay":
-        others = [shapes.get(id(i)) for i in user.inputs]
-        rows = 0
-        if user.op == "Times" and k == 1 and others[0] is not None and len(others[0]) == 2:
-            rows = others[0][1]
-        elif user.op in ("Plus", "Minus", "ElementTimes", "ElementDivide") and others[1 - k] is not None:
-            rows = numel(others[1 - k])
+        rows = _delay_rows(user, k, shapes, users or {})
         if rows <= 0:
             raise BrainScriptError(f"{p.op} {names[id(p)]}: its dimension cannot be inferred (its input is computed "
                                    f"from it, and its first use {names[id(user)]} ({user.op}) does not tell it); "
