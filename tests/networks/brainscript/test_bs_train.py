@@ -139,3 +139,20 @@ def test_write_action_writes_a_node_of_a_brainscript_model(tmp_path):
         want = net(torch.from_numpy(feats)).numpy()
     assert written.shape == (360, 10)
     np.testing.assert_allclose(written, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_network_that_is_a_loaded_model_keeps_its_groups(tmp_path):
+    # Tests/EndToEndTests/Speech/LSTM/cntk.cntk:191: BrainScriptNetworkBuilder = (BS.Network.Load ("$modelPath$.initial"))
+    import torch
+    from cntkio.networks.modelfile import save_model
+    from cntkio.brainscript import build
+    first = build("features = Input{6}\nlabels = Input{3}\nz = LinearLayer{3}(features)\n"
+                  "ce = CrossEntropyWithSoftmax(labels, z)\nerrs = ClassificationError(labels, z)\n"
+                  "featureNodes = (features) ; labelNodes = (labels) ; criterionNodes = (ce) ; evaluationNodes = (errs) ;"
+                  " outputNodes = (z)")
+    save_model(str(tmp_path / "m.dnn"), first, epoch=0)
+    again = build(f'(BS.Network.Load ("{tmp_path}/m.dnn"))')
+    assert {g: list(v) for g, v in again.graph.groups.items()} == \
+        {"feature": ["features"], "label": ["labels"], "criterion": ["ce"], "eval": ["errs"], "output": ["z"]}
+    x = torch.randn(2, 6)
+    torch.testing.assert_close(again.evaluate({"features": x}, ["z"])["z"], first.evaluate({"features": x}, ["z"])["z"])

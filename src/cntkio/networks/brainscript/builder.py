@@ -63,6 +63,10 @@ def graph_of(ev: Evaluator, rec: Record, *, dropout_rate: float = 0.0) -> Graph:
 
 
 def _graph_of(ev: Evaluator, rec: Record, groups: dict, roots: list, dropout_rate: float) -> Graph:
+    for group, members in (rec.groups or {}).items():      # the network is a loaded one: its groups
+        if group in groups:
+            groups[group].extend(members)
+            roots.extend(members)
     for name, t in rec.members.items():
         v = t.force(ev)
         group = SPECIAL.get(name.lower())

@@ -60,4 +60,7 @@ def _Load(ev, a, loc):
     for name, node in model.graph.nodes.items():
         made[name].inputs = [made[i] for i in node.inputs]
     _log.info("BS.Network.Load: %d nodes of %s", len(made), path)
-    return _tree(made, os.path.basename(path))
+    rec = _tree(made, os.path.basename(path))
+    # CNTK's Load gives a ComputationNetwork with its feature/label/criterion/evaluation/output groups
+    rec.groups = {g: [made[n] for n in names] for g, names in model.graph.groups.items() if names}
+    return rec

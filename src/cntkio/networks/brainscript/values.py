@@ -62,6 +62,9 @@ class Record:
 
     def __init__(self, members: dict[str, Thunk], path: str = "", loc: Loc | None = None) -> None:
         self.members, self.path, self.loc = members, path, loc
+        #: a loaded network's special-node groups (``BS.Network.Load``): the network's own when the
+        #: record is the whole network (``BrainScriptNetworkBuilder = (BS.Network.Load (...))``)
+        self.groups: dict[str, list] | None = None
 
     def get(self, name: str, ev, loc: Loc | None) -> Any:
         t = self.members.get(name)
