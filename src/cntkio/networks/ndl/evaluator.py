@@ -282,7 +282,8 @@ class Evaluator:
                 node.grad = node.grad and node.lr_mult != 0
             elif not op.accepts(k):
                 # CNTK's NDL reads the optional parameters a function knows and ignores the others
-                # (NDLNetworkBuilder.cpp: GetOptionalParameter by name; e.g. LookupTable(..., init=...))
+                # (NetworkDescriptionLanguage.h:307-321, GetOptionalParameter looks a name up; Text/SLU/lstm.ndl:193:
+                # LookupTable(Wlookup, features, init="uniform", initValueScale=6))
                 _log.warning("%s: %s has no optional parameter %r; ignored, as CNTK's NDL does", c.kwlocs.get(k, c.loc),
                              c.fn, k)
             else:
