@@ -246,7 +246,10 @@ class Evaluator:
         if c.fn.lower() == "imageparameter":
             return image_parameter(self, scope, c, name)
         if is_top_n_error(c):
-            return top_n_error(self, scope, c, name)
+            v = self.value(scope, c.args[2], f"{name}.topN", c.args[2].loc)
+            while isinstance(v, Instance):
+                v = v.result
+            return top_n_error(self, scope, c, name, self.graph.nodes[v.name] if isinstance(v, NodeVal) else v)
         op = lookup(c.fn)
         if op is None:
             refuse_if_refused(c.fn, c.loc)

@@ -61,24 +61,20 @@ def is_top_n_error(c: Call) -> bool:
     return c.fn.lower() in ("errorprediction", "classificationerror") and len(c.args) == 3
 
 
-def top_n_error(ev, scope, c: Call, name: str):
+def top_n_error(ev, scope, c: Call, name: str, v):
     """``ErrorPrediction(labels, z, topN)``: CNTK's ClassificationErrorNode with a third input reads
     its top-N count from that input's value (Source/ComputationNetworkLib/EvaluationNodes.h:75-81,
     ``m_topK = Input(2)->Get00Element()``), e.g. ``top5Errs = ErrorPrediction(labels, ol, Const(5))``
-    (Tests/EndToEndTests/BatchNormalization/NonSpatial/01_OneHidden.ndl:32). cntkio reads the value
-    of that constant when the network is built."""
-    from .evaluator import Instance, NodeVal
+    (Tests/EndToEndTests/BatchNormalization/NonSpatial/01_OneHidden.ndl:32). ``v`` is the third
+    argument's value (a number, or the NodeDef it names); cntkio reads a constant's value when the
+    network is built."""
     from .parser import NDLError
     e = c.args[2]
-    v = ev.value(scope, e, f"{name}.topN", e.loc)
-    while isinstance(v, Instance):
-        v = v.result
-    if isinstance(v, NodeVal):
-        d = ev.graph.nodes[v.name]
-        if d.op != "Constant":
+    if isinstance(v, NodeDef):
+        if v.op != "Constant":
             raise NDLError(f"{c.fn}: argument 3 (topN) must be a constant (e.g. Const(5)), found node {v.name} "
-                           f"({d.op})", e.loc)
-        v = d.attrs.get("value")
+                           f"({v.op})", e.loc)
+        v = v.attrs.get("value")
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
         raise NDLError(f"{c.fn}: argument 3 (topN) must be a whole number >= 1, found {v!r}", e.loc)
     call = Call("ClassificationErrorTopN", list(c.args[:2]), {**c.kwargs, "topN": Num(float(int(v)), e.loc)},
