@@ -145,3 +145,21 @@ z = Times(Parameter(3, 0), p)
     count = F.avg_pool2d(F.pad(torch.ones(1, 1, 4, 5), (0, 1, 0, 1)), 2, 1) * 4
     torch.testing.assert_close(v["p"], F.avg_pool2d(padded, 2, 1) * 4 / count, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(v["m"], F.max_pool2d(c, 2, 2))
+
+
+def test_a_convolution_without_sharing_has_a_kernel_per_position():
+    # Tests/EndToEndTests/Examples/Image/Deprecated/CIFAR-10/Macros.ndl:14 (ConvLocalReLULayer): sharing = {false, false,
+    # false}, W [outMap·outW·outH, kW·kH·inMap]; output (m, i, j) = W[m, i·w + j] · the padded 3x3 patch at (i, j)
+    net = ndl_build("x = ImageInput(4, 4, 2, imageLayout=cudnn)\nW = Parameter(48, 18)\n"
+                    "c = Convolution(W, x, {3, 3, 2}, mapCount=3, stride={1, 1, 2}, sharing={false, false, false}, "
+                    "imageLayout=cudnn)\n")
+    assert net.shapes["c"] == (3, 4, 4)
+    x = torch.rand(2, 2, 4, 4)
+    c = net.evaluate({"x": x}, ["c"])["c"]
+    W, xp = net.tensor("W").reshape(3, 16, 18), F.pad(x, (1, 1, 1, 1))
+    want = torch.stack([torch.stack([torch.stack([xp[:, :, i:i + 3, j:j + 3].reshape(2, -1) @ W[m, i * 4 + j]
+                                                  for j in range(4)], -1) for i in range(4)], -2) for m in range(3)], 1)
+    torch.testing.assert_close(c, want)
+    with pytest.raises(NDLError, match="sharing=false: the weights must hold 864 values"):
+        ndl_build("x = ImageInput(4, 4, 2, imageLayout=cudnn)\nW = Parameter(3, 18)\n"
+                  "c = Convolution(W, x, {3, 3, 2}, mapCount=3, stride={1, 1, 2}, sharing={false, false, false})\n")

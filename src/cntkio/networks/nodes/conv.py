@@ -5,7 +5,7 @@ import math
 
 from ...integrations.torch_backend import nn, torch
 from .base import NodeError, Op, as_bool, as_float, as_int, numel, register
-from .convnd import conv_nd, geometry, nd_list, pool_nd, transposed_size, unpool_nd
+from .convnd import conv_nd, geometry, local_conv_nd, nd_list, pool_nd, transposed_size, unpool_nd
 
 F = nn.functional
 
@@ -62,8 +62,10 @@ class Convolution(Op):
         a = attrs
         maps = nd_list(a["mapCount"], "mapCount")
         k = numel(maps) if len(maps) > 1 else maps[0]
-        if any(as_bool(v, "sharing") is False for v in nd_list(a["sharing"], "sharing", as_bool)):
-            raise NodeError("Convolution: sharing=false (a kernel per position) is not supported by cntkio")
+        sharing = {as_bool(v, "sharing") for v in nd_list(a["sharing"], "sharing", as_bool)}
+        if len(sharing) > 1 or (False in sharing and as_bool(a["transpose"], "transpose")):
+            raise NodeError("Convolution: sharing on some axes only, or with transpose=true, is not supported by "
+                            "cntkio (sharing=true or false on every axis is)")
         if as_bool(a["transpose"], "transpose"):
             _image("ConvolutionTranspose", image)
             kern = nd_list(a["kernelShape"], "kernelShape")
@@ -99,6 +101,8 @@ class Convolution(Op):
                 return (int(attrs["outputChannels"]), int(image[0]), int(attrs["kernelHeight"]),
                         int(attrs["kernelWidth"]))
             g, maps, out = self._nd(attrs, tuple(image))
+            if _local(attrs):
+                return None
             return (maps, out[0] if as_bool(attrs["transpose"], "transpose") else g.channels, *g.kernel)
         except (NodeError, KeyError, TypeError, ValueError, IndexError):
             return None
@@ -118,6 +122,12 @@ class Convolution(Op):
         if attrs.get("kernelShape") is not None:
             g, maps, out = self._nd(attrs, tuple(shapes[1]))
             want = maps * (out[0] if as_bool(attrs["transpose"], "transpose") else g.channels) * numel(g.kernel)
+            if _local(attrs):            # a kernel per output position
+                if sample[0] or numel(shapes[0]) != want * numel(g.out):
+                    raise NodeError(f"Convolution: sharing=false: the weights must hold {want * numel(g.out)} values "
+                                    f"({maps} maps x {numel(g.out)} positions x {want // maps} kernel values), found "
+                                    f"dimensions {list(shapes[0])}")
+                return out, True
             if sample[0] or numel(shapes[0]) != want:
                 raise NodeError(f"Convolution: the weights must hold {want} values ({maps} maps x "
                                 f"{want // maps // numel(g.kernel)} channels x {g.kernel[1]}x{g.kernel[0]}), found "
@@ -135,6 +145,8 @@ class Convolution(Op):
     def compile(self, attrs, shapes, sample):
         if attrs.get("kernelShape") is not None:
             g, maps, out = self._nd(attrs, tuple(shapes[1]))
+            if _local(attrs):
+                return local_conv_nd(g, maps)
             return conv_nd(g, maps, as_bool(attrs["transpose"], "transpose"), out[1:])
         c, h, w, kw, kh, oc, sw, sh, ph, pw = self._geom(attrs, shapes)
 
@@ -148,6 +160,11 @@ class Convolution(Op):
             return F.conv2d(x, wt, b if b.dim() == 1 else b.reshape(-1), stride=(sh, sw), padding=(ph, pw))
         fn.biased = biased
         return fn
+
+
+def _local(attrs) -> bool:
+    """``sharing=false`` (on every axis): a kernel per output position."""
+    return not as_bool(nd_list(attrs.get("sharing", True), "sharing", as_bool)[0], "sharing")
 
 
 @register

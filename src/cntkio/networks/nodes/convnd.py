@@ -20,7 +20,7 @@ from .base import NodeError, as_bool, as_int, numel
 
 F = nn.functional
 
-__all__ = ["Geometry", "geometry", "transposed_size", "conv_nd", "pool_nd", "unpool_nd", "nd_list"]
+__all__ = ["Geometry", "geometry", "transposed_size", "conv_nd", "local_conv_nd", "pool_nd", "unpool_nd", "nd_list"]
 
 
 def nd_list(v, what: str, cast=as_int) -> list:
@@ -147,6 +147,20 @@ def conv_nd(g: Geometry, maps: int, transpose: bool = False, out_size: tuple | N
         return F.conv2d(x if sym else _pad(x, g, 0.0), wt, b if b.dim() == 1 else b.reshape(-1), stride=g.stride,
                         padding=pad, dilation=g.dilation)
     fn.biased = biased
+    return fn
+
+
+def local_conv_nd(g: Geometry, maps: int):
+    """``fn(W, x)``: CNTK's convolution with ``sharing=false``, a kernel per output position (a
+    locally connected layer; Deprecated CIFAR-10 05_ConvLocal's ConvLocalReLULayer). ``W`` is held
+    as ``[maps·outH·outW, C·kH·kW]``: its rows map by map (CNTK's output ``[outW x outH x maps]``),
+    its columns as the shared kernel's (channel, row, column)."""
+    positions = g.out[0] * g.out[1]
+
+    def fn(wt, x):
+        u = F.unfold(_pad(x, g, 0.0), g.kernel, dilation=g.dilation, stride=g.stride)    # [n, C·kH·kW, L]
+        y = torch.einsum("mlk,nkl->nml", wt.reshape(maps, positions, -1), u)
+        return y.reshape(x.shape[0], maps, *g.out)
     return fn
 
 
