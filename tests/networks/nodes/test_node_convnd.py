@@ -163,3 +163,27 @@ def test_a_convolution_without_sharing_has_a_kernel_per_position():
     with pytest.raises(NDLError, match="sharing=false: the weights must hold 864 values"):
         ndl_build("x = ImageInput(4, 4, 2, imageLayout=cudnn)\nW = Parameter(3, 18)\n"
                   "c = Convolution(W, x, {3, 3, 2}, mapCount=3, stride={1, 1, 2}, sharing={false, false, false})\n")
+
+
+def test_the_lrn_of_convnetlrn_is_a_convolution_of_a_rank_4_input():
+    # Examples/Image/Classification/ConvNet/BrainScript/ConvNetLRN_CIFAR10_DataAug.cntk:28-40: a (1:1:2n+1) kernel over
+    # SplitDimension (x2, 3, 1) sums the squares of 2n+1 neighbouring channels (zero-padded at the ends)
+    net = bs_build("""x = ImageInput(5, 4, 6, imageLayout="cudnn")
+LRN {k, n, alpha, beta} = {
+    apply (x) = {
+        x2 = x .* x
+        x2s = SplitDimension(x2, 3, 1)
+        W = ParameterTensor{(1:1:2*n+1:1), learningRateMultiplier = 0, initValue = alpha/(2*n+1)}
+        y = Convolution (W, x2s, (1:1:2*n+1), mapDims = 1, stride = 1, sharing = true, autoPadding = true, lowerPad = 0, upperPad = 0, maxTempMemSizeInSamples = 0)
+        b = FlattenDimensions(y, 3, 2)
+        den = Exp (beta .* Log(k + b))
+        r = x .* Reciprocal(den)
+    }.r
+}.apply
+z = LRN {1.0, 2, 0.001, 0.75} (x)
+""")
+    x = torch.rand(2, 6, 4, 5)
+    z = net.evaluate({"x": x}, ["z"])["z"]
+    sq = F.pad(x * x, (0, 0, 0, 0, 2, 2))
+    s = sum(sq[:, i:i + 6] for i in range(5)) * (0.001 / 5)
+    torch.testing.assert_close(z, x / (1.0 + s) ** 0.75)

@@ -5,7 +5,7 @@ import math
 
 from ...integrations.torch_backend import nn, torch
 from .base import NodeError, Op, as_bool, as_float, as_int, numel, register
-from .convnd import conv_nd, geometry, local_conv_nd, nd_list, pool_nd, transposed_size, unpool_nd
+from .convnd import conv_nd, geometry, local_conv_nd, nd_list, pool_nd, transposed_size, unpool_nd, volume_conv
 
 F = nn.functional
 
@@ -97,6 +97,8 @@ class Convolution(Op):
     def held_weights(self, attrs, image) -> tuple | None:
         """The shape ``torch`` takes the weights in, on an input of ``image`` [c, h, w]."""
         try:
+            if len(image) == 4:
+                return None
             if attrs.get("kernelShape") is None:
                 return (int(attrs["outputChannels"]), int(image[0]), int(attrs["kernelHeight"]),
                         int(attrs["kernelWidth"]))
@@ -119,6 +121,12 @@ class Convolution(Op):
         return c, h, w, kw, kh, oc, sw, sh, ph, pw
 
     def infer(self, attrs, shapes, sample):
+        if attrs.get("kernelShape") is not None and len(shapes[1]) == 4 and sample[1] and not _local(attrs) \
+                and not as_bool(attrs["transpose"], "transpose"):
+            _, want, out = volume_conv(attrs, shapes[1])
+            if sample[0] or numel(shapes[0]) != want:
+                raise NodeError(f"Convolution: the weights must hold {want} values, found dimensions {list(shapes[0])}")
+            return out, True
         if attrs.get("kernelShape") is not None:
             g, maps, out = self._nd(attrs, tuple(shapes[1]))
             want = maps * (out[0] if as_bool(attrs["transpose"], "transpose") else g.channels) * numel(g.kernel)
@@ -143,6 +151,9 @@ class Convolution(Op):
         return (oc, oh, ow), True
 
     def compile(self, attrs, shapes, sample):
+        if attrs.get("kernelShape") is not None and len(shapes[1]) == 4 and sample[1] and not _local(attrs) \
+                and not as_bool(attrs["transpose"], "transpose"):
+            return volume_conv(attrs, shapes[1])[0]
         if attrs.get("kernelShape") is not None:
             g, maps, out = self._nd(attrs, tuple(shapes[1]))
             if _local(attrs):

@@ -20,7 +20,7 @@ from .base import NodeError, as_bool, as_int, numel
 
 F = nn.functional
 
-__all__ = ["Geometry", "geometry", "transposed_size", "conv_nd", "local_conv_nd", "pool_nd", "unpool_nd", "nd_list"]
+__all__ = ["Geometry", "geometry", "transposed_size", "conv_nd", "local_conv_nd", "volume_conv", "pool_nd", "unpool_nd", "nd_list"]
 
 
 def nd_list(v, what: str, cast=as_int) -> list:
@@ -148,6 +148,43 @@ def conv_nd(g: Geometry, maps: int, transpose: bool = False, out_size: tuple | N
                         padding=pad, dilation=g.dilation)
     fn.biased = biased
     return fn
+
+
+def volume_conv(attrs: dict, vol) -> tuple:
+    """A convolution of a rank-4 input (CNTK's ``[W x H x D x C]``, held ``[C, D, H, W]``) with a
+    kernel of rank 3 ``(kW:kH:kD)`` spanning the channels ``C``: ``(fn(W, x), weights' values,
+    output shape)``. ConvNetLRN_CIFAR10_DataAug.cntk's LRN convolves ``SplitDimension (x2, 3, 1)``
+    with a ``(1:1:2n+1)`` kernel: a sum over neighbouring channels. The padding is CNTK's
+    autoPadding (odd kernels, centred) or none; strides per axis; no dilation."""
+    c, d, h, w = (int(v) for v in vol)
+    kern = nd_list(attrs["kernelShape"], "kernelShape")
+    if len(kern) != 3:
+        raise NodeError(f"Convolution: a rank-4 input needs a kernel of rank 3 (kW:kH:kD), found {kern}")
+    maps = numel(nd_list(attrs["mapCount"], "mapCount"))
+    stride, auto = nd_list(attrs["stride"], "stride"), nd_list(attrs["autoPadding"], "autoPadding", as_bool)
+    if any(x != 1 for x in nd_list(attrs["dilation"], "dilation")):
+        raise NodeError("Convolution: dilation of a rank-4 input is not supported by cntkio")
+    if not all(auto) and any(nd_list(attrs["lowerPad"], "lowerPad") + nd_list(attrs["upperPad"], "upperPad")):
+        raise NodeError("Convolution: lowerPad/upperPad of a rank-4 input are not supported by cntkio (autoPadding is)")
+    size, ks, ss, ps = (w, h, d), [], [], []
+    for i in range(3):
+        k, st, pad = kern[i], _axis(stride, i), _axis(auto, i)
+        if pad and k % 2 == 0:
+            raise NodeError(f"Convolution: autoPadding of a rank-4 input needs odd kernels, found {kern}")
+        if k < 1 or st < 1 or (size[i] + (k - 1 if pad else 0) - k) < 0:
+            raise NodeError(f"Convolution: a kernel {kern} with stride {stride} does not fit the input "
+                            f"[{w} x {h} x {d} x {c}]")
+        ks.append(k)
+        ss.append(st)
+        ps.append(k // 2 if pad else 0)
+    outs = tuple((n + 2 * p - k) // st + 1 for n, k, st, p in zip(size, ks, ss, ps))
+    if maps <= 0:
+        raise NodeError(f"Convolution: mapCount (the number of output maps) must be > 0, found {maps}")
+    kt, st_t, pt = tuple(reversed(ks)), tuple(reversed(ss)), tuple(reversed(ps))       # torch's (D, H, W)
+
+    def fn(wt, x):
+        return F.conv3d(x, wt.reshape(maps, c, *kt), stride=st_t, padding=pt)
+    return fn, maps * c * numel(ks), (maps, *reversed(outs))
 
 
 def local_conv_nd(g: Geometry, maps: int):
