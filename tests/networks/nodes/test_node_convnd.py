@@ -187,3 +187,20 @@ z = LRN {1.0, 2, 0.001, 0.75} (x)
     sq = F.pad(x * x, (0, 0, 0, 0, 2, 2))
     s = sum(sq[:, i:i + 6] for i in range(5)) * (0.001 / 5)
     torch.testing.assert_close(z, x / (1.0 + s) ** 0.75)
+
+
+@pytest.mark.parametrize("sharing", ["true", "false"])
+def test_a_bias_added_to_a_convolution_with_or_without_its_fused_form(sharing):
+    # Plus(Convolution(W, x), b) runs as one conv2d with bias where the convolution has that form; a kernel
+    # per position (Deprecated CIFAR-10 05_ConvLocal: p = Plus(c, b)) adds the bias after it
+    w = 3 * 18 * (16 if sharing == "false" else 1)
+    net = ndl_build(f"x = ImageInput(4, 4, 2, imageLayout=cudnn)\nW = Parameter({w // 18}, 18)\n"
+                    "b = ImageParameter(1, 1, 3, init=fixedValue, value=0, imageLayout=cudnn)\n"
+                    f"c = Convolution(W, x, {{3, 3, 2}}, mapCount=3, stride={{1, 1, 2}}, sharing={sharing})\n"
+                    "p = Plus(c, b, tag=output)\n")
+    with torch.no_grad():
+        net.tensor("b").copy_(torch.tensor([1.0, 2.0, 3.0]).reshape(net.tensor("b").shape))
+    x = torch.rand(2, 2, 4, 4)
+    v = net.evaluate({"x": x}, ["c"])["c"]
+    p = net.evaluate({"x": x}, ["p"])["p"]
+    torch.testing.assert_close(p - v, torch.tensor([1.0, 2.0, 3.0]).reshape(1, 3, 1, 1).expand(2, 3, 4, 4))

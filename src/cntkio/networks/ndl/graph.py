@@ -452,7 +452,9 @@ class GraphNetwork(nn.Module):
                     or self.sample[b]):
                 continue
             if tn.op == "Convolution" or len(self.shapes[t]) != 1:
-                if tn.op == "Convolution" and operand_view(self.shapes[b], self.shapes[t]) == (self.shapes[t][0], 1, 1):
+                # a convolution whose function has a biased form (not a transposed, local or rank-4 one)
+                if tn.op == "Convolution" and getattr(self._fns.get(t), "biased", None) is not None \
+                        and operand_view(self.shapes[b], self.shapes[t]) == (self.shapes[t][0], 1, 1):
                     out[n] = t
                 continue
             bs = tuple(self.shapes[b])
