@@ -23,6 +23,7 @@ import numpy as np
 from .constants import FULL_DATA_SWEEP, INFINITELY_REPEAT, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, TraceLevel
 from .deserializers.composite import CompositeDeserializer
 from .deserializers.protocol import Deserializer, is_local_timeline
+from .errors import ConfigError
 from .engine import closer
 from .engine.global_timeline import GlobalTimeline
 from .engine.local_timeline import LTNoRandomizer, LTTumblingWindowRandomizer
@@ -102,6 +103,12 @@ class MinibatchSource:
             supports it (CTF, not with ``numChunksToCache``) and not with truncated BPTT.
             ``False`` loads whole chunks as CNTK did (better on storage where random reads are
             slow: disks, network file systems).
+        global_randomization: cntkio only (config ``globalRandomization``). When randomized, each
+            sweep ``k`` delivers every sequence of the corpus in the order of a keyed bijection of
+            ``(randomization_seed, k)`` (``cntkio.engine.index_shuffle``: a Feistel network with
+            cycle walking, as Grain's index shuffle) instead of CNTK's block randomizer; the window
+            arguments are then not used. No table of the order: a restore needs the position only.
+            CBF, and CTF on a local file (not with ``numChunksToCache``); not with truncated BPTT.
         full_minibatches: cntkio only (the legacy readers' ``minibatchMode = full``). Config epochs
             (:class:`cntkio.readers.EpochReader`) end before a minibatch that would be partial.
 
@@ -119,7 +126,7 @@ class MinibatchSource:
                  max_errors: int = 0, random_access: bool = True, parallel_sequences: int = 0,
                  parallel_sparse: bool = False, parallel_groups: bool = False,
                  rolling_window: bool = False, random_ordering: int = 0,
-                 full_minibatches: bool = False) -> None:
+                 full_minibatches: bool = False, global_randomization: bool = False) -> None:
         self._reader: Reader | None = None
         self._stats = SourceStats()
         self.random_access = bool(random_access)
@@ -167,6 +174,11 @@ class MinibatchSource:
         self.max_samples = max_samples
         self.max_sweeps = max_sweeps
         self.randomize = bool(win_chunks or win_samples)
+        #: cntkio's global randomization (a keyed bijection over every sequence per sweep)
+        self.global_randomization = bool(global_randomization) and self.randomize
+        if self.global_randomization and (self.rolling_window or self.random_ordering):
+            raise RuntimeError("MinibatchSource: global_randomization orders the whole sweep itself; it cannot be "
+                               "combined with rolling_window or random_ordering")
         self.randomization_window = win_samples or win_chunks
         self.sample_based_window = bool(win_samples)
         self.randomization_seed = _as_int("randomization_seed", randomization_seed)
@@ -190,6 +202,9 @@ class MinibatchSource:
         built = [self._build(d) for d in items]
         self._deserializers = built
         if is_local_timeline(built[0]):
+            if self.global_randomization:
+                raise ConfigError("global randomization is not possible for a UserDeserializer (it knows "
+                                  "its sequences only chunk by chunk)", path="globalRandomization")
             self._init_user(built[0], threads)
         else:
             self._init_builtin(built, threads)
@@ -250,7 +265,7 @@ class MinibatchSource:
             epoch_end=self._epoch_end(sweep), frame_mode=self.frame_mode,
             truncated=self.truncated, max_errors=self.max_errors, loader_threads=threads,
             trace_level=self.trace_level, random_access=self.random_access, rolling=self.rolling_window,
-            random_ordering=self.random_ordering)
+            random_ordering=self.random_ordering, global_randomization=self.global_randomization)
         self._reader = self._make_reader(policy)
 
     def _make_reader(self, policy) -> Reader:

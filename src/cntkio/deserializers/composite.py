@@ -21,8 +21,9 @@ from ..streams import StreamInformation
 from .._log import get_logger
 from .base import DeserializerBase
 from .protocol import (ChunkData, ChunkInfo, DenseStream, Deserializer, FetchAheadDeserializer,
-                       RandomAccessDeserializer, SequenceTable, SparseStream, SweepDependentDeserializer,
-                       depends_on_sweep, fetches_ahead, gather_stream, has_random_access,
+                       GlobalRandomizationDeserializer, SequenceTable, SparseStream,
+                       SweepDependentDeserializer, depends_on_sweep, fetches_ahead, gather_stream, has_random_access,
+                       supports_global_randomization,
                        PartBoundDeserializer)
 
 __all__ = ["CompositeDeserializer", "RECONCILE_ERROR", "describe"]
@@ -85,7 +86,7 @@ def _lookup(secondary: Deserializer, keys: np.ndarray, primary_kind: str) -> tup
     return np.where(numeric, chunk, -1), np.where(numeric, index, -1)
 
 
-class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDependentDeserializer,
+class CompositeDeserializer(DeserializerBase, GlobalRandomizationDeserializer, SweepDependentDeserializer,
                             FetchAheadDeserializer):
     """Deserializers joined by sequence key, the first one primary (see module docstring)."""
 
@@ -320,6 +321,11 @@ class CompositeDeserializer(DeserializerBase, RandomAccessDeserializer, SweepDep
     def supports_random_access(self) -> bool:
         """True when every part has random access (:func:`has_random_access`)."""
         return all(has_random_access(d) for d in self.parts)
+
+    def supports_global_randomization(self) -> bool:
+        """True when every part can be read with global randomization
+        (:func:`supports_global_randomization`)."""
+        return all(supports_global_randomization(d) for d in self.parts)
 
     def read_bytes(self, chunk_id: int):
         """Per deserializer, ``{its chunk id: its read_bytes}`` of the chunks this chunk joins."""

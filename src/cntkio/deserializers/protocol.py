@@ -8,7 +8,7 @@ that implements :class:`Deserializer` gets randomization, checkpoints and distri
 Chunk data is columnar: per stream one values array for all samples of the chunk plus sequence
 offsets. No Python object per sample or per sequence; packing is slicing arrays.
 
-Three protocols, each a declaration a format makes (by having the members; subclassing
+Four protocols, each a declaration a format makes (by having the members; subclassing
 :class:`~cntkio.deserializers.base.DeserializerBase` gives the defaults):
 
 * :class:`Deserializer`: what every format implements.
@@ -16,6 +16,9 @@ Three protocols, each a declaration a format makes (by having the members; subcl
   a chunk's raw bytes. A format declares it by implementing its four methods, and says at run
   time whether this instance can use it with :meth:`~RandomAccessDeserializer.supports_random_access`
   (CTF: not with ``numChunksToCache``). The engine asks :func:`has_random_access` only.
+* :class:`GlobalRandomizationDeserializer`: a random-access format whose raw chunk bytes cost no
+  memory to hold (a mapped file): it can be read with cntkio's global randomization. The engine
+  asks :func:`supports_global_randomization` only.
 * :class:`LocalTimelineDeserializer`: a format that knows only its chunk count before loading
   (``UserDeserializer``): ``timeline = "local"`` and ``num_chunks()``; the source reads it with
   the local-timeline randomizers (cntk-io-semantics 2.7). The source asks :func:`is_local_timeline`.
@@ -34,6 +37,7 @@ __all__ = [
     "ChunkInfo", "SequenceTable", "DenseStream", "SparseStream", "StreamData", "ChunkData",
     "KeyKind", "Timeline", "Deserializer", "RandomAccessDeserializer", "LocalTimelineDeserializer",
     "SweepDependentDeserializer", "has_random_access", "is_local_timeline", "depends_on_sweep",
+    "GlobalRandomizationDeserializer", "supports_global_randomization",
     "ranges", "gather_stream",
 ]
 
@@ -239,6 +243,24 @@ class RandomAccessDeserializer(Deserializer, Protocol):
 
 
 @runtime_checkable
+class GlobalRandomizationDeserializer(RandomAccessDeserializer, Protocol):
+    """A deserializer that reads single sequences by index (the methods of
+    :class:`RandomAccessDeserializer`) out of raw chunk bytes (:meth:`read_bytes`) that cost no
+    memory to hold: every chunk at once is a view of a mapped file, or a table of where its
+    sequences lie (CBF, CTF on a local file). Only such a corpus is read with cntkio's global
+    randomization (``MinibatchSource(global_randomization=True)``,
+    :mod:`cntkio.engine.index_shuffle`), whose every batch of minibatches reads a few sequences
+    from nearly every chunk. ``supports_random_access`` may say False (CBF: under the block
+    randomizer whole chunks, views of the map, read faster); the read methods then serve global
+    randomization only.
+    """
+
+    def supports_global_randomization(self) -> bool:
+        """Whether this instance can hold every chunk's raw bytes at once now (a URL: no)."""
+        ...
+
+
+@runtime_checkable
 class LocalTimelineDeserializer(Deserializer, Protocol):
     """A deserializer that knows only its chunk count before loading (``UserDeserializer``).
 
@@ -318,6 +340,12 @@ def depends_on_sweep(d: object) -> bool:
 def has_random_access(d: object) -> bool:
     """Whether ``d`` declares :class:`RandomAccessDeserializer` and supports it now."""
     return isinstance(d, RandomAccessDeserializer) and bool(d.supports_random_access())
+
+
+def supports_global_randomization(d: object) -> bool:
+    """Whether ``d`` declares :class:`GlobalRandomizationDeserializer` and can read sequences by
+    index out of raw bytes it can hold for every chunk at once, now."""
+    return isinstance(d, GlobalRandomizationDeserializer) and bool(d.supports_global_randomization())
 
 
 def is_local_timeline(d: object) -> bool:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..constants import POSITION_KEY
-from ..deserializers.protocol import Deserializer, depends_on_sweep, has_random_access
+from ..deserializers.protocol import (Deserializer, depends_on_sweep, has_random_access,
+                                      supports_global_randomization)
+from ..errors import ConfigError
 from ..streams import StreamInformation
 from ..values import check_state_int
 from .handoff import Handoff
@@ -41,6 +43,22 @@ log = get_logger("engine.reader")
 NO_END_POSITION = 2**63 - 1
 
 
+def _check_global(corpus, *, truncated: bool, by_sweep: bool, random_access: bool) -> None:
+    """Global randomization reads every batch of minibatches by sequence from nearly every chunk:
+    refuse what cannot (naming the option and why)."""
+    why = ("truncated BPTT reads whole chunks" if truncated else
+           "the chunk data depends on the sweep (random transforms)" if by_sweep else
+           "random_access=False reads whole chunks" if not random_access else
+           None if supports_global_randomization(corpus) else
+           f"{corpus!r} cannot read single sequences out of raw bytes held for every chunk at once "
+           "(CBF and CTF on a local file can)")
+    if why is not None:
+        raise ConfigError(f"global randomization (MinibatchSource(global_randomization=True)) is not possible "
+                          f"here: {why}", path="globalRandomization",
+                          hint="it needs CBF or CTF files on local storage, sequence or frame packing; "
+                               "else use the block randomizer (randomizationWindow)")
+
+
 class GlobalTimeline:
     """The window policy of built-in deserializers (module docstring); see
     :class:`~cntkio.engine.reader.WindowPolicy` for the interface."""
@@ -51,7 +69,7 @@ class GlobalTimeline:
                  window: int, sample_based: bool, seed: int, epoch_end: int | None, frame_mode: bool,
                  truncated: bool, max_errors: int, loader_threads: int, prefetch: bool = True,
                  trace_level: int = 1, random_access: bool = True, rolling: bool = False,
-                 random_ordering: int = 0) -> None:
+                 random_ordering: int = 0, global_randomization: bool = False) -> None:
         self.corpus = corpus
         self.stream_infos = stream_infos
         # the composite gives a chunk's lengths without its key table (frame mode: no per-frame keys)
@@ -60,9 +78,13 @@ class GlobalTimeline:
         # a deserializer whose chunks depend on the sweep (random transforms) is told the sweep of
         # every load, and a chunk is loaded again in every sweep (walk.TimelineWalker: load ids)
         by_sweep = depends_on_sweep(corpus)
+        global_randomization = bool(global_randomization and randomize)
+        if global_randomization:
+            _check_global(corpus, truncated=truncated, by_sweep=by_sweep, random_access=random_access)
         self.walker = TimelineWalker(lengths, randomize=randomize, window=window, sample_based=sample_based,
                                      seed=seed, epoch_end=epoch_end, sweep_chunks=by_sweep,
-                                     rolling=rolling, random_ordering=random_ordering)
+                                     rolling=rolling, random_ordering=random_ordering,
+                                     global_randomization=global_randomization)
         # read randomized batches sequence by sequence (:mod:`~cntkio.engine.schedule`); chunks
         # whose direct read reported an issue go through chunk loading. (Not when the chunks
         # depend on the sweep: the direct reads carry no sweep.)
@@ -70,7 +92,7 @@ class GlobalTimeline:
         # selection read straight into the minibatch beats a whole chunk parsed, then copied).
         in_order = all(getattr(d, "direct_in_order", False) for d in getattr(corpus, "parts", (corpus,)))
         direct = bool(random_access and (randomize or in_order) and not truncated and not by_sweep
-                      and has_random_access(corpus))
+                      and has_random_access(corpus)) or global_randomization
         self.window = ChunkWindow(corpus, self.walker, threads=loader_threads, direct=direct)
         self.handoff = Handoff(stream_infos, max_errors=max_errors, trace_level=trace_level)
         # random access: a batch is parsed in two halves at once (given two cores)
@@ -83,7 +105,8 @@ class GlobalTimeline:
             w = self.walker
             log.info("%d sequences (%d samples per sweep) in %d chunks; %s; epoch end %s; %s packing",
                      w.N, w.S, w.C,
-                     (f"RandomOrdering in blocks of {random_ordering} records" if random_ordering else
+                     ("global randomization, seed %d" % seed if global_randomization else
+                      f"RandomOrdering in blocks of {random_ordering} records" if random_ordering else
                       f"{'rolling window' if rolling else 'block randomizer'}, window {window} "
                       f"{'samples' if sample_based else 'chunks'}, seed {seed}"
                       if randomize else "no randomization"),

@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from .._log import get_logger
+from .index_shuffle import GlobalRandomizer, ShuffledTimeline
 from .ordering import RandomOrderingRandomizer
 from .randomizer import (BlockRandomizer, Counting, InOrderTimeline, NoRandomizer, RollingTimeline,
                          RollingWindowRandomizer, StreamedTimeline, Stride, Timeline)
@@ -94,10 +95,12 @@ class TimelineWalker:
 
     def __init__(self, chunk_lengths: Sequence[np.ndarray], *, randomize: bool, window: int,
                  sample_based: bool, seed: int, epoch_end: int | None, sweep_chunks: bool = False,
-                 rolling: bool = False, random_ordering: int = 0) -> None:
+                 rolling: bool = False, random_ordering: int = 0, global_randomization: bool = False) -> None:
         # ``rolling``: cntkio's rolling window over the corpus order (frames; ``window`` in samples);
-        # ``random_ordering``: CNTK's legacy RandomOrdering over blocks of that many records
+        # ``random_ordering``: CNTK's legacy RandomOrdering over blocks of that many records;
+        # ``global_randomization``: cntkio's keyed bijection over every sequence (engine/index_shuffle)
         self.randomizer = (NoRandomizer(chunk_lengths) if not randomize
+                           else GlobalRandomizer(chunk_lengths, seed) if global_randomization
                            else RandomOrderingRandomizer(chunk_lengths, random_ordering) if random_ordering
                            else RollingWindowRandomizer(chunk_lengths, window, seed) if rolling
                            else BlockRandomizer(chunk_lengths, window, sample_based, seed))
@@ -173,10 +176,15 @@ class TimelineWalker:
             # frame mode in input order: position p is worker (k * N + p) % W's, every W-th one
             loc = Stride((r - k * self.N) % W, W, self.N)
             cum = Counting(1, len(loc))
-        elif isinstance(tl, (StreamedTimeline, RollingTimeline)):
+        elif isinstance(tl, (StreamedTimeline, RollingTimeline)) or (isinstance(tl, ShuffledTimeline)
+                                                                       and self.randomizer.unit):
             # frame mode, randomized: the worker's positions read a randomized chunk at a time
             loc = tl.local_positions(W, r)
             cum = Counting(1, len(loc))
+        elif isinstance(tl, ShuffledTimeline):
+            # globally randomized sequences: the worker's blocks of positions, their lengths' sum
+            loc = tl.local_array(W, r)
+            cum = np.cumsum(tl.length[loc], dtype=np.int64)
         else:
             if self.randomized:
                 mask = np.remainder(tl.rchunk, W, dtype=np.int64) == r

@@ -27,8 +27,10 @@ from . import remote as remote_cbf
 from ...streams import StreamInformation
 from ...values import local_path, to_bool, to_choice, to_int
 from ..base import DeserializerBase
-from ..protocol import ChunkData, ChunkInfo, DenseStream, FetchAheadDeserializer, SequenceTable, SparseStream
-from ..ranges import SCRATCH, BytesRanges, Ranges, open_ranges
+from ..._native import native
+from ..protocol import (ChunkData, ChunkInfo, DenseStream, FetchAheadDeserializer, GlobalRandomizationDeserializer,
+                        SequenceTable, SparseStream)
+from ..ranges import SCRATCH, BytesRanges, FileRanges, Ranges, open_ranges
 from .layout import CBFHeader, chunk_lengths, chunk_words, gather_words, read_header, walk_chunk
 
 __all__ = ["CNTKBinaryFormatDeserializer", "parse_options"]
@@ -74,7 +76,7 @@ def parse_options(config: Mapping, **source_options: Any) -> dict[str, Any]:
             "keep_in_memory": to_bool(opts.get("keepdatainmemory", False), "keepDataInMemory")}
 
 
-class CNTKBinaryFormatDeserializer(DeserializerBase, FetchAheadDeserializer):
+class CNTKBinaryFormatDeserializer(DeserializerBase, FetchAheadDeserializer, GlobalRandomizationDeserializer):
     """Reads a CBF file (the ``CNTKBinaryFormatDeserializer`` config type).
 
     Streams come from the file's header, in header order, renamed by the config's ``input``
@@ -287,6 +289,96 @@ class CNTKBinaryFormatDeserializer(DeserializerBase, FetchAheadDeserializer):
         if sample is not None:
             where += f", sample {sample}"
         return FormatError(f"{where}: {message}", file=self.filename, expected=expected, found=found)
+
+    # -- sequences by index (global randomization) ---------------------------------------------
+
+    def supports_random_access(self) -> bool:
+        """False: under the block randomizer whole chunks read faster; the methods below serve
+        global randomization (:meth:`supports_global_randomization`)."""
+        return False
+
+    def supports_global_randomization(self) -> bool:
+        """A local (or in-memory) file: a chunk's raw bytes are where its sequences lie."""
+        return self._remote is None
+
+    def read_bytes(self, chunk_id: int):
+        """Chunk ``chunk_id`` located, its data not kept: one read and walk of its bytes (the counts
+        checked as ``get_chunk`` checks them), then per stream every kept sequence's block: its
+        byte offset in the file, sample count and (sparse) non-zero count, 16-24 bytes a sequence."""
+        c = self._chunk_ids[chunk_id]
+        h = self.header
+        raw = SCRATCH.take(int(h.ends[c]) - int(h.offsets[c]))
+        words = chunk_words(self._src, h, c, self.filename, raw)
+        lay = walk_chunk(words, h, c, words[:int(h.num_sequences[c])].astype(np.int64), self.filename, False)
+        keep = self._keeps[chunk_id]
+        pick = (lambda a: a) if keep is None else (lambda a: a[keep])
+        located = [(pick(lay.starts[k]) * 4 + int(h.offsets[c]), pick(lay.counts[k]),
+                    None if lay.nnz[k] is None else pick(lay.nnz[k])) for k in range(len(h.streams))]
+        del lay, words
+        SCRATCH.give(raw)
+        return located
+
+    def read_sequences(self, raw, chunk_ids: np.ndarray, indices: np.ndarray) -> ChunkData | None:
+        """The sequences ``indices[i]`` of chunks ``chunk_ids[i]``, in that order (``raw`` from
+        :meth:`read_bytes`): a dense stream's samples read from the file straight into the output,
+        a sparse stream's blocks into one buffer and gathered from it, each by one call of reads
+        (adjacent ranges merged; the C core's ``pread_swap`` without a swap, GIL released). None
+        when a sparse block is malformed (the caller then loads the chunks whole, and ``get_chunk``
+        names the fault)."""
+        chunk_ids, indices = np.asarray(chunk_ids, np.int64), np.asarray(indices, np.int64)
+        n = len(chunk_ids)
+        if n == 0:
+            return None
+        order = np.argsort(chunk_ids, kind="stable")
+        sorted_ids = chunk_ids[order]
+        cuts = np.flatnonzero(np.diff(sorted_ids)) + 1
+        streams_h = self.header.streams
+        at = np.empty((3, len(streams_h), n), np.int64)     # byte offset, samples, non-zeros
+        keys, lengths = np.empty(n, np.int64), np.empty(n, np.int64)
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), n]):
+            c = int(sorted_ids[a])
+            pos, idx = order[a:b], indices[order[a:b]]
+            for k, (off, cnt, nz) in enumerate(raw[c]):
+                at[0, k, pos], at[1, k, pos] = off[idx], cnt[idx]
+                if nz is not None:
+                    at[2, k, pos] = nz[idx]
+            keys[pos], lengths[pos] = self._tables[c].keys[idx], self._tables[c].lengths[idx]
+        out: dict[str, Any] = {}
+        for k, (name, st) in enumerate(zip(self._names, streams_h)):
+            counts = at[1, k]
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            if not st.sparse:          # the samples, after each block's count word
+                words = self._read_blocks(at[0, k] + 4, counts * (st.dim * st.value_words))
+                values = words.view(st.dtype).reshape(-1, st.dim)
+                out[name] = DenseStream(values if values.dtype == self.dtype else values.astype(self.dtype), offsets)
+                continue
+            nnz = at[2, k]
+            sizes = 2 + nnz * (st.value_words + 1) + counts
+            words = self._read_blocks(at[0, k], sizes)
+            starts = np.zeros(n, np.int64)
+            np.cumsum(sizes[:-1], out=starts[1:])
+            try:
+                out[name] = self._sparse(words, st, starts, counts, nnz, offsets, -1)
+            except FormatError:
+                return None
+        return ChunkData(SequenceTable(keys, lengths), out)
+
+    def _read_blocks(self, byte_offsets: np.ndarray, sizes_in_words: np.ndarray) -> np.ndarray:
+        """The blocks of ``sizes_in_words[i]`` words at ``byte_offsets[i]``, one after another in
+        one new array of little-endian words."""
+        dst = np.zeros(len(sizes_in_words), np.int64)
+        np.cumsum(sizes_in_words[:-1], out=dst[1:])
+        words = np.empty(int(sizes_in_words.sum()), "<u4")
+        mod = native("htk")
+        if mod is not None and isinstance(self._src, FileRanges):
+            mod.pread_swap(words, dst, self._src.fileno(), np.ascontiguousarray(byte_offsets, np.int64),
+                           np.ascontiguousarray(sizes_in_words, np.int64), False)
+            return words
+        for d, o, m in zip(dst.tolist(), byte_offsets.tolist(), sizes_in_words.tolist()):
+            if m:
+                self._src.read_into(words[d:d + m], o)
+        return words
 
     def fetches_ahead(self) -> bool:
         """A URL's chunks are fetched ahead of the window (:meth:`fetch_ahead`)."""
