@@ -397,6 +397,8 @@ reader = [
     (["reader=[verbosity=2]"], {"trace_level": 2}),
     (["traceLevel=0"], {"trace_level": 0}),                                # from the enclosing scope
     (["reader=[maxErrors=3]"], {"max_errors": 3}),
+    (["reader=[globalRandomization=true]"], {"global_randomization": True}),
+    (["reader=[globalRandomization=false]"], {"global_randomization": False}),
 ])
 def test_reader_options(options, expected):
     spec = reader_spec(reader_of(CTF_MIN, *options))
@@ -465,6 +467,7 @@ def test_deserializers_key_makes_a_composite_reader_whatever_reader_type_says():
     ("reader=[truncated=true; truncationLength=5; frameMode=true]", "reader.truncated", "cannot both"),
     ("reader=[randomize=5]", "reader.randomize", "true or false"),
     ("reader=[randomizationWindow=0]", "reader.randomizationWindow", "integer >= 1"),
+    ("reader=[globalRandomization=sometimes]", "reader.globalRandomization", "sometimes"),
     ("precision=half", "reader.precision", "float or double"),
     ("reader=[readerType=CNTKTextFormatReadr]", "reader.readerType", "did you mean 'CNTKTextFormatReader'"),
 ])

@@ -168,3 +168,35 @@ def test_inspect_the_shipped_examples(config, readers, capsys):
     r = _json(capsys)
     for path, sequences in readers.items():
         assert r[path]["sequences"] == sequences and len(r[path]["head"]) == 1
+
+
+def test_bench_prints_the_shuffle_quality_of_global_randomization(tmp_path, capsys):
+    f = tmp_path / "o.ctf"
+    f.write_text("".join(f"{i} |x {i}\n" for i in range(4000)))
+    assert main(["bench", str(f), "--randomize", "block", "--json"]) == 0
+    block = _json(capsys)[str(f)]["shuffle"]
+    assert main(["bench", str(f), "--randomize", "global", "--json"]) == 0
+    glob = _json(capsys)[str(f)]["shuffle"]
+    # one chunk (4000 short lines): the block randomizer's window holds it all, and so both shuffle
+    # it whole; the global order is a uniform-looking permutation: correlation ~0, distance ~1/3
+    assert glob["sequences"] == block["sequences"] == 4000
+    assert abs(glob["rank_correlation"]) < 0.06 and 0.30 < glob["mean_distance"] < 0.37
+    assert main(["bench", str(f), "--randomize", "sideways"]) != 0
+
+
+@pytest.mark.parametrize("window", [0, 1000])
+def test_sweep_order_is_the_delivery_order_with_global_randomization(tmp_path, window):
+    f = _ordinal_file(tmp_path)
+    src = MinibatchSource(CTFDeserializer(str(f), StreamDefs(x=StreamDef(field="x", shape=1))) | {"chunkSizeInBytes": 300},
+                          max_sweeps=1, randomization_window_in_chunks=window, randomization_seed=7,
+                          global_randomization=True)
+    order = src.sweep_order(0)
+    delivered = []
+    while True:
+        mb = src.next_minibatch(7)
+        if not mb:
+            break
+        delivered += [int(s[0, 0]) for s in mb["x"].as_sequences()]
+    assert order.tolist() == delivered and sorted(delivered) == list(range(400))
+    assert (order.tolist() == list(range(400))) == (window == 0)   # window 0: not randomized
+    src.close()

@@ -298,6 +298,9 @@ def _source_kwargs(reader: Section, spec: ReaderSpec, legacy: bool, own_randomiz
         kw["trace_level"] = 1 if legacy else 0
     if reader.exists("maxErrors"):
         kw["max_errors"] = reader.int("maxErrors", minimum=0)
+    if reader.exists("globalRandomization"):
+        # cntkio's extension: each sweep a keyed bijection over every sequence (engine/index_shuffle)
+        kw["global_randomization"] = reader.bool("globalRandomization")
     if reader.bool("hashSequenceKeys", False) and not _any_string_keys(spec):
         _log.warning("%s: hashSequenceKeys only affects string sequence keys (HTK, MLF); the "
                      "deserializers here have numeric keys", reader.key_path("hashSequenceKeys"))

@@ -2,8 +2,8 @@
 
 ::
 
-    cntkio bench FILE [--stream NAME:ALIAS:FORMAT:DIM ...] [--minibatch-size N] [--randomize]
-                      [--sweeps N] [--json]
+    cntkio bench FILE [--stream NAME:ALIAS:FORMAT:DIM ...] [--minibatch-size N]
+                      [--randomize [block|global]] [--sweeps N] [--json]
     cntkio bench configFile=x.cntk [name=value ...] [--section NAME] [--minibatch-size N]
                       [--sweeps N] [--json]
 
@@ -23,6 +23,9 @@ and its place in delivery (1 in storage order, about 0 for a uniform shuffle), a
 a sequence moves, as a fraction of the sweep (mean and median; about 1/3 and 0.29 for a uniform
 shuffle, 0 in storage order). A randomization window of a few chunks keeps the correlation near 1:
 a sequence never moves much farther than the window; so a window can be picked knowingly.
+``--randomize global`` reads with cntkio's global randomization instead (``global_randomization``:
+a keyed bijection over every sequence per sweep, CBF and local CTF), whose figures are those of a
+uniform shuffle.
 """
 from __future__ import annotations
 
@@ -94,8 +97,10 @@ def _summary(index_s: float, parse: dict, read: dict, nbytes: int | None) -> dic
     return out
 
 
-def bench_file(path: str, streams=None, size: int = 256, randomize: bool = False, sweeps: int = 1,
+def bench_file(path: str, streams=None, size: int = 256, randomize: bool | str = False, sweeps: int = 1,
                show_progress=None) -> dict:
+    """``randomize``: False, True or ``"block"`` (CNTK's block randomizer, a window of 4 chunks), or
+    ``"global"`` (global randomization)."""
     from ..source import MinibatchSource
     from ._common import file_format
     guess_s = 0.0
@@ -112,7 +117,8 @@ def bench_file(path: str, streams=None, size: int = 256, randomize: bool = False
     finally:
         d.close()
     d = open_file(path, streams)
-    kw = {"randomization_window_in_chunks": 4} if randomize else {"randomize": False}
+    kw: dict = ({"randomize": False} if not randomize else {"global_randomization": True} if randomize == "global"
+                else {"randomization_window_in_chunks": 4})
     with MinibatchSource(d, max_sweeps=sweeps, **kw) as source:
         read = _read_stage(source, size, show_progress, os.path.basename(path))
         order = source.sweep_order(0) if randomize else None
@@ -204,8 +210,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="append", default=[], metavar="NAME:ALIAS:FORMAT:DIM")
     p.add_argument("--minibatch-size", type=int, help="samples per minibatch (default 256, or the "
                                                       "section's minibatchSize)")
-    p.add_argument("--randomize", action="store_true", help="FILE: read randomized (window of 4 chunks; "
-                                                          "prints the shuffle's quality)")
+    p.add_argument("--randomize", nargs="?", const="block", choices=("block", "global"),
+                   help="FILE: read randomized, with CNTK's block randomizer (a window of 4 chunks; the "
+                        "default) or with global randomization; prints the shuffle's quality")
     p.add_argument("--sweeps", type=int, default=1, help="sweeps to read (default 1)")
     add_common(p)
     return p
@@ -226,7 +233,7 @@ def main(argv: Sequence[str]) -> int:
         elif len(args.target) == 1:
             streams = [stream_def(s) for s in args.stream] or None
             results = {args.target[0]: bench_file(args.target[0], streams, args.minibatch_size or 256,
-                                                  args.randomize, args.sweeps, args.progress)}
+                                                  args.randomize or False, args.sweeps, args.progress)}
         else:
             return fail("bench", "give one data file, or configFile=FILE [name=value ...]", 2)
     except argparse.ArgumentTypeError as e:
