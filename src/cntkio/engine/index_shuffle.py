@@ -29,6 +29,7 @@ distributed, a worker's positions, as the block randomizer's sequence-mode table
 """
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 import numpy as np
@@ -40,6 +41,8 @@ __all__ = ["IndexShuffle", "GlobalRandomizer", "ShuffledTimeline"]
 
 _M64 = (1 << 64) - 1
 _ROUNDS = 6
+#: blocks whose columns a timeline keeps (the walker reads about 3W blocks ahead of its cursor)
+_KEPT = 16
 _C1 = np.uint64(0xBF58476D1CE4E5B9)
 _C2 = np.uint64(0x94D049BB133111EB)
 
@@ -138,7 +141,7 @@ class ShuffledTimeline(Timeline):
     sequences (a chunk's sequences are spread over the whole sweep; the window holds raw bytes
     only)."""
 
-    __slots__ = ("n", "shuffle", "first", "lengths", "_pieces")
+    __slots__ = ("n", "shuffle", "first", "lengths", "_pieces", "_lock")
 
     def __init__(self, rand: GlobalRandomizer, sweep: int) -> None:
         n, C = rand.num_sequences, rand.num_chunks
@@ -160,31 +163,67 @@ class ShuffledTimeline(Timeline):
                 start[s + 1:e + 1] += start[s]
         super().__init__(sweep, np.arange(C, dtype=np.int32), _Column(self, 1, np.int32),
                          _Column(self, 0, np.int64), length, start, first_use, last, blocks)
+        #: the columns of the blocks read last: block -> (index in chunk, corpus chunk, length or None)
         self._pieces: dict = {}
+        self._lock = threading.Lock()
 
     @property
     def num_sequences(self) -> int:
         return self.n
 
-    def _columns(self, positions: np.ndarray, which: int) -> np.ndarray:
-        if which == 1:
-            return (np.searchsorted(self.rchunk_start, positions, side="right") - 1).astype(np.int32)
-        seq = self.shuffle(positions)
-        if which == 3:
-            return self.lengths[seq]
-        chunk = np.searchsorted(self.first, seq, side="right") - 1
-        return chunk.astype(np.int32) if which == 2 else seq - self.first[chunk]
+    def _block(self, b: int) -> tuple:
+        """Columns ``(index in chunk, corpus chunk, length or None)`` of block ``b``'s positions,
+        computed once while it is among the last ``_KEPT`` blocks read."""
+        with self._lock:
+            got = self._pieces.get(b)
+            if got is not None:
+                return got
+            lo, hi = int(self.rchunk_start[b]), int(self.rchunk_start[b + 1])
+            seq = self.shuffle(np.arange(lo, hi, dtype=np.int64))
+            chunk = np.searchsorted(self.first, seq, side="right") - 1
+            got = (seq - self.first[chunk], chunk.astype(np.int32),
+                   None if self.lengths is None else self.lengths[seq])
+            if len(self._pieces) >= _KEPT:
+                self._pieces.pop(next(iter(self._pieces)))
+            self._pieces[b] = got
+            return got
 
     def range(self, a: int, b: int, which: int) -> np.ndarray:
         """Column ``which`` (0 index in chunk, 1 block, 2 corpus chunk, 3 length) of positions
         ``a .. b-1``."""
-        return self._columns(np.arange(a, max(a, b), dtype=np.int64), which)
+        b = max(a, b)
+        bs = self.rchunk_start
+        if which == 1:
+            return (np.searchsorted(bs, np.arange(a, b, dtype=np.int64), side="right") - 1).astype(np.int32)
+        if b == a:
+            return np.zeros(0, np.int32 if which == 2 else np.int64)
+        k0 = int(np.searchsorted(bs, a, side="right")) - 1
+        k1 = int(np.searchsorted(bs, b - 1, side="right")) - 1
+        col = {0: 0, 2: 1, 3: 2}[which]
+        parts = [self._block(k)[col][max(a, int(bs[k])) - int(bs[k]):min(b, int(bs[k + 1])) - int(bs[k])]
+                 for k in range(k0, k1 + 1)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def gather(self, positions: np.ndarray, which: int) -> np.ndarray:
         p = np.asarray(positions, np.int64)
         if p.size and (int(p.min()) < 0 or int(p.max()) >= self.n):
             raise IndexError(f"position out of bounds for a timeline of {self.n}")
-        return self._columns(p, which)
+        bs = self.rchunk_start
+        owner = np.searchsorted(bs, p, side="right") - 1
+        if which == 1:
+            return owner.astype(np.int32)
+        col = {0: 0, 2: 1, 3: 2}[which]
+        out = np.empty(p.shape, np.int32 if which == 2 else np.int64)
+        uniq = np.unique(owner)
+        if len(uniq) > 4 * _KEPT:     # spread over the sweep (a whole column): computed at once
+            seq = self.shuffle(p)
+            chunk = np.searchsorted(self.first, seq, side="right") - 1
+            return (seq - self.first[chunk] if which == 0 else chunk.astype(np.int32) if which == 2
+                    else self.lengths[seq])
+        for k in uniq.tolist():
+            sel = owner == k
+            out[sel] = self._block(k)[col][p[sel] - int(bs[k])]
+        return out
 
     def materialize(self, which: int) -> np.ndarray:
         """A whole column (tests, the shuffle-quality metric): memory per position."""
