@@ -54,7 +54,8 @@ RESUME_BATCHES = 16
 def tools() -> list:
     from ceiling_loaders import Cntkio, Memmap, MemmapStateful
     from ceiling_peers import PEERS
-    return [Memmap(), MemmapStateful(), Cntkio("cbf"), Cntkio("ctf"), *PEERS]
+    return [Memmap(), MemmapStateful(), Cntkio("cbf"), Cntkio("cbf", global_randomization=True), Cntkio("ctf"),
+            *PEERS]
 
 
 def _slug(name: str) -> str:

@@ -143,8 +143,9 @@ class MemmapStateful(Memmap):
 class _CntkioFactory:
     """A picklable source factory (DataLoader workers build their own source)."""
 
-    def __init__(self, path, fmt, workload, shuffle, seed) -> None:
+    def __init__(self, path, fmt, workload, shuffle, seed, global_randomization=False) -> None:
         self.path, self.fmt, self.workload, self.shuffle, self.seed = path, fmt, workload, shuffle, seed
+        self.global_randomization = global_randomization
 
     def __call__(self):
         from cntkio import CBFDeserializer, CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
@@ -156,6 +157,8 @@ class _CntkioFactory:
             d = CTFDeserializer(self.path, StreamDefs(tokens=StreamDef(field="t", shape=VOCAB, is_sparse=True),
                                                        y=StreamDef(field="y", shape=1)))
         kw = dict(randomization_seed=self.seed) if self.shuffle else dict(randomize=False)
+        if self.shuffle and self.global_randomization:
+            kw["global_randomization"] = True
         return MinibatchSource(d, **kw)
 
 
@@ -167,9 +170,10 @@ class Cntkio(_Loader):
     modules = ("cntkio.integrations.torch", "cntkio.deserializers.cbf", "cntkio.deserializers.ctf",
                "cntkio.source", "torchdata.stateful_dataloader")
 
-    def __init__(self, fmt: str) -> None:
+    def __init__(self, fmt: str, global_randomization: bool = False) -> None:
         self.fmt = fmt
-        self.name = f"cntkio {fmt.upper()}"
+        self.global_randomization = global_randomization
+        self.name = f"cntkio {fmt.upper()}" + (", global randomization" if global_randomization else "")
 
     def write(self, data, folder):
         from ceiling_data import write_cbf, write_ctf
@@ -177,7 +181,8 @@ class Cntkio(_Loader):
 
     def loader(self, folder, workload, shuffle, workers, seed, batch, resume=False, state=None):
         from cntkio.integrations.torch import MinibatchIterableDataset
-        factory = _CntkioFactory(os.path.join(folder, f"data.{self.fmt}"), self.fmt, workload, shuffle, seed)
+        factory = _CntkioFactory(os.path.join(folder, f"data.{self.fmt}"), self.fmt, workload, shuffle, seed,
+                                 self.global_randomization)
         ds = MinibatchIterableDataset(factory, batch, ids=("tokens",) if workload == "tokens" else ())
         if not resume:
             return _Renamed(DataLoader(ds, batch_size=None, num_workers=workers), workload)

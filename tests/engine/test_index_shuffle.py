@@ -129,3 +129,17 @@ def test_what_cannot_be_globally_randomized_is_an_error_naming_the_option(corpus
         MinibatchSource(cfg, global_randomization=True)
     # not randomized: nothing to randomize, the option is not used
     assert [k for mb in _keys(_source(cbf, False, randomize=False, max_sweeps=1), 100) for k in mb] == list(range(80))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(0, 70000), seed=st.integers(0, 2**63), sweep=st.integers(0, 2**20))
+def test_the_c_loop_and_its_numpy_twin_agree(n, seed, sweep):
+    import os
+    shuffle = IndexShuffle(n, seed, sweep)
+    fast = shuffle(np.arange(n))
+    os.environ["CNTKIO_PURE_PYTHON"] = "1"
+    try:
+        slow = shuffle(np.arange(n))
+    finally:
+        del os.environ["CNTKIO_PURE_PYTHON"]
+    assert np.array_equal(fast, slow)

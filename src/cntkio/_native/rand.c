@@ -486,6 +486,81 @@ done:
     return result;
 }
 
+/* index_shuffle(keys uint64[6], half, n, positions int64[k], out int64[k]): the Feistel bijection of
+ * cntkio.engine.index_shuffle.IndexShuffle (its NumPy twin is the reference): six rounds over
+ * 2 * half bits, each round's function splitmix64's finalizer of (right + key) masked to half bits,
+ * and cycle walking until the value falls below n. Positions are checked to lie in [0, n). */
+static inline uint64_t feistel(uint64_t x, const uint64_t *keys, int nkeys, unsigned half, uint64_t mask)
+{
+    uint64_t left = x >> half, right = x & mask;
+    for (int r = 0; r < nkeys; r++) {
+        uint64_t z = right + keys[r];
+        z ^= z >> 30;
+        z *= 0xBF58476D1CE4E5B9ULL;
+        z ^= z >> 27;
+        z *= 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        uint64_t t = left ^ (z & mask);
+        left = right;
+        right = t;
+    }
+    return (left << half) | right;
+}
+
+static PyObject *py_index_shuffle(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *keys_o, *pos_o, *out_o;
+    unsigned int half;
+    long long n;
+    if (!PyArg_ParseTuple(args, "OILOO", &keys_o, &half, &n, &pos_o, &out_o))
+        return NULL;
+    if (half < 1 || half > 31 || n < 0 || (unsigned long long)n > (1ULL << (2 * half))) {
+        PyErr_SetString(PyExc_ValueError, "index_shuffle: half must be in [1, 31] and n in [0, 4^half]");
+        return NULL;
+    }
+    PyArrayObject *keys = (PyArrayObject *)PyArray_FROMANY(keys_o, NPY_UINT64, 1, 1, NPY_ARRAY_IN_ARRAY);
+    PyArrayObject *pos = keys ? (PyArrayObject *)PyArray_FROMANY(pos_o, NPY_INT64, 1, 1, NPY_ARRAY_IN_ARRAY) : NULL;
+    PyObject *result = NULL;
+    if (!pos)
+        goto done;
+    if (!PyArray_Check(out_o) || PyArray_TYPE((PyArrayObject *)out_o) != NPY_INT64 ||
+        PyArray_NDIM((PyArrayObject *)out_o) != 1 || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)out_o) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)out_o) ||
+        PyArray_DIM((PyArrayObject *)out_o, 0) != PyArray_DIM(pos, 0) || PyArray_DIM(keys, 0) > 64) {
+        PyErr_SetString(PyExc_ValueError, "index_shuffle: out must be a writeable int64 array as long as "
+                        "positions, and at most 64 keys");
+        goto done;
+    }
+    npy_intp k = PyArray_DIM(pos, 0);
+    const int64_t *p = (const int64_t *)PyArray_DATA(pos);
+    for (npy_intp i = 0; i < k; i++) {
+        if (p[i] < 0 || p[i] >= n) {
+            PyErr_Format(PyExc_IndexError, "IndexShuffle: position %lld is outside [0, %lld)",
+                         (long long)p[i], n);
+            goto done;
+        }
+    }
+    int nkeys = (int)PyArray_DIM(keys, 0);
+    uint64_t kv[64];
+    memcpy(kv, PyArray_DATA(keys), sizeof(uint64_t) * (size_t)nkeys);
+    int64_t *o = (int64_t *)PyArray_DATA((PyArrayObject *)out_o);
+    uint64_t mask = (1ULL << half) - 1, un = (uint64_t)n;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < k; i++) {
+        uint64_t y = feistel((uint64_t)p[i], kv, nkeys, half, mask);
+        while (y >= un)
+            y = feistel(y, kv, nkeys, half, mask);
+        o[i] = (int64_t)y;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(pos);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"draws", py_draws, METH_VARARGS, "draws(seed, n) -> uint64[n]: first n outputs of mt19937_64(seed)."},
     {"full_range_shuffle", py_full_range_shuffle, METH_VARARGS,
@@ -504,6 +579,9 @@ static PyMethodDef methods[] = {
     {"copy_segments", py_copy_segments, METH_VARARGS,
      "copy_segments(src, src_starts, dst, dst_starts, lengths[, shift]): row-segment memcpy gather "
      "(shift: added to each int64 segment)."},
+    {"index_shuffle", py_index_shuffle, METH_VARARGS,
+     "index_shuffle(keys, half, n, positions, out): the keyed Feistel bijection of [0, n) with cycle walking "
+     "(cntkio.engine.index_shuffle)."},
     {NULL, NULL, 0, NULL},
 };
 

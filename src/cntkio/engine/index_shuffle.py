@@ -8,7 +8,9 @@ of :class:`GlobalRandomizer` is a uniform-looking permutation of every sequence 
 Feistel network of six rounds over the smallest even number of bits that covers ``n``, each round
 a splitmix64 hash of the half keyed by ``(seed, sweep, round)``, and *cycle walking* (a value
 ``>= n`` is encrypted again until it falls below ``n``; it always does, since it lies on the
-permutation's cycle through the start) for a domain that is not a power of four. That is the
+permutation's cycle through the start) for a domain that is not a power of four. The loop runs in
+C (``cntkio._native._rand.index_shuffle``, GIL released); the NumPy version below is its twin
+under ``CNTKIO_PURE_PYTHON=1``. That is the
 scheme of Grain's index shuffle (and of format-preserving encryption): the order is a pure
 function of ``(seed, sweep)``, any position is found in O(1) time and memory, and a restore at a
 position needs nothing but the position.
@@ -34,6 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._native import native
 from .streamed import _Column, _LocalPositions
 from .timeline import _BLOCK, Counting, Timeline, _unit
 
@@ -59,7 +62,7 @@ class IndexShuffle:
     """A bijection of ``[0, n)`` keyed by ``(seed, sweep)`` (module docstring): call it with an
     array of positions (any int dtype) to get the sequences delivered there (int64)."""
 
-    __slots__ = ("n", "half", "mask", "keys")
+    __slots__ = ("n", "half", "mask", "keys", "_keys")
 
     def __init__(self, n: int, seed: int, sweep: int) -> None:
         self.n = int(n)
@@ -70,6 +73,7 @@ class IndexShuffle:
         self.mask = np.uint64((1 << self.half) - 1)
         base = _splitmix((int(seed) & _M64) ^ _splitmix(int(sweep) & _M64))
         self.keys = [np.uint64(_splitmix(base + r)) for r in range(_ROUNDS)]
+        self._keys = np.array(self.keys, np.uint64)
 
     def _encrypt(self, x: np.ndarray) -> np.ndarray:
         h, mask = np.uint64(self.half), self.mask
@@ -87,6 +91,12 @@ class IndexShuffle:
 
     def __call__(self, positions) -> np.ndarray:
         p = np.asarray(positions)
+        mod = native("rand")
+        if mod is not None:       # the C twin: one pass, no temporaries, the GIL released
+            flat = np.ascontiguousarray(p, np.int64).ravel()
+            out = np.empty(len(flat), np.int64)
+            mod.index_shuffle(self._keys, self.half, self.n, flat, out)
+            return out.reshape(p.shape)
         if p.size and (int(p.min()) < 0 or int(p.max()) >= self.n):
             raise IndexError(f"IndexShuffle: a position outside [0, {self.n})")
         with np.errstate(over="ignore"):
