@@ -226,11 +226,12 @@ def distributed_partition() -> tuple[int, int]:
 _WORKERS_MESSAGE = (
     "cntkio: MinibatchIterableDataset in {n} DataLoader worker processes: each worker reads its "
     "own share of the partition (correct, disjoint, resumable with torchdata's StatefulDataLoader), "
-    "but every tensor is then copied between processes, which costs more per minibatch than cntkio's "
-    "reading, already done on native threads off the GIL (bench/ceiling.py measured 7-10 times the "
-    "CPU per sample with 2 workers, for cntkio and a hand-written loader alike: docs/benchmarks.md). "
-    "Use num_workers=0 (the default); for more processes use torch.distributed ranks (torchrun), "
-    "which cntkio partitions without copies.")
+    "but every tensor is then copied into shared memory and pickled between processes, which costs "
+    "more per minibatch than cntkio's reading, already done on native threads off the GIL: "
+    "in-process is faster. bench/ceiling.py --quick measured 4-5 times the CPU per sample with 2 "
+    "workers (CBF rows 8.7 -> 38.4 us, token sequences 12.0 -> 43.2 us; a hand-written np.memmap "
+    "loader 3.6 -> 20.6 and 6.5 -> 29.1: docs/from-pytorch.md). Use num_workers=0 (the default); "
+    "for more processes use torch.distributed ranks (torchrun), which cntkio partitions without copies.")
 _workers_warned = False
 
 _BATCHED_MESSAGE = (
