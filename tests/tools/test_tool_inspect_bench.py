@@ -171,8 +171,11 @@ def test_inspect_the_shipped_examples(config, readers, capsys):
 
 
 def test_bench_prints_the_shuffle_quality_of_global_randomization(tmp_path, capsys):
-    f = tmp_path / "o.ctf"
-    f.write_text("".join(f"{i} |x {i}\n" for i in range(4000)))
+    from cntkio.deserializers.cbf import ctf2bin
+    text = tmp_path / "o.ctf"
+    text.write_text("".join(f"{i} |x {i}\n" for i in range(4000)))
+    f = tmp_path / "o.cbf"
+    ctf2bin(str(text), str(f), {"x": StreamDef(field="x", shape=1)})
     assert main(["bench", str(f), "--randomize", "block", "--json"]) == 0
     block = _json(capsys)[str(f)]["shuffle"]
     assert main(["bench", str(f), "--randomize", "global", "--json"]) == 0
@@ -186,10 +189,13 @@ def test_bench_prints_the_shuffle_quality_of_global_randomization(tmp_path, caps
 
 @pytest.mark.parametrize("window", [0, 1000])
 def test_sweep_order_is_the_delivery_order_with_global_randomization(tmp_path, window):
+    from cntkio import CBFDeserializer
+    from cntkio.deserializers.cbf import ctf2bin
     f = _ordinal_file(tmp_path)
-    src = MinibatchSource(CTFDeserializer(str(f), StreamDefs(x=StreamDef(field="x", shape=1))) | {"chunkSizeInBytes": 300},
-                          max_sweeps=1, randomization_window_in_chunks=window, randomization_seed=7,
-                          global_randomization=True)
+    cbf = tmp_path / "o.cbf"
+    ctf2bin(str(f), str(cbf), {"x": StreamDef(field="x", shape=1)}, chunk_size=None, ctf_chunk_size=300)
+    src = MinibatchSource(CBFDeserializer(str(cbf)), max_sweeps=1, randomization_window_in_chunks=window,
+                          randomization_seed=7, global_randomization=True)
     order = src.sweep_order(0)
     delivered = []
     while True:

@@ -50,12 +50,12 @@ def _check_global(corpus, *, truncated: bool, by_sweep: bool, random_access: boo
            "the chunk data depends on the sweep (random transforms)" if by_sweep else
            "random_access=False reads whole chunks" if not random_access else
            None if supports_global_randomization(corpus) else
-           f"{corpus!r} cannot read single sequences out of raw bytes held for every chunk at once "
-           "(CBF and CTF on a local file can)")
+           "a deserializer cannot read single sequences by index without holding its chunks' data "
+           "(CBF files on local storage can; CTF, HTK, images and URLs cannot)")
     if why is not None:
         raise ConfigError(f"global randomization (MinibatchSource(global_randomization=True)) is not possible "
                           f"here: {why}", path="globalRandomization",
-                          hint="it needs CBF or CTF files on local storage, sequence or frame packing; "
+                          hint="it needs CBF files on local storage, sequence or frame packing; "
                                "else use the block randomizer (randomizationWindow)")
 
 
