@@ -108,7 +108,7 @@ class MinibatchSource:
             ``(randomization_seed, k)`` (``cntkio.engine.index_shuffle``: a Feistel network with
             cycle walking, as Grain's index shuffle) instead of CNTK's block randomizer; the window
             arguments are then not used. No table of the order: a restore needs the position only.
-            CBF, and CTF on a local file (not with ``numChunksToCache``); not with truncated BPTT.
+            CBF files on local storage; not with truncated BPTT.
         full_minibatches: cntkio only (the legacy readers' ``minibatchMode = full``). Config epochs
             (:class:`cntkio.readers.EpochReader`) end before a minibatch that would be partial.
 

@@ -17,7 +17,7 @@ Four protocols, each a declaration a format makes (by having the members; subcla
   time whether this instance can use it with :meth:`~RandomAccessDeserializer.supports_random_access`
   (CTF: not with ``numChunksToCache``). The engine asks :func:`has_random_access` only.
 * :class:`GlobalRandomizationDeserializer`: a random-access format whose raw chunk bytes cost no
-  memory to hold (a mapped file): it can be read with cntkio's global randomization. The engine
+  memory to hold (where a chunk's sequences lie in the file): it can be read with cntkio's global randomization. The engine
   asks :func:`supports_global_randomization` only.
 * :class:`LocalTimelineDeserializer`: a format that knows only its chunk count before loading
   (``UserDeserializer``): ``timeline = "local"`` and ``num_chunks()``; the source reads it with
@@ -246,12 +246,12 @@ class RandomAccessDeserializer(Deserializer, Protocol):
 class GlobalRandomizationDeserializer(RandomAccessDeserializer, Protocol):
     """A deserializer that reads single sequences by index (the methods of
     :class:`RandomAccessDeserializer`) out of raw chunk bytes (:meth:`read_bytes`) that cost no
-    memory to hold: every chunk at once is a view of a mapped file, or a table of where its
-    sequences lie (CBF, CTF on a local file). Only such a corpus is read with cntkio's global
+    memory to hold: for every chunk at once, a table of where its sequences lie in the file
+    (CBF). Only such a corpus is read with cntkio's global
     randomization (``MinibatchSource(global_randomization=True)``,
     :mod:`cntkio.engine.index_shuffle`), whose every batch of minibatches reads a few sequences
     from nearly every chunk. ``supports_random_access`` may say False (CBF: under the block
-    randomizer whole chunks, views of the map, read faster); the read methods then serve global
+    randomizer whole chunks read faster); the read methods then serve global
     randomization only.
     """
 

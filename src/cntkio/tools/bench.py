@@ -24,7 +24,7 @@ a sequence moves, as a fraction of the sweep (mean and median; about 1/3 and 0.2
 shuffle, 0 in storage order). A randomization window of a few chunks keeps the correlation near 1:
 a sequence never moves much farther than the window; so a window can be picked knowingly.
 ``--randomize global`` reads with cntkio's global randomization instead (``global_randomization``:
-a keyed bijection over every sequence per sweep, CBF and local CTF), whose figures are those of a
+a keyed bijection over every sequence per sweep, CBF files), whose figures are those of a
 uniform shuffle.
 """
 from __future__ import annotations
