@@ -300,3 +300,15 @@ def test_fuzz_header_and_chunk_table(tmp_path, data):
 
 def test_magic_constant():
     assert struct.pack("<Q", MAGIC) == b"nib_ktnc"
+
+
+def test_a_bad_sparse_block_read_by_global_randomization_is_named_as_get_chunk_names_it(tmp_path):
+    # read by index (read_sequences) the block fails its check; the batch then goes through
+    # get_chunk, whose error names the chunk, stream, sequence and sample
+    def edit(raw):
+        i = bytes(raw).index(struct.pack("<ii", 4, 0))
+        return _set(raw, "<i", i, 5)
+    src = MinibatchSource(CBFDeserializer(str(corrupt(tmp_path, edit))), global_randomization=True, max_sweeps=1)
+    with pytest.raises(FormatError, match=r"chunk 0, stream 's', sequence 0, sample 0: sparse index out of range"):
+        while src.next_minibatch(100):
+            pass
