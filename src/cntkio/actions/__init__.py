@@ -15,9 +15,10 @@ import difflib
 import importlib
 from typing import Any, Callable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NotImplementedInCntkio
 
-__all__ = ["register_action", "get_action", "known_actions", "BUILTIN_ACTIONS", "ACTION_SUMMARIES"]
+__all__ = ["register_action", "get_action", "known_actions", "BUILTIN_ACTIONS", "ACTION_SUMMARIES",
+           "NOT_IMPLEMENTED_ACTIONS"]
 
 Action = Callable[[Any, str], Any]
 
@@ -36,6 +37,18 @@ BUILTIN_ACTIONS: dict[str, str] = {
     "adapt": "cntkio.actions.train:adapt",
     "edit": "cntkio.actions.edit:edit",
     "testUnroll": "cntkio.actions.unroll:test_unroll",
+    "trainRNN": "cntkio.actions.train:train",
+    "writeWordAndClass": "cntkio.actions.wordclass:write_word_and_class",
+    "dumpNode": "cntkio.actions.dumpnode:dumpnode",
+    "dumpNodes": "cntkio.actions.dumpnode:dumpnode",
+}
+
+#: CNTK's actions that cntkio refuses by name, with the reason (CNTK.cpp's action list)
+NOT_IMPLEMENTED_ACTIONS: dict[str, str] = {
+    "exportdbn": "it writes a CNTK model as a DBN file, and cntkio neither reads CNTK's model files nor "
+                 "writes DBN files",
+    "convertdbn": "it converts a DBN file into a CNTK model, and cntkio does not read DBN files",
+    "devtest": "it is CNTK's developer self-test of its computation network code",
 }
 
 #: one line per action for ``cntkio --help``
@@ -51,6 +64,10 @@ ACTION_SUMMARIES: dict[str, str] = {
     "adapt": "continue training from originalModelFileName (adaptationRegType=KL regularises toward it)",
     "edit": "run a Model Editing Language (MEL) script (editPath) on model files",
     "testUnroll": "evaluate a model frame by frame (each output from its sequence's frames so far)",
+    "trainRNN": "the same as train (CNTK's name for training recurrent networks)",
+    "writeWordAndClass": "write a text corpus's vocabulary and word classes (class-based language models)",
+    "dumpNode": "the same as dumpnode",
+    "dumpNodes": "the same as dumpnode (CNTK's deprecated name)",
 }
 
 # lower-cased name -> canonical name: CNTK's config names are case-insensitive
@@ -83,6 +100,10 @@ def get_action(name: str, *, path: str | None = None) -> Action:
     ConfigError saying so.
     """
     canon = _canonical(str(name))
+    refused = next((k for k in NOT_IMPLEMENTED_ACTIONS if k.lower() == str(name).lower()), None)
+    if canon is None and refused is not None:
+        raise NotImplementedInCntkio(f"{path + ': ' if path else ''}CNTK's action {refused!r} is not implemented "
+                                     f"in cntkio: {NOT_IMPLEMENTED_ACTIONS[refused]}")
     if canon is None:
         names = known_actions()
         close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)

@@ -52,12 +52,21 @@ def _text(v) -> str:
 
 
 def section(cfg, key: str, required: bool = True):
-    """A sub-section (``SGD``, ``reader``, ``SimpleNetworkBuilder``) or None when absent."""
+    """A sub-section (``SGD``, ``reader``, ``SimpleNetworkBuilder``) or None when absent.
+
+    A section found in an enclosing section (a root-level ``SGD`` seen from a command) looks its
+    missing names up from ``cfg`` first, as CNTK's: ``ConfigParameters::operator()(name)`` sets
+    the found value's parent to the section that asked ("update parent pointer to this
+    pointer", Source/Common/Include/Config.h), so a root ``SGD`` finds the command's
+    ``modelPath``."""
     if not has(cfg, key):
         if required:
             raise ConfigError(f"required section {key}=[...] is missing", path=key_path(cfg, key))
         return None
-    return cfg(key)
+    value = cfg(key)
+    if isinstance(value, ConfigParameters) and not cfg.exists_current(key) and value.parent is not cfg:
+        return value.copy(parent=cfg)
+    return value
 
 
 def get_str(cfg, key: str, default: Any = _MISSING) -> str | None:

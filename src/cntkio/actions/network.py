@@ -34,7 +34,8 @@ from ._params import get_bool, get_float, get_int, get_list, get_str, has, key_p
 
 __all__ = ["spec_from_config", "build_network", "UNSUPPORTED_BUILDERS", "SIMPLE_NETWORK_KEYS", "BUILDER_KEYS",
            "build_ndl_network", "build_brainscript_network", "has_brainscript", "precompute_from_reader",
-           "sequence_layout", "sequence_state", "feed_layout", "extra_inputs", "describe_ndl_nodes"]
+           "sequence_layout", "sequence_state", "feed_layout", "extra_inputs", "describe_ndl_nodes",
+           "brainscript_holder"]
 
 _log = get_logger("actions.network")
 
@@ -336,14 +337,27 @@ def _matrix(t):
 
 # BrainScript networks
 
+def brainscript_holder(command):
+    """The section holding the BrainScriptNetworkBuilder a command uses: the command itself or
+    the nearest enclosing section (G2P.cntk defines it at the top level, "in outer scope"; CNTK
+    looks the builder up through the parents: ``config.Exists``), or None."""
+    node = command
+    while node is not None:
+        if any(node.exists_current(k) for k in BUILDER_KEYS):
+            return node
+        node = getattr(node, "parent", None)
+    return None
+
+
 def has_brainscript(command) -> bool:
-    return any(command.exists_current(k) for k in BUILDER_KEYS)
+    return brainscript_holder(command) is not None
 
 
 def build_brainscript_network(command, *, device: torch.device, dtype: torch.dtype,
                               precompute: bool = True) -> NDLNetwork:
-    key = next(k for k in BUILDER_KEYS if command.exists_current(k))
-    net = build_bs_from_config(command, dtype=dtype).to(device)
+    holder = brainscript_holder(command)
+    key = next(k for k in BUILDER_KEYS if holder.exists_current(k))
+    net = build_bs_from_config(holder, dtype=dtype).to(device)
     if precompute:
         net.check_trainable(key_path(command, key))
         if net.pending_precompute():

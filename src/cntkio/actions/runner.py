@@ -23,6 +23,7 @@ import time
 from typing import Any, Iterable
 
 from .._log import get_logger, reset_warnings, trace_level_to_logging
+from ..errors import ConfigError
 from . import get_action
 from .settings import DeviceId, _trace_level, check_precision, parse_device_id
 
@@ -61,9 +62,11 @@ def _logging_to(stream, level: int, *, redirect: bool):
         logger.propagate = old_propagate
 
 
-def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list[tuple[str, str, Any]]:
+def run_config(cfg: Any, *, strict: bool = False, validate: bool = True,
+               results: list[tuple[str, str, Any]] | None = None) -> list[tuple[str, str, Any]]:
     """Run the ``command`` list of a loaded configuration; return ``(section, action, result)``
-    for every action run. Every command section is validated before the first one runs
+    for every action run (appended to ``results`` as each ends, when given: what ran before an
+    error). Every command section is validated before the first one runs
     (:mod:`cntkio.actions.validate`: all problems reported at once, and the keys no part of cntkio
     reads logged as warnings, or with ``strict`` reported as errors)."""
     from ..config import command_sections
@@ -95,7 +98,8 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
 
     from .. import _progress
     from ._params import get_bool
-    results = []
+    if results is None:
+        results = []
     with contextlib.ExitStack() as stack:
         # progressBar of the run: the default of every bar, a reader's index build included
         old_progress = _progress.set_default(get_bool(root, "progressBar") if root.exists("progressBar") else None)
@@ -120,9 +124,37 @@ def run_config(cfg: Any, *, strict: bool = False, validate: bool = True) -> list
     return results
 
 
-def run(argv: Iterable[str], base_dir: str | None = None, *, strict: bool = False) -> list[tuple[str, str, Any]]:
+def run(argv: Iterable[str], base_dir: str | None = None, *, strict: bool = False,
+        results: list[tuple[str, str, Any]] | None = None) -> list[tuple[str, str, Any]]:
     """Load the configuration of CNTK-style arguments (``configFile=...``, ``name=value``) and run
-    its commands (see the module docstring); ``strict``: unused keys are errors."""
+    its commands (see the module docstring); ``strict``: unused keys are errors; ``results``: see
+    :func:`run_config`. ``currentDirectory=dir`` runs the commands in ``dir`` (CNTK changes into it
+    while reading its command line: ``ConfigParameters::ParseCommandLine``, Source/Common/Config.cpp);
+    the process's directory is restored afterwards."""
     from ..config import load_config
 
-    return run_config(load_config(list(argv), base_dir=base_dir), strict=strict)
+    argv = list(argv)
+    cfg = load_config(argv, base_dir=base_dir)
+    directory = _current_directory(argv, base_dir)
+    if directory is None:
+        return run_config(cfg, strict=strict, results=results)
+    if not os.path.isdir(directory):
+        raise ConfigError(f"currentDirectory: {directory} is not a directory", path="currentDirectory",
+                          file="<command line>")
+    before = os.getcwd()
+    os.chdir(directory)
+    try:
+        return run_config(cfg, strict=strict, results=results)
+    finally:
+        os.chdir(before)
+
+
+def _current_directory(argv: list[str], base_dir: str | None) -> str | None:
+    """The last ``currentDirectory=`` of the command line, made absolute (None when not given)."""
+    found = None
+    for a in argv:
+        name, eq, value = a.strip().partition("=")
+        if eq and name.strip().lower() == "currentdirectory":
+            value = value.strip().strip('"')
+            found = value if os.path.isabs(value) else os.path.join(found or base_dir or os.getcwd(), value)
+    return found

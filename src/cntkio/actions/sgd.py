@@ -51,7 +51,7 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..errors import ConfigError, NotImplementedInCntkio
-from ._params import get_bool, get_float, get_int, get_schedule, get_str, key_path, schedule_value
+from ._params import get_bool, get_float, get_int, get_schedule, get_str, has, key_path, schedule_value
 
 __all__ = ["SGDParams", "CntkSGD", "AutoAdjust", "SGD_KEYS", "INFO_KEYS", "NOTED_KEYS", "config_error",
            "set_dropout_rate", "GRAD_UPDATE_TYPES"]
@@ -95,8 +95,19 @@ _REFUSED = {
     "doGradientCheck": (("false", "f", "0", "no"), "numerical gradient checking is not implemented in cntkio "
                         "(PyTorch's torch.autograd.gradcheck serves)"),
     "truncated": (("false", "f", "0", "no"), "truncated BPTT is the reader's option in cntkio: set "
-                  "truncated=true and truncationLength in the reader section"),
+                  "truncated=true (and truncationLength) in the reader section; SGD's truncated=true is "
+                  "accepted only with the reader's truncated=true (as CNTK requires: 'The Truncated option "
+                  "is duplicated in the reader and must be set to the same there', SGD.h)"),
 }
+
+def _reader_truncated(command) -> bool:
+    """Whether the command's reader reads truncated (its own ``truncated``, or one it inherits)."""
+    if command is None or not has(command, "reader"):
+        return False
+    reader = command("reader")
+    return hasattr(reader, "exists") and reader.exists("truncated") and \
+        (get_str(reader, "truncated") or "").lower() not in ("false", "f", "0", "no")
+
 
 #: sequence-training keys (SequenceWithSoftmax criteria, which cntkio does not build)
 _SEQUENCE_KEYS = ("hsmoothingWeight", "frameDropThresh", "doReferenceAlign", "seqGammarAMF", "seqGammarLMF",
@@ -258,6 +269,8 @@ class SGDParams:
         for key, (off, why) in _REFUSED.items():
             sub = _adjust_section(cfg) if key == "autoAdjustMinibatch" else cfg
             if sub.exists(key) and (get_str(sub, key) or "").lower() not in off:
+                if key == "truncated" and _reader_truncated(command):
+                    continue        # the reader packs truncated: minibatchSize steps per row, as CNTK
                 raise _refused(sub, key, why)
         for key, why in INFO_KEYS.items():
             if cfg.exists(key):

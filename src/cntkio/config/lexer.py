@@ -36,7 +36,11 @@ CONFIG_STRING = r'"[^"]*"'
 #: a quoted string, or an unterminated one running to the end of the text
 CONFIG_STRING_TO_END = r'"[^"]*(?:"|\Z)'
 #: a comment: ``#`` at the start of a line or after white space, to the end of the line
-CONFIG_COMMENT = r"#(?<![^ \t\n]#)[^\n]*"
+CONFIG_COMMENT = (r"#(?<![^ \t\n]#)[^\n]*"
+                  # and a line whose first non-blank characters are // (BrainScript's comment,
+                  # written at the top level of CNTK's own configs: CNTK read such a line as a
+                  # flag named by the whole line, which nothing reads)
+                  r"|(?<![^\n])[ \t]*//[^\n]*")
 #: a parameter name, and a dotted key path of them
 CONFIG_NAME = r"[A-Za-z0-9_][\w\-]*"
 CONFIG_DOTTED_NAME = CONFIG_NAME + r"(?:\." + CONFIG_NAME + r")*"
@@ -62,7 +66,7 @@ _BS_SKIP_OR_BRACKET = re.compile(r"(" + BS_STRING + "|" + BS_COMMENT + r")|([" +
 _BS_STRING_OR_COMMENT = re.compile(r"(?P<str>" + BS_STRING + r")|(?P<comment>" + BS_COMMENT + r")")
 _PAIR = {"[": "]", "{": "}", "(": ")"}
 #: a config key whose bracketed value is BrainScript text (group 1: its opening bracket)
-BRAINSCRIPT_SECTION = re.compile(r"\b(?:BrainScript|Experimental)NetworkBuilder[ \t]*=?[ \t\n]*([\[{(])",
+BRAINSCRIPT_SECTION = re.compile(r"\b(?:BrainScript|Experimental)NetworkBuilder\w*[ \t]*=?[ \t\n]*([\[{(])",
                                  re.IGNORECASE)
 
 

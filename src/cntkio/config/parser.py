@@ -86,6 +86,8 @@ def make_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: s
     start, end = strip_span(src.text, start, end)
     line = src.line_of(start)
     first = src.text[start] if start < end else ""
+    if first in OPEN and is_brainscript_key(key) and is_group(src, start, end):
+        return _brainscript_value(src, start, end, ctx, key, maker)
     if first in OPEN and is_group(src, start, end) and is_dict_group(src, start, end):
         body, body_end, sep = group_body(src, start, end, ";")
         params = maker._new_set(key, file=src.file, line=line)
@@ -193,7 +195,8 @@ def parse_body(src: Text, start: int, end: int, sep: str, target, ctx: ParseCont
             pos = m.end()
             continue
         g = _SET_ITEM.match(text, pos, end)
-        if g is not None and "." not in g.group(1) and g.group(1).lower() != "include":
+        if g is not None and "." not in g.group(1) and g.group(1).lower() != "include" \
+                and not is_brainscript_key(g.group(1)):
             # name = [ ... ]: the set parsed straight from its brackets when only blank space
             # and a separator follow them
             b = g.end() - 1
@@ -263,6 +266,12 @@ def _parse_pieces(src: Text, start: int, end: int, sep: str, target, ctx: ParseC
         s, e = strip_span(text, s, e)
         if s == e:
             continue
+        if text[s] == "[" and not target.path and match(src, s, e) == e - 1:
+            # a record that is one bracket group, at the top level: its parameters are the top
+            # level's (CNTK's Parse flattens it: "[command=a:b]" on the command line)
+            body, body_end, body_sep = group_body(src, s, e, ";")
+            parse_body(src, body, body_end, body_sep, target, ctx)
+            continue
         eq = find_top(src, s, e, "=")
         # as in CNTK, the name also ends at an opening bracket or quote: name[a=1] is name=[a=1]
         m = OPEN_OR_QUOTE.search(text, s, e if eq < 0 else eq)
@@ -297,13 +306,44 @@ def _parse_pieces(src: Text, start: int, end: int, sep: str, target, ctx: ParseC
         target._assign(name, value)
 
 
-#: sections whose text is BrainScript (its include is BrainScript's, read by the network builder)
-_BRAINSCRIPT_SECTIONS = {"brainscriptnetworkbuilder", "experimentalnetworkbuilder"}
+#: keys whose bracketed value is BrainScript text: ``BrainScriptNetworkBuilder``,
+#: ``ExperimentalNetworkBuilder`` and names that extend them (``BrainScriptNetworkBuilder_plain``)
+_BRAINSCRIPT_KEY = re.compile(r"(?:BrainScript|Experimental)NetworkBuilder\w*\Z", re.IGNORECASE)
+
+
+def is_brainscript_key(name: str) -> bool:
+    """Whether the value of key ``name`` is BrainScript text (a network builder section)."""
+    return _BRAINSCRIPT_KEY.match(name.rpartition(".")[2]) is not None
+
+
+def _brainscript_value(src: Text, start: int, end: int, ctx: ParseContext | None, key: str, maker):
+    """A BrainScript section's value: a parameter set when its body also reads as configuration,
+    else its text kept as one value, unparsed. CNTK keeps a bracketed value verbatim until it is
+    used ("if val is a block in braces, it is kept verbatim (not parsed inside)",
+    ``ConfigParser::ReadConfigFiles``, Source/Common/Config.cpp) and hands a network builder's to
+    BrainScript, so multi-line ``if ... then ... else``, ``Sequential`` with its ``(`` on the next
+    line or ``[| a; b |]`` never meet the config syntax; an unused section is never read at all.
+    The network builder reads the text back from the file (``builder_source``)."""
+    line = src.line_of(start)
+    if src.text[start] == "[" or is_dict_group(src, start, end):
+        params = maker._new_set(key, file=src.file, line=line)
+        body, body_end, sep = group_body(src, start, end, ";")
+        depth = getattr(_nesting, "depth", 0)
+        _nesting.depth = depth + 1
+        try:
+            parse_body(src, body, body_end, sep, params, ctx)
+            return params
+        except ConfigError as e:
+            _log.debug("config: %s (line %d) is not configuration text (%s); kept as BrainScript text",
+                       key, line, e.reason)
+        finally:
+            _nesting.depth = depth
+    return maker._new_value(src.text[start:end], file=src.file, line=line, quoted=False)
 
 
 def _include(src: Text, start: int, end: int, target, ctx: ParseContext | None) -> None:
     start, end = strip_span(src.text, start, end)
-    if _BRAINSCRIPT_SECTIONS & {p.lower() for p in (target.path or "").split(".")}:
+    if any(is_brainscript_key(p) for p in (target.path or "").split(".") if p):
         return          # the builder reads the section's text back and includes the file itself
     raw = src.text[start + 1:end - 1] if is_quoted(src, start, end) else src.text[start:end]
     if not raw:
@@ -369,4 +409,5 @@ def parse_text_into(text: str, target, ctx: ParseContext, *, file: str | None = 
 
 
 __all__ = ["MAX_NESTING", "ParseContext", "parsing", "make_value", "parse_body", "group_body", "is_dict_group",
+           "is_brainscript_key",
            "load_file_into", "parse_text_into", "read_text", "match"]

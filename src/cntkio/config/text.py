@@ -9,7 +9,7 @@ The lexical rules are CNTK's (``Source/Common/Include/Config.h``), defined in
 :mod:`cntkio.config.lexer` (beside BrainScript's) and compiled here into the scanning patterns:
 
 * ``#`` starts a comment when it is the first character of a line or follows white space
-  (``1#INF`` is a value);
+  (``1#INF`` is a value); so does ``//`` as the first non-blank characters of a line;
 * ``[ ]``, ``{ }``, ``( )`` and ``" "`` are matched pairs; separators inside them do not split;
 * a separator character placed right after an opening bracket replaces the default one for that
   bracket (``(;c:\\a.txt;c:\\b.txt)``, ``[|a=1|b=2]``); line breaks always separate.
@@ -122,7 +122,7 @@ def strip_comments(text: str) -> str:
     # case-insensitive key search
     if ("'" in text or "/" in text or "#" in text) and "networkbuilder" in text.lower():
         return _strip_with_brainscript(text)
-    if "#" not in text:
+    if "#" not in text and "//" not in text:
         return text
     # quoted strings (to the end of the text when unterminated) are kept, comments dropped: one
     # regular-expression substitution, no Python per character
@@ -140,7 +140,7 @@ def _strip_with_brainscript(text: str) -> str:
     out = []
     pos = 0
     while True:
-        rest = _COMMENT.sub(r"\1", text[pos:]) if "#" in text[pos:] else text[pos:]
+        rest = _COMMENT.sub(r"\1", text[pos:]) if ("#" in text[pos:] or "//" in text[pos:]) else text[pos:]
         # a section key, not one inside a quoted string (an odd number of '"' before it)
         m = next((k for k in BRAINSCRIPT_SECTION.finditer(rest) if rest.count('"', 0, k.start()) % 2 == 0), None)
         if m is None:

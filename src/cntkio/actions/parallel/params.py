@@ -47,6 +47,12 @@ class ParallelParams:
         if not has(cfg, "parallelTrain"):
             return cls()
         pt = cfg("parallelTrain")
+        if not hasattr(pt, "exists"):
+            # the top-level switch "parallelTrain = true|false" (CNTK.cpp: MPI on or off), found
+            # up the chain: a boolean, and no parallelTrain section (CNTK reads it as a record
+            # without parallelizationMethod, i.e. "none"); processes come from torchrun here
+            get_bool(cfg, "parallelTrain")
+            return cls()
         method = (get_str(pt, "parallelizationMethod", "none") or "none").lower()
         if method not in METHODS:
             raise config_error(pt, "parallelizationMethod",

@@ -95,7 +95,10 @@ def builder_source(command) -> tuple[str, str, int, int, bool, str | None]:
         raise ConfigError("no BrainScriptNetworkBuilder in the command", path=command.path)
     where = f"{command.path}.{key}" if command.path else key
     entry = command(key)
-    if not hasattr(entry, "keys"):          # a value: (new ComputationNetwork { ... })
+    # a value: (new ComputationNetwork { ... }); a [ ... ] or { ... } section that is not
+    # configuration text comes as a value too (config/parser.py keeps it unparsed) and is read
+    # back from the file like a section
+    if not hasattr(entry, "keys") and not str(entry).lstrip().startswith(("[", "{")):
         file = getattr(entry, "file", None) or "<config>"
         line = getattr(entry, "line", None) or 1
         base = os.path.dirname(os.path.abspath(file)) if os.path.isfile(file) else None
@@ -171,7 +174,7 @@ def build_from_config(command, *, dtype: torch.dtype = torch.float32) -> NDLNetw
     key = next(k for k in BUILDER_KEYS if command.exists_current(k))
     seed = 0
     entry = command(key)
-    if hasattr(entry, "keys") and entry.exists_current("randomSeedOffset"):
+    if hasattr(entry, "exists_current") and entry.exists_current("randomSeedOffset"):
         seed = int(entry("randomSeedOffset").as_int())
     ev, rec = evaluate_network(text, file=file, line=line, col=col, expression=expr, base_dir=base)
     graph = graph_of(ev, rec, dropout_rate=_dropout_rate(command))

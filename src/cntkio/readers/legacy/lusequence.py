@@ -22,9 +22,11 @@ an error), after the ``wordmap`` when ``usewordmap`` is true; a word not found r
 (which must be a token), or is an error without it. The input at ``t`` is the one-hot vectors of
 the words at ``t + c`` for each offset ``c`` of ``wordContext`` (default ``0``), concatenated
 (offsets past the sentence's ends take its first or last word, i.e. the begin/end symbols): a
-sparse stream of ``len(wordContext) * columns * labelDim``. Labels: one-hot in the output token
-file's ids (sparse, ``labelDim`` = the section's or the token count); a label not in it is an
-error.
+sparse stream of ``len(wordContext) * columns * tokens`` (``tokens``: the input token file's
+length; a ``labelDim`` is not used, as in CNTK). Labels: one-hot in the output token file's ids
+(sparse, as wide as that file); a label not in it is an error. The input words are delivered
+under the name of the reader section's features section when it has one (``features = [dim =
+0]``, as CNTK's ``m_featuresName``), else under the input section's name.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from ...streams import StreamInformation
 from ...values import to_bool, to_choice, to_int, to_str
 from .sections import (apply_sentence_rows, apply_shared_options, block_source_options,
                        parallel_sequences_option, randomize_option)
-from .sequence import SentenceCorpus, _as_dict, one_hot_sparse
+from .sequence import SentenceCorpus, _as_dict, feature_section_name, one_hot_sparse
 from .urls import REMOTE_KEYS, local_file, remote_keys
 from .vocab import lookup, read_token_file, read_word_map, tokenize_file
 
@@ -66,18 +68,22 @@ class LUSequenceDeserializer(SentenceCorpus):
         self.dtype = np.float32 if precision == "float" else np.float64
         inp, out = dict(config["input"]), dict(config["output"])
         self.in_name, self.out_name = str(inp["name"]), str(out["name"])
+        self.in_stream = str(inp.get("stream", self.in_name))
         # files at URLs (docs/remote.md): read whole, so copied once into <cacheDir>/files/
         self._remote = remote = {k: config[k] for k in REMOTE_KEYS if k in config}
         self.in_vocab = read_token_file(to_str(inp.get("token"), f"{self.in_name}.token"), f"{self.in_name}.token",
                                         remote)
         self.out_vocab = read_token_file(to_str(out.get("token"), f"{self.out_name}.token"),
                                          f"{self.out_name}.token", remote)
-        self.in_dim = to_int(inp.get("labelDim", len(self.in_vocab)), f"{self.in_name}.labelDim", minimum=1)
-        self.out_dim = to_int(out.get("labelDim", len(self.out_vocab)), f"{self.out_name}.labelDim", minimum=1)
-        for name, vocab, dim in ((self.in_name, self.in_vocab, self.in_dim), (self.out_name, self.out_vocab, self.out_dim)):
-            if len(vocab) > dim:
-                raise ConfigError(f"the token file lists {len(vocab)} tokens, more than labelDim = {dim}",
-                                  path=f"{name}.labelDim")
+        # a stream's dimension is its token file's length, whatever labelDim says: CNTK's
+        # LUSequenceReader sets "dim = idx4word.size()" after reading the token file
+        # (Source/Readers/LUSequenceReader/LUSequenceReader.cpp, Init)
+        self.in_dim, self.out_dim = len(self.in_vocab), len(self.out_vocab)
+        for name, spec, dim in ((self.in_name, inp, self.in_dim), (self.out_name, out, self.out_dim)):
+            given = spec.get("labelDim")
+            if given is not None and to_int(given, f"{name}.labelDim", minimum=1) != dim:
+                _log.info("%s.labelDim = %s is not used: the dimension is the token file's %d tokens (as in CNTK)",
+                          name, given, dim)
         self.begin = to_str(config.get("beginSequence", "BOS"), "beginSequence")
         self.end = to_str(config.get("endSequence", "EOS"), "endSequence")
         self.context = [int(c) for c in config.get("wordContext", [0])]
@@ -99,7 +105,7 @@ class LUSequenceDeserializer(SentenceCorpus):
         n = len(self.lengths)
         self._bounds = list(range(0, n, per)) + [n]
         self._infos = [
-            StreamInformation(self.in_name, 0, "sparse", self.dtype, (len(self.context) * self.ncols * self.in_dim,)),
+            StreamInformation(self.in_stream, 0, "sparse", self.dtype, (len(self.context) * self.ncols * self.in_dim,)),
             StreamInformation(self.out_name, 1, "sparse", self.dtype, (self.out_dim,))]
 
     def _read(self) -> None:
@@ -192,7 +198,7 @@ class LUSequenceDeserializer(SentenceCorpus):
             pos = base + np.clip(t + c, 0, last)
             cols.append(self.in_ids[pos])                 # [n, ncols]
         ids = np.concatenate(cols, axis=1)                # one block of in_dim per (offset, column)
-        streams = {self.in_name: one_hot_sparse(ids, offsets, self.in_dim, self.dtype),
+        streams = {self.in_stream: one_hot_sparse(ids, offsets, self.in_dim, self.dtype),
                    self.out_name: one_hot_sparse(self.out_ids[base + t], offsets, self.out_dim, self.dtype)}
         return self._chunk_data(table, streams, a, b)
 
@@ -214,7 +220,7 @@ class LUSequenceAdapter:
         out_name = out[0]
         in_name = next(n for n in names if n != out_name)
         isec, osec = sec.section(in_name), sec.section(out_name)
-        inp = {"name": in_name, "token": isec.str("token", inherit=False),
+        inp = {"name": in_name, "stream": feature_section_name(sec) or in_name, "token": isec.str("token", inherit=False),
                "usewordmap": isec.bool("usewordmap", False, inherit=False)}
         outp = {"name": out_name, "token": osec.str("token", inherit=False)}
         for d, s in ((inp, isec), (outp, osec)):
@@ -231,7 +237,7 @@ class LUSequenceAdapter:
                 config[key] = sec.str(key)
         randomize, block = randomize_option(sec, auto_epoch_blocks=False)
         config["sentencesPerChunk"] = block if randomize else 0
-        spec.stream_names.extend([in_name, out_name])
+        spec.stream_names.extend([inp["stream"], out_name])
         config.update(remote_keys(sec))         # files at URLs: the keys from here or outwards
         return config
 

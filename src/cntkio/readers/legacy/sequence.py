@@ -51,7 +51,8 @@ from .sections import (apply_sentence_rows, apply_shared_options, block_source_o
 from .urls import REMOTE_KEYS, exists, local_file, remote_keys
 from .vocab import WordClasses, lookup, read_token_file, tokenize_file
 
-__all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse"]
+__all__ = ["SequenceDeserializer", "SequenceAdapter", "build", "DESERIALIZER_TYPE", "one_hot_sparse",
+           "feature_section_name"]
 
 _log = get_logger("readers.legacy.sequence")
 
@@ -122,6 +123,7 @@ class SequenceDeserializer(SentenceCorpus):
         self.dtype = np.float32 if precision == "float" else np.float64
         inp, out = dict(config["input"]), dict(config["output"])
         self.in_name, self.out_name = to_str(inp["name"], "input"), to_str(out["name"], "output")
+        self.in_stream = to_str(inp.get("stream", self.in_name), "input.stream")
         self.in_dim = to_int(inp.get("labelDim"), f"{self.in_name}.labelDim", minimum=1)
         self.out_dim = to_int(out.get("labelDim", self.in_dim), f"{self.out_name}.labelDim", minimum=1)
         self.begin = to_str(config.get("beginSequence", "</s>"), "beginSequence")
@@ -168,7 +170,7 @@ class SequenceDeserializer(SentenceCorpus):
         per = to_int(config.get("sentencesPerChunk", 0), "sentencesPerChunk", minimum=0)
         tokens_per_chunk = to_int(config.get("tokensPerChunk", 1 << 20), "tokensPerChunk", minimum=1)
         self._chunk(per, tokens_per_chunk)
-        self._infos = [StreamInformation(self.in_name, 0, "sparse", self.dtype, (self.in_dim,)),
+        self._infos = [StreamInformation(self.in_stream, 0, "sparse", self.dtype, (self.in_dim,)),
                        StreamInformation(self.out_name, 1, "dense" if self.classes else "sparse", self.dtype,
                                          (4,) if self.classes else (self.out_dim,))]
 
@@ -255,7 +257,7 @@ class SequenceDeserializer(SentenceCorpus):
         a, b, table, offsets, t, base = self._chunk_positions(chunk_id)
         pos = base + t
         cur, nxt = self.ids[pos], self.ids[pos + 1]
-        streams = {self.in_name: one_hot_sparse(cur, offsets, self.in_dim, self.dtype)}
+        streams = {self.in_stream: one_hot_sparse(cur, offsets, self.in_dim, self.dtype)}
         if self.classes is not None:
             streams[self.out_name] = DenseStream(self.classes.labels(nxt, self.dtype), offsets)
         else:
@@ -290,9 +292,10 @@ class SequenceAdapter:
         # "in the language modeling case, it is the same as labelIn"), named 'labels'
         out_name = out[0] if out else "labels"
         out_dim = sec.section(out_name).int("labelDim", minimum=1) if out else isec.int("labelDim", minimum=1)
+        stream = feature_section_name(sec) or in_name
         config: dict[str, Any] = {
             "type": self.deserializer_type, "file": sec.str("file"),
-            "input": {"name": in_name, "labelDim": isec.int("labelDim", minimum=1)},
+            "input": {"name": in_name, "stream": stream, "labelDim": isec.int("labelDim", minimum=1)},
             "output": {"name": out_name, "labelDim": out_dim},
             "beginSequence": isec.str("beginSequence", "</s>"),
             "endSequence": isec.str("endSequence", "</s>"),
@@ -306,7 +309,7 @@ class SequenceAdapter:
             config["labelMappingFile"] = isec.str("labelMappingFile")
         randomize, block = randomize_option(sec, auto_epoch_blocks=False)
         config["sentencesPerChunk"] = block if randomize else 0
-        spec.stream_names.extend([in_name, out_name])
+        spec.stream_names.extend([stream, out_name])
         config.update(remote_keys(sec))         # files at URLs: the keys from here or outwards
         return config
 
@@ -324,6 +327,25 @@ def _line_text(path: str, line: int) -> str:
             if n == line:
                 return text
     return ""
+
+
+def feature_section_name(sec: Any) -> str | None:
+    """The name of the reader section's features section, if it has one: the first sub-section
+    with ``dim`` and none of ``labelMappingFile``, ``labelDim``, ``labelType`` or ``sectionType =
+    labels`` (CNTK's ``GetFileConfigNames``, Source/Common/Config.cpp). CNTK's LMSequenceReader and
+    LUSequenceReader deliver the input words under that name (``m_featuresName``), so a
+    SimpleNetworkBuilder's ``features`` input reads them; the input section (``labelIn``) only
+    configures them."""
+    for k in sec.keys():
+        d = _as_dict(sec.raw(k, inherit=False))
+        if not isinstance(d, dict):
+            continue
+        low = {str(x).lower(): v for x, v in d.items()}
+        if low.keys() & {"labelmappingfile", "labeldim", "labeltype"} or str(low.get("sectiontype", "")) == "labels":
+            continue
+        if "dim" in low:
+            return k
+    return None
 
 
 def _as_dict(v: Any) -> Any:
