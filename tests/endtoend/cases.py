@@ -87,6 +87,8 @@ CNTK_MODEL = "needs a model trained by CNTK itself (a CNTK binary model file fro
 MNIST = {"*": DataShape(sequences=16)}
 #: the ATIS slot-tagging networks read 3 x 944 input words and 127 labels (the token files' lengths)
 ATIS_LU = DataShape(sequences=8, options={"vocabulary": 944, "labels": 127})
+#: speech: 6 utterances of 4 to 10 frames (TIMIT's networks are 792 x 512 x 512 x 183; 25 epochs)
+SPEECH = DataShape(sequences=6, options={"frames": (4, 10)})
 #: ImageNet-sized networks (224 x 224 inputs, up to 140 million parameters) on CPU: two images a set
 TWO_IMAGES = DataShape(sequences=2)
 TIMIT_ARGS = ("LibDir={ConfigDir}/../lib ScpDir={DataDir} MlfDir={DataDir} NdlDir={ConfigDir} MelDir={ConfigDir} "
@@ -310,7 +312,8 @@ CASES: list[Case] = [
          runtest=E2E + "Speech/LSTM/Truncated-Kaldi/run-test", expect=KALDI),
     # --- Speech: TIMIT ----------------------------------------------------------------------------------
     *[Case(f"Examples/Speech/TIMIT/{d}", TIMIT, [Run(c, a.replace("$CntkArguments", TIMIT_ARGS)) for c, a in runs],
-           runtest=E2E + f"Examples/Speech/TIMIT/{d}/run-test", tree=EX + "Speech/Miscellaneous/TIMIT")
+           runtest=E2E + f"Examples/Speech/TIMIT/{d}/run-test", tree=EX + "Speech/Miscellaneous/TIMIT",
+           shapes=SPEECH)
       for d, runs in (
           ("TrainSimpleNetwork", [("TIMIT_TrainSimpleNetwork.cntk",
                                    "$CntkArguments TIMIT_TrainSimple=[reader=[useMersenneTwisterRand=true]]")]),
@@ -344,7 +347,7 @@ CASES: list[Case] = [
                                   ("TIMIT_WriteScaledLogLike.cntk",
                                    "$CntkArguments TIMIT_WriteScaledLogLike=[reader=[useMersenneTwisterRand=true]]")]))],
     *[Case(f"Speech/HTKDeserializers/TIMIT/{d}", TIMIT, [Run(c, a.replace("$CntkArguments", TIMIT_ARGS)) for c, a in runs],
-           runtest=HTKD + f"{d}/run-test", tree=EX + "Speech/Miscellaneous/TIMIT")
+           runtest=HTKD + f"{d}/run-test", tree=EX + "Speech/Miscellaneous/TIMIT", shapes=SPEECH)
       for d, runs in (
           ("TrainSimpleNetwork", [("TIMIT_TrainSimpleNetwork.cntk",
                                    "TIMIT_TrainSimple=[reader=[readerType=HTKDeserializers]] $CntkArguments")]),

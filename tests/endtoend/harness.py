@@ -22,7 +22,6 @@ CORPUS = os.path.join(HERE, "corpus")
 #: the largest epochSize kept as the run-test wrote it; a larger one becomes 0 (one sweep of the
 #: generated data), so that an epoch reads the small data once instead of many times
 MAX_EPOCH_SIZE = 512
-_TRAIN_ACTIONS = {"train", "trainrnn", "adapt"}
 
 
 @dataclass
@@ -53,39 +52,34 @@ def prepare(case, tmp: str) -> Dirs:
 
 
 def small_epochs(argv: list[str]) -> list[str]:
-    """Overrides setting ``epochSize=0`` (one sweep of the small data) in each train command whose
-    epochSize is larger than :data:`MAX_EPOCH_SIZE` (CNTK's own epochs would read the few
-    generated sequences hundreds of times)."""
+    """Overrides setting ``epochSize=0`` (one sweep of the small data) wherever a command sees an
+    epochSize larger than :data:`MAX_EPOCH_SIZE`: in its SGD section (its own or the root's) and in
+    the command itself (a write or test command reads ``epochSize`` samples; CNTK's own epochs
+    would read the few generated sequences hundreds of times)."""
     from cntkio.config import command_sections, load_config
+
+    def too_big(cfg) -> bool:
+        if cfg is None or not hasattr(cfg, "exists") or not cfg.exists("epochSize"):
+            return False
+        first = re.split(r"[:*]", str(cfg("epochSize")).strip())[0]
+        try:
+            return int(float(first)) > MAX_EPOCH_SIZE
+        except ValueError:
+            return False
 
     cfg = load_config(argv)
     out = []
     for cmd in command_sections(cfg):
-        if not {a.lower() for a in cmd.actions} & _TRAIN_ACTIONS:
-            continue
         sec = cmd.section
-        sgd_owner = sec
-        while sgd_owner is not None and not sgd_owner.exists_current("SGD"):
-            sgd_owner = sgd_owner.parent
-        sgd = sgd_owner("SGD") if sgd_owner is not None else None
-        where = sgd if sgd is not None and hasattr(sgd, "exists") else sec
-        if not where.exists("epochSize"):
-            continue
-        first = re.split(r"[:*]", str(where("epochSize")).strip())[0]
-        try:
-            size = int(float(first))
-        except ValueError:
-            continue
-        if size > MAX_EPOCH_SIZE:
-            if sgd_owner is None:
-                out.append(f"{cmd.name}=[epochSize=0]")
-            elif sgd_owner is sec:
-                out.append(f"{cmd.name}=[SGD=[epochSize=0]]")
-            elif sgd_owner.parent is None:
-                out.append("SGD=[epochSize=0]")
-            else:
-                out.append(f"{sgd_owner.path}.SGD.epochSize=0")
-    return out
+        owner = sec
+        while owner is not None and not owner.exists_current("SGD"):
+            owner = owner.parent
+        sgd = owner("SGD") if owner is not None else None
+        if too_big(sgd if hasattr(sgd, "exists") else None):
+            out.append(f"{cmd.name}=[SGD=[epochSize=0]]" if owner is sec else "SGD=[epochSize=0]")
+        if too_big(sec):
+            out.append(f"{cmd.name}=[epochSize=0]")
+    return list(dict.fromkeys(out))
 
 
 def run_case(case, tmp: str, device_id: int | str = -1):

@@ -39,6 +39,9 @@ BUILTIN_ACTIONS: dict[str, str] = {
     "testUnroll": "cntkio.actions.unroll:test_unroll",
     "trainRNN": "cntkio.actions.train:train",
     "writeWordAndClass": "cntkio.actions.wordclass:write_word_and_class",
+    "plot": "cntkio.actions.plot:plot",
+    "SVD": "cntkio.actions.svd:svd",
+    "bnstat": "cntkio.actions.bnstat:bnstat",
     "dumpNode": "cntkio.actions.dumpnode:dumpnode",
     "dumpNodes": "cntkio.actions.dumpnode:dumpnode",
 }
@@ -66,6 +69,9 @@ ACTION_SUMMARIES: dict[str, str] = {
     "testUnroll": "evaluate a model frame by frame (each output from its sequence's frames so far)",
     "trainRNN": "the same as train (CNTK's name for training recurrent networks)",
     "writeWordAndClass": "write a text corpus's vocabulary and word classes (class-based language models)",
+    "plot": "write a model's network as a graphviz DOT file (rendered with renderCmd, or graphviz if installed)",
+    "SVD": "replace a model's weight matrices by low-rank products (NodeNameRegex, KeepRatio) in a new model",
+    "bnstat": "recompute a model's batch-normalization statistics over the reader's data (newModelPath)",
     "dumpNode": "the same as dumpnode",
     "dumpNodes": "the same as dumpnode (CNTK's deprecated name)",
 }

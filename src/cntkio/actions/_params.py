@@ -116,11 +116,25 @@ def get_list(cfg, key: str, default: Any = _MISSING) -> list | None:
 def to_list(v) -> list:
     """A config value as a flat list of text items, ``v*N`` expanded (a ConfigValue by its own
     ``as_array()``, other text by :func:`cntkio.values.to_array`)."""
+    if isinstance(v, ConfigValue) and v.quoted:
+        # a quoted list of numbers ("$vocab$:150:200:$vocab$" in rnn.cntk) reads as CNTK reads it:
+        # the quotes are removed when the file is parsed and the array split after
+        items = [_text(item) for item in values.to_array(str(v))]
+        if len(items) > 1 and all(_is_number(i) for i in items):
+            return items
     if isinstance(v, _NODE):
         v = list(v.as_array())
     elif isinstance(v, str):
         v = _text(v)
     return [_text(item) for item in values.to_array(v)]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def get_schedule(cfg, key: str, default: Any = _MISSING) -> list[float] | None:

@@ -1,5 +1,6 @@
 """The ``write`` action in the HTKMLFReader's dataset-processing mode: a reader section with a
-``write`` sub-section writes network outputs as HTK feature files.
+``write`` sub-section, or a ``writer = [writerType = HTKMLFWriter ...]`` section, writes network
+outputs as HTK feature files.
 
 ::
 
@@ -16,6 +17,12 @@ scaledLogLikelihood`` subtracts the log of the network's ``Prior`` node (a Mean 
 CNTK's NDL speech networks have); ``scpFile`` (optional) receives the list of files written. Every
 file is written to a temporary name and renamed.
 
+``writerType = HTKMLFWriter`` (CNTK's ``HTKMLFWriter``, Source/Readers/HTKMLFReader/HTKMLFWriter.cpp):
+the writer's ``outputNodeNames`` (found from the writer section up: the command's) name the nodes;
+each has a writer sub-section of its name with ``dim`` and ``scpFile`` (or ``file``): a list of
+output file paths, one a line, the n-th utterance going to the n-th path (kind USER, a frame
+period of 100000, as CNTK wrote them); ``type`` must be ``Real``.
+
 As CNTK's reader in this mode, the utterances are read whole and in SCP order, whatever the
 section's ``frameMode``/``randomize``/``truncated`` say (they serve training); each utterance's
 frame count is checked against its SCP line, so an utterance the reader skipped is an error, not
@@ -31,11 +38,11 @@ from ..integrations.torch_backend import torch
 
 from .._log import get_logger
 from ..remote import is_remote
-from ..deserializers.htk.writer import HTKOutputWriter, scp_utterances
+from ..deserializers.htk.writer import HTKOutputWriter, scp_utterances, write_htk
 from ..errors import CntkioError
 from .checks import check_batch, load_command_model, torch_errors
 from ._common import Dist, batch_tensors, dist_context, epoch_minibatches, report, resolve_device, resolve_dtype
-from ._params import get_int, get_str, key_path, minibatch_size
+from ._params import get_int, get_list, get_str, key_path, minibatch_size
 from .network import feed_layout, sequence_layout
 from .sgd import config_error
 
@@ -45,11 +52,80 @@ _log = get_logger("actions.htkwrite")
 
 
 def has_htk_write(section) -> bool:
-    """Whether the section's reader is in the dataset-processing mode (has a ``write`` section)."""
+    """Whether the section's reader is in the dataset-processing mode (has a ``write`` section),
+    or the section writes through ``writer = [writerType = HTKMLFWriter ...]``."""
+    if _htkmlf_writer(section) is not None:
+        return True
     if not section.exists("reader"):
         return False
     reader = section("reader")
     return hasattr(reader, "exists_current") and reader.exists_current("write")
+
+
+def _htkmlf_writer(section):
+    """The section's ``writer`` when its ``writerType`` is ``HTKMLFWriter``, else None."""
+    if not section.exists_current("writer"):
+        return None
+    writer = section("writer")
+    if not hasattr(writer, "exists") or not writer.exists_current("writerType"):
+        return None
+    return writer if (get_str(writer, "writerType") or "").lower() == "htkmlfwriter" else None
+
+
+class _ListedOutputs:
+    """An HTKMLFWriter output: the utterances' HTK files go, in order, to the paths its ``scpFile``
+    lists, one a line (CNTK's HTKMLFWriter::InitFromConfig and SaveData)."""
+
+    def __init__(self, scp: str, where) -> None:
+        try:
+            with open(scp, encoding="utf-8") as f:
+                self.paths = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+        except OSError as e:
+            raise where("scpFile", f"cannot read the output SCP file {scp}: {e.strerror}") from None
+        self.path, self.scp_file, self.done = scp, None, 0
+
+    def write(self, name: str, frames: np.ndarray, period: int = 0) -> str:
+        if self.done >= len(self.paths):
+            raise CntkioError(f"index for output scp file out of range: {self.path} lists {len(self.paths)} files "
+                              f"and utterance {self.done + 1} ({name}) has no file to go to")
+        target = self.paths[self.done]
+        write_htk(target, frames, period=100000)     # CNTK's writer: sampPeriod = 100000
+        self.done += 1
+        return target
+
+    def close(self) -> None:
+        pass
+
+
+def _writer_outputs(section, writer, net, per_sample):
+    """The outputs of an HTKMLFWriter section: ``outputNodeNames`` (looked up from the writer
+    section up), each a sub-section of the writer with ``dim`` and ``scpFile`` (or ``file``)."""
+    names = [str(n) for n in (get_list(writer, "outputNodeNames", None) or [])]
+    if not names:
+        raise config_error(writer, "outputNodeNames", "writer needs at least one outputNodeName specified in config")
+    outputs = []
+    for node in names:
+        if not writer.exists_current(node):
+            raise config_error(writer, node, f"the writer has no section {node!r} (dim, scpFile) for the output node")
+        sub = writer(node)
+
+        def err(key, msg, sub=sub):
+            return config_error(sub, key, msg)
+        if node not in per_sample:
+            raise config_error(writer, node, f"{node!r} is not a node of the model (nodes: {', '.join(net.node_names())})")
+        if not sub.exists_current("dim"):
+            raise err("dim", "HTKMLFWriter::Init: writer need to specify dim of output")
+        key = "file" if sub.exists_current("file") else "scpFile"
+        if not sub.exists_current(key):
+            raise err("scpFile", "HTKMLFWriter::Init: writer needs to specify scpFile for output")
+        if (get_str(sub, "type", "Real") or "Real") != "Real":
+            raise err("type", "HTKMLFWriter::Init: output type for writer output expected to be Real")
+        outputs.append((node, node, get_int(sub, "dim", 0), None, _ListedOutputs(get_str(sub, key), err), sub))
+    counts = {len(o[4].paths) for o in outputs}
+    if len(counts) > 1:
+        raise config_error(writer, names[0], "HTKMLFWriter: the output SCP files list different numbers of files "
+                           f"({', '.join(str(len(o[4].paths)) for o in outputs)})")
+    return outputs
 
 
 def _feature_section(reader, name: str):
@@ -78,15 +154,16 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
     device, dtype = resolve_device(section, dist), resolve_dtype(section)
     net = load_command_model(section, "modelPath", device=device, dtype=dtype).network
     reader = section("reader")
-    wsec = reader("write")
     feats = net.spec.feature_node
     fsec = _feature_section(reader, feats)
     scp_key = "scpFile" if fsec.exists_current("scpFile") else "file"
     scp = get_str(fsec, scp_key)
     utts = scp_utterances(scp, get_str(fsec, "prefixPathInSCP", None))
     per_sample = set(net.node_names())
-    outputs = []
-    for out_name in wsec.keys():
+    htk_writer = _htkmlf_writer(section)
+    outputs = [] if htk_writer is None else _writer_outputs(section, htk_writer, net, per_sample)
+    wsec = reader("write") if htk_writer is None else None
+    for out_name in (wsec.keys() if wsec is not None else ()):
         sub = wsec(out_name)
         if not hasattr(sub, "exists_current"):
             raise config_error(wsec, out_name, "expected a sub-section [ dim ; path ; ext ; nodeName ; type ; scpFile ]")
@@ -112,7 +189,8 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
         dist.barrier()
         return {}
     rcfg = reader.copy(parent=reader.parent)
-    rcfg.remove("write")
+    if rcfg.exists_current("write"):
+        rcfg.remove("write")
     # in order, whole utterances: readMethod = rollingWindow (HTKMLFReader) or none (HTKDeserializers)
     # with randomize = none is the in-order reading of both
     legacy = (get_str(reader, "readerType", "HTKMLFReader") or "").lower() == "htkmlfreader"
@@ -155,7 +233,8 @@ def write_htk_outputs(section, name: str = "write") -> dict[str, int]:
         raise CntkioError(f"{name}: the reader delivered {done} utterances but {scp} lists {len(utts)}")
     for _out, node, _, _, writer, _ in outputs:
         writer.close()
-        report(f"{name}: wrote {done} HTK files of node {node} to {writer.path}"
+        report(f"{name}: wrote {done} HTK files of node {node} "
+               f"{'to the files listed in' if htk_writer is not None else 'to'} {writer.path}"
                + (f" (listed in {writer.scp_file})" if writer.scp_file else ""), dist=dist, stream=sys.stderr)
     dist.barrier()
     return {out_name: done for out_name, *_ in outputs}

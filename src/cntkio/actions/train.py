@@ -51,7 +51,7 @@ from .sgd import SGDParams, config_error, set_dropout_rate
 from .board import open_board
 from .train_loop import LearningRateState, TrainLoop
 
-__all__ = ["train", "adapt", "TrainResult", "first_missing_epoch", "kl_targets"]
+__all__ = ["train", "adapt", "TrainResult", "first_missing_epoch", "kl_targets", "initial_model_path"]
 
 _log = get_logger("actions.train")
 
@@ -70,6 +70,12 @@ class TrainResult:
     @property
     def trained(self) -> bool:
         return bool(self.epochs)
+
+
+def initial_model_path(model_path: str) -> str:
+    """``modelPath.0``: the model a train command in makeMode starts from when no epoch is done
+    (CNTK's ``GetModelNameForEpoch(-1)``)."""
+    return f"{model_path}.0"
 
 
 def first_missing_epoch(model_path: str, max_epochs: int) -> int:
@@ -200,6 +206,13 @@ def _run(command, name: str, adapt: bool) -> TrainResult:
             raise CntkioError(f"{path} holds epoch {resumed.epoch}, expected {start}")
         net = resumed.network
         report(f"{name}: resuming from {path} at epoch {start + 1} of {params.max_epochs}", dist=dist)
+    elif make_mode and not adapt and os.path.exists(initial_model_path(model_path)):
+        # CNTK's makeMode also starts from "modelPath.0", the initial model another command wrote
+        # (a MEL edit adding a layer, an SVD): DetermineStartEpoch looks down to epoch -1, whose
+        # file is modelPath.0, and the network is loaded, not built (SGD.cpp, TrainActions.cpp)
+        path = initial_model_path(model_path)
+        net = load_command_model(sgd_cfg, "modelPath", path, device=device, dtype=dtype).network
+        report(f"{name}: starting from the initial model {path}", dist=dist)
     else:
         net = build_network(command, device=device, dtype=dtype, adapt=adapt)
         if (net.spec.apply_mean_var_norm or getattr(net.spec, "need_prior", False)) and not adapt:

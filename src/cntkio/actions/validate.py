@@ -323,7 +323,14 @@ def _training(run: _Run, command: ConfigParameters, name: str, action: str) -> N
                     from .train import kl_targets
                     run.attempt(kl_targets, command, sgd_cfg, torch.device("cpu"), torch.float32)
     else:
-        net = _spec_network(run, command)
+        from .train import initial_model_path
+        start0 = initial_model_path(model_path) if model_path is not None else None
+        if start0 is not None and run.attempt(get_bool, command, "makeMode", True) and (
+                start0 in run.models or os.path.exists(start0)):
+            # makeMode starts from modelPath.0 (an earlier edit or SVD writes it): no builder runs
+            net = run.models.get(start0) or (_load_net_file(run, sgd_cfg, start0) if os.path.exists(start0) else None)
+        else:
+            net = _spec_network(run, command)
     from .board import board_problem
     bad_board = board_problem(command)          # tensorBoardLogDir: TensorBoard installed, writable
     if bad_board is not None:
@@ -378,6 +385,12 @@ def _spec_network(run: _Run, command):
         return holder
     from .network import build_network
     return run.attempt(build_network, command, device=torch.device("cpu"), dtype=torch.float32)
+
+
+def _load_net_file(run: _Run, cfg: ConfigParameters, path: str):
+    from .checks import load_command_model
+    mf = run.attempt(load_command_model, cfg, "modelPath", path)
+    return None if mf is None else mf.network
 
 
 def _load_net(run: _Run, command: ConfigParameters, key: str):
@@ -483,8 +496,10 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
                     _output(run, cmd.section, "outputFile", required=True)
                 if cmd.section.exists("reader"):
                     _reader(run, cmd.section, cmd.name, "reader", None, None)
-            if low not in BUILTIN_LOWER or low == "edit":
+            if low not in BUILTIN_LOWER or low in ("edit", "bnstat"):
                 run.may_write_models = True
+            if low == "svd" and cmd.section.exists("outputmodelPath"):     # the model it writes
+                run.models[str(cmd.section("outputmodelPath"))] = None
     for cmd in commands:
         for action in cmd.actions:
             for key in ACTION_KEYS.get(action.lower(), ()):

@@ -162,12 +162,11 @@ class HTKMLFDeserializerImpl(UtteranceCorpus, RandomAccessDeserializer):
     def _index(self, name: str, spec: Mapping, config: Mapping, mlfs: list[str]) -> MLFIndex:
         """The utterances of the MLF files (text MLF through the state list)."""
         mapping = option(spec, config, "labelMappingFile", "label_mapping_file")
-        if mapping is None:
-            raise ConfigError(f"input.{name}.labelMappingFile is required: the state list, one label a line",
-                              path=f"input.{name}.labelMappingFile")
         if self.phone_boundaries and self.frame_mode:
             raise ConfigError("frameMode and phoneBoundaries are mutually exclusive options.",
                               path=f"input.{name}.phoneBoundaries")
+        if mapping is None:     # CNTK 2.7: without a state list the MLF's fourth column is the class id
+            return parse_mlf_files(mlfs, None, self.label_dim)
         states = read_state_list(local_copy(to_path(mapping, f"input.{name}.labelMappingFile"), config))
         return parse_mlf_files(mlfs, states, self.label_dim)
 

@@ -87,9 +87,30 @@ def _frame(t: int) -> int:
     return (t + FRAME_100NS // 2) // FRAME_100NS
 
 
-def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
+def _numeric_segment(fields: list, t0: int, t1: int, dim: int, path: str, line: int, text: str) -> tuple:
+    """A segment of an MLF read without a state list: ``start end name id`` (CNTK 2.7's
+    ``MLFFrameRange::Build``: exactly four columns, the class id last; the times are 100 ns units
+    when the segment spans at least 99999 of them, else frame numbers: ``ParseFrameRange``,
+    Source/Readers/HTKDeserializers/MLFUtils.cpp)."""
+    if len(fields) != 4:
+        raise FormatError("CNTK supports 4-column format frame range or state list table.", file=path, line=line,
+                          expected="start end name class-id (no labelMappingFile is given)", found=repr(text))
+    if not (fields[3].isdigit() and fields[3].isascii()):
+        raise FormatError("cannot parse class id of the frame range", file=path, line=line,
+                          expected="an integer class id in the fourth column", found=repr(fields[3]))
+    label = int(fields[3])
+    if label >= dim:
+        raise FormatError(f"Class id '{label}' exceeds the model output dimension '{dim}'.", file=path,
+                          line=line, expected=f"a label index below dim {dim}", found=str(label))
+    if t1 - t0 >= FRAME_100NS - 1:
+        return _frame(t0), _frame(t1), label
+    return t0, t1, label
+
+
+def _parse_lines(path: str, states: dict[str, int] | None, dim: int) -> dict:
     """The line-by-line parser (the reference; :func:`mlfscan.scan_mlf` is its vectorized twin):
-    ``{names, lines, counts, starts, ends, labels}`` of the file's closed entries, in order."""
+    ``{names, lines, counts, starts, ends, labels}`` of the file's closed entries, in order.
+    ``states`` None: no state list, the four-column form (:func:`_numeric_segment`)."""
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "surrogateescape")
@@ -150,6 +171,9 @@ def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
         t0, t1 = int(fields[0]), int(fields[1])
         if _frame(t1) > MAX_FRAME or _frame(t0) > MAX_FRAME:
             raise frame_overflow(path, i, s)
+        if states is None:          # no state list: CNTK's four-column form, the class id last
+            segs.append(_numeric_segment(fields, t0, t1, dim, path, i, s))
+            continue
         label = states.get(fields[2])
         if label is None:
             raise FormatError(f"frame range state '{fields[2]}' is not found in the statelist", file=path,
@@ -164,11 +188,15 @@ def _parse_lines(path: str, states: dict[str, int], dim: int) -> dict:
     return out
 
 
-def parse_mlf_files(paths: list[str], states: dict[str, int], dim: int, *, vectorized: bool = True) -> MLFIndex:
+def parse_mlf_files(paths: list[str], states: dict[str, int] | None, dim: int, *,
+                    vectorized: bool = True) -> MLFIndex:
     """Several MLF files, their union in order (a key's first entry wins). Each file is scanned
     with NumPy (:func:`mlfscan.scan_mlf`), or parsed line by line when the scan hands it back
-    (or ``vectorized=False``)."""
-    table = state_table(states)
+    (or ``vectorized=False``, or without a state list: ``states`` None, CNTK's four-column form,
+    read by the line parser)."""
+    if states is None:
+        vectorized = False
+    table = state_table(states or {})
     names: list = []
     where: list = []
     counts, starts, ends, labels = [], [], [], []

@@ -18,7 +18,8 @@ enclosing section, as CNTK looks them up) writes the files the reader reads, by 
   the vocabulary, class and label files (:mod:`.text`);
 * ``UCIFastReader``: delimited numbers with a label column (:mod:`.uci`).
 
-A file several readers name is written once. Readers cntkio does not implement are left alone
+The output lists of an ``HTKMLFWriter`` writer section are written too (:mod:`.htk`). A file
+several readers name is written once. Readers cntkio does not implement are left alone
 (the run refuses them by name).
 """
 from __future__ import annotations
@@ -105,4 +106,9 @@ def generate_data(argv: Sequence[str] | Any, *, root: str, cwd: str | None = Non
         for key in READER_KEYS:
             if sec.exists(key):
                 _reader(box, sec.section(key, inherit=True), shapes)
+        if sec.has_local("writer"):
+            writer = sec.section("writer")
+            if str(writer.str("writerType", "", inherit=False)).lower() == "htkmlfwriter":
+                from .htk import output_lists
+                output_lists(box, writer, lambda p: _shape_for(shapes, p))
     return list(box.written)

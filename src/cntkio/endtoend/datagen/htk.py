@@ -9,13 +9,15 @@ and label deserializers of a composite reader, several feature streams) always j
   (``<scp>.features``, big-endian float32, parameter kind USER) holding every utterance, listed as
   ``uttNNNN.mfc=<archive>[first,last]``; its dimension is ``dim`` divided by the context window
   (``contextWindow = k`` or ``l:r``; none: ``dim`` itself);
+* ``writer = [writerType = HTKMLFWriter]``: each output's ``scpFile``, the list of the files the
+  write action writes (one per utterance, in order);
 * a label section (``mlfFile``): an MLF with one state per segment of 2 to 5 frames, times in
   100 ns; with ``labelMappingFile`` the states are named as its lines (written when absent:
   ``s0`` .. ``s<labelDim-1>``), without it the MLF has CNTK's four columns (``start end name
   index``).
 
 ``DataShape.sequences`` is the number of utterances; ``DataShape.options["frames"]`` the least and
-most frames of one (default 10 to 30).
+most frames of one (default 4 to 12).
 """
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ import numpy as np
 
 from .sandbox import Sandbox
 
-__all__ = ["legacy", "feature_deserializer", "mlf_deserializer", "utterances", "write_htk_archive"]
+__all__ = ["legacy", "feature_deserializer", "mlf_deserializer", "utterances", "write_htk_archive", "output_lists"]
 
-_FRAMES = (10, 30)
+_FRAMES = (4, 12)
 _USER = 9           # HTK parameter kind USER
 _PERIOD = 100000    # 10 ms in 100 ns units
 
@@ -145,3 +147,20 @@ def mlf_deserializer(box: Sandbox, sec, shape_of) -> None:
         if s.has_local("mlfFile"):
             _labels(box, s, "mlfFile", "labelDim" if s.has_local("labelDim") else "dim", shape_of)
 
+
+
+def output_lists(box: Sandbox, writer, shape_of) -> None:
+    """``writer = [writerType = HTKMLFWriter ...]``: each output section's ``scpFile`` (or ``file``)
+    is the list of the files the write action writes, one per utterance of the sandbox, in order
+    (``<scp>.out/uttNNNN.htk``)."""
+    for name in writer.keys():
+        if not isinstance(writer.raw(name, inherit=False), dict):
+            continue
+        s = writer.section(name)
+        key = "file" if s.has_local("file") else "scpFile"
+        if not s.has_local(key):
+            continue
+        scp = box.path(s.str(key), s.key_path(key))
+        if box.claim(scp, "htk output list"):
+            names = [n for n, _ in _utterances(box, shape_of(scp))]
+            box.write_text(scp, "".join(f"{scp}.out/{n}.htk\n" for n in names))

@@ -176,9 +176,8 @@ class HTKMLFAdapter:
         if not s.has_local(dim_key):
             raise s.error("labelDim", "a label section needs labelDim = (the number of labels)")
         entry["dim"] = s.raw(dim_key, inherit=False)
-        if not s.exists("labelMappingFile"):
-            raise s.error("labelMappingFile", "a label section needs labelMappingFile = ... (the state list)")
-        entry["labelMappingFile"] = s.raw("labelMappingFile")
+        if s.exists("labelMappingFile"):     # without one the MLF has four columns, the class id last
+            entry["labelMappingFile"] = s.raw("labelMappingFile")
         if s.has_local("labelType") and s.str("labelType", inherit=False).lower() != "category":
             raise s.error("labelType", "HTK label sections are labelType = category (one-hot per frame)")
         for key in ("labelToTargetMappingFile", "targetDim"):    # labels delivered as their targets
