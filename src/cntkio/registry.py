@@ -91,6 +91,7 @@ READER_TYPES = _READERS
 _WRITERS: dict[str, FactorySpec] = {
     "BinaryReader": "cntkio.readers.legacy.interfaces:BinaryDataWriter",
     "BinaryWriter": "cntkio.readers.legacy.interfaces:BinaryDataWriter",
+    "LUSequenceWriter": "cntkio.readers.legacy.luwriter:LUSequenceDataWriter",
 }
 
 

@@ -384,7 +384,13 @@ def _spec_network(run: _Run, command):
         holder.spec = spec
         return holder
     from .network import build_network
-    return run.attempt(build_network, command, device=torch.device("cpu"), dtype=torch.float32)
+    try:
+        return build_network(command, device=torch.device("cpu"), dtype=torch.float32)
+    except (CntkioError, OSError) as e:
+        if run.may_write_models and "BS.Network.Load: model file" in str(e) and "does not exist" in str(e):
+            return None     # the network loads a model an earlier command (edit, SVD) writes
+        run.add(e)
+        return None
 
 
 def _load_net_file(run: _Run, cfg: ConfigParameters, path: str):

@@ -85,8 +85,25 @@ _factory = registry.deserializer_factory
 _implemented_reader_types = registry.implemented_reader_types
 
 
+#: CNTK's readers outside the formats cntkio implements (the spec's documents), refused by name
+OUTSIDE_READERS = {
+    "kaldi2reader": "CNTK's reader of Kaldi feature archives and alignments (Kaldi2Reader)",
+    "kaldireader": "CNTK's reader of Kaldi feature archives (KaldiReader)",
+    "libsvmbinaryreader": "CNTK's reader of its LibSVM binary format (LibSVMBinaryReader)",
+    "sparsepcreader": "CNTK's reader of its sparse PC format (SparsePCReader)",
+    "dssmreader": "CNTK's reader of its DSSM format (DSSMReader)",
+}
+
+
 def _unsupported_type(kind: str, name: str, sec: Section, key: str) -> UnsupportedReaderError:
     reg = _registered()
+    outside = OUTSIDE_READERS.get(name.lower())
+    if outside is not None:
+        file, line = sec.where(key)
+        return UnsupportedReaderError(
+            f"{kind} {name!r} is not implemented in cntkio: it is {outside}, a format outside the readers cntkio "
+            "implements (CNTK text and binary formats, images, HTK/MLF, UCI, the legacy text readers)",
+            path=sec.key_path(key), file=file, line=line)
     if kind == "readerType":
         msg = (f"readerType {name!r} is not implemented in cntkio; implemented reader types: "
                f"{', '.join(_implemented_reader_types())} (a CompositeDataReader reader section lists "

@@ -51,16 +51,19 @@ def _sample(stream: CtfStream, rng: np.random.Generator) -> str:
 
 
 def write_ctf(box: Sandbox, path: str, streams: list[CtfStream], shape: DataShape) -> str:
-    """Write ``shape.sequences`` sequences of ``streams``; a stream's length comes from
-    ``shape.stream_length`` (``"same"``: the first stream's). Sequence ids are written when a
-    sequence may have more than one sample."""
+    """Write ``shape.sequences`` sequences of ``streams``; the streams that ``shape.streams`` does
+    not name (or names ``"same"``) have one length per sequence, drawn from ``shape.length``; a
+    named one its own. Sequence ids are written when a sequence may have more than one sample."""
     rng = box.rng
     n = shape.sequences
     lengths: dict[str, np.ndarray] = {}
+    common = box.lengths(n, shape.length)       # the streams without a length of their own share these
     for s in streams:
         span = shape.stream_length(s.name)
-        lengths[s.name] = (lengths[streams[0].name] if span == "same" and lengths
-                           else box.lengths(n, (1, 1) if span == "same" else span))
+        if span == "same" or span == tuple(shape.length) and s.name.lower() not in {k.lower() for k in shape.streams}:
+            lengths[s.name] = common
+        else:
+            lengths[s.name] = box.lengths(n, span)
     with_ids = any(int(v.max()) > 1 for v in lengths.values()) or len(streams) > 1 and any(
         not np.array_equal(lengths[streams[0].name], v) for v in lengths.values())
     lines = []

@@ -22,8 +22,9 @@ class DataShape:
     """How much data to make and of what form, where the configuration does not say.
 
     ``sequences``: sequences (utterances, images, sentences) per file; ``length``: the samples
-    of a sequence, ``(least, most)`` (frame data: both 1); ``streams``: a stream's own length by
-    its name, an int or a pair, or ``"same"`` (the length of the first stream); ``options``:
+    of a sequence, ``(least, most)`` (frame data: both 1), the same for all the streams of a
+    sequence; ``streams``: a stream's own length by its name, an int or a pair (``"same"``: the
+    common one); ``options``:
     family-specific hints, see each generator (``vocabulary``, ``frames``, ...).
     """
 

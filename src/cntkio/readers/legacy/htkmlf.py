@@ -40,6 +40,7 @@ from ...deserializers.htk import FEATURE_TYPE, MLF_TYPE, build_features, build_m
 from ...deserializers.composite import CompositeDeserializer
 from .sections import PARALLEL_KEYS, apply_parallel_sequences, apply_shared_options
 from .urls import exists, remote_keys
+from ...errors import NotImplementedInCntkio
 
 __all__ = ["HTKMLFAdapter", "build", "TYPE_NAME"]
 
@@ -97,6 +98,13 @@ class HTKMLFAdapter:
     deserializer_type = TYPE_NAME
 
     def config(self, sec: Any, spec: Any) -> dict:
+        for key in ("lattices", "latticeIndexFile", "denlatTocFile"):
+            if sec.has_local(key):
+                file, line = sec.where(key)
+                raise NotImplementedInCntkio(
+                    f"{file or '<config>'}:{line or '?'}: {sec.key_path(key)}: the lattice reader (denominator "
+                    "lattices for sequence training, CNTK's latticearchive) is not implemented in cntkio: it "
+                    "reads a format outside the readers cntkio implements")
         found = _sections(sec)
         if not found:
             raise sec.error("features", "an HTKMLFReader section needs feature and label sub-sections "
