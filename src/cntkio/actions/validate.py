@@ -62,7 +62,7 @@ ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "dumpreader": _COMMON + ("dumpLayout", "maxEpochs", "maxMinibatchesPerEpoch", "numSubsets", "outputFile",
                              "sortOutput", "streams", "subsetNum"),
     "createlabelmap": _COMMON + ("labelMappingFile", "labelStream"),
-    "edit": _COMMON + ("editPath", "ndlMacros"),
+    "edit": _COMMON + ("editPath", "ndlMacros", "outputModelPath", "makeMode"),
 }
 
 BUILTIN_LOWER = {a.lower() for a in BUILTIN_ACTIONS}
