@@ -15,7 +15,7 @@ from cntkio.networks import load_model
 from cntkio.actions.runner import run
 from cntkio.deserializers.htk.htkfile import read_header
 from cntkio.deserializers.htk.writer import scp_utterances, write_htk
-from cntkio.errors import ConfigError
+from cntkio.errors import CntkioError, ConfigError
 
 NDL = """
     x = Input(3, tag=feature)
@@ -174,3 +174,39 @@ write = [ action = write
         n, _, size, kind, llk = _read_htk(tmp_path / "out" / f"{u}.llk")
         assert (n, size, kind) == (len(feats), 8, 9)
         assert np.allclose(llk, hlast - np.log([0.75, 0.25]), atol=1e-5)
+
+
+HTKMLF_WRITER = """command = write
+deviceId = cpu
+progressBar = false
+write = [ action = write ; modelPath = {model} ; outputNodeNames = z
+    reader = [ readerType = HTKMLFReader ; x = [ dim = 3 ; scpFile = {scp} ] ]
+    writer = [ writerType = HTKMLFWriter
+               z = [ dim = 2 ; scpFile = {out}/z.scp ; type = Real ] ] ]
+"""
+
+
+def test_the_htkmlf_writer_writes_each_utterance_to_its_listed_file(tmp_path, model):
+    # CNTK's HTKMLFWriter (TIMIT_WriteScaledLogLike.cntk): the n-th utterance to the n-th listed path
+    utts = _corpus(tmp_path)
+    (tmp_path / "out").mkdir()
+    targets = [tmp_path / "out" / "deep" / f"{i}.htk" for i in range(3)]
+    (tmp_path / "out" / "z.scp").write_text("".join(f"{p}\n" for p in targets))
+    cfg = tmp_path / "w.cntk"
+    cfg.write_text(HTKMLF_WRITER.format(model=model, scp=tmp_path / "in.scp", out=tmp_path / "out"))
+    (_, _, counts), = run([f"configFile={cfg}"])
+    assert counts == {"z": 3}
+    net = load_model(str(model), dtype=torch.float64).network
+    for target, x in zip(targets, utts.values()):
+        with torch.no_grad():
+            z = net.evaluate({"x": torch.tensor(x.astype(np.float32), dtype=torch.float64)}, ["z"])["z"].numpy()
+        n, period, size, kind, values = _read_htk(target)
+        assert (n, period, size, kind) == (len(x), 100000, 8, 9)      # CNTK's writer: sampPeriod 100000
+        assert np.allclose(values, z, atol=1e-5)
+    (tmp_path / "out" / "z.scp").write_text(f"{targets[0]}\n")          # fewer paths than utterances
+    with pytest.raises(CntkioError, match="out of range"):
+        run([f"configFile={cfg}"])
+    cfg.write_text(HTKMLF_WRITER.format(model=model, scp=tmp_path / "in.scp", out=tmp_path / "out")
+                   .replace("dim = 2 ; ", ""))
+    with pytest.raises(ConfigError, match="writer need to specify dim"):
+        run([f"configFile={cfg}"])

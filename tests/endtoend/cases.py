@@ -57,7 +57,8 @@ class Case:
     sizes: list[str] = field(default_factory=list)   # our overrides (sizes, epochs), after the run-test's
     expect: Any = RUNS
     slow: bool = False
-    max_epochs: int | None = None           # cases without a baseline: the epochs each train command runs
+    max_epochs: int | None = None           # the maxEpochs a case sets (sizes) or a case without baseline runs
+    matrices: dict[str, tuple[int, int]] = field(default_factory=dict)   # DataDir text matrices NDL reads
 
     @property
     def configs(self) -> list[str]:
@@ -100,6 +101,8 @@ AMI_VARS = " ".join(f"{k}={v}" for k, v in (
     ("smoothFactor", 0.1), ("truncated", "true")))
 #: the ATIS slot-tagging networks read 3 x 944 input words and 127 labels (the token files' lengths)
 ATIS_LU = DataShape(sequences=8, options={"vocabulary": 944, "labels": 127})
+#: the AN4 statistics Speech/DNN's NDL networks read with initFromFilePath (Speech/Data/GlobalStats)
+GLOBAL_STATS = {"GlobalStats/mean.363": (363, 1), "GlobalStats/var.363": (363, 1), "GlobalStats/prior.132": (132, 1)}
 #: speech: 6 utterances of 4 to 10 frames (TIMIT's networks are 792 x 512 x 512 x 183; 25 epochs)
 SPEECH = DataShape(sequences=6, options={"frames": (4, 10)})
 #: ImageNet-sized networks (224 x 224 inputs, up to 140 million parameters) on CPU: two images a set
@@ -250,11 +253,12 @@ CASES: list[Case] = [
               "write=[reader=[readerType=HTKDeserializers]] write=[reader=[readMethod=none]]")],
          runtest=E2E + "Speech/HTKDeserializers/DNN/WriteCommand/run-test"),
     Case("Speech/DNN/DiscriminativePreTraining", E2E + "Speech/DNN/DiscriminativePreTraining", [Run("cntk_dpt.cntk")],
-         runtest=E2E + "Speech/DNN/DiscriminativePreTraining/run-test"),
+         runtest=E2E + "Speech/DNN/DiscriminativePreTraining/run-test", matrices=GLOBAL_STATS),
     Case("Speech/HTKDeserializers/DNN/DiscriminativePreTraining", E2E + "Speech/DNN/DiscriminativePreTraining",
          [Run("cntk_dpt.cntk", "reader=[readerType=HTKDeserializers]")],
-         runtest=E2E + "Speech/HTKDeserializers/DNN/DiscriminativePreTraining/run-test"),
+         runtest=E2E + "Speech/HTKDeserializers/DNN/DiscriminativePreTraining/run-test", matrices=GLOBAL_STATS),
     Case("Speech/DNN/SequenceTraining", E2E + "Speech/DNN/SequenceTraining", [Run("cntk_sequence.cntk")],
+         matrices=GLOBAL_STATS,
          runtest=E2E + "Speech/DNN/SequenceTraining/run-test",
          expect=Stop("refused", r"SequenceWithSoftmax|lattice", "sequence training (SequenceWithSoftmax) reads "
                                                              "lattices, through a reader outside the spec's documents")),
@@ -437,10 +441,11 @@ CASES: list[Case] = [
     Case("Text/SLU/rnnlu", E2E + "Text/SLU", [Run("globals.cntk+rnnlu.cntk")], shapes=ATIS_LU, max_epochs=None),
     Case("Examples/Text/Miscellaneous/SLU", E2E + "Examples/Text/Miscellaneous/SLU/Config",
          [Run("rnnlu.cntk", "NdlDir={ConfigDir} ExpDir={RunDir} OutDir={RunDir}")],
-         runtest=E2E + "Examples/Text/Miscellaneous/SLU/run-test", shapes=ATIS_LU),
+         runtest=E2E + "Examples/Text/Miscellaneous/SLU/run-test", shapes=ATIS_LU,
+         sizes=["LSTM=[SGD=[maxEpochs=2]]"], max_epochs=2),
     Case("Examples/Text/Miscellaneous/SLU/globals", E2E + "Examples/Text/Miscellaneous/SLU/Config",
          [Run("globals.cntk+rnnlu.cntk", "WorkDir={DataDir} ExpDir={RunDir} OutDir={RunDir}")],
-         max_epochs=None, shapes=ATIS_LU),
+         shapes=ATIS_LU, sizes=["LSTM=[SGD=[maxEpochs=2]]"], max_epochs=2),
     Case("Examples/Text/PennTreebank/RNN", EX + "SequenceToSequence/PennTreebank/Config",
          [Run("rnn.cntk", "initOnCPUOnly=true command=train:test train=[SGD=[maxEpochs=3]] train=[epochSize=2048] "
               "test=[SGD=[maxEpochs=3]] test=[epochSize=2048] train=[reader=[wordclass=\"$DataDir$/vocab.txt\"]] "

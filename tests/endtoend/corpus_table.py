@@ -1,6 +1,7 @@
 """Run every case of the corpus and write the per-configuration table of docs/from-cntk.md.
 
-    python tests/endtoend/corpus_table.py [--only SUBSTRING] [--json out.json] [--markdown out.md]
+    python tests/endtoend/corpus_table.py [--only SUBSTRING] [--no-slow] [--json out.json] [--markdown out.md]
+    python tests/endtoend/corpus_table.py --from-json out.json --markdown out.md
 
 Each case (cases.py) runs as the tests run it (harness.py), in this process, one after another;
 the result of a configuration is that of the case that covers it (cases.primary_case). Prints
@@ -20,8 +21,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from cases import CASES, RUNS  # noqa: E402
-from harness import run_case  # noqa: E402
+from cases import CASES, JOINED, NOT_CONFIGS, RUNS  # noqa: E402
+from harness import CORPUS, run_case  # noqa: E402
 
 
 class _TimeOut(Exception):
@@ -58,14 +59,79 @@ def survey(only: str | None = None, limit: int = 600, slow: bool = True) -> dict
     return results
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(results: dict) -> str:
+    """The per-configuration table: each of the 121 ``.cntk`` files, the cases that run it, and
+    what happened (``runs``; ``refused``/``invalid``: why, by design; ``not yet``: the gap)."""
+    with open(os.path.join(CORPUS, "SOURCES.md")) as f:
+        configs = [ln[3:-1] for ln in f.read().splitlines() if ln.startswith("- `") and ln.endswith(".cntk`")]
+    by_config: dict = {}
+    for case in CASES:
+        for c in case.configs:
+            by_config.setdefault(c, []).append(case)
+    rows = ["| configuration | cases (run-tests) | result |", "|---|---|---|"]
+    counts: dict = {}
+    for c in sorted(configs + NOT_CONFIGS):
+        if c in NOT_CONFIGS:
+            result, where = "not a configuration: an MLF label file named .cntk (TIMIT's state alignments)", ""
+            counts["not a configuration"] = counts.get("not a configuration", 0) + 1
+        else:
+            cases = by_config.get(c, [])
+            if not cases and c in JOINED:
+                cases = [next(k for k in CASES if k.id == JOINED[c])]
+            where = ", ".join(k.id + (" (slow)" if k.slow else "") for k in cases)
+            result = _result(cases, results)
+            key = result.split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+        rows.append(f"| `{c}` | {_cell(where)} | {_cell(result)} |")
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f"{len(configs) + len(NOT_CONFIGS)} files: {summary}.\n\n" + "\n".join(rows) + "\n"
+
+
+def _result(cases, results: dict) -> str:
+    if not cases:
+        return "no case"
+    notes = []
+    for case in cases:
+        got = results.get(case.id)
+        if case.expect != RUNS:
+            kind = {"refused": "refused", "invalid": "invalid", "network": "not yet"}[case.expect.kind]
+            notes.append(f"{kind}: {case.expect.reason}")
+        elif got is not None and got["status"] != "ok":
+            notes.append(f"not yet: {got['status']}")
+    if not notes:
+        return "runs"
+    return notes[0] if len(set(notes)) == 1 else "; ".join(dict.fromkeys(notes))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only")
     ap.add_argument("--json")
     ap.add_argument("--limit", type=int, default=600, help="seconds a case may run")
     ap.add_argument("--no-slow", action="store_true", help="leave out the cases marked slow")
+    ap.add_argument("--markdown", help="write the per-configuration table to this file (docs/from-cntk.md: "
+                                       "between its corpus-table markers)")
+    ap.add_argument("--from-json", help="make the table from an earlier run's --json file instead of running")
     args = ap.parse_args()
-    results = survey(args.only, args.limit, not args.no_slow)
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+    else:
+        results = survey(args.only, args.limit, not args.no_slow)
+    if args.markdown:
+        table = markdown(results)
+        text = open(args.markdown).read() if os.path.exists(args.markdown) else ""
+        begin, end = "<!-- corpus-table:begin -->", "<!-- corpus-table:end -->"
+        if begin in text and end in text:       # a page with the markers: the table between them
+            text = text[:text.index(begin) + len(begin)] + "\n" + table + text[text.index(end):]
+        else:
+            text = table
+        with open(args.markdown, "w") as f:
+            f.write(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import shutil
+
+import numpy as np
 from dataclasses import dataclass
 
 from cntkio.endtoend import cntk_arguments, cntkrun, generate_data
@@ -48,6 +50,13 @@ def prepare(case, tmp: str) -> Dirs:
                 run=os.path.join(tmp, "run"), root=tmp)
     os.makedirs(dirs.data)
     os.makedirs(dirs.run)
+    rng = np.random.default_rng(7)
+    for rel, (rows, cols) in getattr(case, "matrices", {}).items():      # positive: means, variances, priors
+        path = os.path.join(dirs.data, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        values = rng.uniform(0.1, 1.0, size=(rows, cols))
+        with open(path, "w") as f:
+            f.write("\n".join(" ".join(f"{v:.6f}" for v in row) for row in values) + "\n")
     return dirs
 
 

@@ -45,6 +45,9 @@ def _check_against_baseline(case, outcomes, facts, baseline_runs):
         if theirs["training_criteria"] and ours.epochs:
             assert ours.training_criteria == theirs["training_criteria"], where
             assert sorted(ours.evaluation_criteria) == sorted(theirs["evaluation_criteria"]), where
+        if case.max_epochs is not None:     # the case overrides maxEpochs (a size): its own count holds
+            assert all(n == case.max_epochs and done <= n for n, done in ours.epochs), where
+            continue
         assert [e[0] for e in ours.epochs] == [e[0] for e in theirs["epochs"]], f"{where}: maxEpochs of each train"
         resumed = "makemode=true" in case.runs[i].args.lower() and i > 0
         for (n, done), (_, base_done) in zip(ours.epochs, theirs["epochs"]):
