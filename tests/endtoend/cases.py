@@ -505,3 +505,83 @@ JOINED = {
 #: the .cntk files of the corpus that are MLF label files, not configurations
 NOT_CONFIGS = [EX + f"Speech/Miscellaneous/TIMIT/lib/mlf/TIMIT.{s}.align_{k}.mlf.cntk"
                for s in ("core", "dev", "train") for k in ("cistate", "dr")]
+
+
+def _network(match: str, reason: str) -> Stop:
+    return Stop("network", match, "network-language gap (the networks helper's part of issue 28): " + reason)
+
+
+_IMAGE_LAYOUT = _network(r"\$imageLayout\$|\$batchNormalizationEngine\$",
+                         "$var$ of the config inside the NDL file (Macros.ndl: imageLayout = $imageLayout$)")
+_MEAN_VAR_NORM = _network(r"undefined name 'MeanVarNorm'", "MeanVarNorm of CNTK.core.bs")
+_NO_LABEL = _network(r"the network has no label node", "an auto-encoder network without a label node")
+_CLASS_LM = _network(r"(?i)unknown trainingCriterion 'classCrossEntropyWithSoftmax'",
+                     "SimpleNetworkBuilder's class-based LM criterion classCrossEntropyWithSoftmax")
+_ARRAY_LITERAL = _network(r"unexpected character '\|'", "the BrainScript array literal [| a; b |]")
+
+#: cases not running yet because of a network-language gap: the test expects the gap's error, and
+#: fails once the gap is closed (the expectation then goes)
+NETWORK_GAPS = {
+    "Examples/Image/GettingStarted/05_OneConvRegr": _network(r"shape '\[\]' is invalid",
+                                                             "a per-sample criterion (rmse = Sqrt(...)) not summed"),
+    "Examples/Image/GettingStarted/06_OneConvRegrMultiNode": _network(r"shape '\[\]' is invalid",
+                                                                      "a per-sample criterion not summed"),
+    "Examples/Image/GettingStarted/07_Deconvolution": _network(r"ConvolutionTransposeLayer",
+                                                               "ConvolutionTransposeLayer of the layers library"),
+    **{f"Examples/Image/Deprecated/{d}": _IMAGE_LAYOUT for d in (
+        "MNIST/01_OneHidden_ndl", "MNIST/02_Convolution_ndl", "MNIST/03_ConvBatchNorm_ndl", "CIFAR-10/01_Convolution",
+        "CIFAR-10/02_BatchNormConv", "CIFAR-10/03_ResNet", "CIFAR-10/04_ResNet_56", "CIFAR-10/05_ConvLocal")},
+    **{f"BatchNormalization/{d}": _IMAGE_LAYOUT for d in ("NonSpatial/CNTK", "NonSpatial/CuDNN", "Spatial/CNTK",
+                                                          "Spatial/CuDNN")},
+    "Examples/Image/Regression/RegrSimple": _network(r"Scale: the first input must be a 1x1 scalar",
+                                                     "Scale(features, featScale) with the 1x1 scalar second"),
+    "Examples/Image/Classification/ConvNet/BrainScript/ConvNetLRN_CIFAR10_DataAug": _network(
+        r"undefined name 'FlattenDimensions'", "FlattenDimensions of CNTK.core.bs"),
+    "Examples/Image/Classification/AlexNet/BrainScript/AlexNet_ImageNet": _network(
+        r"found 'normal'", "init = 'normal'"),
+    "Image/QuickE2E": _network(r"undefined name 'Convolution'", "the raw Convolution node of CNTK.core.bs"),
+    "Image/FCN": _network(r"undefined name 'Convolution'", "the raw Convolution node of CNTK.core.bs"),
+    "Examples/Speech/AN4/LSTM": _network(r"Parameter dimensions must be > 0, found \[4096, 0\]",
+                                         "a Parameter dimension 0 inferred from its Times"),
+    "Speech/DNN/DiscriminativePreTraining": _network(r"\$globalMeanPath\$", "$var$ inside the NDL file"),
+    "Speech/HTKDeserializers/DNN/DiscriminativePreTraining": _network(r"\$globalMeanPath\$",
+                                                                      "$var$ inside the NDL file"),
+    "Speech/DNN/Dropout": _MEAN_VAR_NORM,
+    "Speech/HTKDeserializers/DNN/Dropout": _MEAN_VAR_NORM,
+    "Speech/HTKDeserializers/DNN/ParallelBMWithAdjustLR": _MEAN_VAR_NORM,
+    "Speech/LSTM/Truncated": _ARRAY_LITERAL,
+    "Speech/LSTM/TruncatedLayers": _ARRAY_LITERAL,
+    "Speech/HTKDeserializers/LSTM/Truncated": _ARRAY_LITERAL,
+    "Speech/HTKDeserializers/LSTM/FullUtterance": _network(r"expected a default value for parameter 'x'",
+                                                           "optional BrainScript parameters before positional ones"),
+    "Examples/Speech/TIMIT/TrainAutoEncoder": _NO_LABEL,
+    "Examples/Speech/TIMIT/WriteBottleneck": _NO_LABEL,
+    "Speech/HTKDeserializers/TIMIT/TrainAutoEncoder": _NO_LABEL,
+    "Speech/HTKDeserializers/TIMIT/WriteBottleneck": _NO_LABEL,
+    "Examples/Speech/TIMIT/TrainWithPreTrain": _network(r"L\$newLayer\$", "$var$ inside the MEL file"),
+    "Speech/HTKDeserializers/TIMIT/TrainWithPreTrain": _network(r"L\$newLayer\$", "$var$ inside the MEL file"),
+    "Text/SLU": _network(r"LookupTable has no parameter 'init'", "LookupTable(..., init=...)"),
+    "Examples/Text/PennTreebank/RNN": _CLASS_LM,
+    "Examples/SequenceToSequence/PennTreebank/rnn": _CLASS_LM,
+    "LM/RNNLM/CPU": _CLASS_LM,
+    "LM/RNNLM/GPU": _CLASS_LM,
+    **{f"Examples/SequenceToSequence/PennTreebank/RNNLM/{d}": _CLASS_LM
+       for d in ("CPU/rnnlm", "CPU/fnnlm", "GPU/rnnlm", "GPU/fnnlm", "GPU/rnnlm.gpu")},
+    "Examples/SequenceToSequence/CMUDict/G2P": _network(r"Slice: axis=-1", "Slice along the sequence axis"),
+    "Text/SequenceClassification": _network(r"expected a name, found '\('", "Sequential with ( on the next line"),
+    "Text/IRMetric": _network(r"undefined name 'BFF'", "BFF of CNTK.core.bs"),
+}
+
+#: cases that stop on a feature cntkio refuses by name (not a network-language gap)
+REFUSED = {
+    **{f"Speech/LSTM/{d}": Stop("refused", r"nbrUttsInEachRecurrentIter = 2 needs truncated = true",
+                                "HTKMLFReader sequence mode with nbrUttsInEachRecurrentIter = 2 and truncated = false "
+                                "(two whole utterances per minibatch) is refused by cntkio's reader")
+       for d in ("FullUtterance", "FullUtteranceLayers", "FullUtteranceCuDNN5")},
+}
+
+for _case in CASES:
+    if _case.id in NETWORK_GAPS:
+        _case.expect = NETWORK_GAPS[_case.id]
+    elif _case.id in REFUSED:
+        _case.expect = REFUSED[_case.id]

@@ -25,7 +25,8 @@ from typing import Callable, NamedTuple
 
 from ..errors import ConfigError
 
-__all__ = ["CONFIG_STRING", "CONFIG_STRING_TO_END", "CONFIG_COMMENT", "CONFIG_NAME", "CONFIG_DOTTED_NAME",
+__all__ = ["CONFIG_STRING", "CONFIG_STRING_TO_END", "CONFIG_COMMENT", "CONFIG_LINE_COMMENT", "CONFIG_NAME",
+           "CONFIG_DOTTED_NAME",
            "BRACKETS", "BS_STRING", "BS_COMMENT", "BS_NUMBER", "BS_NAME", "BS_OPERATOR", "BS_TOKEN",
            "Token", "LexError", "tokenize_brainscript", "match_brainscript", "brainscript_spans",
            "BRAINSCRIPT_SECTION", "brainscript_config_view"]
@@ -36,11 +37,10 @@ CONFIG_STRING = r'"[^"]*"'
 #: a quoted string, or an unterminated one running to the end of the text
 CONFIG_STRING_TO_END = r'"[^"]*(?:"|\Z)'
 #: a comment: ``#`` at the start of a line or after white space, to the end of the line
-CONFIG_COMMENT = (r"#(?<![^ \t\n]#)[^\n]*"
-                  # and a line whose first non-blank characters are // (BrainScript's comment,
-                  # written at the top level of CNTK's own configs: CNTK read such a line as a
-                  # flag named by the whole line, which nothing reads)
-                  r"|(?<![^\n])[ \t]*//[^\n]*")
+CONFIG_COMMENT = r"#(?<![^ \t\n]#)[^\n]*"
+#: a line whose first non-blank characters are // (BrainScript's comment, written at the top level
+#: of CNTK's own configs: CNTK read such a line as a flag named by the whole line, which nothing reads)
+CONFIG_LINE_COMMENT = r"(?m:^)[ \t]*//[^\n]*"
 #: a parameter name, and a dotted key path of them
 CONFIG_NAME = r"[A-Za-z0-9_][\w\-]*"
 CONFIG_DOTTED_NAME = CONFIG_NAME + r"(?:\." + CONFIG_NAME + r")*"

@@ -22,7 +22,8 @@ import functools
 import re
 
 from ..errors import ConfigError
-from .lexer import (BRACKETS, BRAINSCRIPT_SECTION, CONFIG_COMMENT, CONFIG_STRING, CONFIG_STRING_TO_END,
+from .lexer import (BRACKETS, BRAINSCRIPT_SECTION, CONFIG_COMMENT, CONFIG_LINE_COMMENT, CONFIG_STRING,
+                    CONFIG_STRING_TO_END,
                     brainscript_config_view, match_brainscript)
 
 OPEN = "[{("
@@ -56,6 +57,9 @@ _STEP = re.compile(_PLAIN + r"(?:(" + CONFIG_STRING + r")|(\[" + _FLAT + r"\]|\{
 # at the start of a line or after white space, to the end of the line (dropped); both start with
 # their character, so that a search jumps from one '"' or '#' to the next
 _COMMENT = re.compile("(" + CONFIG_STRING_TO_END + ")|" + CONFIG_COMMENT)
+# the // line comments, in a pass of their own (only texts holding "//" pay for it: its pattern has
+# no first character to jump to)
+_LINE_COMMENT = re.compile("(" + CONFIG_STRING_TO_END + ")|" + CONFIG_LINE_COMMENT)
 
 
 class Text:
@@ -122,11 +126,17 @@ def strip_comments(text: str) -> str:
     # case-insensitive key search
     if ("'" in text or "/" in text or "#" in text) and "networkbuilder" in text.lower():
         return _strip_with_brainscript(text)
-    if "#" not in text and "//" not in text:
-        return text
     # quoted strings (to the end of the text when unterminated) are kept, comments dropped: one
     # regular-expression substitution, no Python per character
-    return _COMMENT.sub(r"\1", text)
+    return _strip(text)
+
+
+def _strip(text: str) -> str:
+    if "#" in text:
+        text = _COMMENT.sub(r"\1", text)
+    if "//" in text:
+        text = _LINE_COMMENT.sub(r"\1", text)
+    return text
 
 
 def _strip_with_brainscript(text: str) -> str:
@@ -140,7 +150,7 @@ def _strip_with_brainscript(text: str) -> str:
     out = []
     pos = 0
     while True:
-        rest = _COMMENT.sub(r"\1", text[pos:]) if ("#" in text[pos:] or "//" in text[pos:]) else text[pos:]
+        rest = _strip(text[pos:])
         # a section key, not one inside a quoted string (an odd number of '"' before it)
         m = next((k for k in BRAINSCRIPT_SECTION.finditer(rest) if rest.count('"', 0, k.start()) % 2 == 0), None)
         if m is None:

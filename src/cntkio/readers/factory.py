@@ -102,8 +102,8 @@ def _unsupported_type(kind: str, name: str, sec: Section, key: str) -> Unsupport
         file, line = sec.where(key)
         return UnsupportedReaderError(
             f"{kind} {name!r} is not implemented in cntkio: it is {outside}, a format outside the readers cntkio "
-            "implements (CNTK text and binary formats, images, HTK/MLF, UCI, the legacy text readers)",
-            path=sec.key_path(key), file=file, line=line)
+            f"implements (reader types: {', '.join(_implemented_reader_types())}; deserializer types: "
+            f"{', '.join(reg)})", path=sec.key_path(key), file=file, line=line)
     if kind == "readerType":
         msg = (f"readerType {name!r} is not implemented in cntkio; implemented reader types: "
                f"{', '.join(_implemented_reader_types())} (a CompositeDataReader reader section lists "
