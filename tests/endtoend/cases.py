@@ -59,6 +59,9 @@ class Case:
     slow: bool = False
     max_epochs: int | None = None           # the maxEpochs a case sets (sizes) or a case without baseline runs
     matrices: dict[str, tuple[int, int]] = field(default_factory=dict)   # DataDir text matrices NDL reads
+    #: a network-language gap in the node names only: (cntkio's training criteria, evaluation nodes,
+    #: why); the case runs, and the test expects these names until the gap is closed
+    criteria_gap: tuple | None = None
 
     @property
     def configs(self) -> list[str]:
@@ -98,7 +101,7 @@ AMI_VARS = " ".join(f"{k}={v}" for k, v in (
     ("minibatchSize", 256), ("momentum", 0.9), ("dropoutRate", 0), ("numUttsPerMinibatch", 4), ("acwt", 0.1),
     ("criterion", "smbr"), ("inputAli", "{DataDir}/ali"), ("inputDenLats", "{DataDir}/lats"),
     ("kaldiModel", "{DataDir}/final.mdl"), ("oneSilenceClass", "true"), ("silPhoneList", "{DataDir}/sil"),
-    ("smoothFactor", 0.1), ("truncated", "true")))
+    ("smoothFactor", 0.1), ("truncated", "false")))
 #: the ATIS slot-tagging networks read 3 x 944 input words and 127 labels (the token files' lengths)
 ATIS_LU = DataShape(sequences=8, options={"vocabulary": 944, "labels": 127})
 #: the AN4 statistics Speech/DNN's NDL networks read with initFromFilePath (Speech/Data/GlobalStats)
@@ -240,7 +243,8 @@ CASES: list[Case] = [
          [Run("cntk.cntk", "speechTrain=[reader=[readerType=HTKDeserializers]]"),
           Run("cntk.cntk", "makeMode=true speechTrain=[reader=[readerType=HTKDeserializers]]")],
          runtest=E2E + "Speech/HTKDeserializers/QuickE2E/run-test"),
-    Case("Speech/Simple", E2E + "Speech/Simple", [Run("cntk.cntk", "forceDeterministicAlgorithms=true makeMode=true")],
+    Case("Speech/Simple", E2E + "Speech/Simple", [Run("cntk.cntk", "forceDeterministicAlgorithms=true makeMode=true"),
+                                                   Run("cntk.cntk", "forceDeterministicAlgorithms=true makeMode=true")],
          runtest=E2E + "Speech/Simple/run-test"),
     Case("Speech/SVD", E2E + "Speech/SVD", [Run("cntk.cntk")], runtest=E2E + "Speech/SVD/run-test"),
     Case("Speech/HTKDeserializers/SVD", E2E + "Speech/SVD", [Run("cntk.cntk", "reader=[readerType=HTKDeserializers]")],
@@ -472,8 +476,9 @@ CASES: list[Case] = [
          [Run("seqcla.cntk"), Run("seqcla.cntk", "makeMode=true")],
          runtest=E2E + "Text/SequenceClassification/run-test", tree=E2E + "Text/SequenceClassification",
          shapes=_seq((2, 6), y=1)),
-    Case("Text/SparseDSSM", E2E + "Text/SparseDSSM", [Run("dssm.cntk", "numCPUThreads=1")],
-         runtest=E2E + "Text/SparseDSSM/run-test"),
+    Case("Text/SparseDSSM", E2E + "Text/SparseDSSM", [Run("dssm.cntk", "numCPUThreads=1"),
+                                                      Run("dssm.cntk", "numCPUThreads=1")],
+         runtest=E2E + "Text/SparseDSSM/run-test", expect=LIBSVM),
     Case("Text/IRMetric", E2E + "Text/IRMetric", [Run("ir.cntk", "makeMode=true")], runtest=E2E + "Text/IRMetric/run-test"),
     # --- not runnable anywhere ------------------------------------------------------------------------
     Case("ModelExport/Model0", E2E + "ModelExport/Model0", [Run("0.cntk")], runtest=E2E + "ModelExport/Model0/run-test",
@@ -580,7 +585,17 @@ REFUSED = {
        for d in ("FullUtterance", "FullUtteranceLayers", "FullUtteranceCuDNN5")},
 }
 
+_RNN_NAMES = (["CrossEntropyWithSoftmaxCriterion"], ["EvalCrossEntropyWithSoftmax"],
+              "the recurrent SimpleNetworkBuilder (rnnType=LSTM) names its criterion CrossEntropyWithSoftmaxCriterion "
+              "and adds EvalCrossEntropyWithSoftmax, where CNTK's builder named it CrossEntropyWithSoftmax and had "
+              "no evaluation node")
+CRITERIA_GAPS = {
+    "Examples/Text/Miscellaneous/SLU": _RNN_NAMES,
+}
+
 for _case in CASES:
+    if _case.id in CRITERIA_GAPS:
+        _case.criteria_gap = CRITERIA_GAPS[_case.id]
     if _case.id in NETWORK_GAPS:
         _case.expect = NETWORK_GAPS[_case.id]
     elif _case.id in REFUSED:

@@ -102,6 +102,8 @@ def _result(cases, results: dict) -> str:
             notes.append(f"{kind}: {case.expect.reason}")
         elif got is not None and got["status"] != "ok":
             notes.append(f"not yet: {got['status']}")
+        elif case.criteria_gap is not None:
+            notes.append(f"runs, names differ: {case.criteria_gap[2]}")
     if not notes:
         return "runs"
     return notes[0] if len(set(notes)) == 1 else "; ".join(dict.fromkeys(notes))

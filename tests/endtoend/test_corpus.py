@@ -41,10 +41,13 @@ def _check_against_baseline(case, outcomes, facts, baseline_runs):
         where = f"run {i + 1} ({case.runs[i].config} {case.runs[i].args})"
         if theirs["commands"]:
             assert _lower(ours.commands) == _lower(theirs["commands"]), where
-        assert _lower(ours.actions) == _lower(theirs["actions"]), where
-        if theirs["training_criteria"] and ours.epochs:
-            assert ours.training_criteria == theirs["training_criteria"], where
-            assert sorted(ours.evaluation_criteria) == sorted(theirs["evaluation_criteria"]), where
+        if theirs["actions"]:
+            assert _lower(ours.actions) == _lower(theirs["actions"]), where
+        if theirs["training_criteria"] and any(done for _, done in ours.epochs):   # a resumed run may train none
+            want = ((theirs["training_criteria"], theirs["evaluation_criteria"]) if case.criteria_gap is None
+                    else case.criteria_gap[:2])       # a known naming gap: its names until it is closed
+            assert ours.training_criteria == want[0], where
+            assert sorted(ours.evaluation_criteria) == sorted(want[1]), where
         if case.max_epochs is not None:     # the case overrides maxEpochs (a size): its own count holds
             assert all(n == case.max_epochs and done <= n for n, done in ours.epochs), where
             continue

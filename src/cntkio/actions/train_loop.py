@@ -74,8 +74,10 @@ class TrainLoop:
         mb_size = mb_size or params.mb_size(epoch)
         mom = params.momentum_per_sample_of(epoch)
         feats, labels = net.spec.feature_node, net.spec.label_node
-        crit_names = [net.spec.training_criterion, net.eval_node_name]
-        acc = torch.zeros(3, dtype=torch.float64, device=device)      # criterion, eval, samples
+        evals = list(getattr(net, "eval_node_names", None) or [net.eval_node_name])
+        crit_names = [net.spec.training_criterion, *evals]
+        k = len(crit_names)
+        acc = torch.zeros(k + 1, dtype=torch.float64, device=device)  # criterion, each eval node, samples
         window = torch.zeros_like(acc)
         show = 0 if quiet else params.num_mbs_to_show_result
         bar = None if quiet else progress_bar(self.progress, total=params.epoch_size or sweep_total(self.source),
@@ -95,7 +97,7 @@ class TrainLoop:
                 opt.zero_grad()
                 par.begin_minibatch(epoch)              # gradient buckets go out during the backward pass
                 t_mb = time.perf_counter()
-                stats = torch.zeros(3, dtype=torch.float64, device=device)
+                stats = torch.zeros(k + 1, dtype=torch.float64, device=device)
                 if mb:
                     t = batch_tensors(mb, [feats, labels], dtype, device, required=[feats, labels], where=where)
                     feed_layout(net, mb, feats, device)
@@ -109,11 +111,14 @@ class TrainLoop:
                             loss = net.criterion(hlast, y)
                             loss.backward()
                         stats[0] = loss.detach().to(torch.float64)
-                        stats[1] = net.evaluation(hlast.detach(), y).to(torch.float64)
-                        stats[2] = float(x.shape[0])
+                        if len(evals) == 1:
+                            stats[1] = net.evaluation(hlast.detach(), y).to(torch.float64)
+                        else:
+                            stats[1:k] = torch.stack(net.evaluations(hlast.detach(), y)).to(torch.float64)
+                        stats[k] = float(x.shape[0])
                 par.time_minibatch(time.perf_counter() - t_mb, epoch)
                 stats, n_step = par.aggregate(stats, epoch)
-                n = int(stats[2].item())
+                n = int(stats[k].item())
                 if n == 0:
                     continue
                 opt.step(n_step, lr, mom)
@@ -126,13 +131,13 @@ class TrainLoop:
                 if show and n_mb % show == 0:
                     w = window.tolist()
                     report(f" Epoch[{epoch + 1} of {params.max_epochs}]-Minibatch[{first:4d}-{n_mb:4d}]: "
-                           + fmt_criteria(dict(zip(crit_names, w[:2])), int(w[2]), percent_nodes(net)), dist=dist)
+                           + fmt_criteria(dict(zip(crit_names, w[:k])), int(w[k]), percent_nodes(net)), dist=dist)
                     if self.board is not None:
-                        self.board.window(self.minibatches_done + n_mb, dict(zip(crit_names, w[:2])), int(w[2]),
+                        self.board.window(self.minibatches_done + n_mb, dict(zip(crit_names, w[:k])), int(w[k]),
                                           percent_nodes(net))
                     window.zero_()
                     first = n_mb + 1
-                if limit and acc[2].item() >= limit:
+                if limit and acc[k].item() >= limit:
                     break
         finally:
             if hasattr(it, "close"):
@@ -140,7 +145,7 @@ class TrainLoop:
             if bar is not None:
                 bar.close()
         a = acc.tolist()
-        res = EvalResult(totals=dict(zip(crit_names, a[:2])), samples=int(a[2]), minibatches=n_mb,
+        res = EvalResult(totals=dict(zip(crit_names, a[:k])), samples=int(a[k]), minibatches=n_mb,
                          percent=percent_nodes(net))
         if res.samples == 0:
             raise CntkioError(f"{name}: epoch {epoch + 1} read no samples (is the reader's data empty?)")

@@ -7,8 +7,9 @@ A CNTK end-to-end test's ``baseline.txt`` is the log of its ``run-test``: one or
 ``cntk``, each opening with ``=== Running <cntk> configFile=...``. Per run, :func:`read_baseline`
 keeps
 
-* ``commands``: the ``Commands:`` line (the sections ``command=`` named);
-* ``actions``: the ``Action "x" complete.`` lines, in order;
+* ``commands``: the ``Commands:`` line (the sections ``command=`` named), else the command banners';
+* ``actions``: the actions of the command banners (``# speechTrain command (train action)``,
+  ``# Action "train"``), in order, else of the ``Action "x" complete.`` lines;
 * ``training_criteria`` / ``evaluation_criteria``: the node names of ``Training criterion:`` and
   ``Evaluation criterion:`` (older logs: the lines under ``Training criterion node(s):``), in
   order of appearance, once each;
@@ -33,6 +34,9 @@ _CRITERIA_HEAD = re.compile(r"^(Training|Evaluation) criterion node\(s\):")
 _CRITERIA_ITEM = re.compile(r"^\s+(\S+) = (\S+)\s*$")
 _FINISHED = re.compile(r"^Finished Epoch\[\s*(\d+) of (\d+)\]: \[Training\]")
 _ACTION = re.compile(r'^Action "(\w+)" complete\.')
+#: the banner CNTK writes before each command: "# speechTrain command (train action)" (older logs:
+#: '# Action "train"')
+_BANNER = re.compile(r'^# (?:(\S+) command \((\w+) action\)|Action "(\w+)")\s')
 
 
 @dataclass
@@ -72,11 +76,14 @@ def read_baseline(text: str) -> list[RunFacts]:
         runs.append(cur)
     heading: str | None = None
     epoch_of: dict[int, int] = {}
+    banners: list[tuple] = []           # (command or None, action) of the command banners
+    completed_actions: list[str] = []   # the actions of the "complete" lines
     for raw in text.splitlines():
         if raw.startswith("=== Running "):
+            _actions(cur, banners, completed_actions)
             cur = RunFacts(configs=_configs(raw))
             runs.append(cur)
-            heading, epoch_of = None, {}
+            heading, epoch_of, banners, completed_actions = None, {}, [], []
             continue
         m = _STAMP.match(raw)
         if m.group(1) not in (None, "0"):
@@ -89,11 +96,16 @@ def read_baseline(text: str) -> list[RunFacts]:
             if item is not None:
                 _add(cur, heading, item.group(1))
                 continue
+            if not line.strip():        # the list may go on after a blank line
+                continue
             heading = None
         if line.startswith("Commands:"):
             cur.commands = line[len("Commands:"):].split()
+        elif (b := _BANNER.match(line)) is not None:
+            banners.append((b.group(1), b.group(2) or b.group(3)))
+            epoch_of = {}
         elif (a := _ACTION.match(line)) is not None:
-            cur.actions.append(a.group(1))
+            completed_actions.append(a.group(1))
             epoch_of = {}
         elif (c := _CRITERION.match(line)) is not None:
             _add(cur, c.group(1), c.group(2))
@@ -107,7 +119,19 @@ def read_baseline(text: str) -> list[RunFacts]:
             cur.epochs[epoch_of[n]][1] += 1
         elif line.startswith("__COMPLETED__"):
             cur.completed = True
+    _actions(cur, banners, completed_actions)
     return runs
+
+
+def _actions(run: RunFacts | None, banners: list[tuple], completed: list[str]) -> None:
+    """A run's actions: those of its command banners (every command has one; an SVD command
+    writes no "complete" line), else those of its "complete" lines; its commands from the banners
+    when the log has no ``Commands:`` line and the banners name them."""
+    if run is None:
+        return
+    run.actions = [a for _, a in banners] if banners else list(completed)
+    if not run.commands and banners and all(c for c, _ in banners):
+        run.commands = list(dict.fromkeys(c for c, _ in banners))
 
 
 def _add(facts: RunFacts, kind: str, name: str) -> None:

@@ -68,25 +68,26 @@ class Parallel:
 
     def aggregate(self, stats: torch.Tensor, epoch: int) -> tuple[torch.Tensor, int]:
         """Exchange what the method exchanges after a minibatch's backward pass; returns the
-        global stats (criterion, eval, samples) and the sample count of this process's update.
+        global stats (criterion, the eval nodes, the sample count last) and the sample count of
+        this process's update.
         The gradients go in buckets in their own dtype (started during the backward pass after
         :meth:`begin_minibatch`), the stats (float64) in one small all-reduce beside them."""
         d = self.dist
         if not d.active:
-            return stats, int(stats[2].item())
+            return stats, int(stats[-1].item())
         if self.local_updates(epoch):
-            n_local = int(stats[2].item())
+            n_local = int(stats[-1].item())
             self.block_samples += n_local
             d.all_reduce_(stats)
-            self.block_total += int(stats[2].item())
+            self.block_total += int(stats[-1].item())
             return stats, n_local
         if not self.tensors:
             d.all_reduce_(stats)
-            return stats, int(stats[2].item())
+            return stats, int(stats[-1].item())
         if not self.buckets.armed:                # aggregate without begin_minibatch: every bucket now
             self.buckets.begin(self._quantized(epoch), hooks=False)
         self.buckets.finish(stats)
-        return stats, int(stats[2].item())
+        return stats, int(stats[-1].item())
 
     def after_update(self, epoch: int) -> None:
         """After this process's update: sync the models when a block is full (MA, BM)."""

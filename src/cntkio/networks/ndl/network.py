@@ -189,6 +189,20 @@ class NDLNetwork(GraphNetwork):
     def evaluation(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._crit(self.eval_node_name, out, labels)
 
+    @property
+    def eval_node_names(self) -> list[str]:
+        """Every evaluation node (CNTK computes and reports them all), else the first criterion."""
+        return list(self.spec.eval_nodes) or [self.eval_node_name]
+
+    def evaluations(self, out: torch.Tensor, labels: torch.Tensor) -> list[torch.Tensor]:
+        """The values of :attr:`eval_node_names`, in one evaluation of the graph."""
+        names = tuple(self.eval_node_names)
+        feeds = {self.spec.feature_node: self._x if self._pred else out, self.spec.label_node: labels}
+        if self._pred is not None:
+            feeds[self._pred] = out
+        values = self._eval(feeds, names)
+        return [values[n].reshape(()) for n in names]
+
     def nodes(self, features: torch.Tensor, labels: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         feeds = {self.spec.feature_node: features}
         if labels is not None:
