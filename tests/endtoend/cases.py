@@ -62,6 +62,9 @@ class Case:
     #: a network-language gap in the node names only: (cntkio's training criteria, evaluation nodes,
     #: why); the case runs, and the test expects these names until the gap is closed
     criteria_gap: tuple | None = None
+    #: files the case's script copies before its runs: (source, destination), both filled in like the
+    #: arguments (e.g. AMI's train_dnn_cntk.sh copies its NDL files into $ExpDir/ndl)
+    copies: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def configs(self) -> list[str]:
@@ -108,6 +111,7 @@ ATIS_LU = DataShape(sequences=8, options={"vocabulary": 944, "labels": 127})
 GLOBAL_STATS = {"GlobalStats/mean.363": (363, 1), "GlobalStats/var.363": (363, 1), "GlobalStats/prior.132": (132, 1)}
 #: speech: 6 utterances of 4 to 10 frames (TIMIT's networks are 792 x 512 x 512 x 183; 25 epochs)
 SPEECH = DataShape(sequences=6, options={"frames": (4, 10)})
+AMI_SHAPES = SPEECH
 #: ImageNet-sized networks (224 x 224 inputs, up to 140 million parameters) on CPU: two images a set
 TWO_IMAGES = DataShape(sequences=2)
 TIMIT_ARGS = ("LibDir={ConfigDir}/../lib ScpDir={DataDir} MlfDir={DataDir} NdlDir={ConfigDir} MelDir={ConfigDir} "
@@ -433,9 +437,19 @@ CASES: list[Case] = [
       for d in ("CPU", "GPU") for n in ("DNN", "LSTM")],
     # --- Speech: AMI (Kaldi) ----------------------------------------------------------------------------
     # the variables the AMI scripts (train_cntk2.sh, train_dnn_cntk.sh, scripts/align.sh) give, any value
+    # CNTK_ndl_deprecated.cntk is train_dnn_cntk.sh's CNTK.cntk: its train commands read HTK features
+    # (HTKMLFReader); the script copies default_macros.ndl and the network into $ExpDir/ndl
+    *[Case(f"Examples/Speech/Miscellaneous/AMI/CNTK_ndl_deprecated/{cmd}", EX + "Speech/Miscellaneous/AMI/cntk_config",
+           [Run("CNTK_ndl_deprecated.cntk", f"{AMI_VARS} {more} ndlfile={{RunDir}}/ndl/{ndl} command={cmd} action={cmd}")],
+           copies=[("{ConfigDir}/default_macros.ndl", "{RunDir}/ndl/default_macros.ndl"),
+                   (f"{{ConfigDir}}/{ndl}", f"{{RunDir}}/ndl/{ndl}")],
+           shapes=AMI_SHAPES, sizes=[f"{cmd}=[SGD=[maxEpochs=1]]"], max_epochs=1, slow=cmd != "TrainDNN")
+      for cmd, ndl, more in (("TrainDNN", "dnn_6layer.ndl", ""),
+                             ("TrainLSTM", "lstmp-3layer.ndl", "baseFeatDim=10 RowSliceStart=0"),
+                             ("TrainPACRNN", "PACRnn.txt", "phnLabel={DataDir}/phn phnDim=10 phnMapping={DataDir}/phnmap"))],
     *[Case(f"Examples/Speech/Miscellaneous/AMI/{n}", EX + "Speech/Miscellaneous/AMI/cntk_config",
            [Run(f"{n}.cntk", f"{AMI_VARS} command={cmd} action={cmd}")], expect=KALDI)
-      for n, cmd in (("CNTK_ndl_deprecated", "TrainDNN"), ("CNTK_write", "write"), ("CNTK2_ndl_deprecated", "TrainDNN"),
+      for n, cmd in (("CNTK_ndl_deprecated", "write"), ("CNTK_write", "write"), ("CNTK2_ndl_deprecated", "TrainDNN"),
                      ("CNTK2_dnn_ndl_deprecated", "TrainModel"), ("CNTK2_lstmp_ndl_deprecated", "TrainModel"),
                      ("CNTK2_smbr_ndl_deprecated", "TrainModel"), ("CNTK2_lstmp_smbr_ndl_deprecated", "TrainModel"),
                      ("CNTK2_write", "write"), ("Align", "write"))],
@@ -575,10 +589,22 @@ NETWORK_GAPS = {
     "Examples/SequenceToSequence/CMUDict/G2P": _network(r"Slice: axis=-1", "Slice along the sequence axis"),
     "Text/SequenceClassification": _network(r"expected a name, found '\('", "Sequential with ( on the next line"),
     "Text/IRMetric": _network(r"undefined name 'BFF'", "BFF of CNTK.core.bs"),
+    **{f"Examples/Speech/Miscellaneous/AMI/CNTK_ndl_deprecated/{cmd}": _network(
+        r"found '\$(baseF|f)eatDim\$'", "$var$ inside the NDL file (featDim = $featDim$)")
+       for cmd in ("TrainLSTM", "TrainPACRNN")},
 }
 
-#: cases that stop on a feature cntkio refuses by name (not a network-language gap)
+#: cases that stop on a feature cntkio refuses by name (not a network-language gap), or that CNTK
+#: stops too
 REFUSED = {
+    # dnn_6layer.ndl defines FF, BFF, ... again after ndlMacros loaded default_macros.ndl: CNTK stops
+    # ("function 'FF' already defined", Source/ActionsLib/NetworkDescriptionLanguage.h:920); cntkio
+    # stops there once $featDim$ of the same file is substituted (the networks helper's part), on the
+    # $featDim$ before that
+    "Examples/Speech/Miscellaneous/AMI/CNTK_ndl_deprecated/TrainDNN": Stop(
+        "invalid", r"macro FF is already defined|found '\$featDim\$'",
+        "dnn_6layer.ndl defines the macros of ndlMacros's default_macros.ndl (FF, BFF, ...) again: CNTK stops "
+        "with function 'FF' already defined (Source/ActionsLib/NetworkDescriptionLanguage.h:920)"),
     **{f"Speech/LSTM/{d}": Stop("refused", r"nbrUttsInEachRecurrentIter = 2 needs truncated = true",
                                 "HTKMLFReader sequence mode with nbrUttsInEachRecurrentIter = 2 and truncated = false "
                                 "(two whole utterances per minibatch) is refused by cntkio's reader")

@@ -57,6 +57,10 @@ def prepare(case, tmp: str) -> Dirs:
         values = rng.uniform(0.1, 1.0, size=(rows, cols))
         with open(path, "w") as f:
             f.write("\n".join(" ".join(f"{v:.6f}" for v in row) for row in values) + "\n")
+    for source, dest in getattr(case, "copies", []):
+        dest = dirs.fill(dest)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(dirs.fill(source), dest)
     return dirs
 
 
