@@ -227,3 +227,20 @@ def test_the_top_level_parallel_train_switch_is_no_section():
     cfg = parse_config("parallelTrain = true\ncmd = [ SGD = [ ParallelTrain = [ parallelizationMethod = "
                        "DataParallelSGD ] ] ]")
     assert ParallelParams.from_config(cfg("cmd"), cfg("cmd")("SGD"), 1).method == "dataparallelsgd"
+
+
+def test_validation_counts_the_names_a_mel_or_ndl_file_reads_as_used(tmp_path):
+    # CNTK's cntk_dpt.cntk: an edit command's keys currLayer/newLayer/... are read only by the MEL
+    # file ($newLayer$), when the command runs; validation reads them too, so no "not used" warning
+    from cntkio.actions.validate import validate_commands
+    from cntkio.config import load_config
+    (tmp_path / "add_layer.mel").write_text("m1 = LoadModel($currModel$, format=cntk)  # $inComment$\n"
+                                            "SetDefaultModel(m1)\nL$newLayer$ = 1\nSaveModel(m1, $newModel$)\n")
+    (tmp_path / "net.ndl").write_text("run = n\nn = [\n  x = Input($featDim$)\n]\n")
+    cfg = tmp_path / "c.cntk"
+    cfg.write_text(f"command = addLayer:train\nfeatDim = 4\nunrelated = 1\n"
+                   f"addLayer = [\n  action = edit\n  currModel = a\n  newModel = b\n  newLayer = 2\n"
+                   f"  inComment = 3\n  editPath = {tmp_path}/add_layer.mel\n]\n"
+                   f"train = [\n  action = train\n  NDLNetworkBuilder = [ networkDescription = {tmp_path}/net.ndl ]\n]\n")
+    report = validate_commands(load_config([f"configFile={cfg}"]), raise_errors=False)
+    assert sorted(u.path for u in report.unused) == ["addLayer.inComment"]

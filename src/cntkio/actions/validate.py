@@ -513,6 +513,7 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
         for key in _WHOLE_SECTIONS:         # another language's text: read by its own evaluator
             if cmd.section.exists_current(key) and isinstance(cmd.section(key), ConfigParameters):
                 cmd.section(key).mark_all_used()
+        _file_variables(cmd.section)
     unused = unused_keys(root, [c.section for c in commands], known=(*SGD_KEYS, *PARALLEL_KEYS))
     if warn and not strict:
         for u in unused:
@@ -522,3 +523,28 @@ def validate_commands(root: ConfigParameters, *, strict: bool = False, raise_err
             raise run.problems[0]        # one problem: the error itself, as the action would raise it
         raise ValidationError(run.problems, unused if strict else [])
     return ValidationReport(run.problems, unused)
+
+
+def _file_variables(section: ConfigParameters) -> None:
+    """Look up (so mark as used) the config names an NDL or MEL file reads as ``$name$``: CNTK
+    resolves them from the builder's or the edit command's section outwards when it loads the file
+    (LoadConfigFileAndResolveVariables, Source/ActionsLib/NDLNetworkBuilder.h:498), after validation."""
+    import re
+    scopes = [(section, ("editPath", "ndlMacros"))]
+    if section.exists("NDLNetworkBuilder") and isinstance(section("NDLNetworkBuilder"), ConfigParameters):
+        scopes.append((section("NDLNetworkBuilder"), ("networkDescription", "ndlMacros")))
+    for scope, keys in scopes:
+        for key in keys:
+            try:
+                paths = str(scope(key)).split("+") if scope.exists(key) else []
+            except CntkioError:
+                continue
+            for path in paths:
+                try:
+                    with open(path.strip(), encoding="utf-8", errors="replace") as f:
+                        text = re.sub(r"#[^\n]*", "", f.read())
+                except OSError:
+                    continue
+                for name in set(re.findall(r"\$([A-Za-z_][A-Za-z0-9_.]*)\$", text)):
+                    scope.exists(name)
+
