@@ -1,6 +1,6 @@
 """Run every case of the corpus and write the per-configuration table of docs/from-cntk.md.
 
-    python tests/endtoend/corpus_table.py [--only SUBSTRING] [--no-slow] [--json out.json] [--markdown out.md]
+    python tests/endtoend/corpus_table.py [--only SUBSTRING] [--no-slow | --slow-only] [--json out.json] [--markdown out.md]
     python tests/endtoend/corpus_table.py --from-json out.json --markdown out.md
 
 Each case (cases.py) runs as the tests run it (harness.py), in this process, one after another;
@@ -33,12 +33,12 @@ def _alarm(signum, frame):
     raise _TimeOut("the case ran past the time limit")
 
 
-def survey(only: str | None = None, limit: int = 600, slow: bool = True) -> dict:
+def survey(only: str | None = None, limit: int = 600, slow: bool = True, fast: bool = True) -> dict:
     import signal
     signal.signal(signal.SIGALRM, _alarm)
     results = {}
     for case in CASES:
-        if (only and only not in case.id) or (case.slow and not slow):
+        if (only and only not in case.id) or (case.slow and not slow) or (not case.slow and not fast):
             continue
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="cntk-e2e-") as tmp:
@@ -115,6 +115,7 @@ def main() -> None:
     ap.add_argument("--json")
     ap.add_argument("--limit", type=int, default=600, help="seconds a case may run")
     ap.add_argument("--no-slow", action="store_true", help="leave out the cases marked slow")
+    ap.add_argument("--slow-only", action="store_true", help="run only the cases marked slow")
     ap.add_argument("--markdown", help="write the per-configuration table to this file (docs/from-cntk.md: "
                                        "between its corpus-table markers)")
     ap.add_argument("--from-json", help="make the table from an earlier run's --json file instead of running")
@@ -123,7 +124,7 @@ def main() -> None:
         with open(args.from_json) as f:
             results = json.load(f)
     else:
-        results = survey(args.only, args.limit, not args.no_slow)
+        results = survey(args.only, args.limit, not args.no_slow, not args.slow_only)
     if args.markdown:
         table = markdown(results)
         text = open(args.markdown).read() if os.path.exists(args.markdown) else ""
