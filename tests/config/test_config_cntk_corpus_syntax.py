@@ -86,3 +86,23 @@ def test_a_quoted_list_of_numbers_splits_as_cntk_splits_it():
     cfg = parse_config('v = 10\nlayerSizes = "$v$:150:200:$v$"\nfile = "c:\\\\a.txt"')
     assert get_list(cfg, "layerSizes") == ["10", "150", "200", "10"]
     assert get_list(cfg, "file") == ["c:\\\\a.txt"]
+
+
+def test_command_line_arguments_join_into_one_text_as_cntk_joins_them():
+    # Tests/EndToEndTests/Speech/HTKDeserializers/TIMIT/WriteBottleneck/run-test:28 passes its extra
+    # arguments unquoted, so the shell splits this override at its spaces; CNTK joins every argument
+    # that is not configFile= with newlines before parsing (ConfigParameters::ParseCommandLine,
+    # Source/Common/Config.cpp:52), so the brackets close in a later argument
+    from cntkio.config import load_config
+    line = ('TIMIT_WriteBottleneck=[reader=[deserializers=([type="HTKFeatureDeserializer" module="HTKDeserializers" '
+            'input=[features=[dim=363 scpFile="$ScpDir$/TIMIT.core.scp.fbank.fullpath.rnn"]]])]] ScpDir=/data')
+    cfg = load_config(line.split())
+    des = cfg("TIMIT_WriteBottleneck")("reader")("deserializers").as_array()
+    assert len(des) == 1
+    first = des[0]
+    assert str(first("type")) == "HTKFeatureDeserializer"
+    assert str(first("input")("features")("scpFile")) == "/data/TIMIT.core.scp.fbank.fullpath.rnn"
+    assert int(first("input")("features")("dim")) == 363
+    # a bracket never closed is still an error at the argument that opened it
+    with pytest.raises(ConfigError, match=r"<command line>:2: '\[' opened here is never closed"):
+        load_config(["a=1", "b=[c=1", "d=2"])

@@ -77,14 +77,36 @@ def load_config(argv: Iterable[str] | str, base_dir: str | None = None) -> Confi
 
 
 def _apply_arguments(root: ConfigParameters, ctx: ParseContext, argv, base_dir: str) -> None:
+    # CNTK joins the arguments that are not configFile= into one text, one argument a line
+    # (ConfigParameters::ParseCommandLine, Source/Common/Config.cpp:52): a bracket an argument
+    # opens may close in a later one (a run-test's unquoted "x=[a=1 b=2]" reaches CNTK as two
+    # arguments). Consecutive plain arguments are parsed together, each on its own line.
+    pending: list[str] = []
+    first = 0
+
+    def flush() -> None:
+        if pending:
+            parse_text_into("\n".join(pending), root, ctx, file="<command line>", base_dir=base_dir,
+                            first_line=first)
+            pending.clear()
+
     for index, arg in enumerate(argv, start=1):
         arg = arg.strip()
         if not arg:
+            if pending:
+                pending.append("")      # keeps each argument on the line of its index
             continue
         name, eq, value = arg.partition("=")
+        if not (eq and name.strip().lower() in ("currentdirectory", "configfile")):
+            if not pending:
+                first = index
+            pending.append(arg)
+            continue
+        flush()
         if eq and name.strip().lower() == "currentdirectory":
             directory = value.strip().strip('"')
             base_dir = directory if os.path.isabs(directory) else os.path.join(base_dir, directory)
+            parse_text_into(arg, root, ctx, file="<command line>", base_dir=base_dir, first_line=index)
         if eq and name.strip().lower() == "configfile":
             value = value.strip()
             if len(value) >= 2 and value[0] == value[-1] == '"':
@@ -111,8 +133,7 @@ def _apply_arguments(root: ConfigParameters, ctx: ParseContext, argv, base_dir: 
                 if root.file is None:
                     root.file, root.line = path, 1
                 load_file_into(path, root, ctx)
-        else:
-            parse_text_into(arg, root, ctx, file="<command line>", base_dir=base_dir, first_line=index)
+    flush()
 
 
 class Command(NamedTuple):
