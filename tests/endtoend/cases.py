@@ -471,13 +471,18 @@ CASES: list[Case] = [
          runtest=E2E + "Examples/Text/PennTreebank/RNN/run-test"),
     Case("Examples/SequenceToSequence/PennTreebank/rnn", EX + "SequenceToSequence/PennTreebank/Config",
          [Run("rnn.cntk", "")], max_epochs=1, sizes=["train=[SGD=[maxEpochs=1]]"]),
-    Case("LM/RNNLM/CPU", E2E + "LM/RNNLM/CPU", [Run("global.cntk+rnnlm.cntk", "ExpDir={RunDir} DataDir={DataDir}")],
+    # no run-test runs these: their folders are written into the configs (global.cntk's ExpDir and DataDir,
+    # or ExpFolder=C:\CNTKExp\RNN\log\ in rnnlm.cntk itself) and the GPU ones set train's deviceId=0;
+    # the cases give the paths and the device, as a run-test does
+    Case("LM/RNNLM/CPU", E2E + "LM/RNNLM/CPU",
+         [Run("global.cntk+rnnlm.cntk", "ExpDir={RunDir} DataDir={DataDir} ExpFolder={RunDir} DataFolder={DataDir}")],
          max_epochs=1, sizes=["train=[SGD=[maxEpochs=1]]"]),
-    Case("LM/RNNLM/GPU", E2E + "LM/RNNLM/GPU", [Run("../CPU/global.cntk+rnnlm.cntk", "ExpDir={RunDir}")],
-         tree=E2E + "LM/RNNLM", max_epochs=1, sizes=["train=[SGD=[maxEpochs=1]]"]),
+    Case("LM/RNNLM/GPU", E2E + "LM/RNNLM/GPU", [Run("../CPU/global.cntk+rnnlm.cntk", "ExpDir={RunDir} DataDir={DataDir}")],
+         tree=E2E + "LM/RNNLM", max_epochs=1, sizes=["train=[SGD=[maxEpochs=1]]", "train=[deviceId=-1]"]),
     *[Case(f"Examples/SequenceToSequence/PennTreebank/RNNLM/{d}/{n}", EX + f"SequenceToSequence/PennTreebank/"
-           f"AdditionalFiles/RNNLM/{d}", [Run(f"global.cntk+{n}.cntk", "ExpDir={RunDir} ConfigDir={ConfigDir}")],
-           max_epochs=1, sizes=["train=[SGD=[maxEpochs=1]]"])
+           f"AdditionalFiles/RNNLM/{d}", [Run(f"global.cntk+{n}.cntk", "ExpDir={RunDir} DataDir={DataDir} "
+                                          "ExpFolder={RunDir} DataFolder={DataDir} ConfigDir={ConfigDir}")],
+           max_epochs=1, sizes=["train=[SGD=[maxEpochs=1]]"] + (["train=[deviceId=-1]"] if d == "GPU" else []))
       for d, n in (("CPU", "rnnlm"), ("CPU", "fnnlm"), ("GPU", "rnnlm"), ("GPU", "fnnlm"), ("GPU", "rnnlm.gpu"))],
     Case("Examples/LanguageUnderstanding/ATIS", EX + "LanguageUnderstanding/ATIS/BrainScript", [Run("ATIS.cntk", "")],
          shapes=_seq((2, 6), intent=1), max_epochs=1, sizes=["Train=[SGD=[maxEpochs=1]]"]),
