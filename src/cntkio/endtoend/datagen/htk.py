@@ -26,6 +26,7 @@ import struct
 import numpy as np
 
 from .sandbox import Sandbox
+from ...errors import CntkioError
 
 __all__ = ["legacy", "feature_deserializer", "mlf_deserializer", "utterances", "write_htk_archive", "output_lists"]
 
@@ -152,11 +153,16 @@ def mlf_deserializer(box: Sandbox, sec, shape_of) -> None:
 def output_lists(box: Sandbox, writer, shape_of) -> None:
     """``writer = [writerType = HTKMLFWriter ...]``: each output section's ``scpFile`` (or ``file``)
     is the list of the files the write action writes, one per utterance of the sandbox, in order
-    (``<scp>.out/uttNNNN.htk``)."""
-    for name in writer.keys():
-        if not isinstance(writer.raw(name, inherit=False), dict):
+    (``<scp>.out/uttNNNN.htk``). The outputs are the sections named by ``outputNodeNames``, as the
+    write action finds them (a dotted node name such as TIMIT_WriteBottleneck.cntk's ``L2.BFF.FF.P``
+    is a nested section), else every sub-section of the writer."""
+    names = [str(n) for n in writer.list("outputNodeNames", [])] or [
+        n for n in writer.keys() if isinstance(writer.raw(n, inherit=False), dict)]
+    for name in names:
+        try:
+            s = writer.section(name)
+        except CntkioError:
             continue
-        s = writer.section(name)
         key = "file" if s.has_local("file") else "scpFile"
         if not s.has_local(key):
             continue
