@@ -160,7 +160,9 @@ def output_lists(box: Sandbox, writer, shape_of) -> None:
         n for n in writer.keys() if isinstance(writer.raw(n, inherit=False), dict)]
     for name in names:
         try:
-            s = writer.section(name)
+            s = writer
+            for part in name.split("."):        # a.b.c = [...] is a = [b = [c = [...]]]
+                s = s.section(part)
         except CntkioError:
             continue
         key = "file" if s.has_local("file") else "scpFile"
