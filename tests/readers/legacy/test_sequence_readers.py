@@ -72,6 +72,29 @@ def test_lm_word_classes_give_class_rows(tmp_path):
     src.close()
 
 
+def test_lm_word_classes_may_leave_a_class_empty(tmp_path):
+    # Examples/SequenceToSequence/PennTreebank/Config/rnn.cntk writes its vocab.txt with
+    # writeWordAndClass (nbrClass = $confClassSize$ = 50): CNTK's class assignment moves to class 1
+    # before the first word when its share passes 1/50 (Source/ActionsLib/OtherActions.cpp:417-422),
+    # so class 0 (and, with fewer words than classes, no other) holds no word; the reader reads it
+    from cntkio.actions.wordclass import word_classes
+    from collections import Counter
+    words, _, ids = word_classes(Counter({"</s>": 16, "a": 7, "b": 5, "c": 4}), 10000, 50, "<unk>", cutoff=0)
+    assert ids[0] >= 1                     # CNTK's rule leaves class 0 empty here
+    (tmp_path / "c.txt").write_text("a b </s>\nb c </s>\n")
+    (tmp_path / "vocab.txt").write_text("".join(f"{i}\t1\t{w}\t{k}\n" for i, (w, k) in enumerate(zip(words, ids))))
+    src = build_reader(_lm_section(tmp_path / "c.txt", wordclass=str(tmp_path / "vocab.txt")), max_sweeps=1)
+    rows = _mb(src)["labels"].as_sequences()
+    index = {w: i for i, w in enumerate(words)}
+    a = index["a"]
+    assert rows[0][0].tolist() == [a, ids[a], a, a + 1]       # each word its own class: [a, a + 1)
+    src.close()
+    # a class whose words are not one index range is still an error
+    (tmp_path / "vocab.txt").write_text("0\t5\t</s>\t0\n1\t3\tb\t1\n2\t2\ta\t0\n3\t1\tc\t1\n")
+    with pytest.raises(ConfigError, match="the words of class 0 do not have consecutive indices"):
+        build_reader(_lm_section(tmp_path / "c.txt", wordclass=str(tmp_path / "vocab.txt")), max_sweeps=1)
+
+
 def test_lm_unk_and_missing_end_symbol(tmp_path, caplog):
     (tmp_path / "c.txt").write_text("a b </s>\na zz </s>\na b\n")
     (tmp_path / "vocab.txt").write_text("0\t5\t</s>\t0\n1\t3\tb\t0\n2\t2\ta\t0\n3\t1\t<unk>\t0\n")

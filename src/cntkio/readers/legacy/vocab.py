@@ -110,7 +110,11 @@ class WordClasses:
         np.minimum.at(self.class_begin, self.word_class, np.arange(n))
         np.maximum.at(self.class_end, self.word_class, np.arange(n) + 1)
         sizes = np.bincount(self.word_class, minlength=ncls)
-        bad = np.flatnonzero((self.class_end - self.class_begin) != sizes)
+        # a class may hold no word: CNTK's writeWordAndClass moves to class 1 before its first word
+        # when that word's share passes 1/nbrClass (DoWriteWordAndClassInfo, Source/ActionsLib/
+        # OtherActions.cpp:417-422), and skips classes when nbrClass exceeds the words
+        self.class_begin[sizes == 0] = 0
+        bad = np.flatnonzero((sizes > 0) & ((self.class_end - self.class_begin) != sizes))
         if len(bad):
             raise ConfigError(f"{path}: the words of class {int(bad[0])} do not have consecutive indices "
                               "(a class-based output needs each class's words in one id range)", path=option)
