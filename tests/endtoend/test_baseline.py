@@ -96,3 +96,16 @@ def test_the_vendored_facts_are_those_of_the_vendored_baselines():
     multitask = facts["Tests/EndToEndTests/Examples/Speech/TIMIT/TrainMultiTask"]["runs"][0]
     assert multitask["training_criteria"] == ["ObjFcn.O"]
     assert multitask["evaluation_criteria"] == ["CE1", "FER1", "CE2", "FER2"]
+
+
+def test_the_evaluation_criteria_list_of_cntk_2_logs():
+    # Tests/EndToEndTests/Examples/Image/Deprecated/MNIST/01_OneHidden_ndl/baseline.txt:138-142
+    log = ("09/29/2016 22:45:58: Training criterion:   ce = CrossEntropyWithSoftmax\n"
+           "09/29/2016 22:45:58: \n"
+           "09/29/2016 22:45:58: Evaluation criteria:\n"
+           "09/29/2016 22:45:58: \ttop5Errs = ClassificationError\n"
+           "09/29/2016 22:45:58: \terrs = ClassificationError\n"
+           "09/29/2016 22:45:58: No PreCompute nodes found, or all already computed. Skipping pre-computation step.\n")
+    (run,) = read_baseline(log)
+    assert run.training_criteria == ["ce"]
+    assert run.evaluation_criteria == ["top5Errs", "errs"]

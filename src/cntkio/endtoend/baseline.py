@@ -11,8 +11,9 @@ keeps
 * ``actions``: the actions of the command banners (``# speechTrain command (train action)``,
   ``# Action "train"``), in order, else of the ``Action "x" complete.`` lines;
 * ``training_criteria`` / ``evaluation_criteria``: the node names of ``Training criterion:`` and
-  ``Evaluation criterion:`` (older logs: the lines under ``Training criterion node(s):``), in
-  order of appearance, once each;
+  ``Evaluation criterion:``, and of the lines under ``Evaluation criteria:`` (CNTK 2.x, several
+  evaluation nodes) and ``Training criterion node(s):`` (older logs), in order of appearance, once
+  each;
 * ``epochs``: per train command, the number ``N`` of ``Finished Epoch[k of N]: [Training]`` and
   how many such lines there were;
 * ``completed``: ``__COMPLETED__`` was written.
@@ -30,7 +31,9 @@ __all__ = ["RunFacts", "read_baseline", "run_facts"]
 
 _STAMP = re.compile(r"^(?:MPI Rank (\d+): )?(?:\d\d/\d\d/\d{4} \d\d:\d\d:\d\d: )?")
 _CRITERION = re.compile(r"^(Training|Evaluation) criterion:\s+(\S+) = (\S+)")
-_CRITERIA_HEAD = re.compile(r"^(Training|Evaluation) criterion node\(s\):")
+#: a heading over a list of criterion lines: "Training criterion node(s):" (older logs) and
+#: "Evaluation criteria:" (CNTK 2.x, each node on a line of its own beginning with a TAB)
+_CRITERIA_HEAD = re.compile(r"^(Training|Evaluation) (?:criterion node\(s\)|criteria):\s*$")
 _CRITERIA_ITEM = re.compile(r"^\s+(\S+) = (\S+)\s*$")
 _FINISHED = re.compile(r"^Finished Epoch\[\s*(\d+) of (\d+)\]: \[Training\]")
 _ACTION = re.compile(r'^Action "(\w+)" complete\.')
