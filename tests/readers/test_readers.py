@@ -645,3 +645,30 @@ def test_an_object_store_error_of_a_deserializer_keeps_its_url_and_range_with_th
     assert (err.value.url, err.value.begin, err.value.end) == ("s3://b/a.ctf", 0, 64)
     assert str(err.value) == ("s3://b/a.ctf bytes 0-64: <config>:1: reader.deserializers[0].file: ConnectTimeoutError: "
                               "no answer (after 6 attempts)")
+
+
+def test_a_legacy_image_reader_section_names_its_streams():
+    # Examples/Image/Classification/GoogLeNet/BN-Inception/BrainScript/BN-Inception.cntk:94-110: the
+    # ImageReader section has no input = [...]; its sub-sections with width (features) and labelDim
+    # (labels) are the streams (CNTK's ImageConfigHelper), which validation compares with the
+    # network's inputs before any work (it found none: "the reader delivers no streams")
+    cfg = parse_config(textwrap.dedent('''
+        reader = [
+            readerType = "ImageReader"
+            file = "train_map.txt"
+            randomize = "Auto"
+            features = [
+                width = 224
+                height = 224
+                channels = 3
+                cropType = "randomSide"
+                sideRatio = 0.46666:0.875
+                jitterType = "UniRatio"
+                meanFile = "ImageNet1K_mean.xml"
+            ]
+            labels = [
+                labelDim = 1000
+            ]
+        ]
+    '''))
+    assert reader_spec(cfg("reader"), "reader").stream_names == ["features", "labels"]

@@ -158,6 +158,9 @@ def reader_spec(config: Any, path: str = "reader") -> ReaderSpec:
         dconf = (adapter.config(reader, spec) if adapter is not None
                  else _deserializer_config(reader, spec, legacy=True, type_name=dtype))
         spec.deserializers.append(dconf)
+        names_of = getattr(_factory(dtype), "legacy_stream_names", None)
+        if names_of is not None and not spec.stream_names:     # ImageReader: its sub-sections are the streams
+            spec.stream_names.extend(names_of(dconf))
         legacy = True
 
     spec.source_kwargs = _source_kwargs(reader, spec, legacy, own_randomize=adapter is not None)

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ... import transforms as _t
 from .b64 import Base64ImageDataDeserializer
-from .deserializer import ImageDataDeserializer
+from .deserializer import ImageDataDeserializer, legacy_stream_names
 
 __all__ = ["ImageDeserializer", "Base64ImageDeserializer", "ImageDataDeserializer",
            "Base64ImageDataDeserializer", "build_image", "build_base64"]
@@ -104,4 +104,6 @@ def build_base64(config: Mapping, **source_options: Any) -> Base64ImageDataDeser
 
 
 build_image.supports_transforms = True
+#: the streams of a legacy ImageReader section, for the reader factory (ImageReader has no input = [...])
+build_image.legacy_stream_names = legacy_stream_names
 build_base64.supports_transforms = True

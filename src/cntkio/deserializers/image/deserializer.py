@@ -50,7 +50,7 @@ from ..protocol import ChunkData, ChunkInfo, DenseStream, SequenceTable, SparseS
 from . import remote as remote_image
 from .mapfile import check_zip_members, parse_image_map, resolve_path, shown
 
-__all__ = ["ImageCore", "ImageDataDeserializer", "ImageConfig", "parse_config"]
+__all__ = ["ImageCore", "ImageDataDeserializer", "ImageConfig", "parse_config", "legacy_stream_names"]
 
 _log = get_logger("deserializers.image")
 
@@ -144,6 +144,13 @@ class ImageConfig:
         if last_scale >= 0 and "Crop" not in kinds[last_scale + 1:]:
             t = self.transforms[last_scale]
             self.declared = (t.height, t.width, t.channels)
+
+
+def legacy_stream_names(config: Mapping) -> list[str]:
+    """The streams a legacy ``readerType = ImageReader`` section delivers (:func:`_legacy_inputs`'s
+    rule, without building a transform): the sub-sections with ``labelDim`` or ``width``."""
+    return [name for name, sec in config.items() if isinstance(sec, Mapping) and any(
+        _get(sec, k) is not None for k in ("labelDim", "labelDimension", "width"))]
 
 
 def _legacy_inputs(config: Mapping) -> dict:
