@@ -229,6 +229,16 @@ def test_the_top_level_parallel_train_switch_is_no_section():
     assert ParallelParams.from_config(cfg("cmd"), cfg("cmd")("SGD"), 1).method == "dataparallelsgd"
 
 
+def test_asynchronous_sgd_is_refused_by_name():
+    # Tests/EndToEndTests/ParallelTraining/AsynchronousSGD/03_ResNet-parallel.cntk:65
+    # parallelizationMethod = $parallelizationMethod$, its run-test giving DataParallelASGD (CNTK's
+    # parameter-server SGD, SGD.cpp ParallelizationMethod::dataParallelASGD)
+    cfg = parse_config("Train = [ SGD = [ ParallelTrain = [ parallelizationMethod = DataParallelASGD ] ] ]")
+    with pytest.raises(NotImplementedInCntkio, match=r"Train\.SGD\.ParallelTrain\.parallelizationMethod="
+                       r"DataParallelASGD: asynchronous SGD with a parameter server is not implemented"):
+        ParallelParams.from_config(cfg("Train"), cfg("Train")("SGD"), 1)
+
+
 def test_validation_counts_the_names_a_mel_or_ndl_file_reads_as_used(tmp_path):
     # CNTK's cntk_dpt.cntk: an edit command's keys currLayer/newLayer/... are read only by the MEL
     # file ($newLayer$), when the command runs; validation reads them too, so no "not used" warning

@@ -7,6 +7,7 @@ run-test's arguments, then the case's size overrides, then :func:`small_epochs`.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -101,6 +102,11 @@ def run_case(case, tmp: str, device_id: int | str = -1):
     dirs = prepare(case, tmp)
     outcomes = []
     for run in case.runs:
+        for pattern in run.remove:          # the run-test's "rm ... || exit $?" before this run
+            found = glob.glob(dirs.fill(pattern))
+            assert found, f"the run-test removes {pattern}, which the run before did not write"
+            for path in found:
+                os.remove(path)
         args = dirs.fill(run.args)
         base = cntk_arguments(run.config, args, config_dir=dirs.config, run_dir=dirs.run, data_dir=dirs.data,
                               device_id=device_id)

@@ -54,6 +54,14 @@ class ParallelParams:
             get_bool(cfg, "parallelTrain")
             return cls()
         method = (get_str(pt, "parallelizationMethod", "none") or "none").lower()
+        if method == "dataparallelasgd":
+            # CNTK's asynchronous SGD through a parameter server (Multiverso, SGD.cpp's
+            # ParallelizationMethod::dataParallelASGD; Tests/EndToEndTests/ParallelTraining/AsynchronousSGD)
+            v = pt("parallelizationMethod")
+            raise NotImplementedInCntkio(
+                f"{getattr(v, 'file', '') or ''}{':' + str(v.line) if getattr(v, 'line', None) else ''} "
+                f"{key_path(pt, 'parallelizationMethod')}=DataParallelASGD: asynchronous SGD with a parameter "
+                "server is not implemented in cntkio (DataParallelSGD, ModelAveragingSGD and BlockMomentumSGD are)")
         if method not in METHODS:
             raise config_error(pt, "parallelizationMethod",
                                f"unknown parallelizationMethod {get_str(pt, 'parallelizationMethod')!r}",
