@@ -581,6 +581,7 @@ NETWORK_GAPS = {
     "Speech/DNN/Dropout": _MEAN_VAR_NORM,
     "Speech/HTKDeserializers/DNN/Dropout": _MEAN_VAR_NORM,
     "Speech/HTKDeserializers/DNN/ParallelBMWithAdjustLR": _MEAN_VAR_NORM,
+    **{f"Speech/LSTM/{d}": _ARRAY_LITERAL for d in ("FullUtterance", "FullUtteranceLayers", "FullUtteranceCuDNN5")},
     "Speech/LSTM/Truncated": _ARRAY_LITERAL,
     "Speech/LSTM/TruncatedLayers": _ARRAY_LITERAL,
     "Speech/HTKDeserializers/LSTM/Truncated": _ARRAY_LITERAL,
@@ -627,10 +628,6 @@ REFUSED = {
         "invalid", r"macro FF is already defined|found '\$featDim\$'",
         "dnn_6layer.ndl defines the macros of ndlMacros's default_macros.ndl (FF, BFF, ...) again: CNTK stops "
         "with function 'FF' already defined (Source/ActionsLib/NetworkDescriptionLanguage.h:920)"),
-    **{f"Speech/LSTM/{d}": Stop("refused", r"nbrUttsInEachRecurrentIter = 2 needs truncated = true",
-                                "HTKMLFReader sequence mode with nbrUttsInEachRecurrentIter = 2 and truncated = false "
-                                "(two whole utterances per minibatch) is refused by cntkio's reader")
-       for d in ("FullUtterance", "FullUtteranceLayers", "FullUtteranceCuDNN5")},
 }
 
 _RNN_NAMES = (["CrossEntropyWithSoftmaxCriterion"], ["EvalCrossEntropyWithSoftmax"],

@@ -58,7 +58,6 @@ def _sec(extra="", rtype="HTKMLFReader", fextra="", lextra=""):
     ("HTKMLFReader", "truncated = true", r"'Truncated' cannot be 'true' in frameMode"),
     ("HTKDeserializers", "truncated = true", "frameMode and truncated BPTT are mutually exclusive."),
     ("HTKMLFReader", "nbrUttsInEachRecurrentIter = 0", "nbrUttsInEachRecurrentIter cannot be less than 1."),
-    ("HTKMLFReader", "frameMode = false; nbrUttsInEachRecurrentIter = 3", "needs truncated = true"),
 ])
 def test_cntks_rules_name_the_key(small, rtype, extra, message):
     with pytest.raises(ConfigError, match=message):

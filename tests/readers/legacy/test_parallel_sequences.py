@@ -218,9 +218,14 @@ def test_helper_for_htkmlf_truncated_non_truncated_and_frame_mode(caplog):
     s, spec = _spec({"nbrUttsInEachRecurrentIter": "1"}, truncation_length=0)
     assert apply_parallel_sequences(s, spec, always_truncated=False) == 1
     assert "parallel_sequences" not in spec.source_kwargs          # whole utterances, as CNTK
-    s, spec = _spec({"nbrUttsInEachRecurrentIter": "3"}, truncation_length=0)
-    with pytest.raises(ConfigError, match=r"reader\.nbrUttsInEachRecurrentIter.*needs truncated = true"):
-        apply_parallel_sequences(s, spec, always_truncated=False)
+    # Tests/EndToEndTests/Speech/LSTM/FullUtterance/run-test: truncated=false
+    # speechTrain=[reader=[nbruttsineachrecurrentiter=2]]: whole utterances up to the minibatch size, as
+    # CNTK's HTKMLFReader on its deserializers (HTKDeserializers/HTKMLFReader.cpp:69-97), with a warning
+    s, spec = _spec({"nbruttsineachrecurrentiter": "2", "truncated": "false"}, truncation_length=0)
+    with caplog.at_level(logging.WARNING, logger="cntkio"):
+        assert apply_parallel_sequences(s, spec, always_truncated=False) == 2
+    assert "parallel_sequences" not in spec.source_kwargs
+    assert "reader.nbrUttsInEachRecurrentIter = 2: without truncated = true whole utterances are packed" in caplog.text
     s, spec = _spec({"nbrUttsInEachRecurrentIter": "32"}, frame_mode=True)
     with caplog.at_level(logging.INFO, logger="cntkio"):
         assert apply_parallel_sequences(s, spec, always_truncated=False) == 32

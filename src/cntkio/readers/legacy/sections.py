@@ -150,9 +150,10 @@ def apply_parallel_sequences(sec: Any, spec: Any, *, always_truncated: bool) -> 
     true``, else 0 = the minibatch size per row).
 
     ``always_truncated``: the reader always works this way (SequenceReader, LUSequenceReader);
-    otherwise (HTKMLFReader) only with ``truncated = true``, and N must then be 0 or 1 without it
-    (CNTK's check: a non-truncated minibatch is whole utterances, cntkio's sequence packing). In
-    frame mode the value has no effect (frames are randomized one by one), which is logged.
+    otherwise (HTKMLFReader) only with ``truncated = true``; without it whole utterances are packed
+    up to the minibatch size and N > 1 has no effect (a warning says so), as in CNTK's HTKMLFReader
+    on its deserializers. In frame mode the value has no effect (frames are randomized one by one),
+    which is logged.
     ``truncated = true`` with neither ``truncationLength`` nor N reads one row (CNTK's default N of
     1) of ``minibatchSize`` steps.
     Call it from an adapter's ``source_options`` (after the factory's ``truncated``/``frameMode``).
@@ -174,9 +175,13 @@ def apply_parallel_sequences(sec: Any, spec: Any, *, always_truncated: bool) -> 
     truncated = always_truncated or bool(kw.get("truncation_length")) or sec.bool("truncated", False)
     if not truncated:
         if n > 1:
-            raise sec.error(key, f"{key} = {n} needs truncated = true (whole utterances are packed up to "
-                            "the minibatch size without it)",
-                            "set truncated = true, or nbrUttsInEachRecurrentIter = 1")
+            # CNTK's HTKMLFReader on the deserializers packs whole utterances up to the minibatch
+            # size and reads N only for truncated packing (HTKDeserializers/HTKMLFReader.cpp:69-97,
+            # 172-190); CNTK's older HTKMLFReader DLL put N whole utterances side by side whatever
+            # the minibatch size (HTKMLFReader/HTKMLFReader.cpp:977-1014): docs/differences.md
+            _log.warning("%s = %d: without truncated = true whole utterances are packed up to the minibatch "
+                         "size (as CNTK's HTKMLFReader on its deserializers); CNTK's older HTKMLFReader put %d "
+                         "utterances in each minibatch whatever its size", sec.key_path(key), n, n)
         kw.pop("parallel_sequences", None)
         return n
     kw["parallel_sequences"] = n
