@@ -203,6 +203,12 @@ def test_the_htkmlf_writer_writes_each_utterance_to_its_listed_file(tmp_path, mo
         n, period, size, kind, values = _read_htk(target)
         assert (n, period, size, kind) == (len(x), 100000, 8, 9)      # CNTK's writer: sampPeriod 100000
         assert np.allclose(values, z, atol=1e-5)
+    # validation says nothing of the reader and writer sections the write reads when it runs
+    # (TIMIT_WriteBottleneck.cntk: "`TIMIT_WriteBottleneck.reader`: not used" before)
+    from cntkio.actions.validate import validate_commands
+    from cntkio.config import load_config
+    report = validate_commands(load_config([f"configFile={cfg}"]), raise_errors=False)
+    assert report.problems == [] and not [u for u in report.unused if "reader" in str(u) or "writer" in str(u)]
     (tmp_path / "out" / "z.scp").write_text(f"{targets[0]}\n")          # fewer paths than utterances
     with pytest.raises(CntkioError, match="out of range"):
         run([f"configFile={cfg}"])

@@ -424,7 +424,12 @@ def _model_reader(run: _Run, command: ConfigParameters, name: str, action: str) 
     from .network import has_brainscript
     from .htkwrite import has_htk_write
     if action == "write" and has_htk_write(command):
-        return       # HTKMLFReader's dataset-processing mode checks its own sections
+        # HTKMLFReader's dataset-processing mode checks and reads its own sections when it runs
+        # (TIMIT_WriteBottleneck.cntk's reader and writer were reported as not used)
+        for key in ("reader", "writer"):
+            if command.exists_current(key) and isinstance(command(key), ConfigParameters):
+                command(key).mark_all_used()
+        return
     if action == "write" and has_brainscript(command):
         net = None   # the network is built from the command's BrainScriptNetworkBuilder
     elif not command.exists("modelPath"):
