@@ -56,6 +56,8 @@ def _check_against_baseline(case, outcomes, facts, baseline_runs):
         for (n, done), (_, base_done) in zip(ours.epochs, theirs["epochs"]):
             if resumed or base_done < n:        # a resumed run, or CNTK stopped early (learning rate)
                 assert done <= n, where
+            elif base_done > n:                 # CNTK trained an epoch again after cutting the learning
+                assert done <= base_done, where  # rate (AutoAdjust): Examples/Text/PennTreebank/RNN's 5 of 3
             else:
                 assert done == base_done, f"{where}: epochs trained"
 
