@@ -81,7 +81,7 @@ class _ListedOutputs:
             with open(scp, encoding="utf-8") as f:
                 self.paths = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
         except OSError as e:
-            raise where("scpFile", f"cannot read the output SCP file {scp}: {e.strerror}") from None
+            raise where("scpFile", f"cannot read the output SCP file {scp}: {e.strerror}") from e
         self.path, self.scp_file, self.done = scp, None, 0
 
     def write(self, name: str, frames: np.ndarray, period: int = 0) -> str:

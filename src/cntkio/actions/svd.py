@@ -74,13 +74,13 @@ def _groups(section, name: str) -> list[tuple[re.Pattern, float, str]]:
                                       f"found {line.strip()!r}", path=key_path(section, "SVDConfig"))
                 try:
                     ratio = float(parts[1])
-                except ValueError:
+                except ValueError as e:
                     raise ConfigError(f"{path}:{lineno}: the keep ratio {parts[1]!r} is not a number",
-                                      path=key_path(section, "SVDConfig")) from None
+                                      path=key_path(section, "SVDConfig")) from e
                 out.append((_compile(parts[0], f"{path}:{lineno}"), ratio, parts[0]))
     except OSError as e:
         raise ConfigError(f"cannot read the SVD config file {path}: {e.strerror}",
-                          path=key_path(section, "SVDConfig")) from None
+                          path=key_path(section, "SVDConfig")) from e
     return out
 
 
@@ -88,7 +88,7 @@ def _compile(regex: str, where: str) -> re.Pattern:
     try:
         return re.compile(regex)
     except re.error as e:
-        raise ConfigError(f"{regex!r} is not a regular expression: {e}", path=where) from None
+        raise ConfigError(f"{regex!r} is not a regular expression: {e}", path=where) from e
 
 
 def decompose(model, groups: list[tuple[re.Pattern, float, str]], aligned: int) -> list[tuple[str, int, int, int]]:

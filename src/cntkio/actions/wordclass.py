@@ -139,10 +139,10 @@ def write_word_and_class(section, name: str = "writeWordAndClass") -> dict:
                     text = f"{text} {end}"
                 tokens = text.split()
                 counts.update(tokens[1:] if skip_first else tokens)
-    except FileNotFoundError:
-        raise ConfigError(f"input file {source!r} does not exist", path=key_path(section, "inputFile")) from None
+    except FileNotFoundError as e:
+        raise ConfigError(f"input file {source!r} does not exist", path=key_path(section, "inputFile")) from e
     except UnicodeDecodeError as e:
-        raise FormatError(f"not UTF-8 text ({e.reason})", file=source, line=lineno) from None
+        raise FormatError(f"not UTF-8 text ({e.reason})", file=source, line=lineno) from e
     words, freqs, ids = word_classes(counts, vocab_size, classes, unk, cutoff, name)
     written = {}
     if mapping_file:
