@@ -546,72 +546,26 @@ def _network(match: str, reason: str) -> Stop:
     return Stop("network", match, "network-language gap (the networks helper's part of issue 28): " + reason)
 
 
-_IMAGE_LAYOUT = _network(r"\$imageLayout\$|\$batchNormalizationEngine\$",
-                         "$var$ of the config inside the NDL file (Macros.ndl: imageLayout = $imageLayout$)")
-_MEAN_VAR_NORM = _network(r"undefined name 'MeanVarNorm'", "MeanVarNorm of CNTK.core.bs")
-_NO_LABEL = _network(r"the network has no label node", "an auto-encoder network without a label node")
-_CLASS_LM = _network(r"(?i)unknown trainingCriterion 'classCrossEntropyWithSoftmax'",
-                     "SimpleNetworkBuilder's class-based LM criterion classCrossEntropyWithSoftmax")
-_ARRAY_LITERAL = _network(r"unexpected character '\|'", "the BrainScript array literal [| a; b |]")
+def _refused(match: str, reason: str) -> Stop:
+    return Stop("refused", match, reason + " (refused by name while the network is built)")
 
-#: cases not running yet because of a network-language gap: the test expects the gap's error, and
-#: fails once the gap is closed (the expectation then goes)
+
+_NEW_AXIS = "makes sequences of another length (a new dynamic axis), which cntkio's networks do not have"
+
+#: cases not running yet because of a network-language gap (or refused by name while the network
+#: is built): the test expects the error, and fails once the gap is closed (the expectation then goes)
 NETWORK_GAPS = {
-    "Examples/Image/GettingStarted/05_OneConvRegr": _network(r"shape '\[\]' is invalid",
-                                                             "a per-sample criterion (rmse = Sqrt(...)) not summed"),
-    "Examples/Image/GettingStarted/06_OneConvRegrMultiNode": _network(r"shape '\[\]' is invalid",
-                                                                      "a per-sample criterion not summed"),
-    "Examples/Image/GettingStarted/07_Deconvolution": _network(r"ConvolutionTransposeLayer",
-                                                               "ConvolutionTransposeLayer of the layers library"),
-    **{f"Examples/Image/Deprecated/{d}": _IMAGE_LAYOUT for d in (
-        "MNIST/01_OneHidden_ndl", "MNIST/02_Convolution_ndl", "MNIST/03_ConvBatchNorm_ndl", "CIFAR-10/01_Convolution",
-        "CIFAR-10/02_BatchNormConv", "CIFAR-10/03_ResNet", "CIFAR-10/04_ResNet_56", "CIFAR-10/05_ConvLocal")},
-    **{f"BatchNormalization/{d}": _IMAGE_LAYOUT for d in ("NonSpatial/CNTK", "NonSpatial/CuDNN", "Spatial/CNTK",
-                                                          "Spatial/CuDNN")},
-    "Examples/Image/Regression/RegrSimple": _network(r"Scale: the first input must be a 1x1 scalar",
-                                                     "Scale(features, featScale) with the 1x1 scalar second"),
-    "Examples/Image/Classification/ConvNet/BrainScript/ConvNetLRN_CIFAR10_DataAug": _network(
-        r"undefined name 'FlattenDimensions'", "FlattenDimensions of CNTK.core.bs"),
-    "Examples/Image/Classification/AlexNet/BrainScript/AlexNet_ImageNet": _network(
-        r"found 'normal'", "init = 'normal'"),
-    "Image/QuickE2E": _network(r"undefined name 'Convolution'", "the raw Convolution node of CNTK.core.bs"),
-    "Image/FCN": _network(r"undefined name 'Convolution'", "the raw Convolution node of CNTK.core.bs"),
-    "Examples/Speech/AN4/LSTM": _network(r"Parameter dimensions must be > 0, found \[4096, 0\]",
-                                         "a Parameter dimension 0 inferred from its Times"),
-    "Speech/DNN/DiscriminativePreTraining": _network(r"\$globalMeanPath\$", "$var$ inside the NDL file"),
-    "Speech/HTKDeserializers/DNN/DiscriminativePreTraining": _network(r"\$globalMeanPath\$",
-                                                                      "$var$ inside the NDL file"),
-    "Speech/DNN/Dropout": _MEAN_VAR_NORM,
-    "Speech/HTKDeserializers/DNN/Dropout": _MEAN_VAR_NORM,
-    "Speech/HTKDeserializers/DNN/ParallelBMWithAdjustLR": _MEAN_VAR_NORM,
-    **{f"Speech/LSTM/{d}": _ARRAY_LITERAL for d in ("FullUtterance", "FullUtteranceLayers", "FullUtteranceCuDNN5")},
-    "Speech/LSTM/Truncated": _ARRAY_LITERAL,
-    "Speech/LSTM/TruncatedLayers": _ARRAY_LITERAL,
-    "Speech/HTKDeserializers/LSTM/Truncated": _ARRAY_LITERAL,
-    "Speech/HTKDeserializers/LSTM/FullUtterance": _network(r"expected a default value for parameter 'x'",
-                                                           "optional BrainScript parameters before positional ones"),
-    "Examples/Speech/TIMIT/TrainAutoEncoder": _NO_LABEL,
-    "Examples/Speech/TIMIT/WriteBottleneck": _NO_LABEL,
-    "Speech/HTKDeserializers/TIMIT/TrainAutoEncoder": _NO_LABEL,
-    "Speech/HTKDeserializers/TIMIT/WriteBottleneck": _NO_LABEL,
-    "Examples/Speech/TIMIT/TrainWithPreTrain": _network(r"L\$newLayer\$", "$var$ inside the MEL file"),
-    "Speech/HTKDeserializers/TIMIT/TrainWithPreTrain": _network(r"L\$newLayer\$", "$var$ inside the MEL file"),
-    "Text/SLU": _network(r"LookupTable has no parameter 'init'", "LookupTable(..., init=...)"),
-    "Examples/Text/PennTreebank/RNN": _CLASS_LM,
-    "Examples/SequenceToSequence/PennTreebank/rnn": _CLASS_LM,
-    "LM/RNNLM/CPU": _CLASS_LM,
-    "LM/RNNLM/GPU": _CLASS_LM,
-    **{f"Examples/SequenceToSequence/PennTreebank/RNNLM/{d}": _CLASS_LM
-       for d in ("CPU/rnnlm", "CPU/fnnlm", "GPU/rnnlm", "GPU/fnnlm", "GPU/rnnlm.gpu")},
-    "Examples/SequenceToSequence/CMUDict/G2P": _network(r"Slice: axis=-1", "Slice along the sequence axis"),
-    "Text/SequenceClassification": _network(r"expected a name, found '\('", "Sequential with ( on the next line"),
-    "Text/IRMetric": _network(r"undefined name 'BFF'", "BFF of CNTK.core.bs"),
+    "Image/FCN": _refused(r"Crop is not supported by cntkio", "Crop to another node's shape (shared.bs:92)"),
+    "Examples/SequenceToSequence/CMUDict/G2P": _refused(r"Slice: axis=-1 .* is not supported by cntkio",
+                                                        "Slice along the sequence axis " + _NEW_AXIS),
+    "Text/SequenceClassification": _refused(r"BS\.Sequences\.Last is not supported by cntkio",
+                                            "BS.Sequences.Last " + _NEW_AXIS),
+    "Text/IRMetric": _refused(r"LambdaRank is not supported by cntkio", "the LambdaRank criterion over queries"),
+    "Speech/LSTM/FullUtteranceCuDNN5": _refused(r"OptimizedRNNStack is not supported by cntkio",
+                                               "OptimizedRNNStack (cuDNN's packed RNN stack, cntk.cntk:47, modelSelector=2)"),
     **{f"Image/AlexNet{c}": _network(r"load section ndlMacros: a macro section holds macro definitions",
                                      "an NDL section loaded with load=ndlMacros that holds statements (AlexNet.ndl:1-9: "
                                      "ImageW = 227, features = ImageInput(...))") for c in ("", "/Composite")},
-    **{f"Examples/Speech/Miscellaneous/AMI/CNTK_ndl_deprecated/{cmd}": _network(
-        r"found '\$(baseF|f)eatDim\$'", "$var$ inside the NDL file (featDim = $featDim$)")
-       for cmd in ("TrainLSTM", "TrainPACRNN")},
 }
 
 #: cases that stop on a feature cntkio refuses by name (not a network-language gap), or that CNTK
@@ -621,6 +575,15 @@ REFUSED = {
     # ("function 'FF' already defined", Source/ActionsLib/NetworkDescriptionLanguage.h:920); cntkio
     # stops there once $featDim$ of the same file is substituted (the networks helper's part), on the
     # $featDim$ before that
+    "Examples/SequenceToSequence/PennTreebank/rnn": Stop(
+        "network", r"'TrainNodeClassBasedCrossEntropy' is not a node with a value per sample",
+        "its write command writes the criterion node TrainNodeClassBasedCrossEntropy (one value per minibatch "
+        "in CNTK's DoWriteOutput); cntkio's write action writes per-sample nodes only"),
+    "Speech/HTKDeserializers/TIMIT/WriteBottleneck": Stop(
+        "network", r"TIMIT\.core\.scp\.fbank\.fullpath: cannot open the SCP file",
+        "the run-test adds deserializers=(...) to a readerType=HTKMLFReader section: cntkio reads the "
+        "deserializers (the spec's implicit CompositeDataReader), CNTK loads the named HTKMLFReader "
+        "(Source/Common/DataReader.cpp:107), which reads featIn; CNTK's own test is disabled (testcases.yml)"),
     "ParallelTraining/AsynchronousSGD": Stop(
         "refused", r"parallelizationMethod=DataParallelASGD: asynchronous SGD with a parameter server is not implemented",
         "DataParallelASGD (asynchronous SGD through a parameter server) is refused by name; besides, maxEpochs = "
@@ -633,12 +596,11 @@ REFUSED = {
         "with function 'FF' already defined (Source/ActionsLib/NetworkDescriptionLanguage.h:920)"),
 }
 
-_RNN_NAMES = (["CrossEntropyWithSoftmaxCriterion"], ["EvalCrossEntropyWithSoftmax"],
-              "the recurrent SimpleNetworkBuilder (rnnType=LSTM) names its criterion CrossEntropyWithSoftmaxCriterion "
-              "and adds EvalCrossEntropyWithSoftmax, where CNTK's builder named it CrossEntropyWithSoftmax and had "
-              "no evaluation node")
 CRITERIA_GAPS = {
-    "Examples/Text/Miscellaneous/SLU": _RNN_NAMES,
+    "Examples/Text/PennTreebank/RNN": (
+        ["TrainNodeClassBasedCrossEntropy"], ["EvalNodeClassBasedCrossEntrpy"],
+        "SimpleNetworkBuilder (rnnType=CLASSLSTM, evalCriterion = trainingCriterion) adds the evaluation node "
+        "EvalNodeClassBasedCrossEntrpy, where CNTK's baseline shows the training criterion only"),
 }
 
 for _case in CASES:
