@@ -5,7 +5,7 @@ command lines run in this process on small generated data (harness.py), and what
 with the facts of CNTK's baseline log (corpus/baseline_facts.json): the commands and actions, the
 criterion and evaluation node names, the epochs of each train command. A case that cannot run
 must end in cntkio's own error, matching its expectation. The long cases are marked ``slow``
-(CI runs them in a step of their own: ``pytest -m slow tests/endtoend``).
+(run by hand, not in CI: ``pytest -m slow tests/endtoend``; .ci/run says why).
 """
 from __future__ import annotations
 
