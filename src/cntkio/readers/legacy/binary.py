@@ -205,8 +205,12 @@ class BinaryFile:
         key = int(entry["offset"])
         arr = self._arrays.get(key)
         if arr is None:
-            arr = self._arrays[key] = np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]),
-                                                 buffer=self._mapping(), offset=key)
+            buf = self._mapping()
+            with self._map_lock:      # chunks load on several threads: one array, or no shared span
+                arr = self._arrays.get(key)
+                if arr is None:
+                    arr = self._arrays[key] = np.ndarray(tuple(entry["shape"]), np.dtype(entry["dtype"]),
+                                                         buffer=buf, offset=key)
         return arr
 
     def stats(self, entry: Mapping) -> dict[str, list[float]] | None:
