@@ -50,22 +50,15 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "remote"))
 
 from store_servers import MotoS3  # noqa: E402
 
-from cntkio import CBFDeserializer, CTFDeserializer, MinibatchSource, StreamDef  # noqa: E402
+from cntkio import CBFDeserializer, CTFDeserializer, MinibatchSource  # noqa: E402
 from cntkio.deserializers.cbf import ctf2bin  # noqa: E402
 from cntkio.deserializers.cbf.writer import CBFWriter  # noqa: E402
 from cntkio.deserializers.protocol import ChunkData, DenseStream, SequenceTable  # noqa: E402
 from cntkio.remote import open_object, remote_options  # noqa: E402
 
-STREAMS = {
-    "dense": dict(features=StreamDef(field="features", shape=784), labels=StreamDef(field="labels", shape=10)),
-    "sparse": dict(src=StreamDef(field="src", shape=50000, is_sparse=True),
-                   tgt=StreamDef(field="tgt", shape=50000, is_sparse=True)),
-    "seq": dict(word=StreamDef(field="word", shape=40000, is_sparse=True),
-                tag=StreamDef(field="tag", shape=45, is_sparse=True)),
-    "float": dict(x=StreamDef(field="x", shape=150), y=StreamDef(field="y", shape=1)),
-}
-MB_SIZE = 256
-CHUNK = 32 * 1024 * 1024
+sys.path.insert(0, HERE)
+from cbf_throughput import CHUNK, MB_SIZE, STREAMS  # noqa: E402  (the datasets' streams, as cbf_throughput converts them)
+
 BUCKET = "bench"
 
 
